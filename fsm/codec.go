@@ -1,0 +1,331 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Command encoding (log format version 1):
+//
+//	byte    format version (1)
+//	byte    Op
+//	uvarint presence mask: bit i set = field i follows, in bit order
+//	fields  ints as varints, strings/bytes as uvarint length + bytes,
+//	        lists as uvarint count + items
+//
+// Zero fields are omitted, so a typical acquire is ~40 bytes. Decoding is
+// strict: unknown version, unknown mask bits, truncation, trailing bytes and
+// oversized lengths are errors.
+const cmdVersion = 1
+
+const (
+	fTime = 1 << iota
+	fReqID
+	fKey
+	fKeys
+	fOwner
+	fMode
+	fPermits
+	fTTL
+	fWait
+	fReentrant
+	fForce
+	fSession
+	fLockDelay
+	fMaxHold
+	fToken
+	fArgs
+	fKeysB
+	fScript
+	fMulti
+	fWatch
+	fAll = fWatch<<1 - 1
+)
+
+// maxDecodeLen bounds any single length in an encoded command, so garbage
+// cannot make the decoder allocate much.
+const maxDecodeLen = 64 << 20
+
+// MarshalBinary encodes c.
+func (c *Command) MarshalBinary() ([]byte, error) {
+	return c.AppendBinary(make([]byte, 0, 64)), nil
+}
+
+// AppendBinary appends the encoding of c to b.
+func (c *Command) AppendBinary(b []byte) []byte {
+	var mask uint64
+	set := func(bit uint64, on bool) {
+		if on {
+			mask |= bit
+		}
+	}
+	set(fTime, c.Time != 0)
+	set(fReqID, c.ReqID != "")
+	set(fKey, c.Key != "")
+	set(fKeys, len(c.Keys) > 0)
+	set(fOwner, c.Owner != "")
+	set(fMode, c.Mode != 0)
+	set(fPermits, c.Permits != 0)
+	set(fTTL, c.TTL != 0)
+	set(fWait, c.Wait != 0)
+	set(fReentrant, c.Reentrant)
+	set(fForce, c.Force)
+	set(fSession, c.Session != "")
+	set(fLockDelay, c.LockDelay != 0)
+	set(fMaxHold, c.MaxHold != 0)
+	set(fToken, c.Token != 0)
+	set(fArgs, len(c.Args) > 0)
+	set(fKeysB, len(c.KeysB) > 0)
+	set(fScript, len(c.Script) > 0)
+	set(fMulti, len(c.Multi) > 0)
+	set(fWatch, len(c.Watch) > 0)
+
+	b = append(b, cmdVersion, byte(c.Op))
+	b = binary.AppendUvarint(b, mask)
+	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
+	byt := func(s []byte) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
+	bytList := func(l [][]byte) {
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, s := range l {
+			byt(s)
+		}
+	}
+	if mask&fTime != 0 {
+		b = binary.AppendVarint(b, c.Time)
+	}
+	if mask&fReqID != 0 {
+		str(c.ReqID)
+	}
+	if mask&fKey != 0 {
+		str(c.Key)
+	}
+	if mask&fKeys != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Keys)))
+		for _, k := range c.Keys {
+			str(k)
+		}
+	}
+	if mask&fOwner != 0 {
+		str(c.Owner)
+	}
+	if mask&fMode != 0 {
+		b = append(b, byte(c.Mode))
+	}
+	if mask&fPermits != 0 {
+		b = binary.AppendVarint(b, int64(c.Permits))
+	}
+	if mask&fTTL != 0 {
+		b = binary.AppendVarint(b, c.TTL)
+	}
+	if mask&fWait != 0 {
+		b = binary.AppendVarint(b, c.Wait)
+	}
+	// fReentrant and fForce are carried by the mask alone.
+	if mask&fSession != 0 {
+		str(c.Session)
+	}
+	if mask&fLockDelay != 0 {
+		b = binary.AppendVarint(b, c.LockDelay)
+	}
+	if mask&fMaxHold != 0 {
+		b = binary.AppendVarint(b, c.MaxHold)
+	}
+	if mask&fToken != 0 {
+		b = binary.AppendUvarint(b, c.Token)
+	}
+	if mask&fArgs != 0 {
+		bytList(c.Args)
+	}
+	if mask&fKeysB != 0 {
+		bytList(c.KeysB)
+	}
+	if mask&fScript != 0 {
+		byt(c.Script)
+	}
+	if mask&fMulti != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Multi)))
+		for _, l := range c.Multi {
+			bytList(l)
+		}
+	}
+	if mask&fWatch != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Watch)))
+		for _, w := range c.Watch {
+			str(w.Key)
+			b = binary.AppendUvarint(b, w.Version)
+		}
+	}
+	return b
+}
+
+var errTruncated = errors.New("truncated")
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errTruncated
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.err = errTruncated
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) length() int {
+	n := d.uvarint()
+	if d.err == nil && (n > maxDecodeLen || n > uint64(len(d.b))) {
+		// A count can never exceed the remaining bytes: each item takes
+		// at least one byte.
+		d.err = fmt.Errorf("length %d exceeds input", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.length()
+	if d.err != nil {
+		return nil
+	}
+	s := d.b[:n:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func (d *decoder) bytList() [][]byte {
+	n := d.length()
+	if d.err != nil {
+		return nil
+	}
+	l := make([][]byte, n)
+	for i := range l {
+		l[i] = d.bytes()
+	}
+	return l
+}
+
+// DecodeCommand decodes an encoded command. The result aliases b.
+func DecodeCommand(b []byte) (*Command, error) {
+	if len(b) < 3 {
+		return nil, errTruncated
+	}
+	if b[0] != cmdVersion {
+		return nil, fmt.Errorf("unknown command format version %d", b[0])
+	}
+	c := &Command{Op: Op(b[1])}
+	d := decoder{b: b[2:]}
+	mask := d.uvarint()
+	if mask&^uint64(fAll) != 0 {
+		return nil, fmt.Errorf("unknown fields in mask %#x", mask)
+	}
+	if mask&fTime != 0 {
+		c.Time = d.varint()
+	}
+	if mask&fReqID != 0 {
+		c.ReqID = d.str()
+	}
+	if mask&fKey != 0 {
+		c.Key = d.str()
+	}
+	if mask&fKeys != 0 {
+		n := d.length()
+		if d.err == nil {
+			c.Keys = make([]string, n)
+			for i := range c.Keys {
+				c.Keys[i] = d.str()
+			}
+		}
+	}
+	if mask&fOwner != 0 {
+		c.Owner = d.str()
+	}
+	if mask&fMode != 0 {
+		if len(d.b) == 0 {
+			d.err = errTruncated
+		} else {
+			c.Mode = Mode(d.b[0])
+			d.b = d.b[1:]
+		}
+	}
+	if mask&fPermits != 0 {
+		c.Permits = int(d.varint())
+	}
+	if mask&fTTL != 0 {
+		c.TTL = d.varint()
+	}
+	if mask&fWait != 0 {
+		c.Wait = d.varint()
+	}
+	c.Reentrant = mask&fReentrant != 0
+	c.Force = mask&fForce != 0
+	if mask&fSession != 0 {
+		c.Session = d.str()
+	}
+	if mask&fLockDelay != 0 {
+		c.LockDelay = d.varint()
+	}
+	if mask&fMaxHold != 0 {
+		c.MaxHold = d.varint()
+	}
+	if mask&fToken != 0 {
+		c.Token = d.uvarint()
+	}
+	if mask&fArgs != 0 {
+		c.Args = d.bytList()
+	}
+	if mask&fKeysB != 0 {
+		c.KeysB = d.bytList()
+	}
+	if mask&fScript != 0 {
+		c.Script = d.bytes()
+	}
+	if mask&fMulti != 0 {
+		n := d.length()
+		if d.err == nil {
+			c.Multi = make([][][]byte, n)
+			for i := range c.Multi {
+				c.Multi[i] = d.bytList()
+			}
+		}
+	}
+	if mask&fWatch != 0 {
+		n := d.length()
+		if d.err == nil {
+			c.Watch = make([]WatchKey, n)
+			for i := range c.Watch {
+				c.Watch[i].Key = d.str()
+				c.Watch[i].Version = d.uvarint()
+			}
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return c, nil
+}

@@ -1,0 +1,271 @@
+package fsm
+
+import (
+	"fmt"
+)
+
+// Config bounds what one command may do. Limits are checked in Apply; a
+// command over a limit is refused with ErrLimit (or ErrBadTTL) and changes
+// nothing. All nodes of a cluster must use the same Config: it is part of
+// the determinism contract.
+type Config struct {
+	MaxKeyBytes      int   // longest key (lock name); default 512
+	MaxOwnerBytes    int   // longest owner token; default 256
+	MinTTL           int64 // shortest lease, ms; default 1
+	MaxTTL           int64 // longest lease, ms; default 24h
+	MaxWaitersPerKey int   // queue length per key; default 10000
+	MaxKeys          int   // keys in the key space (locks and values); default 10,000,000
+	MaxScriptBytes   int   // longest Lua script; default 64 KiB
+	MaxScriptSteps   int   // Lua VM instructions per script run; default 10,000,000
+	MaxValueBytes    int   // longest Redis string/field value; default 1 MiB
+	ReqIDWindow      int64 // ms a request id is remembered (without a session); default 10 min
+	MaxReqIDs        int   // request ids remembered at most (oldest forgotten first); default 1,000,000
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxKeyBytes:      512,
+		MaxOwnerBytes:    256,
+		MinTTL:           1,
+		MaxTTL:           24 * 60 * 60 * 1000,
+		MaxWaitersPerKey: 10000,
+		MaxKeys:          10_000_000,
+		MaxScriptBytes:   64 << 10,
+		MaxScriptSteps:   10_000_000,
+		MaxValueBytes:    1 << 20,
+		ReqIDWindow:      10 * 60 * 1000,
+		MaxReqIDs:        1_000_000,
+	}
+}
+
+// Validate reports a Config that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0,
+		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
+		return fmt.Errorf("fsm: config: limits must be positive")
+	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
+		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
+	case c.ReqIDWindow <= 0:
+		return fmt.Errorf("fsm: config: ReqIDWindow must be positive")
+	}
+	return nil
+}
+
+// Kind is the type of the value stored at a key.
+type Kind uint8
+
+// Value kinds; part of the snapshot format.
+const (
+	KindNone Kind = iota
+	KindString
+	KindHash
+	KindSet
+	KindZSet
+	KindList
+	KindLock
+)
+
+// Value is what one key holds. Exactly the field matching Kind is used.
+// Deadline is absolute FSM ms (0 = none); a value whose deadline is <= now
+// is gone for every read and write.
+type Value struct {
+	Kind     Kind
+	Deadline int64
+	Version  uint64 // raft index of the last change (WATCH)
+	Str      []byte
+	Hash     map[string][]byte
+	Set      map[string]struct{}
+	ZSet     map[string]float64
+	List     [][]byte
+	Lock     *Lock
+}
+
+// Lock is a native lock value: holders in grant order.
+type Lock struct {
+	Permits    int     // semaphore size; 0 for mutex / reader-writer locks
+	Holders    []*Hold // grant order
+	Fence      uint64  // highest fence granted on this key
+	DelayUntil int64   // FSM ms: no grant before this (lock-delay); 0 = none
+}
+
+// Hold is one owner's hold on a lock.
+type Hold struct {
+	Owner     string
+	Mode      Mode
+	Count     int // reentrant hold count (>= 1)
+	Reentrant bool
+	Fence     uint64
+	Deadline  int64 // lease end, FSM ms
+	TTL       int64 // lease length used by extend, ms
+	Session   string
+	LockDelay int64
+	HardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+}
+
+// Waiter is a queued acquire (possibly over several keys).
+type Waiter struct {
+	ID        string
+	Keys      []string
+	Owner     string
+	Mode      Mode
+	Permits   int
+	TTL       int64
+	Deadline  int64 // end of the wait, FSM ms
+	Session   string
+	Reentrant bool
+	LockDelay int64
+	MaxHold   int64
+	Enqueued  uint64 // index of the entry that queued it
+}
+
+// Session groups holds and waiters under one keep-alive.
+type Session struct {
+	ID       string
+	TTL      int64
+	Deadline int64
+}
+
+// applyCtx is the per-Apply scratch state.
+type applyCtx struct {
+	index  uint64
+	now    int64
+	events []Event
+}
+
+func (c *applyCtx) emit(e Event) { c.events = append(c.events, e) }
+
+// Table is the replicated lock table and key space. It is not safe for
+// concurrent use: the node serialises Apply and guards queries.
+type Table struct {
+	cfg     Config
+	now     int64  // FSM clock, ms; never decreases
+	applied uint64 // index of the last applied entry
+
+	keys     map[string]*Value
+	queues   map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
+	waiters  map[string]*Waiter
+	sessions map[string]*Session
+	fences   map[string]uint64 // fence registry (CheckAndAdvance)
+
+	ext tableExt // state owned by other files (locks, redis, lua, dedupe)
+}
+
+// New returns an empty table. cfg must be valid (see Config.Validate);
+// zero fields take their defaults.
+func New(cfg Config) *Table {
+	d := DefaultConfig()
+	fill := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill64 := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&cfg.MaxKeyBytes, d.MaxKeyBytes)
+	fill(&cfg.MaxOwnerBytes, d.MaxOwnerBytes)
+	fill64(&cfg.MinTTL, d.MinTTL)
+	fill64(&cfg.MaxTTL, d.MaxTTL)
+	fill(&cfg.MaxWaitersPerKey, d.MaxWaitersPerKey)
+	fill(&cfg.MaxKeys, d.MaxKeys)
+	fill(&cfg.MaxScriptBytes, d.MaxScriptBytes)
+	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)
+	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
+	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
+	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
+	t := &Table{cfg: cfg}
+	t.reset()
+	return t
+}
+
+func (t *Table) reset() {
+	t.now = 0
+	t.applied = 0
+	t.keys = make(map[string]*Value)
+	t.queues = make(map[string][]*Waiter)
+	t.waiters = make(map[string]*Waiter)
+	t.sessions = make(map[string]*Session)
+	t.fences = make(map[string]uint64)
+	t.ext = tableExt{}
+	t.ext.init()
+}
+
+// Config returns the table's limits.
+func (t *Table) Config() Config { return t.cfg }
+
+// Now returns the FSM clock (ms): the largest command time applied so far.
+func (t *Table) Now() int64 { return t.now }
+
+// AppliedIndex returns the index of the last applied entry.
+func (t *Table) AppliedIndex() uint64 { return t.applied }
+
+// ApplyBytes decodes and applies one encoded command. A command that fails
+// to decode is refused with ErrBadCommand identically on every node; the
+// index still counts as applied and time does not move.
+func (t *Table) ApplyBytes(index uint64, b []byte) Result {
+	cmd, err := DecodeCommand(b)
+	if err != nil {
+		if index > t.applied {
+			t.applied = index
+		}
+		return Result{Err: fmt.Errorf("%w: %v", ErrBadCommand, err)}
+	}
+	return t.Apply(index, cmd)
+}
+
+// Apply applies one command at log index index. It is deterministic: the
+// same sequence of (index, command) gives the same results and state on
+// every node. Time is max(previous time, cmd.Time): a command time that
+// goes backwards is clamped, never applied.
+func (t *Table) Apply(index uint64, cmd *Command) Result {
+	if index > t.applied {
+		t.applied = index
+	}
+	if cmd.Time > t.now {
+		t.now = cmd.Time
+	}
+	ctx := &applyCtx{index: index, now: t.now}
+	t.expireDue(ctx)
+
+	if r, ok := t.dedupe(ctx, cmd); ok {
+		r.Events = ctx.events
+		return r
+	}
+	var r Result
+	switch cmd.Op {
+	case OpTick:
+	case OpAcquire:
+		r = t.acquire(ctx, cmd)
+	case OpRelease:
+		r = t.release(ctx, cmd)
+	case OpExtend:
+		r = t.extend(ctx, cmd)
+	case OpCancelWait:
+		r = t.cancelWait(ctx, cmd)
+	case OpSessionOpen:
+		r = t.sessionOpen(ctx, cmd)
+	case OpSessionKeepAlive:
+		r = t.sessionKeepAlive(ctx, cmd)
+	case OpSessionClose:
+		r = t.sessionClose(ctx, cmd)
+	case OpFenceCheck:
+		r = t.fenceCheck(ctx, cmd)
+	case OpRedis:
+		r = Result{Reply: t.redis(ctx, cmd.Args)}
+	case OpEval:
+		r = Result{Reply: t.eval(ctx, cmd.Script, cmd.KeysB, cmd.Args)}
+	case OpExec:
+		r = Result{Reply: t.exec(ctx, cmd.Watch, cmd.Multi)}
+	case OpScriptLoad:
+		r = Result{Reply: t.scriptLoad(ctx, cmd.Script)}
+	default:
+		r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
+	}
+	t.remember(ctx, cmd, r)
+	r.Events = ctx.events
+	return r
+}
