@@ -1,0 +1,256 @@
+// Package api defines the typed lock API that both an embedded node
+// (cluster.Node) and the remote client (client.Client) implement, so code
+// can switch between them without change. The types double as the JSON
+// bodies of the HTTP API (/v1/...); durations travel as integer
+// milliseconds.
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors callers branch on. Both implementations return these (wrapped);
+// use errors.Is.
+var (
+	ErrLocked         = errors.New("locknode: held by another owner")           // HTTP 423
+	ErrNotOwner       = errors.New("locknode: not the owner")                   // HTTP 409
+	ErrNotHeld        = errors.New("locknode: not held")                        // HTTP 404
+	ErrNotFound       = errors.New("locknode: not found")                       // HTTP 404
+	ErrWaitTimeout    = errors.New("locknode: wait timed out")                  // HTTP 408
+	ErrNoLeader       = errors.New("locknode: no leader reachable")             // HTTP 503
+	ErrBadRequest     = errors.New("locknode: bad request")                     // HTTP 400
+	ErrSessionExpired = errors.New("locknode: session unknown or expired")      // HTTP 410
+	ErrStaleFence     = errors.New("locknode: fence token older than the last") // HTTP 409
+	ErrConflict       = errors.New("locknode: conflicting lock parameters")     // HTTP 409
+	ErrLimit          = errors.New("locknode: over a limit")                    // HTTP 400
+	ErrCancelled      = errors.New("locknode: wait cancelled")                  // HTTP 408
+	ErrLockDelay      = errors.New("locknode: key in lock-delay")               // HTTP 423
+)
+
+// Error codes in JSON error bodies {"code": ..., "message": ...}. One table,
+// shared by the HTTP server and the client.
+const (
+	CodeLocked         = "locked"
+	CodeNotOwner       = "not_owner"
+	CodeNotHeld        = "not_held"
+	CodeNotFound       = "not_found"
+	CodeWaitTimeout    = "wait_timeout"
+	CodeNoLeader       = "no_leader"
+	CodeBadRequest     = "bad_request"
+	CodeSessionExpired = "session_expired"
+	CodeStaleFence     = "stale_fence"
+	CodeConflict       = "conflict"
+	CodeLimit          = "limit"
+	CodeCancelled      = "cancelled"
+	CodeLockDelay      = "lock_delay"
+	CodeInternal       = "internal"
+)
+
+// ErrorBody is the JSON body of every non-2xx HTTP answer.
+type ErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Mode names (JSON "mode").
+const (
+	ModeExclusive = "exclusive"
+	ModeShared    = "shared"
+	ModeSemaphore = "semaphore"
+)
+
+// AcquireRequest asks for a lock (POST /v1/locks/acquire).
+type AcquireRequest struct {
+	Key       string   `json:"key,omitempty"`
+	Keys      []string `json:"keys,omitempty"` // multi-lock: all or nothing
+	Owner     string   `json:"owner"`          // owner token chosen by the client
+	TTLMs     int64    `json:"ttl_ms"`         // lease length
+	WaitMs    int64    `json:"wait_ms,omitempty"`
+	Mode      string   `json:"mode,omitempty"`    // exclusive (default), shared, semaphore
+	Permits   int      `json:"permits,omitempty"` // semaphore size
+	Reentrant bool     `json:"reentrant,omitempty"`
+	Session   string   `json:"session,omitempty"`
+	RequestID string   `json:"request_id,omitempty"` // exactly-once retries
+	LockDelay int64    `json:"lock_delay_ms,omitempty"`
+	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+}
+
+// Lease is a granted hold.
+type Lease struct {
+	Key      string   `json:"key,omitempty"`
+	Keys     []string `json:"keys,omitempty"`
+	Owner    string   `json:"owner"`
+	Fence    uint64   `json:"fence"`
+	TTLMs    int64    `json:"ttl_ms"`
+	Count    int      `json:"count,omitempty"`       // reentrant hold count
+	Deadline int64    `json:"deadline_ms,omitempty"` // cluster clock (FSM ms) when the lease ends
+}
+
+// ReleaseRequest ends a hold (POST /v1/locks/release).
+type ReleaseRequest struct {
+	Key       string   `json:"key,omitempty"`
+	Keys      []string `json:"keys,omitempty"`
+	Owner     string   `json:"owner"`
+	Reentrant bool     `json:"reentrant,omitempty"` // decrement the count instead of ending the hold
+	Force     bool     `json:"force,omitempty"`     // administrative: release whoever holds it
+	RequestID string   `json:"request_id,omitempty"`
+}
+
+// ReleaseResult says what a release did.
+type ReleaseResult struct {
+	Released bool `json:"released"` // the hold is gone
+	Count    int  `json:"count"`    // remaining reentrant count
+}
+
+// ExtendRequest renews a lease (POST /v1/locks/extend).
+type ExtendRequest struct {
+	Key       string   `json:"key,omitempty"`
+	Keys      []string `json:"keys,omitempty"`
+	Owner     string   `json:"owner"`
+	TTLMs     int64    `json:"ttl_ms"`
+	RequestID string   `json:"request_id,omitempty"`
+}
+
+// Holder is one hold in LockInfo.
+type Holder struct {
+	Owner    string `json:"owner"`
+	Mode     string `json:"mode"`
+	Count    int    `json:"count"`
+	Fence    uint64 `json:"fence"`
+	TTLMs    int64  `json:"ttl_ms"` // remaining
+	Session  string `json:"session,omitempty"`
+	Deadline int64  `json:"deadline_ms"`
+}
+
+// Waiter is one queued acquire in LockInfo, in queue order.
+type Waiter struct {
+	ID     string   `json:"id"`
+	Owner  string   `json:"owner"`
+	Mode   string   `json:"mode"`
+	Keys   []string `json:"keys,omitempty"`
+	WaitMs int64    `json:"wait_ms"` // remaining
+}
+
+// LockInfo describes one lock (GET /v1/locks/{key}).
+type LockInfo struct {
+	Key          string   `json:"key"`
+	Kind         string   `json:"kind"` // lock, or the Redis type (string, hash, ...)
+	Permits      int      `json:"permits,omitempty"`
+	Fence        uint64   `json:"fence"`
+	Holders      []Holder `json:"holders"`
+	Waiters      []Waiter `json:"waiters"`
+	LockDelayMs  int64    `json:"lock_delay_remaining_ms,omitempty"`
+	TTLMs        int64    `json:"ttl_ms"` // remaining on the key; -1 none
+	AppliedIndex uint64   `json:"applied_index"`
+}
+
+// ReadOptions choose the consistency of a read.
+type ReadOptions struct {
+	// Stale allows answering from the local node's state without
+	// confirming leadership: fast, possibly out of date. Default false
+	// (linearizable).
+	Stale bool `json:"stale,omitempty"`
+}
+
+// ListRequest pages through locks by prefix (GET /v1/locks?prefix=&after=&limit=).
+type ListRequest struct {
+	Prefix string `json:"prefix,omitempty"`
+	After  string `json:"after,omitempty"` // last key of the previous page
+	Limit  int    `json:"limit,omitempty"` // default 100, max 10000
+	ReadOptions
+}
+
+// ListResult is one page.
+type ListResult struct {
+	Locks []LockInfo `json:"locks"`
+	Next  string     `json:"next,omitempty"` // pass as After; empty at the end
+}
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID    string `json:"id"`
+	TTLMs int64  `json:"ttl_ms"`
+}
+
+// FenceResult answers FenceCheck.
+type FenceResult struct {
+	OK      bool   `json:"ok"`
+	Highest uint64 `json:"highest"` // highest token seen for the resource after the check
+}
+
+// Leader is the current holder of an election.
+type Leader struct {
+	Election string `json:"election"`
+	Value    string `json:"value"` // the leader's proclaimed value (owner token); empty if none
+	Fence    uint64 `json:"fence"`
+}
+
+// Member is one raft server in Status.
+type Member struct {
+	ID       string `json:"id"`
+	Address  string `json:"address"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+// Status describes a node (GET /v1/status).
+type Status struct {
+	ID           string         `json:"id"`
+	Leader       string         `json:"leader"` // leader's node id; empty if none known
+	LeaderAddr   string         `json:"leader_addr,omitempty"`
+	State        string         `json:"state"`
+	Term         uint64         `json:"term"`
+	AppliedIndex uint64         `json:"applied_index"`
+	CommitIndex  uint64         `json:"commit_index"`
+	Members      []Member       `json:"members"`
+	FSMTimeMs    int64          `json:"fsm_time_ms"`
+	Locks        int            `json:"locks"`
+	Keys         int            `json:"keys"`
+	Waiters      int            `json:"waiters"`
+	Sessions     int            `json:"sessions"`
+	HTTPAddr     string         `json:"http_addr,omitempty"`
+	RESPAddr     string         `json:"resp_addr,omitempty"`
+	Mirror       map[string]any `json:"mirror,omitempty"`
+}
+
+// Locker is the lock API. Every method that can block takes a context:
+// cancelling it abandons the call (a queued waiter is removed through the
+// log).
+type Locker interface {
+	// Acquire blocks until the lock is granted, req.WaitMs passes
+	// (ErrWaitTimeout) or ctx ends. WaitMs 0 with Acquire means wait
+	// until ctx ends.
+	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
+	// TryAcquire returns at once: a lease, or ErrLocked.
+	TryAcquire(ctx context.Context, req AcquireRequest) (Lease, error)
+	Release(ctx context.Context, req ReleaseRequest) (ReleaseResult, error)
+	Extend(ctx context.Context, req ExtendRequest) (Lease, error)
+	Inspect(ctx context.Context, key string, opts ReadOptions) (LockInfo, error)
+	List(ctx context.Context, req ListRequest) (ListResult, error)
+
+	OpenSession(ctx context.Context, ttl time.Duration) (SessionInfo, error)
+	KeepAlive(ctx context.Context, id string) (SessionInfo, error)
+	CloseSession(ctx context.Context, id string) error
+
+	// FenceCheck is CheckAndAdvance: ok iff token >= the highest token
+	// seen for resource, which it then records.
+	FenceCheck(ctx context.Context, resource string, token uint64) (FenceResult, error)
+
+	// Campaign blocks until value becomes leader of election (or ctx
+	// ends); leadership is bound to session and ends with it or Resign.
+	Campaign(ctx context.Context, election, value, session string) (Leader, error)
+	Resign(ctx context.Context, election, value string) error
+	// Observe streams the election's leader on every change until ctx
+	// ends; the channel is closed then.
+	Observe(ctx context.Context, election string) (<-chan Leader, error)
+
+	Status(ctx context.Context) (Status, error)
+}
+
+// MaxWait is the longest wait a blocking acquire accepts in one request
+// when the caller gives none (WaitMs 0 with Acquire): the client
+// re-issues the request with the same request id after it, so a server
+// never keeps a waiter for a client that went away.
+const MaxWait = 5 * time.Minute
