@@ -7,7 +7,6 @@ type tableExt struct{}
 
 func (x *tableExt) init() {}
 
-func (t *Table) expireDue(ctx *applyCtx)                           {}
 func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) { return Result{}, false }
 func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result)    {}
 func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result        { return Result{} }
@@ -20,3 +19,11 @@ func (t *Table) sessionKeepAlive(ctx *applyCtx, cmd *Command) Result {
 }
 func (t *Table) sessionClose(ctx *applyCtx, cmd *Command) Result { return Result{} }
 func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result   { return Result{} }
+
+func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {}
+func (t *Table) keyFreed(ctx *applyCtx, key string)                          {}
+func (t *Table) expireHolds(ctx *applyCtx, key string)                       {}
+func (t *Table) delayEnded(ctx *applyCtx, key string)                        {}
+func (t *Table) expireWaiter(ctx *applyCtx, id string)                       {}
+func (t *Table) expireSession(ctx *applyCtx, id string)                      {}
+func (t *Table) expireReqIDs(ctx *applyCtx)                                  {}

@@ -148,8 +148,10 @@ type Table struct {
 	waiters  map[string]*Waiter
 	sessions map[string]*Session
 	fences   map[string]uint64 // fence registry (CheckAndAdvance)
+	due      dueHeap           // derived: what falls due when (keyspace.go)
 
-	ext tableExt // state owned by other files (locks, redis, lua, dedupe)
+	ext tableExt // state owned by lock*.go (request ids, ...)
+	rx  redisExt // state owned by redis*.go and lua*.go (script cache, ...)
 }
 
 // New returns an empty table. cfg must be valid (see Config.Validate);
@@ -190,8 +192,11 @@ func (t *Table) reset() {
 	t.waiters = make(map[string]*Waiter)
 	t.sessions = make(map[string]*Session)
 	t.fences = make(map[string]uint64)
+	t.due = nil
 	t.ext = tableExt{}
 	t.ext.init()
+	t.rx = redisExt{}
+	t.rx.init()
 }
 
 // Config returns the table's limits.
