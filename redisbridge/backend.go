@@ -1,0 +1,34 @@
+package redisbridge
+
+import (
+	"context"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Backend is what the bridge needs from a node; *cluster.Node implements
+// it. Defined here, by its consumer, so the bridge can be tested against
+// a single in-process table.
+type Backend interface {
+	// Apply proposes cmd through the leader (forwarding from a follower)
+	// and returns its result once committed and applied locally. The node
+	// stamps cmd.Time. Errors wrap api.ErrNoLeader when no leader is
+	// reachable; FSM refusals are in Result.Err, not the error.
+	Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error)
+	// Read runs fn against the local table once it is linearizable to
+	// read (ReadIndex through the leader), or at once when stale is true.
+	// now is the cluster clock to evaluate deadlines with. fn must not
+	// keep t or mutate it.
+	Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error
+	// Subscribe calls fn for every applied entry's events, in log order,
+	// on the apply path: fn must not block. cancel stops it.
+	Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func())
+	// WaitCommitted blocks until index is committed by a quorum; it is
+	// WAIT's answer (a committed write is replicated to a majority).
+	WaitCommitted(ctx context.Context, index uint64) error
+
+	// The typed lock API serves LOCK.* and FENCE.CHECK (blocking waits
+	// included).
+	api.Locker
+}
