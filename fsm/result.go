@@ -34,6 +34,9 @@ var (
 type Result struct {
 	Err error
 
+	// Index is the log index of the entry this result came from.
+	Index uint64
+
 	// Acquire/extend/release outcomes.
 	Granted  bool   // the hold exists now (acquire) or was extended (extend)
 	Queued   bool   // acquire enqueued a waiter (ID = Command.ReqID); its outcome comes as an Event

@@ -270,6 +270,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	default:
 		r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
 	}
+	r.Index = index
 	t.remember(ctx, cmd, r)
 	r.Events = ctx.events
 	return r
