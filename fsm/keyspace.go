@@ -82,12 +82,13 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 type dueKind uint8
 
 const (
-	dueKey     dueKind = iota + 1 // a non-lock value's Deadline
-	dueHold                       // some hold on the lock at id may have ended
-	dueDelay                      // the lock-delay of the lock at id may have ended
-	dueWaiter                     // waiter id's wait may have ended
-	dueSession                    // session id may have expired
-	dueReqID                      // remembered request ids may be forgotten
+	dueKey       dueKind = iota + 1 // a non-lock value's Deadline
+	dueHold                         // some hold on the lock at id may have ended
+	dueDelay                        // the lock-delay of the lock at id may have ended
+	dueWaiter                       // waiter id's wait may have ended
+	dueSession                      // session id may have expired
+	dueReqID                        // remembered request ids may be forgotten
+	dueTombstone                    // the release tombstone at id may have ended
 )
 
 type dueItem struct {
@@ -139,9 +140,10 @@ func (t *Table) NextDeadline() (at int64, ok bool) {
 func (t *Table) expireDue(ctx *applyCtx) {
 	for len(t.due) > 0 && t.due[0].at <= ctx.now {
 		it := heap.Pop(&t.due).(dueItem)
+		ctx.at = it.at
 		switch it.kind {
 		case dueKey:
-			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.Deadline != 0 && v.Deadline <= ctx.now {
+			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.Deadline != 0 && v.Deadline <= it.at {
 				t.del(ctx, it.id, ReasonExpired)
 			}
 		case dueHold:
@@ -154,6 +156,10 @@ func (t *Table) expireDue(ctx *applyCtx) {
 			t.expireSession(ctx, it.id)
 		case dueReqID:
 			t.expireReqIDs(ctx)
+		case dueTombstone:
+			t.expireTombstone(ctx, it.id)
 		}
+		t.flushFreed(ctx)
 	}
+	ctx.at = ctx.now
 }

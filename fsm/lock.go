@@ -1,29 +1,795 @@
 package fsm
 
-// Placeholder bodies so the package compiles while the lock table is being
-// written; the fsm-locks work replaces this file.
+import (
+	"fmt"
+)
 
-type tableExt struct{}
+// The native lock table: acquire, release, extend, waiting with hand-off,
+// and the due handlers for holds, lock-delays and waiters. Sessions are in
+// session.go, exactly-once in dedupe.go, the Redis contract in
+// lock_redis.go.
 
-func (x *tableExt) init() {}
+// maxLockKeys bounds the keys of one multi-lock command.
+const maxLockKeys = 1024
 
-func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) { return Result{}, false }
-func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result)    {}
-func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result        { return Result{} }
-func (t *Table) release(ctx *applyCtx, cmd *Command) Result        { return Result{} }
-func (t *Table) extend(ctx *applyCtx, cmd *Command) Result         { return Result{} }
-func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result     { return Result{} }
-func (t *Table) sessionOpen(ctx *applyCtx, cmd *Command) Result    { return Result{} }
-func (t *Table) sessionKeepAlive(ctx *applyCtx, cmd *Command) Result {
+// tableExt is the lock table's state beyond the fields of Table.
+type tableExt struct {
+	// Exactly-once (dedupe.go): remembered results by request id, and the
+	// same entries in the order they were remembered (= expiry order).
+	reqs    map[string]*reqEntry
+	reqFIFO []*reqEntry
+	reqDue  int64 // time of the pending dueReqID item; 0 = none
+
+	// holdDue is the time of the earliest pending dueHold item per key, so
+	// a lock acquired and released in a loop keeps one heap entry, not
+	// one per grant. Derived; rebuilt on Restore.
+	holdDue map[string]int64
+
+	// Session indexes (session.go), derived from holds and waiters.
+	sessHolds   map[string]map[holdRef]struct{}
+	sessWaiters map[string]map[string]struct{}
+
+	// Release tombstones for Redlock quorum (lock_redis.go).
+	tombs map[string]tombstone
+}
+
+func (x *tableExt) init() {
+	x.reqs = make(map[string]*reqEntry)
+	x.holdDue = make(map[string]int64)
+	x.sessHolds = make(map[string]map[holdRef]struct{})
+	x.sessWaiters = make(map[string]map[string]struct{})
+	x.tombs = make(map[string]tombstone)
+}
+
+// holdRef names one hold: owner's hold on key.
+type holdRef struct{ key, owner string }
+
+// lockAlloc lets a new lock value, its lock and its first hold share one
+// allocation: acquiring a free key costs one allocation.
+type lockAlloc struct {
+	v  Value
+	l  Lock
+	h  Hold
+	hs [1]*Hold
+}
+
+// holdOf returns owner's hold on l, or nil.
+func (l *Lock) holdOf(owner string) *Hold {
+	for _, h := range l.Holders {
+		if h.Owner == owner {
+			return h
+		}
+	}
+	return nil
+}
+
+// holdDeadline is when h ends if nothing changes: its own deadline, or for
+// a hold bound to a session the session's deadline capped by the hold's
+// own (HardLimit, or a Redis PEXPIRE). 0 = none.
+func (t *Table) holdDeadline(h *Hold) int64 {
+	if h.Session == "" {
+		return h.Deadline
+	}
+	var d int64
+	if s := t.sessions[h.Session]; s != nil {
+		d = s.Deadline
+	}
+	if h.Deadline != 0 && (d == 0 || h.Deadline < d) {
+		d = h.Deadline
+	}
+	return d
+}
+
+func errf(base error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{base}, args...)...)
+}
+
+// checkKey validates a lock or resource name.
+func (t *Table) checkKey(k string) error {
+	if k == "" {
+		return errf(ErrBadCommand, "empty key")
+	}
+	if len(k) > t.cfg.MaxKeyBytes {
+		return errf(ErrLimit, "key longer than %d bytes", t.cfg.MaxKeyBytes)
+	}
+	return nil
+}
+
+func (t *Table) checkOwner(o string) error {
+	if o == "" {
+		return errf(ErrBadCommand, "empty owner")
+	}
+	if len(o) > t.cfg.MaxOwnerBytes {
+		return errf(ErrLimit, "owner longer than %d bytes", t.cfg.MaxOwnerBytes)
+	}
+	return nil
+}
+
+func (t *Table) checkTTL(name string, ttl int64) error {
+	if ttl < t.cfg.MinTTL || ttl > t.cfg.MaxTTL {
+		return errf(ErrBadTTL, "%s %d ms not in [%d, %d]", name, ttl, t.cfg.MinTTL, t.cfg.MaxTTL)
+	}
+	return nil
+}
+
+// cmdKeys returns the command's keys (Keys, or Key alone), validated.
+// one is scratch space for the single-key case, so it costs no allocation.
+func (t *Table) cmdKeys(cmd *Command, one *[1]string) ([]string, error) {
+	keys := cmd.Keys
+	if len(keys) == 0 {
+		one[0] = cmd.Key
+		keys = one[:]
+	}
+	if len(keys) > maxLockKeys {
+		return nil, errf(ErrLimit, "more than %d keys", maxLockKeys)
+	}
+	for i, k := range keys {
+		if err := t.checkKey(k); err != nil {
+			return nil, err
+		}
+		for _, k2 := range keys[:i] {
+			if k2 == k {
+				return nil, errf(ErrBadCommand, "duplicate key %q", k)
+			}
+		}
+	}
+	return keys, nil
+}
+
+// permitsOf is the lock size a request of mode with permits expects: the
+// semaphore size, or 0 for mutex and reader-writer locks.
+func permitsOf(mode Mode, permits int) int {
+	if mode == Semaphore {
+		return permits
+	}
+	return 0
+}
+
+// acquire handles OpAcquire.
+func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
+	var one [1]string
+	keys, err := t.cmdKeys(cmd, &one)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if err := t.checkAcquire(cmd); err != nil {
+		return Result{Err: err}
+	}
+	if cmd.Wait > 0 {
+		if w := t.waiters[cmd.ReqID]; w != nil {
+			// A retry of an acquire that is still queued (its request id
+			// was forgotten, or never remembered): it keeps its place.
+			if w.Owner != cmd.Owner {
+				return Result{Err: errf(ErrBadCommand, "waiter id %q in use", cmd.ReqID)}
+			}
+			return Result{Queued: true, Deadline: w.Deadline}
+		}
+	}
+	w := Waiter{
+		ID: cmd.ReqID, Keys: keys, Owner: cmd.Owner, Mode: cmd.Mode,
+		Permits: permitsOf(cmd.Mode, cmd.Permits), TTL: cmd.TTL, Session: cmd.Session,
+		Reentrant: cmd.Reentrant, LockDelay: cmd.LockDelay, MaxHold: cmd.MaxHold,
+	}
+	// Refusals that waiting cannot cure come first, whatever the order of
+	// keys; then the first key that blocks decides a try-acquire's error.
+	var block error
+	newKeys := 0
+	for _, k := range keys {
+		err := t.keyBlock(k, &w)
+		switch err {
+		case nil:
+			if t.keys[k] == nil {
+				newKeys++
+			}
+			if len(t.queues[k]) > 0 && !t.ownerHolds(k, w.Owner) {
+				err = errf(ErrLocked, "%q has waiters ahead", k)
+			}
+		case errUpgrade, errPermits:
+			return Result{Err: err}
+		}
+		if err != nil && block == nil {
+			block = err
+		}
+	}
+	if block == nil {
+		if len(t.keys)+newKeys > t.cfg.MaxKeys {
+			return Result{Err: errf(ErrLimit, "key space full (%d keys)", t.cfg.MaxKeys)}
+		}
+		return t.grantAll(ctx, &w)
+	}
+	if cmd.Wait <= 0 {
+		return Result{Err: block}
+	}
+	for _, k := range keys {
+		if len(t.queues[k]) >= t.cfg.MaxWaitersPerKey {
+			return Result{Err: errf(ErrLimit, "%q has %d waiters", k, t.cfg.MaxWaitersPerKey)}
+		}
+	}
+	nw := w
+	nw.Keys = append([]string(nil), keys...)
+	nw.Deadline = ctx.now + cmd.Wait
+	nw.Enqueued = ctx.index
+	t.enqueue(&nw)
+	return Result{Queued: true, Deadline: nw.Deadline}
+}
+
+// checkAcquire validates everything of an acquire but its keys.
+func (t *Table) checkAcquire(cmd *Command) error {
+	if err := t.checkOwner(cmd.Owner); err != nil {
+		return err
+	}
+	switch {
+	case cmd.Mode > Semaphore:
+		return errf(ErrBadCommand, "unknown mode %d", cmd.Mode)
+	case cmd.Permits < 0 || (cmd.Mode == Semaphore && cmd.Permits < 1):
+		return errf(ErrBadCommand, "semaphore needs permits >= 1")
+	case cmd.Wait < 0 || cmd.Wait > t.cfg.MaxTTL:
+		return errf(ErrBadTTL, "wait %d ms not in [0, %d]", cmd.Wait, t.cfg.MaxTTL)
+	case cmd.Wait > 0 && cmd.ReqID == "":
+		return errf(ErrBadCommand, "a waiting acquire needs a request id")
+	case cmd.LockDelay < 0 || cmd.LockDelay > t.cfg.MaxTTL:
+		return errf(ErrBadTTL, "lock-delay %d ms not in [0, %d]", cmd.LockDelay, t.cfg.MaxTTL)
+	case cmd.MaxHold < 0:
+		return errf(ErrBadTTL, "negative max hold")
+	}
+	if cmd.Session != "" {
+		// A session-bound hold lives as long as its session (doc.go); a
+		// TTL is optional then but must still be sane.
+		if cmd.TTL != 0 {
+			if err := t.checkTTL("ttl", cmd.TTL); err != nil {
+				return err
+			}
+		}
+		if t.sessions[cmd.Session] == nil {
+			return errf(ErrSessionUnknown, "%q", cmd.Session)
+		}
+		return nil
+	}
+	return t.checkTTL("ttl", cmd.TTL)
+}
+
+// Refusals of keyBlock that waiting cannot cure.
+var (
+	errUpgrade = errf(ErrLocked, "the owner holds the lock in another mode")
+	errPermits = errf(ErrPermits, "the lock exists with another size or kind")
+)
+
+// keyBlock says why w cannot take key now, ignoring the key's queue; nil if
+// it can (free, compatible, or already held by w's owner in w's mode).
+func (t *Table) keyBlock(key string, w *Waiter) error {
+	v := t.keys[key]
+	if v == nil {
+		return nil
+	}
+	if v.Kind != KindLock {
+		return errf(ErrLocked, "%q holds a Redis value", key)
+	}
+	l := v.Lock
+	if h := l.holdOf(w.Owner); h != nil {
+		if h.Mode != w.Mode {
+			return errUpgrade
+		}
+		return nil
+	}
+	if l.Permits != w.Permits {
+		return errPermits
+	}
+	if l.DelayUntil > t.now {
+		return errf(ErrLockDelay, "%q until %d", key, l.DelayUntil)
+	}
+	n := len(l.Holders)
+	switch w.Mode {
+	case Exclusive:
+		if n > 0 {
+			return ErrLocked
+		}
+	case Shared:
+		if n > 0 && l.Holders[0].Mode != Shared {
+			return ErrLocked
+		}
+	case Semaphore:
+		if n >= l.Permits {
+			return ErrLocked
+		}
+	}
+	return nil
+}
+
+func (t *Table) ownerHolds(key, owner string) bool {
+	v := t.keys[key]
+	return v != nil && v.Kind == KindLock && v.Lock.holdOf(owner) != nil
+}
+
+// grantAll gives w every one of its keys (the caller checked they fit).
+// Existing holds of w's owner are kept (non-reentrant: idempotent) or
+// counted up (reentrant). The result carries the highest fence, the
+// earliest deadline and the first key's count.
+func (t *Table) grantAll(ctx *applyCtx, w *Waiter) Result {
+	r := Result{Granted: true}
+	for i, k := range w.Keys {
+		h := t.grantKey(ctx, k, w)
+		if h.Fence > r.Fence {
+			r.Fence = h.Fence
+		}
+		if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
+			r.Deadline = d
+		}
+		if i == 0 {
+			r.Count = h.Count
+		}
+	}
+	return r
+}
+
+// grantKey gives key to w and returns the hold.
+func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
+	v := t.keys[key]
+	var h *Hold
+	if v == nil {
+		la := &lockAlloc{}
+		v, h = &la.v, &la.h
+		v.Kind = KindLock
+		v.Lock = &la.l
+		la.l.Permits = w.Permits
+		la.hs[0] = h
+		la.l.Holders = la.hs[:1:1]
+		t.put(ctx, key, v)
+	} else {
+		l := v.Lock
+		if old := l.holdOf(w.Owner); old != nil {
+			if w.Reentrant {
+				old.Count++
+				old.Reentrant = true
+				if w.TTL != 0 && old.Session == "" {
+					if d := capAt(ctx.now+w.TTL, old.HardLimit); d > old.Deadline {
+						old.Deadline = d
+						t.scheduleHold(key, d)
+					}
+				}
+				t.touch(ctx, key, v)
+			}
+			return old
+		}
+		h = &Hold{}
+		l.Holders = append(l.Holders, h)
+		t.touch(ctx, key, v)
+	}
+	l := v.Lock
+	h.Owner = w.Owner
+	h.Mode = w.Mode
+	h.Count = 1
+	h.Reentrant = w.Reentrant
+	h.Fence = ctx.index
+	h.TTL = w.TTL
+	h.Session = w.Session
+	h.LockDelay = w.LockDelay
+	if w.MaxHold > 0 {
+		h.HardLimit = ctx.now + w.MaxHold
+	}
+	if w.Session != "" {
+		h.Deadline = h.HardLimit
+		t.sessAddHold(w.Session, key, w.Owner)
+	} else {
+		h.Deadline = capAt(ctx.now+w.TTL, h.HardLimit)
+	}
+	if h.Deadline != 0 {
+		t.scheduleHold(key, h.Deadline)
+	}
+	if ctx.index > l.Fence {
+		l.Fence = ctx.index
+	}
+	return h
+}
+
+// capAt returns d capped by limit (0 = no limit).
+func capAt(d, limit int64) int64 {
+	if limit != 0 && d > limit {
+		return limit
+	}
+	return d
+}
+
+// scheduleHold makes sure a dueHold item for key exists at or before at.
+func (t *Table) scheduleHold(key string, at int64) {
+	if cur, ok := t.ext.holdDue[key]; ok && cur <= at {
+		return
+	}
+	t.ext.holdDue[key] = at
+	t.schedule(at, dueHold, key)
+}
+
+// enqueue places w at the tail of each of its keys' queues, all in this
+// entry, so every queue orders waiters by the same log order: two
+// multi-lock waiters can never wait for each other in a cycle.
+func (t *Table) enqueue(w *Waiter) {
+	for _, k := range w.Keys {
+		t.queues[k] = append(t.queues[k], w)
+	}
+	t.waiters[w.ID] = w
+	if w.Session != "" {
+		t.sessAddWaiter(w.Session, w.ID)
+	}
+	t.schedule(w.Deadline, dueWaiter, w.ID)
+}
+
+// unqueue removes w from its queues and the waiter index.
+func (t *Table) unqueue(w *Waiter) {
+	for _, k := range w.Keys {
+		q := t.queues[k]
+		for i, x := range q {
+			if x == w {
+				if i == 0 {
+					q = q[1:]
+				} else {
+					q = append(q[:i:i], q[i+1:]...)
+				}
+				break
+			}
+		}
+		if len(q) == 0 {
+			delete(t.queues, k)
+		} else {
+			t.queues[k] = q
+		}
+	}
+	delete(t.waiters, w.ID)
+	if w.Session != "" {
+		t.sessDelWaiter(w.Session, w.ID)
+	}
+}
+
+// waiterFits: w is at the head of every one of its queues and every key
+// is free for it.
+func (t *Table) waiterFits(w *Waiter) bool {
+	for _, k := range w.Keys {
+		if q := t.queues[k]; len(q) == 0 || q[0] != w {
+			return false
+		}
+		if t.keyBlock(k, w) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// pump grants key's queue from the head, as many waiters as fit, in order,
+// stopping at the first that does not. A granted multi-lock waiter leaves
+// the other queues too, so those keys are pumped next.
+func (t *Table) pump(ctx *applyCtx, key string) {
+	var buf [4]string
+	work := append(buf[:0], key)
+	for len(work) > 0 {
+		k := work[0]
+		work = work[1:]
+		for {
+			q := t.queues[k]
+			if len(q) == 0 || !t.waiterFits(q[0]) {
+				break
+			}
+			w := q[0]
+			t.grantWaiter(ctx, w)
+			for _, k2 := range w.Keys {
+				if k2 != k {
+					work = append(work, k2)
+				}
+			}
+		}
+	}
+}
+
+// grantWaiter turns queued w into holds and tells the node (EvGranted).
+func (t *Table) grantWaiter(ctx *applyCtx, w *Waiter) {
+	t.unqueue(w)
+	r := t.grantAll(ctx, w)
+	ctx.emit(Event{Kind: EvGranted, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner,
+		Fence: r.Fence, Deadline: r.Deadline, Count: r.Count})
+	t.reqWaiterGranted(w.ID, r)
+}
+
+// waiterEnded removes w without the lock, tells the node (EvWaitEnded) and
+// offers its keys to the waiters behind it.
+func (t *Table) waiterEnded(ctx *applyCtx, w *Waiter, err error, pump bool) {
+	t.unqueue(w)
+	ctx.emit(Event{Kind: EvWaitEnded, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner, Err: err})
+	t.reqWaiterEnded(w.ID, err)
+	if pump {
+		for _, k := range w.Keys {
+			t.pump(ctx, k)
+		}
+	}
+}
+
+// endHold removes l.Holders[i] (the lock at key) with reason. Lock-delay
+// applies when the hold was lost (expiry, session loss), never after a
+// clean release. The caller settles the key afterwards.
+func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
+	h := l.Holders[i]
+	copy(l.Holders[i:], l.Holders[i+1:])
+	l.Holders[len(l.Holders)-1] = nil
+	l.Holders = l.Holders[:len(l.Holders)-1]
+	t.holdEnded(ctx, key, h, reason)
+	if (reason == ReasonExpired || reason == ReasonSession) && h.LockDelay > 0 {
+		if until := ctx.now + h.LockDelay; until > l.DelayUntil {
+			l.DelayUntil = until
+			t.schedule(until, dueDelay, key)
+		}
+	}
+}
+
+// holdEnded is the bookkeeping of a hold that ended (its lock may already
+// be gone from the key space, when del removed it): the event, the session
+// index, and the release tombstone.
+func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {
+	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
+	if reason == ReasonRelease {
+		t.tombstone(key, h.Owner, t.holdDeadline(h))
+	}
+	if h.Session != "" {
+		t.sessDelHold(h.Session, key, h.Owner)
+	}
+}
+
+// settle deletes the lock at key if nothing holds it and no lock-delay is
+// active, marks it changed otherwise, then offers the key to its waiters.
+func (t *Table) settle(ctx *applyCtx, key string) {
+	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil <= ctx.now {
+			delete(t.keys, key)
+			ctx.emit(Event{Kind: EvChanged, Key: key})
+		} else {
+			t.touch(ctx, key, v)
+		}
+	}
+	t.pump(ctx, key)
+}
+
+// keyFreed is called by del after it removed key's value. The waiters are
+// offered the key once the current step is over (flushFreed).
+func (t *Table) keyFreed(ctx *applyCtx, key string) {
+	if len(t.queues[key]) > 0 {
+		ctx.freed = append(ctx.freed, key)
+	}
+}
+
+// flushFreed offers every key freed by del during the last step to its
+// waiters, unless the step put a new value there.
+func (t *Table) flushFreed(ctx *applyCtx) {
+	for i := 0; i < len(ctx.freed); i++ {
+		if k := ctx.freed[i]; t.keys[k] == nil {
+			t.pump(ctx, k)
+		}
+	}
+	ctx.freed = ctx.freed[:0]
+}
+
+// lockAt returns the lock at key, or an error saying why there is none
+// that could be released or extended.
+func (t *Table) lockAt(key string) (*Value, error) {
+	v := t.keys[key]
+	switch {
+	case v == nil:
+		return nil, errf(ErrNotHeld, "%q", key)
+	case v.Kind != KindLock:
+		return nil, errf(ErrWrongType, "%q holds a Redis value", key)
+	case len(v.Lock.Holders) == 0:
+		return nil, errf(ErrNotHeld, "%q", key)
+	}
+	return v, nil
+}
+
+// release handles OpRelease: all keys are checked before any changes.
+func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
+	var one [1]string
+	keys, err := t.cmdKeys(cmd, &one)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if !cmd.Force {
+		if err := t.checkOwner(cmd.Owner); err != nil {
+			return Result{Err: err}
+		}
+	}
+	for _, k := range keys {
+		v, err := t.lockAt(k)
+		if err != nil {
+			return Result{Err: err}
+		}
+		if !cmd.Force && v.Lock.holdOf(cmd.Owner) == nil {
+			return Result{Err: errf(ErrNotOwner, "%q", k)}
+		}
+	}
+	r := Result{Released: true}
+	for i, k := range keys {
+		l := t.keys[k].Lock
+		if cmd.Force {
+			if i == 0 {
+				r.Fence = l.Holders[0].Fence
+			}
+			for len(l.Holders) > 0 {
+				t.endHold(ctx, k, l, 0, ReasonForced)
+			}
+			t.settle(ctx, k)
+			continue
+		}
+		for j, h := range l.Holders {
+			if h.Owner != cmd.Owner {
+				continue
+			}
+			if i == 0 {
+				r.Fence = h.Fence
+			}
+			if cmd.Reentrant && h.Count > 1 {
+				h.Count--
+				if i == 0 {
+					r.Count = h.Count
+				}
+				r.Released = false
+				t.touch(ctx, k, t.keys[k])
+				break
+			}
+			t.endHold(ctx, k, l, j, ReasonRelease)
+			t.settle(ctx, k)
+			break
+		}
+	}
+	return r
+}
+
+// extend handles OpExtend. A lease is reset to now+TTL (the command's, or
+// the hold's own when 0), clamped to the hold's HardLimit; a hold already
+// at its HardLimit is refused with ErrMaxHold. A hold bound to a session
+// has no lease of its own: extending it keeps the session alive.
+func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
+	var one [1]string
+	keys, err := t.cmdKeys(cmd, &one)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if err := t.checkOwner(cmd.Owner); err != nil {
+		return Result{Err: err}
+	}
+	if cmd.TTL != 0 {
+		if err := t.checkTTL("ttl", cmd.TTL); err != nil {
+			return Result{Err: err}
+		}
+	}
+	for _, k := range keys {
+		v, err := t.lockAt(k)
+		if err != nil {
+			return Result{Err: err}
+		}
+		h := v.Lock.holdOf(cmd.Owner)
+		if h == nil {
+			return Result{Err: errf(ErrNotOwner, "%q", k)}
+		}
+		if h.HardLimit != 0 && t.holdDeadline(h) >= h.HardLimit {
+			return Result{Err: errf(ErrMaxHold, "%q at %d", k, h.HardLimit)}
+		}
+		if h.Session == "" && cmd.TTL == 0 && h.TTL == 0 {
+			return Result{Err: errf(ErrBadTTL, "no ttl to extend %q by", k)}
+		}
+	}
+	r := Result{Granted: true}
+	for i, k := range keys {
+		v := t.keys[k]
+		h := v.Lock.holdOf(cmd.Owner)
+		if h.Session != "" {
+			if s := t.sessions[h.Session]; s != nil {
+				t.keepAlive(ctx, s, 0)
+			}
+			h.Deadline = h.HardLimit
+		} else {
+			ttl := cmd.TTL
+			if ttl == 0 {
+				ttl = h.TTL
+			}
+			h.Deadline = capAt(ctx.now+ttl, h.HardLimit)
+			t.scheduleHold(k, h.Deadline)
+		}
+		if cmd.TTL != 0 {
+			h.TTL = cmd.TTL
+		}
+		t.touch(ctx, k, v)
+		if h.Fence > r.Fence {
+			r.Fence = h.Fence
+		}
+		if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
+			r.Deadline = d
+		}
+		if i == 0 {
+			r.Count = h.Count
+		}
+	}
+	return r
+}
+
+// cancelWait handles OpCancelWait. It is answered from state, not from the
+// exactly-once cache (its ReqID names the waiter): Queued = the waiter was
+// still queued and is now gone; Granted (with its fence) = it had been
+// granted, so the caller must release; neither = unknown or gone.
+func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result {
+	if cmd.ReqID == "" {
+		return Result{Err: errf(ErrBadCommand, "cancel needs the waiter's request id")}
+	}
+	if w := t.waiters[cmd.ReqID]; w != nil {
+		if cmd.Owner != "" && cmd.Owner != w.Owner {
+			return Result{Err: errf(ErrNotOwner, "waiter %q", cmd.ReqID)}
+		}
+		t.waiterEnded(ctx, w, ErrCancelled, true)
+		return Result{Queued: true}
+	}
+	if e := t.ext.reqs[cmd.ReqID]; e != nil && e.op == OpAcquire && e.granted {
+		return Result{Granted: true, Fence: e.fence, Deadline: e.deadline, Count: e.count}
+	}
 	return Result{}
 }
-func (t *Table) sessionClose(ctx *applyCtx, cmd *Command) Result { return Result{} }
-func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result   { return Result{} }
 
-func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {}
-func (t *Table) keyFreed(ctx *applyCtx, key string)                          {}
-func (t *Table) expireHolds(ctx *applyCtx, key string)                       {}
-func (t *Table) delayEnded(ctx *applyCtx, key string)                        {}
-func (t *Table) expireWaiter(ctx *applyCtx, id string)                       {}
-func (t *Table) expireSession(ctx *applyCtx, id string)                      {}
-func (t *Table) expireReqIDs(ctx *applyCtx)                                  {}
+// expireHolds ends the holds on key whose own deadline fell due by ctx.at.
+func (t *Table) expireHolds(ctx *applyCtx, key string) {
+	if t.ext.holdDue[key] == ctx.at {
+		delete(t.ext.holdDue, key)
+	}
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return
+	}
+	l := v.Lock
+	ended := false
+	for i := 0; i < len(l.Holders); {
+		if d := l.Holders[i].Deadline; d != 0 && d <= ctx.at {
+			t.endHold(ctx, key, l, i, ReasonExpired)
+			ended = true
+			continue
+		}
+		i++
+	}
+	if ended {
+		t.settle(ctx, key)
+	}
+	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+		var next int64
+		for _, h := range v.Lock.Holders {
+			if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
+				next = h.Deadline
+			}
+		}
+		if next != 0 {
+			t.scheduleHold(key, next)
+		}
+	}
+}
+
+// delayEnded clears key's lock-delay once it fell due.
+func (t *Table) delayEnded(ctx *applyCtx, key string) {
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return
+	}
+	if l := v.Lock; l.DelayUntil != 0 && l.DelayUntil <= ctx.at {
+		l.DelayUntil = 0
+		t.settle(ctx, key)
+	}
+}
+
+// expireWaiter ends waiter id's wait once it fell due (ErrWaitTimeout).
+func (t *Table) expireWaiter(ctx *applyCtx, id string) {
+	if w := t.waiters[id]; w != nil && w.Deadline <= ctx.at {
+		t.waiterEnded(ctx, w, ErrWaitTimeout, true)
+	}
+}
+
+// fenceCheck handles OpFenceCheck: CheckAndAdvance(Key, Token).
+func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
+	if err := t.checkKey(cmd.Key); err != nil {
+		return Result{Err: err}
+	}
+	cur, ok := t.fences[cmd.Key]
+	if cmd.Token < cur {
+		return Result{Err: errf(ErrStaleFence, "%d < %d", cmd.Token, cur), Fence: cur}
+	}
+	if !ok && len(t.fences) >= t.cfg.MaxKeys {
+		return Result{Err: errf(ErrLimit, "fence registry full (%d)", t.cfg.MaxKeys)}
+	}
+	t.fences[cmd.Key] = cmd.Token
+	return Result{Granted: true, Fence: cmd.Token}
+}

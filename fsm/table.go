@@ -132,6 +132,17 @@ type applyCtx struct {
 	index  uint64
 	now    int64
 	events []Event
+
+	// at is the time of the due item being handled by expireDue. Due
+	// handlers end only what fell due by at (not by now), so a stale heap
+	// entry is a no-op and a table restored from a snapshot (whose heap
+	// holds no stale entries) handles due work in exactly the same order.
+	at int64
+	// freed lists keys deleted through del; their waiters are offered the
+	// key by flushFreed once the current step (a due item or the command)
+	// is complete, so a Redis command that deletes and re-creates a key in
+	// one step never hands it to a waiter in between.
+	freed []string
 }
 
 func (c *applyCtx) emit(e Event) { c.events = append(c.events, e) }
@@ -270,6 +281,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	default:
 		r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
 	}
+	t.flushFreed(ctx)
 	r.Index = index
 	t.remember(ctx, cmd, r)
 	r.Events = ctx.events

@@ -1,0 +1,151 @@
+package fsm
+
+// The lock side of the one key space: what the Redis commands (redis*.go,
+// lua*.go) call to treat a native lock as a Redis string whose value is
+// the holder's token (DESIGN.md "One key space").
+
+// tombstone remembers the last token that released a key by its own
+// release, until that lease's old deadline, so a Redlock client repeating
+// its compare-and-delete on another node of the same cluster is answered
+// as the release was.
+type tombstone struct {
+	owner string
+	until int64
+	due   int64 // time of the pending dueTombstone item; 0 = none
+}
+
+// tombstone records owner's release of key (until = the hold's deadline).
+func (t *Table) tombstone(key, owner string, until int64) {
+	if until <= t.now {
+		return
+	}
+	tb := t.ext.tombs[key]
+	tb.owner, tb.until = owner, until
+	if tb.due == 0 || tb.due > until {
+		tb.due = until
+		t.schedule(until, dueTombstone, key)
+	}
+	t.ext.tombs[key] = tb
+}
+
+// expireTombstone forgets key's tombstone once it fell due.
+func (t *Table) expireTombstone(ctx *applyCtx, key string) {
+	tb, ok := t.ext.tombs[key]
+	if !ok {
+		return
+	}
+	if tb.until <= ctx.at {
+		delete(t.ext.tombs, key)
+		return
+	}
+	if tb.due == ctx.at {
+		tb.due = tb.until
+		t.schedule(tb.until, dueTombstone, key)
+		t.ext.tombs[key] = tb
+	}
+}
+
+// redisTombstone reports whether token released key by its own release
+// and that lease's old deadline has not passed at now.
+func (t *Table) redisTombstone(key, token string, now int64) bool {
+	tb, ok := t.ext.tombs[key]
+	return ok && tb.owner == token && tb.until > now
+}
+
+// redisLockToken returns the exclusive holder's owner token of a lock
+// value (GET on a lock key); ok=false if it has no single exclusive holder.
+func (t *Table) redisLockToken(l *Lock) (string, bool) {
+	if len(l.Holders) == 1 && l.Holders[0].Mode == Exclusive {
+		return l.Holders[0].Owner, true
+	}
+	return "", false
+}
+
+// redisLockPTTL returns the remaining ms of the lock's latest hold deadline
+// at now (-1 if none).
+func (t *Table) redisLockPTTL(l *Lock, now int64) int64 {
+	var latest int64
+	for _, h := range l.Holders {
+		if d := t.holdDeadline(h); d > latest {
+			latest = d
+		}
+	}
+	if latest <= now {
+		return -1
+	}
+	return latest - now
+}
+
+// redisSetNX implements `SET key token NX PX ttl`: it creates an exclusive,
+// non-reentrant lock held by token, fenced with ctx.index. If token already
+// holds it exclusively it succeeds and changes nothing; otherwise (another
+// holder, another value, lock-delay, queued waiters, limits) it fails.
+// ttl <= 0 (no PX/EX given) means MaxTTL: a lock never outlives the lease
+// limit; a ttl outside [MinTTL, MaxTTL] is clamped into it.
+func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
+	if t.checkKey(key) != nil || t.checkOwner(token) != nil {
+		return false
+	}
+	switch {
+	case ttl <= 0 || ttl > t.cfg.MaxTTL:
+		ttl = t.cfg.MaxTTL
+	case ttl < t.cfg.MinTTL:
+		ttl = t.cfg.MinTTL
+	}
+	if v := t.keys[key]; v != nil {
+		if v.Kind == KindLock {
+			if h := v.Lock.holdOf(token); h != nil && h.Mode == Exclusive {
+				return true
+			}
+		}
+		return false
+	}
+	if len(t.queues[key]) > 0 || len(t.keys) >= t.cfg.MaxKeys {
+		return false
+	}
+	one := [1]string{key}
+	w := Waiter{Keys: one[:], Owner: token, Mode: Exclusive, TTL: ttl}
+	t.grantKey(ctx, key, &w)
+	return true
+}
+
+// redisLockExpire implements PEXPIRE on a lock key: every hold's deadline
+// becomes at (capped by its HardLimit; a session-bound hold gets a deadline
+// of its own); at <= now ends them (ReasonExpired, lock-delay applies).
+func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return
+	}
+	l := v.Lock
+	if at <= ctx.now {
+		for len(l.Holders) > 0 {
+			t.endHold(ctx, key, l, 0, ReasonExpired)
+		}
+		t.settle(ctx, key)
+		return
+	}
+	for _, h := range l.Holders {
+		h.Deadline = capAt(at, h.HardLimit)
+		t.scheduleHold(key, h.Deadline)
+	}
+	t.touch(ctx, key, v)
+}
+
+// redisReleaseByToken is compare-and-delete on a lock: true if token held
+// key and that hold ended (ReasonRelease, leaving a tombstone).
+func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return false
+	}
+	l := v.Lock
+	for i, h := range l.Holders {
+		if h.Owner == token {
+			t.endHold(ctx, key, l, i, ReasonRelease)
+			t.settle(ctx, key)
+			return true
+		}
+	}
+	return false
+}
