@@ -1,0 +1,61 @@
+// Package httpapi serves the typed lock API (api.Locker) as HTTP/JSON on
+// each node. Any api.Locker works: cluster.Node in production, an
+// in-memory fake (package httpapitest) in tests.
+//
+//	h := httpapi.New(node, httpapi.Config{Logger: log, Metrics: promhttp.Handler()})
+//	srv := &http.Server{Handler: h} // no WriteTimeout below api.MaxWait: acquire long-polls
+//
+// # Routes
+//
+// Bodies are JSON (api types unless noted); durations are integer
+// milliseconds. Every non-2xx answer is an api.ErrorBody.
+//
+//	Method      Path                              Body -> answer                    Locker call
+//	POST        /v1/locks/acquire                 AcquireRequest -> Lease           Acquire (blocks up to wait_ms)
+//	POST        /v1/locks/try                     AcquireRequest -> Lease           TryAcquire (never blocks)
+//	POST        /v1/locks/release                 ReleaseRequest -> ReleaseResult   Release
+//	POST        /v1/locks/extend                  ExtendRequest -> Lease            Extend
+//	GET         /v1/locks/{key...}[?stale=true]   -> LockInfo                       Inspect
+//	GET         /v1/locks?prefix=&after=&limit=[&stale=true] -> ListResult          List
+//	POST        /v1/sessions                      SessionRequest -> SessionInfo     OpenSession
+//	PUT, POST   /v1/sessions/{id}/keepalive       -> SessionInfo                    KeepAlive
+//	DELETE      /v1/sessions/{id}                 -> 204                            CloseSession
+//	POST        /v1/elections/{name}/campaign     CampaignRequest -> Leader         Campaign (blocks)
+//	POST        /v1/elections/{name}/resign       ResignRequest -> 204              Resign
+//	GET         /v1/elections/{name}/observe      -> stream of Leader, one per line Observe
+//	POST        /v1/fence/check                   FenceCheckRequest -> FenceResult  FenceCheck
+//	GET         /v1/status                        -> Status                         Status (+ Config.Extra)
+//	GET         /metrics                          Prometheus text                   Config.Metrics, if set
+//
+// A multi-lock is an acquire (or release, extend) with "keys" instead of
+// "key": all or nothing. A key in the inspect path is path-escaped by the
+// client (a "/" in a key travels as %2F).
+//
+// # Blocking and cancellation
+//
+// Acquire and campaign are long polls: the request stays open until the
+// answer is known, with no polling by the client. An acquire without
+// wait_ms (0) waits at most api.MaxWait, then answers 408 wait_timeout;
+// the client re-issues it. The Locker call runs under the request's
+// context, so a client that disconnects cancels its wait (the node removes
+// the queued waiter through the log). The observe stream is flushed after
+// every line and ends when the client disconnects.
+//
+// # Errors
+//
+// One table (errors.go) maps api sentinels to status and code, used both
+// ways (StatusOf on the server, ErrorOf in the client):
+//
+//	423 locked, lock_delay                     ErrLocked, ErrLockDelay
+//	409 not_owner, stale_fence, conflict       ErrNotOwner, ErrStaleFence, ErrConflict
+//	404 not_held, not_found                    ErrNotHeld, ErrNotFound (and unknown routes)
+//	408 wait_timeout, cancelled                ErrWaitTimeout, ErrCancelled, context errors
+//	503 no_leader                              ErrNoLeader (retry elsewhere)
+//	410 session_expired                        ErrSessionExpired
+//	400 bad_request, limit                     ErrBadRequest, ErrLimit: garbage or trailing
+//	                                           JSON, unknown fields, missing key/owner,
+//	                                           non-positive ttl, body over MaxBodyBytes
+//	500 internal                               anything else
+//
+// Bad input is refused before the Locker is called and changes nothing.
+package httpapi

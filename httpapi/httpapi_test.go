@@ -1,0 +1,450 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/httpapi/httpapitest"
+)
+
+// call sends a JSON body (a string is sent verbatim) and decodes the answer
+// into out when it is 2xx, or returns the error body.
+func call(t *testing.T, srv *httptest.Server, method, path string, body any, out any) (int, api.ErrorBody) {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var eb api.ErrorBody
+	if resp.StatusCode >= 300 {
+		if err := json.Unmarshal(raw, &eb); err != nil {
+			t.Fatalf("%s %s: status %d with a non-JSON body %q", method, path, resp.StatusCode, raw)
+		}
+		return resp.StatusCode, eb
+	}
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: decoding %q: %v", method, path, raw, err)
+		}
+	}
+	return resp.StatusCode, eb
+}
+
+func newServer(t *testing.T, l api.Locker, cfg httpapi.Config) *httptest.Server {
+	srv := httptest.NewServer(httpapi.New(l, cfg))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRoutesEndToEnd(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "locknode_up 1\n") }),
+		Extra:   func(st *api.Status) { st.HTTPAddr = "http-here" },
+	})
+
+	var sess api.SessionInfo
+	if st, eb := call(t, srv, "POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 60000}, &sess); st != 200 || sess.ID == "" {
+		t.Fatalf("open session: %d %+v %+v", st, eb, sess)
+	}
+	for _, m := range []string{"PUT", "POST"} {
+		var ka api.SessionInfo
+		if st, eb := call(t, srv, m, "/v1/sessions/"+sess.ID+"/keepalive", nil, &ka); st != 200 || ka.ID != sess.ID {
+			t.Fatalf("%s keepalive: %d %+v", m, st, eb)
+		}
+	}
+
+	var lease api.Lease
+	key := "jobs/a b%2F/ü"
+	st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Key: key, Owner: "o1", TTLMs: 60000, Session: sess.ID, RequestID: "r1"}, &lease)
+	if st != 200 || lease.Fence == 0 || lease.Owner != "o1" {
+		t.Fatalf("acquire: %d %+v %+v", st, eb, lease)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/locks/try", api.AcquireRequest{Key: key, Owner: "o2", TTLMs: 1000}, nil); st != 423 || eb.Code != api.CodeLocked {
+		t.Fatalf("try on a held lock: %d %+v", st, eb)
+	}
+	var info api.LockInfo
+	if st, eb := call(t, srv, "GET", "/v1/locks/"+url.PathEscape(key)+"?stale=true", nil, &info); st != 200 || info.Key != key || len(info.Holders) != 1 || info.Holders[0].Owner != "o1" {
+		t.Fatalf("inspect: %d %+v %+v", st, eb, info)
+	}
+	if st, eb := call(t, srv, "GET", "/v1/locks/nope", nil, nil); st != 404 || eb.Code != api.CodeNotFound {
+		t.Fatalf("inspect unknown: %d %+v", st, eb)
+	}
+	var multi api.Lease
+	if st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Keys: []string{"m/1", "m/2"}, Owner: "o1", TTLMs: 60000}, &multi); st != 200 || len(multi.Keys) != 2 {
+		t.Fatalf("multi acquire: %d %+v %+v", st, eb, multi)
+	}
+	var list api.ListResult
+	if st, eb := call(t, srv, "GET", "/v1/locks?prefix=m/&limit=1", nil, &list); st != 200 || len(list.Locks) != 1 || list.Locks[0].Key != "m/1" || list.Next != "m/1" {
+		t.Fatalf("list page 1: %d %+v %+v", st, eb, list)
+	}
+	if st, eb := call(t, srv, "GET", "/v1/locks?prefix=m/&limit=1&after=m/1", nil, &list); st != 200 || len(list.Locks) != 1 || list.Locks[0].Key != "m/2" {
+		t.Fatalf("list page 2: %d %+v %+v", st, eb, list)
+	}
+	var ext api.Lease
+	if st, eb := call(t, srv, "POST", "/v1/locks/extend", api.ExtendRequest{Key: key, Owner: "o1", TTLMs: 30000}, &ext); st != 200 || ext.Fence != lease.Fence || ext.TTLMs != 30000 {
+		t.Fatalf("extend: %d %+v %+v", st, eb, ext)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/locks/extend", api.ExtendRequest{Key: key, Owner: "o2", TTLMs: 30000}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+		t.Fatalf("stranger extends: %d %+v", st, eb)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/locks/release", api.ReleaseRequest{Key: key, Owner: "o2"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+		t.Fatalf("stranger releases: %d %+v", st, eb)
+	}
+	var rel api.ReleaseResult
+	if st, eb := call(t, srv, "POST", "/v1/locks/release", api.ReleaseRequest{Key: key, Owner: "o1"}, &rel); st != 200 || !rel.Released {
+		t.Fatalf("release: %d %+v %+v", st, eb, rel)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/locks/release", api.ReleaseRequest{Key: key, Owner: "o1"}, nil); st != 404 || eb.Code != api.CodeNotHeld {
+		t.Fatalf("release again: %d %+v", st, eb)
+	}
+
+	var fr api.FenceResult
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 7}, &fr); st != 200 || !fr.OK || fr.Highest != 7 {
+		t.Fatalf("fence check 7: %d %+v", st, fr)
+	}
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 6}, &fr); st != 200 || fr.OK || fr.Highest != 7 {
+		t.Fatalf("fence check 6: %d %+v", st, fr)
+	}
+
+	var ld api.Leader
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/campaign", httpapi.CampaignRequest{Value: "me", Session: sess.ID}, &ld); st != 200 || ld.Value != "me" || ld.Election != "e1" {
+		t.Fatalf("campaign: %d %+v %+v", st, eb, ld)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "other"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+		t.Fatalf("resign by stranger: %d %+v", st, eb)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me"}, nil); st != 204 {
+		t.Fatalf("resign: %d %+v", st, eb)
+	}
+
+	var status api.Status
+	if st, eb := call(t, srv, "GET", "/v1/status", nil, &status); st != 200 || status.ID != "fake" || status.HTTPAddr != "http-here" || len(status.Members) != 1 {
+		t.Fatalf("status: %d %+v %+v", st, eb, status)
+	}
+	resp, err := srv.Client().Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "locknode_up 1\n" {
+		t.Fatalf("metrics: %d %q", resp.StatusCode, body)
+	}
+
+	if st, eb := call(t, srv, "DELETE", "/v1/sessions/"+sess.ID, nil, nil); st != 204 {
+		t.Fatalf("close session: %d %+v", st, eb)
+	}
+	if st, eb := call(t, srv, "DELETE", "/v1/sessions/"+sess.ID, nil, nil); st != 410 || eb.Code != api.CodeSessionExpired {
+		t.Fatalf("close session again: %d %+v", st, eb)
+	}
+	if st, eb := call(t, srv, "GET", "/v1/nothing", nil, nil); st != 404 || eb.Code != api.CodeNotFound {
+		t.Fatalf("unknown route: %d %+v", st, eb)
+	}
+	if _, _, ok := fake.Holder("m/1"); !ok {
+		t.Fatal("the multi-lock should still be held (no session)")
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{api.ErrLocked, 423, api.CodeLocked},
+		{api.ErrLockDelay, 423, api.CodeLockDelay},
+		{api.ErrNotOwner, 409, api.CodeNotOwner},
+		{api.ErrStaleFence, 409, api.CodeStaleFence},
+		{api.ErrConflict, 409, api.CodeConflict},
+		{api.ErrNotHeld, 404, api.CodeNotHeld},
+		{api.ErrNotFound, 404, api.CodeNotFound},
+		{api.ErrWaitTimeout, 408, api.CodeWaitTimeout},
+		{api.ErrCancelled, 408, api.CodeCancelled},
+		{api.ErrNoLeader, 503, api.CodeNoLeader},
+		{api.ErrSessionExpired, 410, api.CodeSessionExpired},
+		{api.ErrBadRequest, 400, api.CodeBadRequest},
+		{api.ErrLimit, 400, api.CodeLimit},
+		{errors.New("disk on fire"), 500, api.CodeInternal},
+	}
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	routes := []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/v1/locks/acquire", api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1000, WaitMs: 10}},
+		{"POST", "/v1/locks/try", api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1000}},
+		{"POST", "/v1/locks/release", api.ReleaseRequest{Key: "k", Owner: "o"}},
+		{"POST", "/v1/locks/extend", api.ExtendRequest{Key: "k", Owner: "o", TTLMs: 1000}},
+		{"GET", "/v1/locks/k", nil},
+		{"GET", "/v1/locks", nil},
+		{"POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 1000}},
+		{"PUT", "/v1/sessions/s/keepalive", nil},
+		{"DELETE", "/v1/sessions/s", nil},
+		{"POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v", Session: "s"}},
+		{"POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v"}},
+		{"GET", "/v1/elections/e/observe", nil},
+		{"POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "r", Token: 1}},
+		{"GET", "/v1/status", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.code+"/"+c.err.Error(), func(t *testing.T) {
+			fake.Fail(fmt.Errorf("wrapped: %w", c.err))
+			defer fake.Fail(nil)
+			for _, r := range routes {
+				st, eb := call(t, srv, r.method, r.path, r.body, nil)
+				if st != c.status || eb.Code != c.code || !strings.Contains(eb.Message, c.err.Error()) {
+					t.Errorf("%s %s: got %d %+v, want %d %s", r.method, r.path, st, eb, c.status, c.code)
+				}
+			}
+			if got := httpapi.ErrorOf(c.code); c.code != api.CodeInternal && got == nil {
+				t.Errorf("ErrorOf(%q) = nil", c.code)
+			}
+			// The client maps the code back to a sentinel the server maps
+			// to the same status and code: the table round-trips.
+			if back := httpapi.ErrorOf(c.code); back != nil {
+				if st, code := httpapi.StatusOf(back); st != c.status || code != c.code {
+					t.Errorf("round trip of %q: %d %s", c.code, st, code)
+				}
+			}
+		})
+	}
+}
+
+func TestBadInputIsRefusedBeforeTheLocker(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{MaxBodyBytes: 256})
+	big := `{"key":"` + strings.Repeat("x", 300) + `","owner":"o","ttl_ms":1}`
+	cases := []struct {
+		name, method, path, body string
+		code                     string
+	}{
+		{"garbage", "POST", "/v1/locks/acquire", `{not json`, api.CodeBadRequest},
+		{"empty body", "POST", "/v1/locks/acquire", ``, api.CodeBadRequest},
+		{"array", "POST", "/v1/locks/acquire", `[1,2]`, api.CodeBadRequest},
+		{"unknown field", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":1000,"ttl":5}`, api.CodeBadRequest},
+		{"trailing data", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":1000}{}`, api.CodeBadRequest},
+		{"wrong type", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":"10s"}`, api.CodeBadRequest},
+		{"missing key", "POST", "/v1/locks/acquire", `{"owner":"o","ttl_ms":1000}`, api.CodeBadRequest},
+		{"key and keys", "POST", "/v1/locks/acquire", `{"key":"k","keys":["a"],"owner":"o","ttl_ms":1000}`, api.CodeBadRequest},
+		{"duplicate keys", "POST", "/v1/locks/acquire", `{"keys":["a","a"],"owner":"o","ttl_ms":1000}`, api.CodeBadRequest},
+		{"empty key in keys", "POST", "/v1/locks/try", `{"keys":["a",""],"owner":"o","ttl_ms":1000}`, api.CodeBadRequest},
+		{"missing owner", "POST", "/v1/locks/try", `{"key":"k","ttl_ms":1000}`, api.CodeBadRequest},
+		{"zero ttl", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o"}`, api.CodeBadRequest},
+		{"negative ttl", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":-5}`, api.CodeBadRequest},
+		{"negative wait", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"wait_ms":-1}`, api.CodeBadRequest},
+		{"bad mode", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"mode":"sideways"}`, api.CodeBadRequest},
+		{"semaphore without permits", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"mode":"semaphore"}`, api.CodeBadRequest},
+		{"oversized body", "POST", "/v1/locks/acquire", big, api.CodeLimit},
+		{"release without owner", "POST", "/v1/locks/release", `{"key":"k"}`, api.CodeBadRequest},
+		{"extend zero ttl", "POST", "/v1/locks/extend", `{"key":"k","owner":"o"}`, api.CodeBadRequest},
+		{"extend no owner", "POST", "/v1/locks/extend", `{"key":"k","ttl_ms":5}`, api.CodeBadRequest},
+		{"session zero ttl", "POST", "/v1/sessions", `{}`, api.CodeBadRequest},
+		{"session unknown field", "POST", "/v1/sessions", `{"ttl":"5s"}`, api.CodeBadRequest},
+		{"campaign no session", "POST", "/v1/elections/e/campaign", `{"value":"v"}`, api.CodeBadRequest},
+		{"resign no value", "POST", "/v1/elections/e/resign", `{}`, api.CodeBadRequest},
+		{"fence no resource", "POST", "/v1/fence/check", `{"token":3}`, api.CodeBadRequest},
+		{"fence negative token", "POST", "/v1/fence/check", `{"resource":"r","token":-3}`, api.CodeBadRequest},
+		{"list bad limit", "GET", "/v1/locks?limit=ten", ``, api.CodeBadRequest},
+		{"list negative limit", "GET", "/v1/locks?limit=-1", ``, api.CodeBadRequest},
+		{"list huge limit", "GET", "/v1/locks?limit=10001", ``, api.CodeLimit},
+		{"inspect bad stale", "GET", "/v1/locks/k?stale=maybe", ``, api.CodeBadRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, eb := call(t, srv, c.method, c.path, c.body, nil)
+			if st != 400 || eb.Code != c.code || eb.Message == "" {
+				t.Fatalf("got %d %+v, want 400 %s", st, eb, c.code)
+			}
+		})
+	}
+	for _, m := range []string{"Acquire", "TryAcquire", "Release", "Extend", "OpenSession", "Campaign", "Resign", "FenceCheck", "List", "Inspect"} {
+		if n := fake.Calls(m); n != 0 {
+			t.Errorf("bad input reached the Locker: %s called %d times", m, n)
+		}
+	}
+}
+
+// spy records the last acquire request the handler passed on.
+type spy struct {
+	api.Locker
+	mu   sync.Mutex
+	last api.AcquireRequest
+}
+
+func (s *spy) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	s.mu.Lock()
+	s.last = req
+	s.mu.Unlock()
+	return s.Locker.Acquire(ctx, req)
+}
+
+func TestAcquireWithoutWaitIsBoundedByMaxWait(t *testing.T) {
+	sp := &spy{Locker: httpapitest.NewFake()}
+	srv := newServer(t, sp, httpapi.Config{})
+	if st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1000}, nil); st != 200 {
+		t.Fatalf("acquire: %d %+v", st, eb)
+	}
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.last.WaitMs != api.MaxWait.Milliseconds() {
+		t.Fatalf("wait_ms passed on = %d, want %d", sp.last.WaitMs, api.MaxWait.Milliseconds())
+	}
+}
+
+// waitFor polls cond (cheap, in-memory) until it holds or the deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func TestLongPoll(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	if st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Key: "k", Owner: "a", TTLMs: 60000}, nil); st != 200 {
+		t.Fatalf("acquire a: %d %+v", st, eb)
+	}
+
+	t.Run("granted on release", func(t *testing.T) {
+		done := make(chan api.Lease, 1)
+		// Ends when the long poll answers.
+		go func() {
+			var l api.Lease
+			st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Key: "k", Owner: "b", TTLMs: 60000, WaitMs: 10000}, &l)
+			if st != 200 {
+				t.Errorf("waiter: %d %+v", st, eb)
+			}
+			done <- l
+		}()
+		waitFor(t, "b to queue", func() bool { return fake.Waiters() == 1 })
+		if st, eb := call(t, srv, "POST", "/v1/locks/release", api.ReleaseRequest{Key: "k", Owner: "a"}, nil); st != 200 {
+			t.Fatalf("release a: %d %+v", st, eb)
+		}
+		if l := <-done; l.Owner != "b" || l.Fence == 0 {
+			t.Fatalf("b got %+v", l)
+		}
+	})
+
+	t.Run("wait timeout", func(t *testing.T) {
+		st, eb := call(t, srv, "POST", "/v1/locks/acquire", api.AcquireRequest{Key: "k", Owner: "c", TTLMs: 1000, WaitMs: 20}, nil)
+		if st != 408 || eb.Code != api.CodeWaitTimeout {
+			t.Fatalf("got %d %+v", st, eb)
+		}
+	})
+
+	t.Run("client disconnect cancels the wait", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		// Ends when the request fails after cancel.
+		go func() {
+			body := `{"key":"k","owner":"d","ttl_ms":1000,"wait_ms":60000}`
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/locks/acquire", strings.NewReader(body))
+			resp, err := srv.Client().Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			errc <- err
+		}()
+		waitFor(t, "d to queue", func() bool { return fake.Waiters() == 1 })
+		cancel()
+		if err := <-errc; err == nil {
+			t.Fatal("the cancelled request succeeded")
+		}
+		waitFor(t, "the server to drop d's waiter", func() bool { return fake.Waiters() == 0 })
+		if owner, _, _ := fake.Holder("k"); owner != "b" {
+			t.Fatalf("holder = %q, want b", owner)
+		}
+	})
+}
+
+func TestObserveStreams(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	var sess api.SessionInfo
+	call(t, srv, "POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 60000}, &sess)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/elections/e/observe", nil)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != httpapi.ContentTypeNDJSON {
+		t.Fatalf("observe: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	lines := bufio.NewScanner(resp.Body)
+	next := func() api.Leader {
+		t.Helper()
+		if !lines.Scan() {
+			t.Fatalf("stream ended: %v", lines.Err())
+		}
+		var l api.Leader
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
+			t.Fatalf("line %q: %v", lines.Text(), err)
+		}
+		return l
+	}
+	// The header arrived before any leader: campaign now, see it streamed.
+	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v1", Session: sess.ID}, nil)
+	if l := next(); l.Value != "v1" || l.Election != "e" {
+		t.Fatalf("first line %+v", l)
+	}
+	call(t, srv, "POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v1"}, nil)
+	if l := next(); l.Value != "" {
+		t.Fatalf("after resign %+v", l)
+	}
+	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v2", Session: sess.ID}, nil)
+	if l := next(); l.Value != "v2" {
+		t.Fatalf("third line %+v", l)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := (httpapi.Config{MaxBodyBytes: -1}).Validate(); err == nil {
+		t.Fatal("negative MaxBodyBytes accepted")
+	}
+	if err := (httpapi.Config{}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

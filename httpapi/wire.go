@@ -1,0 +1,47 @@
+package httpapi
+
+// Wire types of the routes whose bodies are not api types. The client
+// package uses them too, so both sides agree on the field names.
+
+// Route paths and prefixes. Paths with a {placeholder} are built by the
+// client with the escaped name in its place.
+const (
+	PathAcquire    = "/v1/locks/acquire"
+	PathTry        = "/v1/locks/try"
+	PathRelease    = "/v1/locks/release"
+	PathExtend     = "/v1/locks/extend"
+	PathLocks      = "/v1/locks"  // GET: list
+	PathLockPrefix = "/v1/locks/" // GET + escaped key: inspect
+	PathSessions   = "/v1/sessions"
+	PathElections  = "/v1/elections/"
+	PathFenceCheck = "/v1/fence/check"
+	PathStatus     = "/v1/status"
+	PathMetrics    = "/metrics"
+
+	// ContentTypeJSON is the type of every JSON body; observe streams
+	// ContentTypeNDJSON (one JSON document per line).
+	ContentTypeJSON   = "application/json"
+	ContentTypeNDJSON = "application/x-ndjson"
+)
+
+// SessionRequest opens a session (POST /v1/sessions).
+type SessionRequest struct {
+	TTLMs int64 `json:"ttl_ms"`
+}
+
+// CampaignRequest runs for leader (POST /v1/elections/{name}/campaign).
+type CampaignRequest struct {
+	Value   string `json:"value"`
+	Session string `json:"session"`
+}
+
+// ResignRequest steps down (POST /v1/elections/{name}/resign).
+type ResignRequest struct {
+	Value string `json:"value"`
+}
+
+// FenceCheckRequest is CheckAndAdvance (POST /v1/fence/check).
+type FenceCheckRequest struct {
+	Resource string `json:"resource"`
+	Token    uint64 `json:"token"`
+}
