@@ -1,0 +1,653 @@
+package fsm
+
+import (
+	"bufio"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+)
+
+// Snapshot format, version 1. Integers are varints (signed: zig-zag),
+// strings are uvarint length + bytes, maps are written in key order so two
+// equal tables give byte-identical snapshots:
+//
+//	byte     version (1)
+//	varint   now; uvarint applied
+//	keys     count, then per key in order: key, value (kind, deadline,
+//	         version, kind-specific body; a lock: permits, fence,
+//	         delay-until, holders in grant order)
+//	waiters  count, then in id order: every Waiter field
+//	queues   count, then per key in order: key, waiter ids in queue order
+//	sessions count, then in id order: id, ttl, deadline
+//	fences   count, then per resource in order: resource, token
+//	reqids   count, then oldest first: id, op, expiry, result
+//	tombs    count, then per key in order: key, owner, until
+//	scripts  count, then script texts (the Redis side's cache, sorted)
+//
+// The due heap and the session indexes are derived and rebuilt by Restore.
+const snapVersion = 1
+
+// errCodes numbers the sentinels a remembered result can carry.
+var errCodes = []error{ErrBadCommand, ErrLocked, ErrNotOwner, ErrNotHeld, ErrNoSuchKey,
+	ErrWaitTimeout, ErrCancelled, ErrPermits, ErrWrongType, ErrSessionUnknown,
+	ErrSessionExists, ErrLimit, ErrBadTTL, ErrStaleFence, ErrLockDelay, ErrBadVersion, ErrMaxHold}
+
+// codedErr is a remembered error rebuilt from a snapshot: same text, same
+// sentinel for errors.Is.
+type codedErr struct {
+	base error
+	msg  string
+}
+
+func (e *codedErr) Error() string { return e.msg }
+func (e *codedErr) Unwrap() error { return e.base }
+
+type scriptSnapshotter interface{ snapshotScripts() [][]byte }
+type scriptRestorer interface{ restoreScripts([][]byte) }
+
+type snapWriter struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *snapWriter) uvarint(v uint64) {
+	s.w.Write(binary.AppendUvarint(s.w.AvailableBuffer(), v))
+}
+
+func (s *snapWriter) varint(v int64) {
+	s.w.Write(binary.AppendVarint(s.w.AvailableBuffer(), v))
+}
+
+func (s *snapWriter) str(v string) {
+	s.uvarint(uint64(len(v)))
+	s.w.WriteString(v)
+}
+
+func (s *snapWriter) bytes(v []byte) {
+	s.uvarint(uint64(len(v)))
+	s.w.Write(v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Snapshot writes the table's complete state to w. The caller holds the
+// same lock as for Apply (the table must not change meanwhile).
+func (t *Table) Snapshot(w io.Writer) error {
+	s := &snapWriter{w: bufio.NewWriterSize(w, 1<<20)}
+	s.w.WriteByte(snapVersion)
+	s.varint(t.now)
+	s.uvarint(t.applied)
+
+	keys := sortedKeys(t.keys)
+	s.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		s.str(k)
+		s.value(t.keys[k])
+	}
+
+	ids := sortedKeys(t.waiters)
+	s.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		w := t.waiters[id]
+		s.str(w.ID)
+		s.uvarint(uint64(len(w.Keys)))
+		for _, k := range w.Keys {
+			s.str(k)
+		}
+		s.str(w.Owner)
+		s.uvarint(uint64(w.Mode))
+		s.varint(int64(w.Permits))
+		s.varint(w.TTL)
+		s.varint(w.Deadline)
+		s.str(w.Session)
+		s.uvarint(b2u(w.Reentrant))
+		s.varint(w.LockDelay)
+		s.varint(w.MaxHold)
+		s.uvarint(w.Enqueued)
+	}
+
+	qkeys := sortedKeys(t.queues)
+	s.uvarint(uint64(len(qkeys)))
+	for _, k := range qkeys {
+		s.str(k)
+		q := t.queues[k]
+		s.uvarint(uint64(len(q)))
+		for _, w := range q {
+			s.str(w.ID)
+		}
+	}
+
+	sids := sortedKeys(t.sessions)
+	s.uvarint(uint64(len(sids)))
+	for _, id := range sids {
+		ss := t.sessions[id]
+		s.str(ss.ID)
+		s.varint(ss.TTL)
+		s.varint(ss.Deadline)
+	}
+
+	fkeys := sortedKeys(t.fences)
+	s.uvarint(uint64(len(fkeys)))
+	for _, k := range fkeys {
+		s.str(k)
+		s.uvarint(t.fences[k])
+	}
+
+	live := 0
+	for _, e := range t.ext.reqFIFO {
+		if t.ext.reqs[e.id] == e {
+			live++
+		}
+	}
+	s.uvarint(uint64(live))
+	for _, e := range t.ext.reqFIFO {
+		if t.ext.reqs[e.id] != e {
+			continue
+		}
+		s.str(e.id)
+		s.uvarint(uint64(e.op))
+		s.varint(e.expires)
+		code, msg := 0, ""
+		if e.err != nil {
+			code, msg = len(errCodes)+1, e.err.Error()
+			for i, base := range errCodes {
+				if errors.Is(e.err, base) {
+					code = i + 1
+					break
+				}
+			}
+		}
+		s.uvarint(uint64(code))
+		s.str(msg)
+		s.uvarint(b2u(e.granted) | b2u(e.queued)<<1 | b2u(e.released)<<2)
+		s.uvarint(e.fence)
+		s.varint(e.deadline)
+		s.varint(int64(e.count))
+	}
+
+	tkeys := sortedKeys(t.ext.tombs)
+	s.uvarint(uint64(len(tkeys)))
+	for _, k := range tkeys {
+		tb := t.ext.tombs[k]
+		s.str(k)
+		s.str(tb.owner)
+		s.varint(tb.until)
+	}
+
+	var scripts [][]byte
+	if ss, ok := any(&t.rx).(scriptSnapshotter); ok {
+		scripts = ss.snapshotScripts()
+	}
+	s.uvarint(uint64(len(scripts)))
+	for _, sc := range scripts {
+		s.bytes(sc)
+	}
+	return s.w.Flush()
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (s *snapWriter) value(v *Value) {
+	s.w.WriteByte(byte(v.Kind))
+	s.varint(v.Deadline)
+	s.uvarint(v.Version)
+	switch v.Kind {
+	case KindString:
+		s.bytes(v.Str)
+	case KindHash:
+		fs := sortedKeys(v.Hash)
+		s.uvarint(uint64(len(fs)))
+		for _, f := range fs {
+			s.str(f)
+			s.bytes(v.Hash[f])
+		}
+	case KindSet:
+		ms := sortedKeys(v.Set)
+		s.uvarint(uint64(len(ms)))
+		for _, m := range ms {
+			s.str(m)
+		}
+	case KindZSet:
+		ms := sortedKeys(v.ZSet)
+		s.uvarint(uint64(len(ms)))
+		for _, m := range ms {
+			s.str(m)
+			s.w.Write(binary.LittleEndian.AppendUint64(s.w.AvailableBuffer(), math.Float64bits(v.ZSet[m])))
+		}
+	case KindList:
+		s.uvarint(uint64(len(v.List)))
+		for _, it := range v.List {
+			s.bytes(it)
+		}
+	case KindLock:
+		l := v.Lock
+		s.varint(int64(l.Permits))
+		s.uvarint(l.Fence)
+		s.varint(l.DelayUntil)
+		s.uvarint(uint64(len(l.Holders)))
+		for _, h := range l.Holders {
+			s.str(h.Owner)
+			s.w.WriteByte(byte(h.Mode))
+			s.varint(int64(h.Count))
+			s.uvarint(b2u(h.Reentrant))
+			s.uvarint(h.Fence)
+			s.varint(h.Deadline)
+			s.varint(h.TTL)
+			s.str(h.Session)
+			s.varint(h.LockDelay)
+			s.varint(h.HardLimit)
+		}
+	}
+}
+
+// snapReader decodes; the first error sticks and later reads return zero.
+type snapReader struct {
+	r       *bufio.Reader
+	err     error
+	scratch []byte
+}
+
+func (d *snapReader) fail(err error) {
+	if d.err == nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		d.err = err
+	}
+}
+
+func (d *snapReader) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(d.r)
+	if err != nil {
+		d.fail(err)
+	}
+	return v
+}
+
+func (d *snapReader) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(d.r)
+	if err != nil {
+		d.fail(err)
+	}
+	return v
+}
+
+func (d *snapReader) byte1() byte {
+	if d.err != nil {
+		return 0
+	}
+	b, err := d.r.ReadByte()
+	if err != nil {
+		d.fail(err)
+	}
+	return b
+}
+
+// count reads a collection length; it bounds only preallocation, since a
+// corrupt count runs into the end of the input.
+func (d *snapReader) count() int {
+	n := d.uvarint()
+	if n > math.MaxInt32 {
+		d.fail(fmt.Errorf("count %d too large", n))
+		return 0
+	}
+	return int(n)
+}
+
+func capHint(n int) int { return min(n, 1<<16) }
+
+func (d *snapReader) raw() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > maxDecodeLen {
+		d.fail(fmt.Errorf("length %d too large", n))
+		return nil
+	}
+	var b []byte
+	if int(n) <= cap(d.scratch) {
+		b = d.scratch[:n]
+	} else {
+		b = make([]byte, n)
+	}
+	if _, err := io.ReadFull(d.r, b); err != nil {
+		d.fail(err)
+		return nil
+	}
+	return b
+}
+
+func (d *snapReader) str() string { return string(d.raw()) }
+
+func (d *snapReader) bytes() []byte {
+	b := d.raw()
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// Restore replaces the table's state with a snapshot written by Snapshot.
+// On error the table is unchanged.
+func (t *Table) Restore(r io.Reader) error {
+	d := &snapReader{r: bufio.NewReaderSize(r, 1<<20), scratch: make([]byte, 4096)}
+	if v := d.byte1(); d.err == nil && v != snapVersion {
+		return fmt.Errorf("%w: %d", ErrBadVersion, v)
+	}
+	n := New(t.cfg)
+	if err := n.restoreFrom(d); err != nil {
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	var scripts [][]byte
+	if c := d.count(); d.err == nil {
+		for i := 0; i < c && d.err == nil; i++ {
+			scripts = append(scripts, d.bytes())
+		}
+	}
+	if d.err != nil {
+		return fmt.Errorf("fsm: restore: %w", d.err)
+	}
+	if _, err := d.r.ReadByte(); err != io.EOF {
+		return fmt.Errorf("fsm: restore: trailing data")
+	}
+	rs, ok := any(&t.rx).(scriptRestorer)
+	if len(scripts) > 0 && !ok {
+		return fmt.Errorf("fsm: restore: snapshot has scripts but this build cannot restore them")
+	}
+	// The Redis side's state stays in place (it may point back at t); only
+	// its replicated script cache comes from the snapshot.
+	t.now, t.applied = n.now, n.applied
+	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
+	t.due, t.ext = n.due, n.ext
+	if ok {
+		rs.restoreScripts(scripts)
+	}
+	return nil
+}
+
+func (n *Table) restoreFrom(d *snapReader) error {
+	bad := func(format string, args ...any) error {
+		d.fail(fmt.Errorf(format, args...))
+		return d.err
+	}
+	n.now = d.varint()
+	n.applied = d.uvarint()
+	var due dueHeap
+	sched := func(at int64, kind dueKind, id string) { due = append(due, dueItem{at, kind, id}) }
+
+	nk := d.count()
+	n.keys = make(map[string]*Value, capHint(nk))
+	prev := ""
+	for i := 0; i < nk && d.err == nil; i++ {
+		k := d.str()
+		if i > 0 && k <= prev {
+			return bad("keys out of order at %q", k)
+		}
+		prev = k
+		v := d.value()
+		if d.err != nil {
+			break
+		}
+		n.keys[k] = v
+		if v.Kind == KindLock {
+			var next int64
+			for _, h := range v.Lock.Holders {
+				if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
+					next = h.Deadline
+				}
+				if h.Session != "" {
+					n.sessAddHold(h.Session, k, h.Owner)
+				}
+			}
+			if next != 0 {
+				n.ext.holdDue[k] = next
+				sched(next, dueHold, k)
+			}
+			if v.Lock.DelayUntil != 0 {
+				sched(v.Lock.DelayUntil, dueDelay, k)
+			}
+		} else if v.Deadline != 0 {
+			sched(v.Deadline, dueKey, k)
+		}
+	}
+
+	nw := d.count()
+	for i := 0; i < nw && d.err == nil; i++ {
+		w := &Waiter{ID: d.str()}
+		kc := d.count()
+		for j := 0; j < kc && d.err == nil; j++ {
+			w.Keys = append(w.Keys, d.str())
+		}
+		w.Owner = d.str()
+		w.Mode = Mode(d.uvarint())
+		w.Permits = int(d.varint())
+		w.TTL = d.varint()
+		w.Deadline = d.varint()
+		w.Session = d.str()
+		w.Reentrant = d.uvarint() != 0
+		w.LockDelay = d.varint()
+		w.MaxHold = d.varint()
+		w.Enqueued = d.uvarint()
+		if d.err != nil {
+			break
+		}
+		if w.Mode > Semaphore || len(w.Keys) == 0 || n.waiters[w.ID] != nil {
+			return bad("bad waiter %q", w.ID)
+		}
+		n.waiters[w.ID] = w
+		if w.Session != "" {
+			n.sessAddWaiter(w.Session, w.ID)
+		}
+		sched(w.Deadline, dueWaiter, w.ID)
+	}
+
+	nq := d.count()
+	queued := 0
+	for i := 0; i < nq && d.err == nil; i++ {
+		k := d.str()
+		c := d.count()
+		q := make([]*Waiter, 0, capHint(c))
+		for j := 0; j < c && d.err == nil; j++ {
+			id := d.str()
+			w := n.waiters[id]
+			if w == nil || !slices.Contains(w.Keys, k) || slices.Contains(q, w) {
+				return bad("queue %q: bad waiter %q", k, id)
+			}
+			q = append(q, w)
+		}
+		if len(q) == 0 || n.queues[k] != nil {
+			return bad("bad queue %q", k)
+		}
+		n.queues[k] = q
+		queued += len(q)
+	}
+	total := 0
+	for _, w := range n.waiters {
+		total += len(w.Keys)
+	}
+	if d.err == nil && queued != total {
+		return bad("waiters and queues disagree")
+	}
+
+	ns := d.count()
+	for i := 0; i < ns && d.err == nil; i++ {
+		s := &Session{ID: d.str(), TTL: d.varint(), Deadline: d.varint()}
+		n.sessions[s.ID] = s
+		sched(s.Deadline, dueSession, s.ID)
+	}
+	for id := range n.ext.sessHolds {
+		if n.sessions[id] == nil && d.err == nil {
+			return bad("hold bound to unknown session %q", id)
+		}
+	}
+	for id := range n.ext.sessWaiters {
+		if n.sessions[id] == nil && d.err == nil {
+			return bad("waiter bound to unknown session %q", id)
+		}
+	}
+
+	nf := d.count()
+	for i := 0; i < nf && d.err == nil; i++ {
+		k := d.str()
+		n.fences[k] = d.uvarint()
+	}
+
+	nr := d.count()
+	for i := 0; i < nr && d.err == nil; i++ {
+		e := &reqEntry{id: d.str(), op: Op(d.uvarint()), expires: d.varint()}
+		code := d.count()
+		msg := d.str()
+		flags := d.uvarint()
+		e.fence = d.uvarint()
+		e.deadline = d.varint()
+		e.count = int(d.varint())
+		e.granted, e.queued, e.released = flags&1 != 0, flags&2 != 0, flags&4 != 0
+		switch {
+		case code == 0:
+		case code <= len(errCodes):
+			base := errCodes[code-1]
+			if msg == base.Error() {
+				e.err = base
+			} else {
+				e.err = &codedErr{base: base, msg: msg}
+			}
+		case code == len(errCodes)+1:
+			e.err = errors.New(msg)
+		default:
+			return bad("bad error code %d", code)
+		}
+		if d.err != nil {
+			break
+		}
+		if n.ext.reqs[e.id] != nil || (len(n.ext.reqFIFO) > 0 && e.expires < n.ext.reqFIFO[len(n.ext.reqFIFO)-1].expires) {
+			return bad("bad request id %q", e.id)
+		}
+		n.ext.reqs[e.id] = e
+		n.ext.reqFIFO = append(n.ext.reqFIFO, e)
+	}
+	if len(n.ext.reqFIFO) > 0 {
+		n.ext.reqDue = n.ext.reqFIFO[0].expires
+		sched(n.ext.reqDue, dueReqID, "")
+	}
+
+	nt := d.count()
+	for i := 0; i < nt && d.err == nil; i++ {
+		k := d.str()
+		tb := tombstone{owner: d.str(), until: d.varint()}
+		tb.due = tb.until
+		n.ext.tombs[k] = tb
+		sched(tb.until, dueTombstone, k)
+	}
+	if d.err != nil {
+		return d.err
+	}
+	heap.Init(&due)
+	n.due = due
+	return nil
+}
+
+func (d *snapReader) value() *Value {
+	kind := Kind(d.byte1())
+	deadline, version := d.varint(), d.uvarint()
+	v := &Value{Kind: kind, Deadline: deadline, Version: version}
+	switch kind {
+	case KindString:
+		v.Str = d.bytes()
+	case KindHash:
+		c := d.count()
+		v.Hash = make(map[string][]byte, capHint(c))
+		for i := 0; i < c && d.err == nil; i++ {
+			f := d.str()
+			v.Hash[f] = d.bytes()
+		}
+	case KindSet:
+		c := d.count()
+		v.Set = make(map[string]struct{}, capHint(c))
+		for i := 0; i < c && d.err == nil; i++ {
+			v.Set[d.str()] = struct{}{}
+		}
+	case KindZSet:
+		c := d.count()
+		v.ZSet = make(map[string]float64, capHint(c))
+		for i := 0; i < c && d.err == nil; i++ {
+			m := d.str()
+			var b [8]byte
+			if _, err := io.ReadFull(d.r, b[:]); err != nil {
+				d.fail(err)
+				break
+			}
+			v.ZSet[m] = math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
+		}
+	case KindList:
+		c := d.count()
+		v.List = make([][]byte, 0, capHint(c))
+		for i := 0; i < c && d.err == nil; i++ {
+			v.List = append(v.List, d.bytes())
+		}
+	case KindLock:
+		permits := int(d.varint())
+		fence := d.uvarint()
+		delay := d.varint()
+		c := d.count()
+		if c == 0 && delay == 0 && d.err == nil {
+			d.fail(fmt.Errorf("empty lock"))
+		}
+		for i := 0; i < c && d.err == nil; i++ {
+			var h *Hold
+			if i == 0 {
+				la := &lockAlloc{}
+				v = &la.v
+				v.Kind, v.Lock, h = kind, &la.l, &la.h
+				la.hs[0] = h
+				v.Lock.Holders = la.hs[:1:1]
+			} else {
+				h = &Hold{}
+				v.Lock.Holders = append(v.Lock.Holders, h)
+			}
+			h.Owner = d.str()
+			h.Mode = Mode(d.byte1())
+			h.Count = int(d.varint())
+			h.Reentrant = d.uvarint() != 0
+			h.Fence = d.uvarint()
+			h.Deadline = d.varint()
+			h.TTL = d.varint()
+			h.Session = d.str()
+			h.LockDelay = d.varint()
+			h.HardLimit = d.varint()
+			if h.Mode > Semaphore || h.Count < 1 || h.Owner == "" {
+				d.fail(fmt.Errorf("bad hold %q", h.Owner))
+			}
+		}
+		if c == 0 {
+			v.Lock = &Lock{}
+		}
+		v.Deadline, v.Version = deadline, version
+		v.Lock.Permits, v.Lock.Fence, v.Lock.DelayUntil = permits, fence, delay
+	default:
+		d.fail(fmt.Errorf("unknown value kind %d", kind))
+	}
+	return v
+}
