@@ -7,9 +7,10 @@ import (
 
 // harness applies commands with increasing indexes.
 type harness struct {
-	t   testing.TB
-	tab *Table
-	idx uint64
+	t    testing.TB
+	tab  *Table
+	idx  uint64
+	time int64 // last command time (golden scripts: at= is sticky)
 }
 
 func newHarness(t testing.TB) *harness {
