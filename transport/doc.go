@@ -1,0 +1,45 @@
+// Package transport carries a node's network traffic: Raft's own RPCs and
+// the cluster's request forwarding share one TCP port.
+//
+// # Connections
+//
+// The first byte of every new connection says what it carries (as in
+// Consul): 0x01 is raft, handed to the raft.StreamLayer returned by
+// RaftStreamLayer (give it to raft.NewNetworkTransport); 0x02 is RPC,
+// served by the Handler installed with Serve. Any other byte closes the
+// connection. With TLS configured, the type byte travels in clear and the
+// TLS handshake follows it, so one listener serves both kinds under TLS.
+//
+// # RPC
+//
+// Call is a request/response call with opaque byte payloads. Frames are
+// length-prefixed (4 bytes, big-endian) and carry a request id; bodies are
+// bounded by MaxFrameSize. Concurrent calls to one peer are pipelined over at
+// most MaxConnsPerPeer pooled connections; each request runs its handler in
+// its own goroutine on the server, so a slow request does not hold up the
+// others. Frames queued while a write is in progress go out together in one
+// write.
+//
+// Failure is reported fast: when a connection breaks, every call in flight on
+// it fails at once with an error wrapping ErrConnLost (its request may or
+// may not have run). A peer whose process dies is noticed through the RST
+// its kernel sends; a peer whose host vanishes, through TCP keepalive or the
+// call's deadline.
+//
+// # Your responsibilities
+//
+//  1. Create the Transport with New before raft, and give RaftStreamLayer to
+//     raft.NewNetworkTransport. Its advertised Addr is the raft address.
+//  2. Call Serve once the node can answer requests; requests arriving before
+//     then wait for it until their caller gives up.
+//  3. Handlers must return once their ctx is cancelled: Close waits for them.
+//  4. Treat an error wrapping ErrConnLost as "outcome unknown" and make the
+//     retried request idempotent (or look the outcome up) before retrying.
+//  5. Close the Transport after raft has shut down.
+//
+// # Testing seams
+//
+// Config.Listener and Config.Dial let a test harness wrap every connection
+// (to drop, delay or partition traffic); Config.ServerTLS and
+// Config.ClientTLS enable (mutual) TLS.
+package transport
