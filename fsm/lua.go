@@ -1,0 +1,673 @@
+package fsm
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/locknode/locknode/fsm/reply"
+)
+
+// The Lua engine behind EVAL: gopher-lua (Lua 5.1) made deterministic.
+//
+//   - Libraries: base (without dofile, loadfile, print, getfenv, setfenv,
+//     module, require, newproxy; collectgarbage is a no-op), table, string,
+//     math. No os, io, debug, coroutine, package, cjson, bit, struct,
+//     cmsgpack.
+//   - math.random is Redis' rand48 generator reseeded with 0 at the start of
+//     every script (as Redis 6 did; Redis 7.0 keeps the generator running
+//     across scripts, which would be unreplicated state). math.randomseed
+//     reseeds it for the rest of the script.
+//   - tostring of a table or function names it by the order in which the
+//     script first printed it ("table: 0x00000001"), not by its address.
+//   - Globals are read-only as in Redis 7: assigning one raises "Attempt to
+//     modify a readonly table", reading an undefined one raises "Script
+//     attempted to access nonexistent global variable".
+//   - Step budget: the VM checks its context once per instruction; our
+//     context is not a clock but a counter (stepBudget), so a script that
+//     runs more than Config.MaxScriptSteps instructions fails with the same
+//     error on every node. Go library calls count as one step each; the
+//     one that could build a huge string in one step, string.rep, is
+//     capped at Config.MaxValueBytes.
+//   - Lua 5.1 numeric-for conversion: `for i = "3", 1, -1` converts string
+//     bounds to numbers; gopher-lua does not, so the compiler front end
+//     wraps the three expressions of every numeric for in a conversion
+//     call (rewriteFors).
+//
+// Each EVAL runs in a fresh LState (no state can leak between scripts or
+// differ between nodes); compiled prototypes are cached by SHA1 in a
+// bounded LRU, which is node-local and not replicated.
+
+const (
+	luaProtoCache = 256 // compiled scripts kept per node
+	luaChunkName  = "user_script"
+	luaMaxDepth   = 1000 // nesting of a returned table
+	luaForNum     = "__locknode_fornum"
+)
+
+var errStepBudget = errors.New("script step budget exhausted")
+
+// luaEngine caches per-script derived data. Not replicated: losing it
+// only costs a recompile.
+type luaEngine struct {
+	entries map[string]*list.Element
+	lru     *list.List // front = most recently used *luaEntry
+}
+
+type luaEntry struct {
+	sha      string
+	proto    *lua.FunctionProto
+	fam      scriptFamily
+	famKnown bool
+}
+
+func newLuaEngine() *luaEngine {
+	return &luaEngine{entries: map[string]*list.Element{}, lru: list.New()}
+}
+
+func (e *luaEngine) entry(sha string) *luaEntry {
+	if el, ok := e.entries[sha]; ok {
+		e.lru.MoveToFront(el)
+		return el.Value.(*luaEntry)
+	}
+	en := &luaEntry{sha: sha}
+	e.entries[sha] = e.lru.PushFront(en)
+	for e.lru.Len() > luaProtoCache {
+		last := e.lru.Back()
+		e.lru.Remove(last)
+		delete(e.entries, last.Value.(*luaEntry).sha)
+	}
+	return en
+}
+
+// family returns the native family of script (famNone for most).
+func (e *luaEngine) family(sha string, script []byte) scriptFamily {
+	en := e.entry(sha)
+	if !en.famKnown {
+		en.fam, en.famKnown = classify(script), true
+	}
+	return en.fam
+}
+
+// compile returns the compiled script, from the cache when possible.
+func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, error) {
+	en := e.entry(sha)
+	if en.proto != nil {
+		return en.proto, nil
+	}
+	chunk, err := parse.Parse(bytes.NewReader(script), luaChunkName)
+	if err != nil {
+		return nil, err
+	}
+	rewriteFors(chunk)
+	proto, err := lua.Compile(chunk, luaChunkName)
+	if err != nil {
+		return nil, err
+	}
+	en.proto = proto
+	return proto, nil
+}
+
+// compileErrText is Redis' reply to a script that does not compile.
+func compileErrText(err error) string {
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
+	return "ERR Error compiling script (new function): " + msg
+}
+
+// stepBudget is the context the VM polls once per instruction: Done
+// counts the poll and closes once the budget is spent. It reads no clock
+// and starts no goroutine.
+type stepBudget struct {
+	steps, max int64
+	exceeded   bool
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (b *stepBudget) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (b *stepBudget) Value(any) any               { return nil }
+func (b *stepBudget) Done() <-chan struct{} {
+	b.steps++
+	if b.steps > b.max {
+		b.exceeded = true
+		return closedCh
+	}
+	return nil
+}
+func (b *stepBudget) Err() error {
+	if b.exceeded {
+		return errStepBudget
+	}
+	return nil
+}
+
+var _ context.Context = (*stepBudget)(nil)
+
+// luaRun is the state of one script execution.
+type luaRun struct {
+	t      *Table
+	ctx    *applyCtx
+	sha    string
+	resp3  bool
+	budget stepBudget
+	rand   rand48
+	ids    map[lua.LValue]int // tostring names of tables/functions
+	global *lua.LTable        // the script's (read-only) globals
+}
+
+func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:    true,
+		CallStackSize:   200,
+		RegistrySize:    1024,
+		RegistryMaxSize: 1 << 20,
+	})
+	defer L.Close()
+	r := &luaRun{t: t, ctx: ctx, sha: sha, ids: map[lua.LValue]int{}}
+	r.budget.max = int64(t.cfg.MaxScriptSteps)
+	r.rand.seed(0)
+	r.setup(L, keys, args)
+
+	fn := L.NewFunctionFromProto(proto)
+	fn.Env = r.global
+	L.SetContext(&r.budget)
+	L.Push(fn)
+	err := L.PCall(0, 1, nil)
+	L.RemoveContext()
+	if r.budget.exceeded {
+		return reply.NewError("ERR locknode: script exceeded " + strconv.Itoa(t.cfg.MaxScriptSteps) +
+			" VM steps (MaxScriptSteps) script: " + sha)
+	}
+	if err != nil {
+		return reply.NewError(r.errorText(err))
+	}
+	res, ok := r.toReply(L.Get(-1), 0)
+	if !ok {
+		return reply.NewError("ERR reached lua stack limit")
+	}
+	return res
+}
+
+// errorText renders an uncaught script error as Redis 7.0 does:
+// "<msg> script: <sha>, on @user_script:<line>.".
+func (r *luaRun) errorText(err error) string {
+	var obj lua.LValue = lua.LString(err.Error())
+	var ae *lua.ApiError
+	if errors.As(err, &ae) && ae.Object != nil {
+		obj = ae.Object
+	}
+	var msg, line string
+	if tb, ok := obj.(*lua.LTable); ok {
+		if s, ok := tb.RawGetString("err").(lua.LString); ok {
+			msg = string(s)
+		} else {
+			msg = "ERR " + r.tostring(tb)
+		}
+		if l, ok := tb.RawGetString("line").(lua.LNumber); ok {
+			line = l.String()
+		}
+	} else {
+		s := obj.String()
+		msg = "ERR " + s
+		// "user_script:3: boom" → line 3.
+		if rest, ok := strings.CutPrefix(s, luaChunkName+":"); ok {
+			if i := strings.IndexByte(rest, ':'); i > 0 {
+				if _, err := strconv.Atoi(rest[:i]); err == nil {
+					line = rest[:i]
+				}
+			}
+		}
+	}
+	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+	if line == "" {
+		return msg + " script: " + r.sha
+	}
+	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + line + "."
+}
+
+// setup opens the libraries and builds the script's globals.
+func (r *luaRun) setup(L *lua.LState, keys, args [][]byte) {
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "getfenv", "setfenv",
+		"module", "require", "newproxy", "_GOPHER_LUA_VERSION"} {
+		g.RawSetString(name, lua.LNil)
+	}
+	g.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
+	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
+		v := L.CheckAny(1)
+		if getMetaTostring(v) != nil {
+			L.Push(L.ToStringMeta(v))
+		} else {
+			L.Push(lua.LString(r.tostring(v)))
+		}
+		return 1
+	}))
+	rawset := g.RawGetString("rawset").(*lua.LFunction)
+	g.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
+		if L.Get(1) == r.global {
+			L.RaiseError("Attempt to modify a readonly table")
+		}
+		L.Push(rawset)
+		L.Push(L.Get(1))
+		L.Push(L.Get(2))
+		L.Push(L.Get(3))
+		L.Call(3, 1)
+		return 1
+	}))
+	g.RawSetString(luaForNum, L.NewFunction(luaForNumber))
+
+	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
+		m.RawSetString("random", L.NewFunction(r.mathRandom))
+		m.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
+			r.rand.seed(int32(L.CheckInt(1)))
+			return 0
+		}))
+	}
+	if s, ok := g.RawGetString("string").(*lua.LTable); ok {
+		s.RawSetString("rep", L.NewFunction(r.stringRep))
+	}
+
+	g.RawSetString("KEYS", byteTable(L, keys))
+	g.RawSetString("ARGV", byteTable(L, args))
+	g.RawSetString("redis", r.redisLib(L))
+
+	// The script's globals: an empty table that reads through to g and
+	// refuses every write; g refuses reads of undefined names.
+	r.global = L.NewTable()
+	g.RawSetString("_G", r.global)
+	gm := L.NewTable()
+	gm.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.ToString(2))
+		return 0
+	}))
+	L.SetMetatable(g, gm)
+	pm := L.NewTable()
+	pm.RawSetString("__index", g)
+	pm.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("Attempt to modify a readonly table")
+		return 0
+	}))
+	pm.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(r.global, pm)
+}
+
+func byteTable(L *lua.LState, items [][]byte) *lua.LTable {
+	tb := L.CreateTable(len(items), 0)
+	for i, b := range items {
+		tb.RawSetInt(i+1, lua.LString(b))
+	}
+	return tb
+}
+
+// luaForNumber converts a numeric-for bound as Lua 5.1 does: a numeric
+// string becomes its number; anything else is left for the VM to refuse.
+func luaForNumber(L *lua.LState) int {
+	v := L.Get(1)
+	if s, ok := v.(lua.LString); ok {
+		if n, err := parseLuaNumber(string(s)); err == nil {
+			L.Push(lua.LNumber(n))
+			return 1
+		}
+	}
+	L.Push(v)
+	return 1
+}
+
+// parseLuaNumber is lua_str2number: decimal or hex, surrounding space
+// allowed.
+func parseLuaNumber(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if len(s) > 2 && (s[:2] == "0x" || s[:2] == "0X") {
+		n, err := strconv.ParseUint(s[2:], 16, 64)
+		return float64(n), err
+	}
+	if strings.ContainsAny(s, "_pPxX") || strings.EqualFold(s, "nan") || strings.Contains(strings.ToLower(s), "inf") {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseFloat(s, 64)
+}
+
+// tostring names values deterministically (see the package notes above).
+func (r *luaRun) tostring(v lua.LValue) string {
+	switch v.(type) {
+	case *lua.LTable, *lua.LFunction, *lua.LUserData, *lua.LState:
+		id, ok := r.ids[v]
+		if !ok {
+			id = len(r.ids) + 1
+			r.ids[v] = id
+		}
+		return v.Type().String() + ": 0x" + leftPad(strconv.FormatInt(int64(id), 16), 8)
+	}
+	return v.String()
+}
+
+func getMetaTostring(v lua.LValue) lua.LValue {
+	if tb, ok := v.(*lua.LTable); ok && tb.Metatable != nil {
+		if mt, ok := tb.Metatable.(*lua.LTable); ok {
+			if f := mt.RawGetString("__tostring"); f != lua.LNil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+func leftPad(s string, n int) string {
+	for len(s) < n {
+		s = "0" + s
+	}
+	return s
+}
+
+// redisLib builds the `redis` table.
+func (r *luaRun) redisLib(L *lua.LState) *lua.LTable {
+	tb := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":  func(L *lua.LState) int { return r.call(L, true) },
+		"pcall": func(L *lua.LState) int { return r.call(L, false) },
+		"status_reply": func(L *lua.LState) int {
+			t := L.NewTable()
+			t.RawSetString("ok", lua.LString(L.CheckString(1)))
+			L.Push(t)
+			return 1
+		},
+		"error_reply": func(L *lua.LState) int {
+			s := L.CheckString(1)
+			if !strings.HasPrefix(s, "-") {
+				s = "-" + s
+			}
+			L.Push(errTable(L, luaErrText(s)))
+			return 1
+		},
+		"sha1hex": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				L.RaiseError("wrong number of arguments")
+			}
+			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
+			return 1
+		},
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"set_repl":           func(L *lua.LState) int { return 0 },
+		"log":                func(L *lua.LState) int { return 0 },
+		"debug":              func(L *lua.LState) int { return 0 },
+		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"setresp": func(L *lua.LState) int {
+			switch L.CheckInt(1) {
+			case 2:
+				r.resp3 = false
+			case 3:
+				r.resp3 = true
+			default:
+				r.raise(L, errTable(L, "ERR RESP version must be 2 or 3."))
+			}
+			return 0
+		},
+	}
+	for name, fn := range fns {
+		tb.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, v := range map[string]int{
+		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
+	} {
+		tb.RawSetString(name, lua.LNumber(v))
+	}
+	return tb
+}
+
+// luaErrText is Redis' luaPushErrorBuff: "-CODE msg" keeps CODE, anything
+// else gets the generic ERR code.
+func luaErrText(s string) string {
+	code, msg := "ERR", s
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		if i := strings.IndexByte(rest, ' '); i >= 0 {
+			code, msg = rest[:i], rest[i+1:]
+		} else {
+			msg = rest
+		}
+	}
+	return code + " " + strings.Trim(msg, "\r\n")
+}
+
+func errTable(L *lua.LState, text string) *lua.LTable {
+	t := L.NewTable()
+	t.RawSetString("err", lua.LString(text))
+	return t
+}
+
+// raise throws an error table carrying the caller's line, like a failed
+// redis.call in Redis 7.
+func (r *luaRun) raise(L *lua.LState, tb *lua.LTable) {
+	if w := L.Where(1); w != "" {
+		// "user_script:3:" → 3
+		w = strings.TrimSuffix(w, ":")
+		if i := strings.LastIndexByte(w, ':'); i >= 0 {
+			if n, err := strconv.Atoi(w[i+1:]); err == nil {
+				tb.RawSetString("line", lua.LNumber(n))
+			}
+		}
+	}
+	L.Error(tb, 0)
+}
+
+// call is redis.call (raise) and redis.pcall: run a command through the
+// same path as OpRedis, so locks behave the same inside scripts.
+func (r *luaRun) call(L *lua.LState, raise bool) int {
+	fail := func(text string) int {
+		tb := errTable(L, text)
+		if raise {
+			r.raise(L, tb)
+			return 0
+		}
+		L.Push(tb)
+		return 1
+	}
+	n := L.GetTop()
+	if n == 0 {
+		return fail("ERR Please specify at least one argument for this redis lib call")
+	}
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			args[i-1] = []byte(v)
+		case lua.LNumber:
+			args[i-1] = []byte(strconv.FormatFloat(float64(v), 'g', 17, 64))
+			args[i-1] = fixExp(args[i-1])
+		default:
+			return fail("ERR Lua redis lib command arguments must be strings or integers")
+		}
+	}
+	cmd := lookupCmd(args[0])
+	if cmd == nil {
+		return fail("ERR Unknown Redis command called from script")
+	}
+	if !arityOK(cmd, len(args)) {
+		return fail("ERR Wrong number of args calling Redis command from script")
+	}
+	res := r.t.runCmd(r.ctx, cmd, args)
+	if res.Kind == reply.Error {
+		return fail(luaErrText("-" + res.Str))
+	}
+	L.Push(r.toLua(L, res))
+	return 1
+}
+
+// fixExp makes Go's %.17g match C's: C trims trailing zeros of %g and
+// writes at least two exponent digits; strconv 'g' with precision 17 keeps
+// the zeros.
+func fixExp(b []byte) []byte {
+	s := string(b)
+	mant, exp, hasExp := strings.Cut(s, "e")
+	if strings.Contains(mant, ".") {
+		mant = strings.TrimRight(mant, "0")
+		mant = strings.TrimSuffix(mant, ".")
+	}
+	if !hasExp {
+		return []byte(mant)
+	}
+	sign := exp[:1]
+	digits := exp[1:]
+	if len(digits) < 2 {
+		digits = "0" + digits
+	}
+	return []byte(mant + "e" + sign + digits)
+}
+
+// toLua converts a command reply to Lua (Redis' RESP2 rules, or RESP3
+// after redis.setresp(3)).
+func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
+	switch res.Kind {
+	case reply.Int:
+		return lua.LNumber(res.Int)
+	case reply.Bulk:
+		return lua.LString(res.Str)
+	case reply.Double:
+		if r.resp3 {
+			f, _ := strconv.ParseFloat(res.Str, 64)
+			t := L.NewTable()
+			t.RawSetString("double", lua.LNumber(f))
+			return t
+		}
+		return lua.LString(res.Str)
+	case reply.Nil, reply.NilArray:
+		if r.resp3 {
+			return lua.LNil
+		}
+		return lua.LFalse
+	case reply.Status:
+		t := L.NewTable()
+		t.RawSetString("ok", lua.LString(res.Str))
+		return t
+	case reply.Error:
+		return errTable(L, res.Str)
+	case reply.Array:
+		t := L.CreateTable(len(res.Arr), 0)
+		for i, e := range res.Arr {
+			t.RawSetInt(i+1, r.toLua(L, e))
+		}
+		return t
+	}
+	return lua.LNil
+}
+
+// toReply converts a script's return value to a reply (Redis 7 rules).
+// ok is false when tables nest deeper than luaMaxDepth (a cycle, say).
+func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
+	if depth > luaMaxDepth {
+		return reply.Reply{}, false
+	}
+	switch v := v.(type) {
+	case lua.LString:
+		return reply.NewBulk(string(v)), true
+	case lua.LBool:
+		if v {
+			return reply.NewInt(1), true
+		}
+		return reply.Null, true
+	case lua.LNumber:
+		return reply.NewInt(luaToInt(float64(v))), true
+	case *lua.LTable:
+		if s, ok := v.RawGetString("err").(lua.LString); ok {
+			return reply.NewError(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+		}
+		if s, ok := v.RawGetString("ok").(lua.LString); ok {
+			return reply.NewStatus(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+		}
+		if r.resp3 {
+			if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+				return scoreReply(float64(d)), true
+			}
+		}
+		var out []reply.Reply
+		for i := 1; ; i++ {
+			e := v.RawGetInt(i)
+			if e == lua.LNil {
+				break
+			}
+			x, ok := r.toReply(e, depth+1)
+			if !ok {
+				return reply.Reply{}, false
+			}
+			out = append(out, x)
+		}
+		return reply.NewArray(out...), true
+	}
+	return reply.Null, true
+}
+
+// luaToInt truncates like C's (long long) cast; out-of-range values and
+// NaN give math.MinInt64 as on x86-64.
+func luaToInt(f float64) int64 {
+	if f != f || f >= 9.223372036854775807e18 || f < -9.223372036854775808e18 {
+		return -1 << 63
+	}
+	return int64(f)
+}
+
+// rand48 is Redis' redisLrand48 (a 48-bit linear congruential generator).
+type rand48 struct{ x uint64 }
+
+func (g *rand48) seed(s int32) { g.x = uint64(uint32(s))<<16 | 0x330E }
+func (g *rand48) next() int32 {
+	g.x = (0x5DEECE66D*g.x + 0xB) & (1<<48 - 1)
+	return int32(g.x >> 17)
+}
+
+func (r *luaRun) mathRandom(L *lua.LState) int {
+	const randMax = 1<<31 - 1
+	f := float64(r.rand.next()%randMax) / randMax
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(f))
+	case 1:
+		u := L.CheckInt(1)
+		if u < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(float64(int64(f*float64(u))) + 1))
+	case 2:
+		l, u := L.CheckInt(1), L.CheckInt(2)
+		if l > u {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(float64(int64(f*float64(u-l+1))) + float64(l)))
+	default:
+		L.RaiseError("wrong number of arguments")
+	}
+	return 1
+}
+
+func (r *luaRun) stringRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := L.CheckInt(2)
+	if n <= 0 || s == "" {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if int64(len(s))*int64(n) > int64(r.t.cfg.MaxValueBytes) {
+		L.RaiseError("string.rep result longer than MaxValueBytes")
+	}
+	L.Push(lua.LString(strings.Repeat(s, n)))
+	return 1
+}

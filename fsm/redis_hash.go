@@ -1,0 +1,336 @@
+package fsm
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/locknode/locknode/fsm/reply"
+)
+
+// Hashes and sets. Whole-collection replies are sorted (determinism).
+
+// typed looks key up for a command on kind: v is nil when absent; bad is
+// true (reply WRONGTYPE) when the key holds another kind, a lock included.
+func (t *Table) typed(c *applyCtx, key string, kind Kind) (v *Value, bad bool) {
+	v = t.lookup(c, key)
+	if v != nil && v.Kind != kind {
+		return nil, true
+	}
+	return v, false
+}
+
+// create stores a new empty value of kind at key, after the limits.
+func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply, bool) {
+	if r, ok := t.canCreate(key); !ok {
+		return nil, r, false
+	}
+	v := &Value{Kind: kind}
+	switch kind {
+	case KindHash:
+		v.Hash = map[string][]byte{}
+	case KindSet:
+		v.Set = map[string]struct{}{}
+	case KindZSet:
+		v.ZSet = map[string]float64{}
+	}
+	t.put(c, key, v)
+	return v, reply.Reply{}, true
+}
+
+// emptied deletes key when its collection became empty, as Redis does;
+// otherwise it marks it changed.
+func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
+	if n == 0 {
+		t.del(c, key, ReasonForced)
+		return
+	}
+	t.touch(c, key, v)
+}
+
+func cmdHget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindHash)
+	if bad {
+		return wrongType
+	}
+	if v != nil {
+		if f, ok := v.Hash[string(args[2])]; ok {
+			return reply.NewBulk(string(f))
+		}
+	}
+	return reply.Null
+}
+
+func cmdHset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	if len(args)%2 != 0 {
+		return errArity("hset")
+	}
+	return t.hset(c, args, false)
+}
+
+func cmdHmset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	if len(args)%2 != 0 {
+		return errArity("hmset")
+	}
+	return t.hset(c, args, true)
+}
+
+func (t *Table) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindHash)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindHash); !ok {
+			return r
+		}
+	}
+	var added int64
+	for i := 2; i < len(args); i += 2 {
+		f := string(args[i])
+		if _, ok := v.Hash[f]; !ok {
+			added++
+		}
+		v.Hash[f] = bytes.Clone(args[i+1])
+	}
+	t.touch(c, key, v)
+	if status {
+		return reply.OK
+	}
+	return reply.NewInt(added)
+}
+
+func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindHash)
+	if bad {
+		return wrongType
+	}
+	if v != nil {
+		if _, ok := v.Hash[string(args[2])]; ok {
+			return reply.NewInt(0)
+		}
+	} else {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindHash); !ok {
+			return r
+		}
+	}
+	v.Hash[string(args[2])] = bytes.Clone(args[3])
+	t.touch(c, key, v)
+	return reply.NewInt(1)
+}
+
+func cmdHexists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindHash)
+	if bad {
+		return wrongType
+	}
+	if v != nil {
+		if _, ok := v.Hash[string(args[2])]; ok {
+			return reply.NewInt(1)
+		}
+	}
+	return reply.NewInt(0)
+}
+
+func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key, field := string(args[1]), string(args[2])
+	incr, ok := parseInt(args[3])
+	if !ok {
+		return reply.NewError(errNotInt)
+	}
+	v, bad := t.typed(c, key, KindHash)
+	if bad {
+		return wrongType
+	}
+	var cur int64
+	if v != nil {
+		if f, ok := v.Hash[field]; ok {
+			if cur, ok = parseInt(f); !ok {
+				return reply.NewError(errHashNotInt)
+			}
+		}
+	}
+	if addOverflows(cur, incr) {
+		return reply.NewError(errOverflow)
+	}
+	if v == nil {
+		var r reply.Reply
+		if v, r, ok = t.create(c, key, KindHash); !ok {
+			return r
+		}
+	}
+	cur += incr
+	v.Hash[field] = []byte(strconv.FormatInt(cur, 10))
+	t.touch(c, key, v)
+	return reply.NewInt(cur)
+}
+
+func cmdHdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindHash)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	var n int64
+	for _, f := range args[2:] {
+		if _, ok := v.Hash[string(f)]; ok {
+			delete(v.Hash, string(f))
+			n++
+		}
+	}
+	if n > 0 {
+		t.emptied(c, key, v, len(v.Hash))
+	}
+	return reply.NewInt(n)
+}
+
+func cmdHlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindHash)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	return reply.NewInt(int64(len(v.Hash)))
+}
+
+// hashReply renders a hash's fields, values or both in field order.
+func (t *Table) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Reply {
+	v, bad := t.typed(c, string(key), KindHash)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewArray()
+	}
+	var out []reply.Reply
+	for _, f := range sortedKeys(v.Hash) {
+		if fields {
+			out = append(out, reply.NewBulk(f))
+		}
+		if vals {
+			out = append(out, reply.NewBulk(string(v.Hash[f])))
+		}
+	}
+	return reply.NewArray(out...)
+}
+
+func cmdHkeys(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.hashReply(c, args[1], true, false)
+}
+func cmdHvals(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.hashReply(c, args[1], false, true)
+}
+func cmdHgetall(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.hashReply(c, args[1], true, true)
+}
+
+func cmdHmget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindHash)
+	if bad {
+		return wrongType
+	}
+	out := make([]reply.Reply, 0, len(args)-2)
+	for _, f := range args[2:] {
+		r := reply.Null
+		if v != nil {
+			if b, ok := v.Hash[string(f)]; ok {
+				r = reply.NewBulk(string(b))
+			}
+		}
+		out = append(out, r)
+	}
+	return reply.NewArray(out...)
+}
+
+func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindSet); !ok {
+			return r
+		}
+	}
+	var n int64
+	for _, m := range args[2:] {
+		if _, ok := v.Set[string(m)]; !ok {
+			v.Set[string(m)] = struct{}{}
+			n++
+		}
+	}
+	if n > 0 {
+		t.touch(c, key, v)
+	}
+	return reply.NewInt(n)
+}
+
+func cmdSrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	var n int64
+	for _, m := range args[2:] {
+		if _, ok := v.Set[string(m)]; ok {
+			delete(v.Set, string(m))
+			n++
+		}
+	}
+	if n > 0 {
+		t.emptied(c, key, v, len(v.Set))
+	}
+	return reply.NewInt(n)
+}
+
+func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindSet)
+	if bad {
+		return wrongType
+	}
+	if v != nil {
+		if _, ok := v.Set[string(args[2])]; ok {
+			return reply.NewInt(1)
+		}
+	}
+	return reply.NewInt(0)
+}
+
+func cmdScard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	return reply.NewInt(int64(len(v.Set)))
+}
+
+func cmdSmembers(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewArray()
+	}
+	return bulkArray(sortedKeys(v.Set))
+}

@@ -1,0 +1,396 @@
+package fsm
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/locknode/locknode/fsm/reply"
+)
+
+// Sorted sets. Value.ZSet is a plain map; ordered operations sort it
+// (score, then member bytes), which is cheap at lock-script sizes.
+
+type zEntry struct {
+	member string
+	score  float64
+}
+
+func zsorted(m map[string]float64) []zEntry {
+	out := make([]zEntry, 0, len(m))
+	for k, s := range m {
+		out = append(out, zEntry{k, s})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].score != out[j].score {
+			return out[i].score < out[j].score
+		}
+		return out[i].member < out[j].member
+	})
+	return out
+}
+
+func scoreReply(f float64) reply.Reply {
+	return reply.Reply{Kind: reply.Double, Str: fmtScore(f)}
+}
+
+func cmdZadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.zadd(c, args, 2, false)
+}
+
+func cmdZincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.zadd(c, args, 2, true)
+}
+
+// zadd is Redis 7.0 zaddGenericCommand: options, then score/member pairs;
+// every score is parsed before anything changes.
+func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply {
+	var nx, xx, ch, gt, lt bool
+	if !incr {
+	opts:
+		for ; idx < len(args); idx++ {
+			switch strings.ToLower(string(args[idx])) {
+			case "nx":
+				nx = true
+			case "xx":
+				xx = true
+			case "ch":
+				ch = true
+			case "incr":
+				incr = true
+			case "gt":
+				gt = true
+			case "lt":
+				lt = true
+			default:
+				break opts
+			}
+		}
+	}
+	n := len(args) - idx
+	if n%2 != 0 || n == 0 {
+		return reply.NewError(errSyntax)
+	}
+	n /= 2
+	switch {
+	case nx && xx:
+		return reply.NewError("ERR XX and NX options at the same time are not compatible")
+	case (gt && nx) || (lt && nx) || (gt && lt):
+		return reply.NewError("ERR GT, LT, and/or NX options at the same time are not compatible")
+	case incr && n > 1:
+		return reply.NewError("ERR INCR option supports a single increment-element pair")
+	}
+	scores := make([]float64, n)
+	for j := range scores {
+		f, ok := parseFloat(args[idx+2*j])
+		if !ok {
+			return reply.NewError(errNotFloat)
+		}
+		scores[j] = f
+	}
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindZSet)
+	if bad {
+		return wrongType
+	}
+	var added, updated, processed int64
+	var score float64
+	if v == nil && !xx {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindZSet); !ok {
+			return r
+		}
+	}
+	if v != nil {
+		for j := 0; j < n; j++ {
+			score = scores[j]
+			m := string(args[idx+2*j+1])
+			cur, exists := v.ZSet[m]
+			switch {
+			case exists && nx:
+				continue
+			case exists:
+				if incr {
+					score += cur
+					if math.IsNaN(score) {
+						if len(v.ZSet) == 0 {
+							t.del(c, key, ReasonForced)
+						}
+						return reply.NewError(errNaN)
+					}
+				}
+				if (lt && score >= cur) || (gt && score <= cur) {
+					continue
+				}
+				if score != cur {
+					v.ZSet[m] = score
+					updated++
+				}
+				processed++
+			case !xx:
+				v.ZSet[m] = score
+				added++
+				processed++
+			}
+		}
+		if added+updated > 0 {
+			t.touch(c, key, v)
+		}
+	}
+	if incr {
+		if processed > 0 {
+			return scoreReply(score)
+		}
+		return reply.Null
+	}
+	if ch {
+		return reply.NewInt(added + updated)
+	}
+	return reply.NewInt(added)
+}
+
+func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	var n int64
+	for _, m := range args[2:] {
+		if _, ok := v.ZSet[string(m)]; ok {
+			delete(v.ZSet, string(m))
+			n++
+		}
+	}
+	if n > 0 {
+		t.emptied(c, key, v, len(v.ZSet))
+	}
+	return reply.NewInt(n)
+}
+
+func cmdZcard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	return reply.NewInt(int64(len(v.ZSet)))
+}
+
+func cmdZscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v != nil {
+		if s, ok := v.ZSet[string(args[2])]; ok {
+			return scoreReply(s)
+		}
+	}
+	return reply.Null
+}
+
+func cmdZrank(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	v, bad := t.typed(c, string(args[1]), KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.Null
+	}
+	m := string(args[2])
+	if _, ok := v.ZSet[m]; !ok {
+		return reply.Null
+	}
+	for i, e := range zsorted(v.ZSet) {
+		if e.member == m {
+			return reply.NewInt(int64(i))
+		}
+	}
+	return reply.Null
+}
+
+// scoreRange is a parsed score interval (zslParseRange).
+type scoreRange struct {
+	min, max     float64
+	minex, maxex bool
+}
+
+func parseScoreBound(b []byte) (float64, bool, bool) {
+	ex := false
+	if len(b) > 0 && b[0] == '(' {
+		ex = true
+		b = b[1:]
+	}
+	f, ok := parseFloat(b)
+	return f, ex, ok
+}
+
+func parseScoreRange(lo, hi []byte) (scoreRange, bool) {
+	var r scoreRange
+	var ok1, ok2 bool
+	r.min, r.minex, ok1 = parseScoreBound(lo)
+	r.max, r.maxex, ok2 = parseScoreBound(hi)
+	return r, ok1 && ok2
+}
+
+func (r scoreRange) gteMin(s float64) bool {
+	if r.minex {
+		return s > r.min
+	}
+	return s >= r.min
+}
+
+func (r scoreRange) lteMax(s float64) bool {
+	if r.maxex {
+		return s < r.max
+	}
+	return s <= r.max
+}
+
+func cmdZrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.zrange(c, args, false)
+}
+
+func cmdZrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	return t.zrange(c, args, true)
+}
+
+// zrange is Redis 7.0 zrangeGenericCommand for ranks and scores (BYLEX is
+// not supported: a syntax error).
+func (t *Table) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
+	var withScores, rev, revSet bool
+	offset, limit := int64(0), int64(-1)
+	limitSet := false
+	for j := 4; j < len(args); j++ {
+		left := len(args) - j - 1
+		switch opt := strings.ToLower(string(args[j])); {
+		case opt == "withscores":
+			withScores = true
+		case opt == "limit" && left >= 2:
+			o, ok1 := parseInt(args[j+1])
+			l, ok2 := parseInt(args[j+2])
+			if !ok1 || !ok2 {
+				return reply.NewError(errNotInt)
+			}
+			offset, limit, limitSet = o, l, true
+			j += 2
+		case opt == "rev" && !revSet && !strings.EqualFold(string(args[0]), "zrangebyscore"):
+			rev, revSet = true, true
+		case opt == "byscore" && !byScore:
+			byScore = true
+		default:
+			return reply.NewError(errSyntax)
+		}
+	}
+	if limitSet && !byScore {
+		return reply.NewError("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+	}
+	lo, hi := args[2], args[3]
+	if rev && byScore {
+		lo, hi = hi, lo
+	}
+	var start, end int64
+	var sr scoreRange
+	if byScore {
+		var ok bool
+		if sr, ok = parseScoreRange(lo, hi); !ok {
+			return reply.NewError(errMinMax)
+		}
+	} else {
+		var ok1, ok2 bool
+		start, ok1 = parseInt(lo)
+		end, ok2 = parseInt(hi)
+		if !ok1 || !ok2 {
+			return reply.NewError(errNotInt)
+		}
+	}
+	v, bad := t.typed(c, string(args[1]), KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewArray()
+	}
+	all := zsorted(v.ZSet)
+	if rev {
+		for i, j := 0, len(all)-1; i < j; i, j = i+1, j-1 {
+			all[i], all[j] = all[j], all[i]
+		}
+	}
+	var sel []zEntry
+	if byScore {
+		for _, e := range all {
+			if sr.gteMin(e.score) && sr.lteMax(e.score) {
+				sel = append(sel, e)
+			}
+		}
+		// Redis skips offset elements (a negative offset skips them all)
+		// and then returns limit of them (a negative limit: all).
+		switch {
+		case offset < 0 || offset >= int64(len(sel)):
+			sel = nil
+		default:
+			sel = sel[offset:]
+		}
+		if limit >= 0 && limit < int64(len(sel)) {
+			sel = sel[:limit]
+		}
+	} else {
+		n := int64(len(all))
+		if start < 0 {
+			start += n
+		}
+		if end < 0 {
+			end += n
+		}
+		start = max(start, 0)
+		if start > end || start >= n {
+			return reply.NewArray()
+		}
+		if end >= n {
+			end = n - 1
+		}
+		sel = all[start : end+1]
+	}
+	out := make([]reply.Reply, 0, len(sel)*2)
+	for _, e := range sel {
+		out = append(out, reply.NewBulk(e.member))
+		if withScores {
+			out = append(out, scoreReply(e.score))
+		}
+	}
+	return reply.NewArray(out...)
+}
+
+func cmdZremrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	sr, ok := parseScoreRange(args[2], args[3])
+	if !ok {
+		return reply.NewError(errMinMax)
+	}
+	key := string(args[1])
+	v, bad := t.typed(c, key, KindZSet)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	var n int64
+	for _, e := range zsorted(v.ZSet) {
+		if sr.gteMin(e.score) && sr.lteMax(e.score) {
+			delete(v.ZSet, e.member)
+			n++
+		}
+	}
+	if n > 0 {
+		t.emptied(c, key, v, len(v.ZSet))
+	}
+	return reply.NewInt(n)
+}
