@@ -1,0 +1,356 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/httpapi"
+)
+
+// Client talks to a locknode cluster over HTTP. It is safe for concurrent
+// use; share one per process (coalescing works per Client).
+type Client struct {
+	cfg Config
+	log hclog.Logger
+	cur atomic.Int32 // index of the endpoint that answered last
+
+	mu        sync.Mutex
+	coalesced map[coalesceKey]*coalescer
+}
+
+var _ api.Locker = (*Client)(nil)
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}, nil
+}
+
+func jsonBody(v any) func() any { return func() any { return v } }
+
+// Acquire implements api.Locker over POST /v1/locks/acquire, a long poll.
+// A RequestID is generated when req has none and reused by every retry of
+// this call, so a grant whose answer was lost is not granted twice.
+//
+// With WaitMs 0 it waits until ctx ends: the client asks for at most
+// api.MaxWait per request and, when one times out, re-issues it with a
+// fresh request id (a timed-out request is a final, definite answer:
+// reusing its id would only replay the timeout). Cancelling ctx closes
+// the request, which removes the waiter on the server, and returns an
+// error wrapping api.ErrCancelled and ctx.Err().
+func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	lease, _, err := c.acquire(ctx, req)
+	return lease, err
+}
+
+// acquire also returns the send time of the request that won the lease.
+func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
+	forever := req.WaitMs == 0
+	waitEnd := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
+	fixedID := req.RequestID != ""
+	for {
+		if !fixedID {
+			req.RequestID = newID()
+		}
+		remaining := func() time.Duration {
+			if !forever {
+				return max(time.Until(waitEnd), time.Millisecond)
+			}
+			w := api.MaxWait
+			if dl, ok := ctx.Deadline(); ok {
+				w = min(w, max(time.Until(dl), time.Millisecond))
+			}
+			return w
+		}
+		var lease api.Lease
+		sent, err := c.do(ctx, call{
+			op: "acquire", method: http.MethodPost, path: httpapi.PathAcquire,
+			body: func() any {
+				r := req
+				r.WaitMs = remaining().Milliseconds()
+				return r
+			},
+			wait: remaining(),
+			out:  &lease,
+		})
+		if forever && !fixedID && errors.Is(err, api.ErrWaitTimeout) && ctx.Err() == nil {
+			continue
+		}
+		return lease, sent, err
+	}
+}
+
+// TryAcquire implements api.Locker over POST /v1/locks/try.
+func (c *Client) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	lease, _, err := c.tryAcquire(ctx, req)
+	return lease, err
+}
+
+func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
+	if req.RequestID == "" {
+		req.RequestID = newID()
+	}
+	var lease api.Lease
+	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: httpapi.PathTry, body: jsonBody(req), out: &lease})
+	return lease, sent, err
+}
+
+// Release implements api.Locker (exactly-once: see Acquire).
+func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	if req.RequestID == "" {
+		req.RequestID = newID()
+	}
+	var res api.ReleaseResult
+	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: httpapi.PathRelease, body: jsonBody(req), out: &res})
+	return res, err
+}
+
+// Extend implements api.Locker (exactly-once: see Acquire).
+func (c *Client) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+	lease, _, err := c.extend(ctx, req)
+	return lease, err
+}
+
+func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, time.Time, error) {
+	if req.RequestID == "" {
+		req.RequestID = newID()
+	}
+	var lease api.Lease
+	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: httpapi.PathExtend, body: jsonBody(req), out: &lease})
+	return lease, sent, err
+}
+
+// Inspect implements api.Locker over GET /v1/locks/{key}.
+func (c *Client) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
+	if key == "" {
+		return api.LockInfo{}, fmt.Errorf("%w: key is required", api.ErrBadRequest)
+	}
+	path := httpapi.PathLockPrefix + escapeKey(key)
+	if opts.Stale {
+		path += "?stale=true"
+	}
+	var info api.LockInfo
+	_, err := c.do(ctx, call{op: "inspect", method: http.MethodGet, path: path, out: &info})
+	return info, err
+}
+
+// escapeKey escapes a key as one path segment. "." and ".." are escaped
+// too, or the server's path cleaning would eat them.
+func escapeKey(key string) string {
+	switch key {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(key)
+}
+
+// List implements api.Locker over GET /v1/locks.
+func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	q := url.Values{}
+	if req.Prefix != "" {
+		q.Set("prefix", req.Prefix)
+	}
+	if req.After != "" {
+		q.Set("after", req.After)
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Stale {
+		q.Set("stale", "true")
+	}
+	path := httpapi.PathLocks
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var res api.ListResult
+	_, err := c.do(ctx, call{op: "list", method: http.MethodGet, path: path, out: &res})
+	return res, err
+}
+
+// OpenSession implements api.Locker. It carries no request id: a retry
+// after a lost answer can open a second session, which nobody keeps
+// alive and which therefore expires after ttl.
+func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+	if ttl < time.Millisecond {
+		return api.SessionInfo{}, fmt.Errorf("%w: session ttl %v under 1ms", api.ErrBadRequest, ttl)
+	}
+	var info api.SessionInfo
+	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: httpapi.PathSessions,
+		body: jsonBody(httpapi.SessionRequest{TTLMs: ttl.Milliseconds()}), out: &info})
+	return info, err
+}
+
+// KeepAlive implements api.Locker.
+func (c *Client) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+	info, _, err := c.keepAlive(ctx, id)
+	return info, err
+}
+
+func (c *Client) keepAlive(ctx context.Context, id string) (api.SessionInfo, time.Time, error) {
+	var info api.SessionInfo
+	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: httpapi.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
+	return info, sent, err
+}
+
+// CloseSession implements api.Locker.
+func (c *Client) CloseSession(ctx context.Context, id string) error {
+	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: httpapi.PathSessions + "/" + url.PathEscape(id)})
+	return err
+}
+
+// FenceCheck implements api.Locker.
+func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+	var res api.FenceResult
+	_, err := c.do(ctx, call{op: "fence check", method: http.MethodPost, path: httpapi.PathFenceCheck,
+		body: jsonBody(httpapi.FenceCheckRequest{Resource: resource, Token: token}), out: &res})
+	return res, err
+}
+
+// Campaign implements api.Locker: a long poll until value leads election
+// or ctx ends. Retrying it is harmless (campaigning again with the same
+// value while leading answers the same leadership).
+func (c *Client) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
+	for {
+		var ld api.Leader
+		// Each request is bounded (like an acquire without wait), so a
+		// silently dead connection is noticed.
+		_, err := c.do(ctx, call{op: "campaign", method: http.MethodPost,
+			path: httpapi.PathElections + url.PathEscape(election) + "/campaign",
+			body: jsonBody(httpapi.CampaignRequest{Value: value, Session: session}),
+			wait: api.MaxWait, out: &ld})
+		var e *Error
+		if errors.As(err, &e) || err == nil || ctx.Err() != nil {
+			return ld, err
+		}
+		// Every endpoint failed at the transport level: keep campaigning
+		// until ctx ends, as the caller asked to block.
+		c.log.Warn("campaign: no endpoint reachable, retrying", "election", election, "error", err)
+	}
+}
+
+// Resign implements api.Locker.
+func (c *Client) Resign(ctx context.Context, election, value string) error {
+	_, err := c.do(ctx, call{op: "resign", method: http.MethodPost,
+		path: httpapi.PathElections + url.PathEscape(election) + "/resign",
+		body: jsonBody(httpapi.ResignRequest{Value: value})})
+	return err
+}
+
+// Status implements api.Locker (the status of whichever node answers).
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	var st api.Status
+	_, err := c.do(ctx, call{op: "status", method: http.MethodGet, path: httpapi.PathStatus, out: &st})
+	return st, err
+}
+
+// Observe implements api.Locker over the GET .../observe stream. When a
+// stream breaks (its node died) it reconnects to the next endpoint with
+// back-off and carries on; a reconnect may repeat the current leader,
+// which is dropped if it equals the last one delivered. The channel is
+// closed when ctx ends. The first connection's failure is returned.
+func (c *Client) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
+	path := httpapi.PathElections + url.PathEscape(election) + "/observe"
+	resp, err := c.openStream(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan api.Leader)
+	// Ends when ctx ends (every blocking step selects on it); closes out.
+	go func() {
+		defer close(out)
+		var last api.Leader
+		delivered := false
+		for round := 1; ; round++ {
+			if resp != nil {
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					var ld api.Leader
+					if json.Unmarshal(sc.Bytes(), &ld) != nil {
+						continue
+					}
+					if delivered && ld == last {
+						continue
+					}
+					select {
+					case out <- ld:
+						last, delivered, round = ld, true, 1
+					case <-ctx.Done():
+						resp.Body.Close()
+						return
+					}
+				}
+				resp.Body.Close()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			t := time.NewTimer(c.cfg.Retry.backoff(round))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+			resp, _ = c.openStream(ctx, path)
+		}
+	}()
+	return out, nil
+}
+
+// openStream opens a streaming GET with fail-over; the caller closes the
+// body. The request lives as long as ctx.
+func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
+	n := len(c.cfg.Endpoints)
+	start := int(c.cur.Load())
+	var lastErr error
+	for i := 0; i < n; i++ {
+		idx := (start + i) % n
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Endpoints[idx]+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.cfg.HTTPClient.Do(req)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if resp.StatusCode == http.StatusOK {
+			c.cur.Store(int32(idx))
+			return resp, nil
+		}
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		e := &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
+		if !httpapi.Retryable(resp.StatusCode) {
+			return nil, e
+		}
+		lastErr = e
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: observe: %w", api.ErrCancelled, ctx.Err())
+	}
+	var e *Error
+	if errors.As(lastErr, &e) {
+		return nil, e
+	}
+	return nil, fmt.Errorf("%w: observe: %v", api.ErrNoLeader, lastErr)
+}

@@ -1,0 +1,131 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config configures a Client. Only Endpoints is required.
+type Config struct {
+	// Endpoints are node base URLs ("http://10.0.0.1:7700"). Requests go
+	// to one of them and fail over to the next on a connection error or a
+	// 502/503/504 answer. Any node accepts any request.
+	Endpoints []string
+	// HTTPClient sends the requests. Default: a client with its own
+	// transport and no overall timeout (acquire and campaign long-poll;
+	// per-attempt deadlines come from RequestTimeout and the wait).
+	// A Timeout set here caps every request, long polls included.
+	HTTPClient *http.Client
+	// Logger gets retries, fail-overs and lock state changes. Default: null.
+	Logger hclog.Logger
+	// Retry bounds retries of retryable failures. Zero fields take the
+	// DefaultRetryPolicy values.
+	Retry RetryPolicy
+	// RequestTimeout bounds one attempt of a non-blocking request; a
+	// blocking one (acquire, campaign) gets its wait plus this. Default 10s.
+	RequestTimeout time.Duration
+	// DriftMargin is subtracted from every lease to get the holder's safe
+	// deadline (send time + TTL - margin): it covers the rate difference
+	// between this machine's clock and the cluster leader's. Default
+	// (zero): max(10ms, TTL/10) for each lease.
+	DriftMargin time.Duration
+}
+
+// RetryPolicy is exponential back-off with full jitter: before retry
+// round r (r = 1, 2, ...) the client sleeps a random duration in
+// [0, min(MaxDelay, BaseDelay * 2^(r-1))). A round is one try of every
+// endpoint; moving to the next endpoint inside a round does not sleep.
+type RetryPolicy struct {
+	// MaxAttempts is the number of requests one logical operation may
+	// send, fail-overs included. Default 8.
+	MaxAttempts int
+	// BaseDelay is the first back-off bound. Default 50ms.
+	BaseDelay time.Duration
+	// MaxDelay caps the back-off bound. Default 2s.
+	MaxDelay time.Duration
+}
+
+// DefaultRetryPolicy is used for zero RetryPolicy fields.
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 8, BaseDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second}
+
+// DefaultRequestTimeout is Config.RequestTimeout when zero.
+const DefaultRequestTimeout = 10 * time.Second
+
+// Validate reports a configuration error.
+func (c Config) Validate() error {
+	if len(c.Endpoints) == 0 {
+		return errors.New("client: no endpoints")
+	}
+	for _, e := range c.Endpoints {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("client: endpoint %q is not an http(s) URL", e)
+		}
+	}
+	switch {
+	case c.Retry.MaxAttempts < 0, c.Retry.BaseDelay < 0, c.Retry.MaxDelay < 0:
+		return errors.New("client: negative retry policy field")
+	case c.RequestTimeout < 0:
+		return errors.New("client: negative RequestTimeout")
+	case c.DriftMargin < 0:
+		return errors.New("client: negative DriftMargin")
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.Retry.MaxAttempts == 0 {
+		c.Retry.MaxAttempts = DefaultRetryPolicy.MaxAttempts
+	}
+	if c.Retry.BaseDelay == 0 {
+		c.Retry.BaseDelay = DefaultRetryPolicy.BaseDelay
+	}
+	if c.Retry.MaxDelay == 0 {
+		c.Retry.MaxDelay = DefaultRetryPolicy.MaxDelay
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	trimmed := make([]string, len(c.Endpoints))
+	for i, e := range c.Endpoints {
+		for len(e) > 0 && e[len(e)-1] == '/' {
+			e = e[:len(e)-1]
+		}
+		trimmed[i] = e
+	}
+	c.Endpoints = trimmed
+	return c
+}
+
+// backoff returns the sleep before retry round r >= 1.
+func (p RetryPolicy) backoff(r int) time.Duration {
+	bound := p.BaseDelay
+	for i := 1; i < r && bound < p.MaxDelay; i++ {
+		bound *= 2
+	}
+	bound = min(bound, p.MaxDelay)
+	if bound <= 0 {
+		return 0
+	}
+	return rand.N(bound)
+}
+
+// margin is the drift margin for a lease of ttl.
+func (c Config) margin(ttl time.Duration) time.Duration {
+	if c.DriftMargin > 0 {
+		return c.DriftMargin
+	}
+	return max(10*time.Millisecond, ttl/10)
+}

@@ -1,0 +1,57 @@
+// Package client is the Go client of a locknode cluster over its HTTP API
+// (package httpapi). *Client implements api.Locker, so code written
+// against api.Locker runs unchanged on an embedded cluster.Node or
+// remotely; on top it offers lock handles, sessions and an HTTP
+// middleware.
+//
+//	c, err := client.New(client.Config{Endpoints: []string{"http://n1:7700", "http://n2:7700"}})
+//	l, err := c.Lock(ctx, "jobs/nightly", client.WithTTL(10*time.Second))
+//	if err != nil { ... }                 // api.ErrWaitTimeout, api.ErrCancelled, api.ErrNoLeader
+//	defer l.Unlock(context.Background())
+//	doWork(l.Context(), l.Fence())        // stops when the lock is in jeopardy
+//
+// # Your responsibilities
+//
+//  1. Do the guarded work under Lock.Context() (or select on Lost()):
+//     it is cancelled when renewal has been failing and the safe deadline
+//     is near — before the server could hand the lock to anyone else.
+//  2. Pass Lock.Fence() to the resource you protect and let it reject
+//     older tokens (api.Locker.FenceCheck does CheckAndAdvance for you):
+//     no deadline protects against a pause between a check and a write.
+//  3. Call Unlock. A forgotten lock is renewed for as long as the process
+//     lives.
+//  4. Share one Client per process: coalescing and fail-over state live in
+//     it.
+//
+// # Fail-over and retries
+//
+// A request goes to the endpoint that answered last; on a connection
+// error, an attempt timeout or a 502/503/504 it is sent to the next one
+// at once, and after a round of every endpoint the client backs off
+// (exponential, full jitter, bounded: RetryPolicy). Mutating lock
+// requests (acquire, try, release, extend) carry a request id generated
+// once per logical operation and reused by every retry: the server
+// answers a repeat with the first answer, so a retry after a lost answer
+// neither grants twice nor releases someone else's later hold. When all
+// attempts fail the error wraps api.ErrNoLeader.
+//
+// # Lock handles
+//
+// Lock and TryLock return a *Lock whose renewal loop extends the lease
+// every TTL/3 and whose state moves Held → Jeopardy → Lost (or Released):
+// see the Lock type for the exact deadlines. Sessions (NewSession) are
+// kept alive every TTL/3 the same way and signal their end on Done.
+//
+// # Coalescing
+//
+// Goroutines of one Client waiting in Lock for the same key with the same
+// options share ONE server-side waiter and take the lock in local FIFO
+// order; each still gets its own grant, owner token and fence (see
+// coalesce.go for why). WithoutCoalescing, WithOwner, and shared or
+// semaphore modes opt out.
+//
+// # Errors
+//
+// Server refusals are *Error values that unwrap to the api sentinels
+// (errors.Is(err, api.ErrLocked)); the mapping is httpapi's one table.
+package client

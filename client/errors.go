@@ -1,0 +1,13 @@
+package client
+
+import "errors"
+
+// Causes of a Lock's Context ending (context.Cause) and of a Session's end
+// (Session.Err). api sentinels (api.ErrLocked, ...) come wrapped from the
+// server; these are the client's own.
+var (
+	ErrJeopardy   = errors.New("client: lock in jeopardy: renewal failing close to the safe deadline")
+	ErrLost       = errors.New("client: lock lost")
+	ErrUnlocked   = errors.New("client: lock released by Unlock")
+	ErrSessionEnd = errors.New("client: session ended")
+)

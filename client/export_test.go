@@ -1,0 +1,15 @@
+package client
+
+// LocalWaiters returns how many goroutines wait locally for key in
+// coalesced Lock calls (any options).
+func (c *Client) LocalWaiters(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, co := range c.coalesced {
+		if k.key == key {
+			n += len(co.queue)
+		}
+	}
+	return n
+}

@@ -1,0 +1,336 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+// State is where a Lock handle is in its life. It only moves forward:
+// Held → Jeopardy → Lost, and any of them → Released by Unlock.
+type State int
+
+const (
+	// Held: the last renewal succeeded, or the safe deadline is more than
+	// TTL/3 away.
+	Held State = iota
+	// Jeopardy: renewals have been failing and less than TTL/3 is left
+	// before the safe deadline. Context() is cancelled on entry. The
+	// server has NOT given the lock away yet (it cannot before the safe
+	// deadline), so stopping now is stopping in time. Renewal continues;
+	// a later success moves the deadline but not the state back.
+	Jeopardy
+	// Lost: the safe deadline passed without a successful renewal, the
+	// server said this owner no longer holds the lock, or the session the
+	// hold was bound to ended. Lost() is closed on entry.
+	Lost
+	// Released: Unlock was called.
+	Released
+)
+
+func (s State) String() string {
+	switch s {
+	case Held:
+		return "held"
+	case Jeopardy:
+		return "jeopardy"
+	case Lost:
+		return "lost"
+	case Released:
+		return "released"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Lock is a held lock with a renewal loop. Create it with Client.Lock or
+// Client.TryLock; end it with Unlock.
+//
+// Honesty first (as Consul says of its locks): a held lock can be lost at
+// any time — a partition, a pause of this process, an operator's forced
+// release. The handle cannot prevent that; it tells you in time:
+//
+//   - The safe deadline is S + TTL - margin, where S is the local
+//     (monotonic) time at which the last successful acquire or extend
+//     request was first SENT — the server started the lease no earlier
+//     than that, so the lease cannot end before S + TTL in the server's
+//     time; margin (Config.DriftMargin, default max(10ms, TTL/10)) covers
+//     clock-rate difference between this machine and the cluster leader.
+//   - Renewal is sent every TTL/3 (from S). If renewals keep failing, the
+//     handle enters Jeopardy when less than TTL/3 remains before the safe
+//     deadline, and cancels Context(): do your work under Context() and
+//     you stop before anyone else can get the lock.
+//   - At the safe deadline (or on a "not the owner" answer) it is Lost.
+//   - Work that touches a shared resource should still pass Fence() to
+//     it (see api.Locker.FenceCheck): the deadline cannot cover a process
+//     paused between checking Context() and writing.
+type Lock struct {
+	c       *Client
+	key     string
+	owner   string
+	ttl     time.Duration
+	margin  time.Duration
+	session *Session
+	lease   api.Lease
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	lost   chan struct{}
+	stop   chan struct{} // closed by Unlock: the loop ends
+	done   chan struct{} // closed when the loop has ended
+
+	mu        sync.Mutex
+	state     State
+	safe      time.Time // safe deadline
+	lostOnce  sync.Once
+	stopOnce  sync.Once
+	onRelease func() // set by the coalescer: hand the key to the next local waiter
+}
+
+// Lock blocks until key is held, the wait (WithWait) passes — an error
+// wrapping api.ErrWaitTimeout — or ctx ends (api.ErrCancelled; the
+// server-side waiter is removed). Concurrent Lock calls of this Client for
+// the same key and options share one server-side waiter: see Coalescing
+// in the package doc.
+func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+	o := buildOptions(opts)
+	if err := c.checkOptions(key, o); err != nil {
+		return nil, err
+	}
+	if o.coalescible() {
+		return c.lockCoalesced(ctx, key, o)
+	}
+	req := o.request(key)
+	if req.Owner == "" {
+		req.Owner = newID()
+	}
+	lease, sent, err := c.acquire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return c.newLock(key, req.Owner, o, lease, sent), nil
+}
+
+// TryLock takes key if it is free right now, else returns an error
+// wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue.
+func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+	o := buildOptions(opts)
+	if err := c.checkOptions(key, o); err != nil {
+		return nil, err
+	}
+	req := o.request(key)
+	req.WaitMs = 0
+	if req.Owner == "" {
+		req.Owner = newID()
+	}
+	lease, sent, err := c.tryAcquire(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return c.newLock(key, req.Owner, o, lease, sent), nil
+}
+
+func (c *Client) checkOptions(key string, o lockOptions) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", api.ErrBadRequest)
+	case o.ttl < time.Millisecond:
+		return fmt.Errorf("%w: ttl %v under 1ms", api.ErrBadRequest, o.ttl)
+	case c.cfg.margin(o.ttl) >= o.ttl/2:
+		return fmt.Errorf("%w: ttl %v too short for drift margin %v", api.ErrBadRequest, o.ttl, c.cfg.margin(o.ttl))
+	case o.wait < 0:
+		return fmt.Errorf("%w: negative wait", api.ErrBadRequest)
+	}
+	return nil
+}
+
+// newLock starts the handle of a granted lease whose request was first
+// sent at sent.
+func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l := &Lock{
+		c: c, key: key, owner: owner, ttl: o.ttl, margin: c.cfg.margin(o.ttl), session: o.session, lease: lease,
+		ctx: ctx, cancel: cancel, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	l.safe = l.safeDeadline(sent, lease)
+	c.log.Debug("lock held", "lock", key, "fence", lease.Fence, "ttl", o.ttl)
+	// Ends when Unlock closes l.stop or the lock is lost.
+	go l.run(sent)
+	return l
+}
+
+// safeDeadline is send time + effective TTL - margin. The server may have
+// granted less than asked (a max-hold cap); its answer's TTL then rules.
+func (l *Lock) safeDeadline(sent time.Time, lease api.Lease) time.Time {
+	ttl := l.ttl
+	if lease.TTLMs > 0 && time.Duration(lease.TTLMs)*time.Millisecond < ttl {
+		ttl = time.Duration(lease.TTLMs) * time.Millisecond
+	}
+	return sent.Add(ttl - l.margin)
+}
+
+// Key returns the lock's key.
+func (l *Lock) Key() string { return l.key }
+
+// Owner returns the owner token the hold was granted to.
+func (l *Lock) Owner() string { return l.owner }
+
+// Fence returns the fencing token of the grant: larger than every token
+// granted before it, for any lock. Renewals keep it.
+func (l *Lock) Fence() uint64 { return l.lease.Fence }
+
+// Lease returns the server's answer to the acquire.
+func (l *Lock) Lease() api.Lease { return l.lease }
+
+// State returns the current state.
+func (l *Lock) State() State {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state
+}
+
+// SafeDeadline returns the current safe deadline (local monotonic time).
+func (l *Lock) SafeDeadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.safe
+}
+
+// Context returns a context that is cancelled when the handle leaves
+// Held: entering Jeopardy (cause ErrJeopardy), Lost (cause ErrLost, when
+// it was lost without a Jeopardy first, e.g. "not the owner") or Released
+// (ErrUnlocked). Use context.Cause to tell which.
+func (l *Lock) Context() context.Context { return l.ctx }
+
+// Lost returns a channel closed when the handle enters Lost or Released:
+// from then on the caller must assume someone else may hold the lock.
+func (l *Lock) Lost() <-chan struct{} { return l.lost }
+
+// Unlock stops renewal and releases the hold. It is safe to call more than
+// once (later calls return an error wrapping api.ErrNotHeld) and after the
+// lock was lost (the release is still attempted; the server's refusal is
+// returned). ctx bounds the release request only.
+func (l *Lock) Unlock(ctx context.Context) error {
+	first := false
+	l.stopOnce.Do(func() { first = true; close(l.stop) })
+	if !first {
+		return fmt.Errorf("%w: %s: already unlocked", api.ErrNotHeld, l.key)
+	}
+	<-l.done
+	_, err := l.c.Release(ctx, api.ReleaseRequest{Key: l.key, Owner: l.owner})
+	l.mu.Lock()
+	l.state = Released
+	l.mu.Unlock()
+	l.cancel(ErrUnlocked)
+	l.lostOnce.Do(func() { close(l.lost) })
+	if l.onRelease != nil {
+		l.onRelease()
+	}
+	if err != nil {
+		return fmt.Errorf("client: unlock %s: %w", l.key, err)
+	}
+	return nil
+}
+
+type extendResult struct {
+	lease api.Lease
+	sent  time.Time
+	err   error
+}
+
+// run renews the lease and drives the state machine.
+func (l *Lock) run(sent time.Time) {
+	defer close(l.done)
+	renewAt := sent.Add(l.ttl / 3)
+	var (
+		inflight    chan extendResult
+		stopExtend  context.CancelFunc = func() {}
+		sessionDone <-chan struct{}
+	)
+	defer func() { stopExtend() }()
+	if l.session != nil {
+		sessionDone = l.session.Done()
+	}
+	for {
+		l.mu.Lock()
+		safe, state := l.safe, l.state
+		l.mu.Unlock()
+
+		var renewC, jeopardyC <-chan time.Time
+		var stops []func() bool
+		timer := func(at time.Time) <-chan time.Time {
+			t := time.NewTimer(time.Until(at))
+			stops = append(stops, t.Stop)
+			return t.C
+		}
+		if inflight == nil {
+			renewC = timer(renewAt)
+		}
+		if state == Held {
+			jeopardyC = timer(safe.Add(-l.ttl / 3))
+		}
+		lostC := timer(safe)
+
+		select {
+		case <-l.stop:
+			return
+		case <-sessionDone:
+			l.lose(fmt.Errorf("%w: %w", ErrLost, ErrSessionEnd))
+			return
+		case <-renewC:
+			ctx, cancel := context.WithDeadline(context.Background(), safe)
+			stopExtend = cancel
+			ch := make(chan extendResult, 1)
+			inflight = ch
+			// Ends when the request answers or its deadline (the safe
+			// deadline) passes, or the loop cancels it on return.
+			go func() {
+				lease, sent, err := l.c.extend(ctx, api.ExtendRequest{Key: l.key, Owner: l.owner, TTLMs: l.ttl.Milliseconds()})
+				ch <- extendResult{lease, sent, err}
+			}()
+		case r := <-inflight:
+			inflight = nil
+			stopExtend()
+			switch {
+			case r.err == nil:
+				l.mu.Lock()
+				if s := l.safeDeadline(r.sent, r.lease); s.After(l.safe) {
+					l.safe = s
+				}
+				l.mu.Unlock()
+				renewAt = r.sent.Add(l.ttl / 3)
+			case errors.Is(r.err, api.ErrNotOwner), errors.Is(r.err, api.ErrNotHeld),
+				errors.Is(r.err, api.ErrNotFound), errors.Is(r.err, api.ErrSessionExpired):
+				l.lose(fmt.Errorf("%w: %w", ErrLost, r.err))
+				return
+			default:
+				l.c.log.Warn("lock renewal failed", "lock", l.key, "error", r.err, "safe_in", time.Until(safe))
+				renewAt = time.Now().Add(min(l.ttl/20+time.Millisecond, time.Second))
+			}
+		case <-jeopardyC:
+			l.mu.Lock()
+			l.state = Jeopardy
+			l.mu.Unlock()
+			l.c.log.Warn("lock in jeopardy", "lock", l.key, "fence", l.lease.Fence, "safe_in", time.Until(safe))
+			l.cancel(ErrJeopardy)
+		case <-lostC:
+			l.lose(fmt.Errorf("%w: safe deadline passed without renewal", ErrLost))
+			return
+		}
+		for _, s := range stops {
+			s()
+		}
+	}
+}
+
+func (l *Lock) lose(cause error) {
+	l.mu.Lock()
+	l.state = Lost
+	l.mu.Unlock()
+	l.c.log.Warn("lock lost", "lock", l.key, "fence", l.lease.Fence, "cause", cause)
+	l.cancel(cause)
+	l.lostOnce.Do(func() { close(l.lost) })
+}

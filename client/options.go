@@ -1,0 +1,91 @@
+package client
+
+import (
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+// DefaultLockTTL is the lease of a Lock without WithTTL.
+const DefaultLockTTL = 15 * time.Second
+
+type lockOptions struct {
+	ttl       time.Duration
+	wait      time.Duration
+	session   *Session
+	mode      string
+	permits   int
+	owner     string
+	lockDelay time.Duration
+	maxHold   time.Duration
+	noCoalesc bool
+}
+
+// LockOption adjusts Client.Lock, Client.TryLock and Middleware.
+type LockOption func(*lockOptions)
+
+// WithTTL sets the lease length (default DefaultLockTTL). The handle
+// renews it every TTL/3; a longer TTL survives longer outages but leaves
+// a crashed holder's lock unusable for longer.
+func WithTTL(d time.Duration) LockOption { return func(o *lockOptions) { o.ttl = d } }
+
+// WithWait bounds how long Lock waits (default: until ctx ends); when it
+// passes Lock returns an error wrapping api.ErrWaitTimeout. In Middleware
+// it turns the immediate 423 into a bounded wait.
+func WithWait(d time.Duration) LockOption { return func(o *lockOptions) { o.wait = d } }
+
+// WithSession binds the hold to s: it ends when s ends, and the handle
+// becomes Lost then.
+func WithSession(s *Session) LockOption { return func(o *lockOptions) { o.session = s } }
+
+// WithShared takes a shared (reader) hold instead of an exclusive one.
+func WithShared() LockOption { return func(o *lockOptions) { o.mode = api.ModeShared } }
+
+// WithSemaphore takes one of n permits.
+func WithSemaphore(n int) LockOption {
+	return func(o *lockOptions) { o.mode, o.permits = api.ModeSemaphore, n }
+}
+
+// WithOwner sets the owner token (default: 128 random bits per hold).
+// Two handles with one owner are one hold to the server; such locks are
+// never coalesced.
+func WithOwner(token string) LockOption { return func(o *lockOptions) { o.owner = token } }
+
+// WithLockDelay keeps the key unavailable for d after this hold ends by
+// expiry or session loss (not by Unlock).
+func WithLockDelay(d time.Duration) LockOption { return func(o *lockOptions) { o.lockDelay = d } }
+
+// WithMaxHold caps the hold's total life, renewals included.
+func WithMaxHold(d time.Duration) LockOption { return func(o *lockOptions) { o.maxHold = d } }
+
+// WithoutCoalescing makes this Lock call queue its own waiter on the
+// server even when other goroutines of the Client wait for the same key.
+func WithoutCoalescing() LockOption { return func(o *lockOptions) { o.noCoalesc = true } }
+
+func buildOptions(opts []LockOption) lockOptions {
+	o := lockOptions{ttl: DefaultLockTTL, mode: api.ModeExclusive}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func (o lockOptions) request(key string) api.AcquireRequest {
+	r := api.AcquireRequest{
+		Key: key, Owner: o.owner, TTLMs: o.ttl.Milliseconds(), WaitMs: o.wait.Milliseconds(),
+		Mode: o.mode, Permits: o.permits,
+		LockDelay: o.lockDelay.Milliseconds(), MaxHoldMs: o.maxHold.Milliseconds(),
+	}
+	if o.mode == api.ModeExclusive {
+		r.Mode = "" // the default; keeps requests minimal
+	}
+	if o.session != nil {
+		r.Session = o.session.ID()
+	}
+	return r
+}
+
+// coalescible: exclusive, our own random owner per hold.
+func (o lockOptions) coalescible() bool {
+	return !o.noCoalesc && o.mode == api.ModeExclusive && o.owner == ""
+}

@@ -1,0 +1,162 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+// Session is a server session kept alive by a background loop. Holds and
+// leaderships bound to it (WithSession, Campaign) end when it ends.
+type Session struct {
+	c     *Client
+	id    string
+	ttl   time.Duration
+	every time.Duration
+
+	done     chan struct{} // closed when the session is over
+	stop     chan struct{} // closed by Close
+	loopDone chan struct{}
+
+	mu       sync.Mutex
+	err      error
+	safe     time.Time
+	stopOnce sync.Once
+}
+
+type sessionOptions struct{ every time.Duration }
+
+// SessionOption adjusts NewSession.
+type SessionOption func(*sessionOptions)
+
+// WithKeepAliveEvery sets the keep-alive period (default TTL/3). It must
+// be below TTL minus the drift margin.
+func WithKeepAliveEvery(d time.Duration) SessionOption {
+	return func(o *sessionOptions) { o.every = d }
+}
+
+// NewSession opens a session of ttl and keeps it alive until Close or
+// until it can no longer be kept: the server says it expired, or no
+// keep-alive succeeded before its safe deadline (last successful
+// keep-alive's send time + ttl - drift margin); Done is closed then.
+// ctx bounds the opening request only.
+func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...SessionOption) (*Session, error) {
+	o := sessionOptions{every: ttl / 3}
+	for _, f := range opts {
+		f(&o)
+	}
+	margin := c.cfg.margin(ttl)
+	if o.every <= 0 || o.every >= ttl-margin {
+		return nil, fmt.Errorf("%w: keep-alive period %v must be in (0, ttl - margin = %v)", api.ErrBadRequest, o.every, ttl-margin)
+	}
+	sent := time.Now()
+	info, err := c.OpenSession(ctx, ttl)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		c: c, id: info.ID, ttl: ttl, every: o.every,
+		done: make(chan struct{}), stop: make(chan struct{}), loopDone: make(chan struct{}),
+		safe: sent.Add(ttl - margin),
+	}
+	// Ends when Close closes s.stop or the session is over.
+	go s.run(sent)
+	return s, nil
+}
+
+// ID returns the server's session id.
+func (s *Session) ID() string { return s.id }
+
+// TTL returns the session's TTL.
+func (s *Session) TTL() time.Duration { return s.ttl }
+
+// Done returns a channel closed when the session is over (Close, expiry,
+// or keep-alive failing past the safe deadline).
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err says why the session is over (nil while it is not): it wraps
+// ErrSessionEnd, and the server's answer when there was one.
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Close stops the keep-alive loop and closes the session on the server,
+// which releases its holds. ctx bounds that request.
+func (s *Session) Close(ctx context.Context) error {
+	first := false
+	s.stopOnce.Do(func() { first = true; close(s.stop) })
+	<-s.loopDone
+	if !first {
+		return nil
+	}
+	err := s.c.CloseSession(ctx, s.id)
+	s.end(fmt.Errorf("%w: closed", ErrSessionEnd))
+	if errors.Is(err, api.ErrSessionExpired) {
+		return nil // already gone: closing it is done
+	}
+	return err
+}
+
+func (s *Session) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+		close(s.done)
+	}
+}
+
+func (s *Session) run(sent time.Time) {
+	defer close(s.loopDone)
+	next := sent.Add(s.every)
+	for {
+		s.mu.Lock()
+		safe := s.safe
+		s.mu.Unlock()
+		tNext := time.NewTimer(time.Until(next))
+		tSafe := time.NewTimer(time.Until(safe))
+		select {
+		case <-s.stop:
+			tNext.Stop()
+			tSafe.Stop()
+			return
+		case <-tSafe.C:
+			tNext.Stop()
+			s.end(fmt.Errorf("%w: no keep-alive succeeded before the safe deadline", ErrSessionEnd))
+			return
+		case <-tNext.C:
+			tSafe.Stop()
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), safe)
+		// Close must not wait for a slow keep-alive: this cancels it.
+		// Ends when Close is called or ctx is done (cancel below).
+		go func() {
+			select {
+			case <-s.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		_, sent, err := s.c.keepAlive(ctx, s.id)
+		cancel()
+		switch {
+		case err == nil:
+			s.mu.Lock()
+			s.safe = sent.Add(s.ttl - s.c.cfg.margin(s.ttl))
+			s.mu.Unlock()
+			next = sent.Add(s.every)
+		case errors.Is(err, api.ErrSessionExpired), errors.Is(err, api.ErrNotFound):
+			s.end(fmt.Errorf("%w: %w", ErrSessionEnd, err))
+			return
+		default:
+			s.c.log.Warn("session keep-alive failed", "session", s.id, "error", err)
+			next = time.Now().Add(min(s.every/4+time.Millisecond, time.Second))
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/httpapi"
+)
+
+// Error is a non-2xx answer from a node. It unwraps to the api sentinel
+// of its code, so errors.Is(err, api.ErrLocked) works.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // api.Code*; empty if the body was not an api.ErrorBody
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("locknode: HTTP %d %s", e.Status, e.Code)
+}
+
+// Unwrap returns the api sentinel for the code (nil if unknown).
+func (e *Error) Unwrap() error {
+	if err := httpapi.ErrorOf(e.Code); err != nil {
+		return err
+	}
+	if httpapi.Retryable(e.Status) {
+		return api.ErrNoLeader // a gateway in front of the node failed
+	}
+	return nil
+}
+
+// newID returns 128 random bits in hex: owner tokens and request ids.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand doc)
+	return hex.EncodeToString(b[:])
+}
+
+// call is one logical operation: body is rebuilt for every attempt (so a
+// long poll can send its remaining wait), and every attempt carries the
+// same request id inside it.
+type call struct {
+	op     string // for logs
+	method string
+	path   string
+	body   func() any    // nil: no body
+	wait   time.Duration // > 0: a long poll; the attempt may last this long plus RequestTimeout
+	out    any           // decoded from a 2xx JSON answer; nil: ignored
+}
+
+// do runs a call with fail-over and retries. It returns the send time of
+// the FIRST attempt: a retry may be answered from the first attempt's
+// result (exactly-once), so that is the earliest the server can have
+// applied it — the conservative start of a lease.
+func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
+	n := len(c.cfg.Endpoints)
+	start := int(c.cur.Load())
+	var lastErr error
+	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
+		if attempt > 0 && attempt%n == 0 {
+			t := time.NewTimer(c.cfg.Retry.backoff(attempt / n))
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return sent, c.ctxErr(ctx, cl, lastErr)
+			}
+		}
+		idx := (start + attempt) % n
+		now := time.Now()
+		if attempt == 0 {
+			sent = now
+		}
+		status, body, err := c.attempt(ctx, c.cfg.Endpoints[idx], cl)
+		if err != nil {
+			if ctx.Err() != nil {
+				return sent, c.ctxErr(ctx, cl, err)
+			}
+			lastErr = err
+			c.log.Debug("request failed, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "attempt", attempt+1, "error", err)
+			continue
+		}
+		if status >= 200 && status < 300 {
+			c.cur.Store(int32(idx))
+			if cl.out != nil && status != http.StatusNoContent {
+				if err := json.Unmarshal(body, cl.out); err != nil {
+					return sent, fmt.Errorf("client: %s: decoding answer: %w", cl.op, err)
+				}
+			}
+			return sent, nil
+		}
+		e := &Error{Status: status}
+		var eb api.ErrorBody
+		if json.Unmarshal(body, &eb) == nil {
+			e.Code, e.Message = eb.Code, eb.Message
+		} else {
+			e.Message = fmt.Sprintf("locknode: HTTP %d: %.200s", status, body)
+		}
+		if httpapi.Retryable(status) {
+			lastErr = e
+			c.log.Debug("node cannot serve, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "status", status, "error", e)
+			continue
+		}
+		c.cur.Store(int32(idx))
+		return sent, e
+	}
+	var ae *Error
+	if errors.As(lastErr, &ae) {
+		return sent, ae
+	}
+	return sent, fmt.Errorf("%w: %s: %d attempts: %v", api.ErrNoLeader, cl.op, c.cfg.Retry.MaxAttempts, lastErr)
+}
+
+// ctxErr is the error of a call abandoned because ctx ended.
+func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
+	if last != nil && !errors.Is(last, ctx.Err()) {
+		return fmt.Errorf("%w: %s: %w (last failure: %v)", api.ErrCancelled, cl.op, ctx.Err(), last)
+	}
+	return fmt.Errorf("%w: %s: %w", api.ErrCancelled, cl.op, ctx.Err())
+}
+
+// attempt sends one request to one endpoint. A transport failure or an
+// attempt timeout is err; any HTTP answer is (status, body).
+func (c *Client) attempt(ctx context.Context, endpoint string, cl call) (int, []byte, error) {
+	actx, cancel := context.WithTimeout(ctx, cl.wait+c.cfg.RequestTimeout)
+	defer cancel()
+	var rd io.Reader
+	if cl.body != nil {
+		b, err := json.Marshal(cl.body())
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(actx, cl.method, endpoint+cl.path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, body, nil
+}
