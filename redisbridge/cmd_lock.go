@@ -1,0 +1,256 @@
+package redisbridge
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+// Native lock commands: the typed lock API (api.Locker) over RESP, so a
+// Redis client can get what SET NX cannot give it: fencing tokens, FIFO
+// waiting without polling, shared and semaphore modes, reentrancy and
+// sessions.
+//
+//	LOCK.ACQUIRE key owner ttl_ms [WAIT ms] [MODE exclusive|shared|semaphore]
+//	             [PERMITS n] [REENTRANT] [SESSION id] [ID reqid]
+//	             [LOCKDELAY ms] [MAXHOLD ms]
+//	    -> [fence, deadline_ms]   (RESP3: map fence, deadline_ms)
+//	LOCK.RELEASE key owner [REENTRANT] [FORCE] [ID reqid]
+//	    -> 1 the hold ended, 0 it did not (not held, or a reentrant count remains)
+//	LOCK.EXTEND key owner ttl_ms [ID reqid] -> like LOCK.ACQUIRE
+//	LOCK.INFO key -> map (RESP2: flat array of pairs), or null
+//	FENCE.CHECK resource token -> [1|0, highest]
+
+func parseMillis(b []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil && n >= 0
+}
+
+func cmdLockAcquire(c *conn, args [][]byte) {
+	ttl, ok := parseMillis(args[3])
+	if !ok || ttl == 0 {
+		c.w.WriteError("ERR invalid ttl_ms")
+		return
+	}
+	req := api.AcquireRequest{Key: string(args[1]), Owner: string(args[2]), TTLMs: ttl}
+	for i := 4; i < len(args); i++ {
+		opt := strings.ToUpper(string(args[i]))
+		if opt == "REENTRANT" {
+			req.Reentrant = true
+			continue
+		}
+		if i+1 >= len(args) {
+			c.w.WriteError(msgSyntax)
+			return
+		}
+		val := args[i+1]
+		i++
+		var n int64
+		switch opt {
+		case "WAIT", "PERMITS", "LOCKDELAY", "MAXHOLD":
+			if n, ok = parseMillis(val); !ok {
+				c.w.WriteError(msgNotInt)
+				return
+			}
+		}
+		switch opt {
+		case "WAIT":
+			req.WaitMs = n
+		case "PERMITS":
+			req.Permits = int(n)
+		case "LOCKDELAY":
+			req.LockDelay = n
+		case "MAXHOLD":
+			req.MaxHoldMs = n
+		case "MODE":
+			req.Mode = strings.ToLower(string(val))
+			if req.Mode != api.ModeExclusive && req.Mode != api.ModeShared && req.Mode != api.ModeSemaphore {
+				c.w.WriteError("ERR invalid MODE, expected exclusive, shared or semaphore")
+				return
+			}
+		case "SESSION":
+			req.Session = string(val)
+		case "ID":
+			req.RequestID = string(val)
+		default:
+			c.w.WriteError(msgSyntax)
+			return
+		}
+	}
+	var lease api.Lease
+	var err error
+	if req.WaitMs > 0 {
+		// Blocks in the FSM's FIFO queue (no polling) until granted, the
+		// wait ends, or Close cancels it.
+		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Duration(req.WaitMs)*time.Millisecond+c.s.cfg.RequestTimeout)
+		lease, err = c.s.b.Acquire(ctx, req)
+		cancel()
+	} else {
+		ctx, cancel := c.ctx()
+		lease, err = c.s.b.TryAcquire(ctx, req)
+		cancel()
+	}
+	if err != nil {
+		c.w.WriteError(errorText(err))
+		return
+	}
+	c.writeLease(lease)
+}
+
+func (c *conn) writeLease(l api.Lease) {
+	if c.w.Proto >= 3 {
+		c.w.WriteMapLen(2)
+		c.w.WriteBulkString("fence")
+		c.w.WriteInt(int64(l.Fence))
+		c.w.WriteBulkString("deadline_ms")
+		c.w.WriteInt(l.Deadline)
+		return
+	}
+	c.w.WriteArrayLen(2)
+	c.w.WriteInt(int64(l.Fence))
+	c.w.WriteInt(l.Deadline)
+}
+
+func cmdLockRelease(c *conn, args [][]byte) {
+	req := api.ReleaseRequest{Key: string(args[1]), Owner: string(args[2])}
+	for i := 3; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "REENTRANT":
+			req.Reentrant = true
+		case "FORCE":
+			req.Force = true
+		case "ID":
+			if i+1 >= len(args) {
+				c.w.WriteError(msgSyntax)
+				return
+			}
+			req.RequestID = string(args[i+1])
+			i++
+		default:
+			c.w.WriteError(msgSyntax)
+			return
+		}
+	}
+	ctx, cancel := c.ctx()
+	res, err := c.s.b.Release(ctx, req)
+	cancel()
+	switch {
+	case errors.Is(err, api.ErrNotHeld), errors.Is(err, api.ErrNotFound):
+		c.w.WriteInt(0)
+	case err != nil:
+		c.w.WriteError(errorText(err))
+	case res.Released:
+		c.w.WriteInt(1)
+	default:
+		c.w.WriteInt(0)
+	}
+}
+
+func cmdLockExtend(c *conn, args [][]byte) {
+	ttl, ok := parseMillis(args[3])
+	if !ok || ttl == 0 {
+		c.w.WriteError("ERR invalid ttl_ms")
+		return
+	}
+	req := api.ExtendRequest{Key: string(args[1]), Owner: string(args[2]), TTLMs: ttl}
+	for i := 4; i < len(args); i++ {
+		if strings.ToUpper(string(args[i])) != "ID" || i+1 >= len(args) {
+			c.w.WriteError(msgSyntax)
+			return
+		}
+		req.RequestID = string(args[i+1])
+		i++
+	}
+	ctx, cancel := c.ctx()
+	lease, err := c.s.b.Extend(ctx, req)
+	cancel()
+	if err != nil {
+		c.w.WriteError(errorText(err))
+		return
+	}
+	c.writeLease(lease)
+}
+
+// LOCK.INFO key: holders, fence, TTL and waiters, linearizable.
+func cmdLockInfo(c *conn, args [][]byte) {
+	ctx, cancel := c.ctx()
+	info, err := c.s.b.Inspect(ctx, string(args[1]), api.ReadOptions{})
+	cancel()
+	if errors.Is(err, api.ErrNotFound) {
+		c.w.WriteNull()
+		return
+	}
+	if err != nil {
+		c.w.WriteError(errorText(err))
+		return
+	}
+	w := c.w
+	w.WriteMapLen(7)
+	w.WriteBulkString("key")
+	w.WriteBulkString(info.Key)
+	w.WriteBulkString("kind")
+	w.WriteBulkString(info.Kind)
+	w.WriteBulkString("fence")
+	w.WriteInt(int64(info.Fence))
+	w.WriteBulkString("permits")
+	w.WriteInt(int64(info.Permits))
+	w.WriteBulkString("ttl_ms")
+	w.WriteInt(info.TTLMs)
+	w.WriteBulkString("holders")
+	w.WriteArrayLen(len(info.Holders))
+	for _, h := range info.Holders {
+		w.WriteMapLen(6)
+		w.WriteBulkString("owner")
+		w.WriteBulkString(h.Owner)
+		w.WriteBulkString("mode")
+		w.WriteBulkString(h.Mode)
+		w.WriteBulkString("count")
+		w.WriteInt(int64(h.Count))
+		w.WriteBulkString("fence")
+		w.WriteInt(int64(h.Fence))
+		w.WriteBulkString("ttl_ms")
+		w.WriteInt(h.TTLMs)
+		w.WriteBulkString("session")
+		w.WriteBulkString(h.Session)
+	}
+	w.WriteBulkString("waiters")
+	w.WriteArrayLen(len(info.Waiters))
+	for _, wt := range info.Waiters {
+		w.WriteMapLen(4)
+		w.WriteBulkString("id")
+		w.WriteBulkString(wt.ID)
+		w.WriteBulkString("owner")
+		w.WriteBulkString(wt.Owner)
+		w.WriteBulkString("mode")
+		w.WriteBulkString(wt.Mode)
+		w.WriteBulkString("wait_ms")
+		w.WriteInt(wt.WaitMs)
+	}
+}
+
+// FENCE.CHECK resource token -> [1|0, highest]: CheckAndAdvance.
+func cmdFenceCheck(c *conn, args [][]byte) {
+	token, err := strconv.ParseUint(string(args[2]), 10, 64)
+	if err != nil {
+		c.w.WriteError(msgNotInt)
+		return
+	}
+	ctx, cancel := c.ctx()
+	res, err := c.s.b.FenceCheck(ctx, string(args[1]), token)
+	cancel()
+	if err != nil {
+		c.w.WriteError(errorText(err))
+		return
+	}
+	c.w.WriteArrayLen(2)
+	if res.OK {
+		c.w.WriteInt(1)
+	} else {
+		c.w.WriteInt(0)
+	}
+	c.w.WriteInt(int64(res.Highest))
+}

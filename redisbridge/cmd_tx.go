@@ -1,0 +1,115 @@
+package redisbridge
+
+import (
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/redisbridge/resp"
+)
+
+// txState is a connection's WATCH list and MULTI queue.
+type txState struct {
+	active  bool
+	aborted bool       // a queued command was refused: EXEC replies EXECABORT
+	queue   [][][]byte // owned copies
+	watch   []fsm.WatchKey
+}
+
+func (t *txState) abort() {
+	if t.active {
+		t.aborted = true
+	}
+}
+
+func (t *txState) reset() { t.active, t.aborted, t.queue = false, false, nil }
+
+func (t *txState) unwatch() { t.watch = nil }
+
+// queue adds a command to the MULTI block, or refuses it (and marks the
+// transaction aborted, as Redis does for errors found while queueing).
+func (c *conn) queue(cmd *command, name string, args [][]byte) {
+	if cmd.flags&flagQueue == 0 {
+		c.tx.abort()
+		c.w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
+		return
+	}
+	c.tx.queue = append(c.tx.queue, resp.CloneArgs(args))
+	c.w.WriteStatus("QUEUED")
+}
+
+// WATCH key [key ...]: records each key's version in one linearizable
+// read; EXEC carries them and the FSM fails the transaction (null array)
+// when any changed.
+func cmdWatch(c *conn, args [][]byte) {
+	if c.tx.active {
+		c.w.WriteError(msgWatchInMulti)
+		return
+	}
+	keys := make([]string, 0, len(args)-1)
+	for _, k := range args[1:] {
+		if !c.watching(string(k)) {
+			keys = append(keys, string(k))
+		}
+	}
+	versions := make([]uint64, len(keys))
+	if !c.read(func(t *fsm.Table, now int64) {
+		for i, k := range keys {
+			versions[i] = t.KeyVersion(k, now)
+		}
+	}) {
+		return
+	}
+	for i, k := range keys {
+		c.tx.watch = append(c.tx.watch, fsm.WatchKey{Key: k, Version: versions[i]})
+	}
+	c.w.WriteStatus("OK")
+}
+
+func (c *conn) watching(key string) bool {
+	for _, w := range c.tx.watch {
+		if w.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdUnwatch(c *conn, _ [][]byte) {
+	c.tx.unwatch()
+	c.w.WriteStatus("OK")
+}
+
+func cmdMulti(c *conn, _ [][]byte) {
+	if c.tx.active {
+		c.w.WriteError(msgMultiNested)
+		return
+	}
+	c.tx.active = true
+	c.w.WriteStatus("OK")
+}
+
+// EXEC: the whole block and the watch list as ONE OpExec entry.
+func cmdExec(c *conn, _ [][]byte) {
+	if !c.tx.active {
+		c.w.WriteError(msgExecNoMulti)
+		return
+	}
+	aborted, queue, watch := c.tx.aborted, c.tx.queue, c.tx.watch
+	c.tx.reset()
+	c.tx.unwatch()
+	if aborted {
+		c.w.WriteError(msgExecAbort)
+		return
+	}
+	if r, ok := c.apply(&fsm.Command{Op: fsm.OpExec, Multi: queue, Watch: watch}); ok {
+		c.w.WriteReply(r.Reply)
+	}
+}
+
+func cmdDiscard(c *conn, _ [][]byte) {
+	if !c.tx.active {
+		c.w.WriteError(msgDiscardNoMult)
+		return
+	}
+	c.tx.reset()
+	c.tx.unwatch()
+	c.w.WriteStatus("OK")
+}

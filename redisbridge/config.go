@@ -1,0 +1,164 @@
+package redisbridge
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/locknode/locknode/redisbridge/resp"
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Addr is the RESP listen address ("host:port"); used by the caller to
+	// listen and reported in INFO. Default "127.0.0.1:6379".
+	Addr string
+	// Password, when set, is required (AUTH / HELLO AUTH) before any data
+	// command, as Redis' requirepass. The user name, when given, must be
+	// "default". Empty: no authentication.
+	Password string
+	// MaxConns is the most concurrent client connections; more are
+	// accepted and closed with "ERR max number of clients reached".
+	// Default 10000.
+	MaxConns int
+	// IdleTimeout closes a connection that sent nothing for this long
+	// (Redis' "timeout"); subscribers are exempt. 0 takes the default,
+	// 0 < d: that long; negative: never. Default never (-1), as Redis.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds one flush of replies to a client; a client that
+	// does not read is disconnected. Default 30s.
+	WriteTimeout time.Duration
+	// RequestTimeout bounds one Apply or Read (not a LOCK.ACQUIRE ... WAIT,
+	// which is bounded by its own WAIT). Default 30s.
+	RequestTimeout time.Duration
+	// MaxRequestBytes bounds one command's total argument bytes; larger
+	// commands close the connection with a protocol error. Default 64 MiB.
+	MaxRequestBytes int
+	// MaxArgs bounds one command's argument count. Default 1 Mi.
+	MaxArgs int
+	// MaxBulkBytes bounds one argument. Default 16 MiB.
+	MaxBulkBytes int
+	// MaxPendingPushes bounds the pub/sub messages queued for one slow
+	// subscriber; beyond it the subscriber is disconnected (Redis'
+	// client-output-buffer-limit pubsub). Default 100000.
+	MaxPendingPushes int
+	// Logger receives connection-level problems. Default: null logger.
+	Logger hclog.Logger
+	// Version is the redis_version reported by HELLO and INFO. Default
+	// "7.2.4": clients pick features by version (StackExchange.Redis uses
+	// SET IFEQ / DELEX from 8.4), so report one whose commands we
+	// implement fully.
+	Version string
+	// RunID is INFO's run_id (40 hex chars in Redis). Default: derived
+	// from NodeID.
+	RunID string
+	// NodeID names this node in INFO and SENTINEL replies. Default
+	// "locknode".
+	NodeID string
+	// MasterName is the Sentinel service name listed by SENTINEL MASTERS
+	// (redis-py's Sentinel looks the service up there). GET-MASTER-ADDR-BY-
+	// NAME answers for any name. Default "locknode".
+	MasterName string
+	// Peers returns the RESP addresses ("host:port") of the live cluster
+	// members, this node included, for SENTINEL SENTINELS, WAIT and INFO.
+	// Default: only this node.
+	Peers func() []string
+}
+
+// Defaults.
+const (
+	DefaultAddr             = "127.0.0.1:6379"
+	DefaultMaxConns         = 10000
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultRequestTimeout   = 30 * time.Second
+	DefaultMaxPendingPushes = 100000
+	DefaultVersion          = "7.2.4"
+	DefaultNodeID           = "locknode"
+	DefaultMasterName       = "locknode"
+)
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		Addr:             DefaultAddr,
+		MaxConns:         DefaultMaxConns,
+		IdleTimeout:      -1,
+		WriteTimeout:     DefaultWriteTimeout,
+		RequestTimeout:   DefaultRequestTimeout,
+		MaxRequestBytes:  resp.DefaultMaxCommandBytes,
+		MaxArgs:          resp.DefaultMaxArgs,
+		MaxBulkBytes:     resp.DefaultMaxBulkBytes,
+		MaxPendingPushes: DefaultMaxPendingPushes,
+		Logger:           hclog.NewNullLogger(),
+		Version:          DefaultVersion,
+		NodeID:           DefaultNodeID,
+		MasterName:       DefaultMasterName,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Addr == "" {
+		c.Addr = d.Addr
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = d.MaxConns
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = d.WriteTimeout
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = d.RequestTimeout
+	}
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = d.MaxRequestBytes
+	}
+	if c.MaxArgs == 0 {
+		c.MaxArgs = d.MaxArgs
+	}
+	if c.MaxBulkBytes == 0 {
+		c.MaxBulkBytes = d.MaxBulkBytes
+	}
+	if c.MaxPendingPushes == 0 {
+		c.MaxPendingPushes = d.MaxPendingPushes
+	}
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
+	if c.Version == "" {
+		c.Version = d.Version
+	}
+	if c.NodeID == "" {
+		c.NodeID = d.NodeID
+	}
+	if c.MasterName == "" {
+		c.MasterName = d.MasterName
+	}
+	if c.RunID == "" {
+		c.RunID = runIDFor(c.NodeID)
+	}
+	return c
+}
+
+// Validate reports a Config that cannot work. Zero fields are valid (they
+// take defaults).
+func (c Config) Validate() error {
+	switch {
+	case c.MaxConns < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0:
+		return errors.New("redisbridge: config: limits must not be negative")
+	case c.WriteTimeout < 0, c.RequestTimeout < 0:
+		return errors.New("redisbridge: config: timeouts must not be negative")
+	case c.MaxArgs != 0 && c.MaxArgs < 8:
+		return errors.New("redisbridge: config: MaxArgs must be at least 8")
+	}
+	for _, r := range c.Version {
+		if r != '.' && (r < '0' || r > '9') {
+			return fmt.Errorf("redisbridge: config: Version %q is not dotted numbers", c.Version)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,262 @@
+package redisbridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/reply"
+	"github.com/locknode/locknode/redisbridge/resp"
+)
+
+// conn is one client connection. One goroutine (serve) reads and runs its
+// commands in order; a second one (pusher), started at the first
+// subscription, writes pub/sub messages while serve waits for input.
+// wmu serialises everything written to w.
+type conn struct {
+	s  *Server
+	nc net.Conn
+	id int64
+	rd *resp.Reader
+
+	wmu sync.Mutex
+	w   *resp.Writer
+
+	// Connection state, touched only by serve (under wmu when a command
+	// runs).
+	authed    bool
+	name      string
+	lastWrite uint64 // index of this connection's last applied write (WAIT)
+	tx        txState
+	nameBuf   [32]byte
+	quit      bool
+
+	// Pub/sub state; subs is guarded by the hub's lock.
+	pushMu    sync.Mutex
+	pushes    []push
+	overflow  bool
+	wake      chan struct{}
+	pusherOn  bool
+	done      chan struct{} // closed when serve ends
+	closeOnce sync.Once
+
+	busy   bool // running a command (guarded by s.mu, for Close)
+	closed bool // shutdown asked (guarded by s.mu)
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		id:     s.nextID.Add(1),
+		rd:     resp.NewReader(nc, s.rcfg),
+		w:      resp.NewWriter(nc, 0),
+		authed: s.cfg.Password == "",
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	return c
+}
+
+// shutdown closes the connection if it is idle; a busy one closes itself
+// after its command replies (serve checks s.closed).
+func (c *conn) shutdown() {
+	c.s.mu.Lock()
+	c.closed = true
+	busy := c.busy
+	c.s.mu.Unlock()
+	if !busy {
+		c.nc.Close()
+	}
+}
+
+func (c *conn) serve() {
+	defer func() {
+		c.closeOnce.Do(func() { close(c.done) })
+		c.s.hub.unsubscribeAll(c)
+		c.nc.Close()
+	}()
+	for {
+		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 && !c.s.hub.isSubscribed(c) {
+			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		}
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.wmu.Lock()
+				c.w.WriteError(pe.Msg)
+				c.flush()
+				c.wmu.Unlock()
+			} else if err != io.EOF && !errors.Is(err, net.ErrClosed) {
+				c.s.cfg.Logger.Debug("resp connection read failed", "remote", c.nc.RemoteAddr().String(), "error", err)
+			}
+			return
+		}
+		c.s.mu.Lock()
+		if c.closed {
+			c.s.mu.Unlock()
+			return
+		}
+		c.busy = true
+		c.s.mu.Unlock()
+
+		c.wmu.Lock()
+		c.drainPushes()
+		c.dispatch(args)
+		var werr error
+		if c.rd.Buffered() == 0 || c.quit || c.w.Buffered() > 64<<10 {
+			werr = c.flush()
+		}
+		c.wmu.Unlock()
+
+		c.s.mu.Lock()
+		c.busy = false
+		closing := c.closed
+		c.s.mu.Unlock()
+		if c.quit || closing || werr != nil {
+			if werr == nil {
+				c.wmu.Lock()
+				c.flush()
+				c.wmu.Unlock()
+			}
+			return
+		}
+	}
+}
+
+// flush writes buffered output with the write timeout. Call with wmu held.
+func (c *conn) flush() error {
+	if c.w.Buffered() == 0 {
+		return nil
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	err := c.w.Flush()
+	if err != nil {
+		c.nc.Close() // unblocks serve's read; the connection is dead
+	}
+	return err
+}
+
+// dispatch runs one command. Call with wmu held.
+func (c *conn) dispatch(args [][]byte) {
+	name := c.lowerName(args[0])
+	cmd := c.s.commands[name]
+	if cmd == nil && fsm.IsKnownCommand(args[0]) {
+		cmd = dataCommand
+	}
+	if cmd == nil {
+		c.tx.abort()
+		c.w.WriteError(unknownCommand(args))
+		return
+	}
+	if cmd.arity != 0 && !arityOK(cmd.arity, len(args)) {
+		c.tx.abort()
+		c.w.WriteError(errArity(name))
+		return
+	}
+	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.w.WriteError(msgNoAuth)
+		return
+	}
+	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
+		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return
+	}
+	if c.tx.active && cmd.flags&flagTx == 0 {
+		c.queue(cmd, name, args)
+		return
+	}
+	cmd.fn(c, args)
+}
+
+// lowerName returns args[0] in lower case; for known commands it does not
+// allocate.
+func (c *conn) lowerName(b []byte) string {
+	if len(b) > len(c.nameBuf) {
+		return strings.ToLower(string(b))
+	}
+	n := c.nameBuf[:len(b)]
+	for i, ch := range b {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		n[i] = ch
+	}
+	if cmd, ok := c.s.commands[string(n)]; ok {
+		return cmd.name
+	}
+	return string(n)
+}
+
+func arityOK(arity, n int) bool {
+	if arity >= 0 {
+		return n == arity
+	}
+	return n >= -arity
+}
+
+// ctx returns a context for one Apply or Read: bounded by RequestTimeout
+// and cancelled by Close.
+func (c *conn) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.s.baseCtx, c.s.cfg.RequestTimeout)
+}
+
+// apply proposes cmd and returns the FSM's outcome; on failure it has
+// written the error reply and ok is false.
+func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	r, err := c.s.b.Apply(ctx, cmd)
+	if err != nil {
+		c.w.WriteError(errorText(err))
+		return r, false
+	}
+	if r.Index > c.lastWrite {
+		c.lastWrite = r.Index
+	}
+	if r.Err != nil {
+		c.w.WriteError(errorText(r.Err))
+		return r, false
+	}
+	return r, true
+}
+
+// applyRedis proposes one Redis command (args owned by the caller's
+// Reader: they are copied) and writes its reply.
+func (c *conn) applyRedis(args [][]byte) {
+	if r, ok := c.apply(&fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}); ok {
+		c.w.WriteReply(r.Reply)
+	}
+}
+
+// read runs fn in one linearizable read; on failure it writes the error
+// and returns false.
+func (c *conn) read(fn func(t *fsm.Table, now int64)) bool {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.s.b.Read(ctx, false, fn); err != nil {
+		c.w.WriteError(errorText(err))
+		return false
+	}
+	return true
+}
+
+// readRedis runs a read-only Redis command and writes its reply.
+func (c *conn) readRedis(args [][]byte) {
+	var r reply.Reply
+	var known bool
+	if !c.read(func(t *fsm.Table, now int64) { r, known = t.Read(now, args) }) {
+		return
+	}
+	if !known {
+		c.w.WriteError(unknownCommand(args))
+		return
+	}
+	c.w.WriteReply(r)
+}

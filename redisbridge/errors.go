@@ -1,0 +1,161 @@
+package redisbridge
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Wire texts. Clients match several of them by prefix (NOAUTH, WRONGPASS,
+// NOSCRIPT, TRYAGAIN, EXECABORT, "ERR unknown command"), so they are
+// Redis' own words where Redis has them.
+const (
+	msgNoAuth        = "NOAUTH Authentication required."
+	msgWrongPass     = "WRONGPASS invalid username-password pair or user is disabled."
+	msgAuthNoPass    = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	msgHelloNoAuth   = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	msgNoProto       = "NOPROTO unsupported protocol version"
+	msgProtoNotInt   = "ERR Protocol version is not an integer or out of range"
+	msgSyntax        = "ERR syntax error"
+	msgNotInt        = "ERR value is not an integer or out of range"
+	msgTimeoutNotInt = "ERR timeout is not an integer or out of range"
+	msgTimeoutNeg    = "ERR timeout is negative"
+	msgDBRange       = "ERR DB index is out of range"
+	msgBadClientName = "ERR Client names cannot contain spaces, newlines or special characters."
+	msgNoCluster     = "ERR This instance has cluster support disabled"
+	msgNoScript      = "NOSCRIPT No matching script. Please use EVAL."
+	msgNumKeysNotInt = "ERR value is not an integer or out of range"
+	msgNumKeysNeg    = "ERR Number of keys can't be negative"
+	msgNumKeysBig    = "ERR Number of keys can't be greater than number of args"
+	msgMultiNested   = "ERR MULTI calls can not be nested"
+	msgExecNoMulti   = "ERR EXEC without MULTI"
+	msgDiscardNoMult = "ERR DISCARD without MULTI"
+	msgWatchInMulti  = "ERR WATCH inside MULTI is not allowed"
+	msgExecAbort     = "EXECABORT Transaction discarded because of previous errors."
+	msgMaxClients    = "ERR max number of clients reached"
+
+	// locknode's own: no leader, and the typed lock API's outcomes.
+	msgNoLeader    = "TRYAGAIN locknode: no leader reachable, retry later"
+	msgTimeout     = "TRYAGAIN locknode: request timed out, retry later"
+	msgShutdown    = "TRYAGAIN locknode: server shutting down"
+	msgLocked      = "LOCKED held by another owner"
+	msgNotOwner    = "NOTOWNER not the owner of this lock"
+	msgNotHeld     = "NOTHELD the lock is not held"
+	msgNotFound    = "NOTFOUND no such lock"
+	msgWaitTimeout = "TIMEOUT wait timed out"
+	msgCancelled   = "CANCELLED wait cancelled"
+	msgSession     = "NOSESSION session unknown or expired"
+	msgStaleFence  = "STALEFENCE fence token older than the highest seen"
+	msgConflict    = "CONFLICT conflicting lock parameters"
+	msgLimit       = "LIMIT over a limit"
+	msgLockDelay   = "LOCKDELAY key in lock-delay"
+	msgBadRequest  = "ERR bad request"
+	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
+)
+
+// errorTexts maps the errors a Backend returns to wire text; the first
+// match wins. Refusals keep their detail after the fixed prefix.
+var errorTexts = []struct {
+	err  error
+	text string
+}{
+	{api.ErrNoLeader, msgNoLeader},
+	{api.ErrLocked, msgLocked},
+	{fsm.ErrLocked, msgLocked},
+	{api.ErrNotOwner, msgNotOwner},
+	{fsm.ErrNotOwner, msgNotOwner},
+	{api.ErrNotHeld, msgNotHeld},
+	{fsm.ErrNotHeld, msgNotHeld},
+	{api.ErrNotFound, msgNotFound},
+	{fsm.ErrNoSuchKey, msgNotFound},
+	{api.ErrWaitTimeout, msgWaitTimeout},
+	{fsm.ErrWaitTimeout, msgWaitTimeout},
+	{api.ErrCancelled, msgCancelled},
+	{fsm.ErrCancelled, msgCancelled},
+	{api.ErrSessionExpired, msgSession},
+	{fsm.ErrSessionUnknown, msgSession},
+	{api.ErrStaleFence, msgStaleFence},
+	{fsm.ErrStaleFence, msgStaleFence},
+	{api.ErrConflict, msgConflict},
+	{fsm.ErrPermits, msgConflict},
+	{api.ErrLimit, msgLimit},
+	{fsm.ErrLimit, msgLimit},
+	{fsm.ErrBadTTL, msgLimit},
+	{api.ErrLockDelay, msgLockDelay},
+	{fsm.ErrLockDelay, msgLockDelay},
+	{fsm.ErrWrongType, msgWrongType},
+	{api.ErrBadRequest, msgBadRequest},
+	{fsm.ErrBadCommand, msgBadRequest},
+}
+
+// errorText renders err as one error line. Unknown errors become "ERR"
+// with their text; a deadline or shutdown asks the client to retry.
+func errorText(err error) string {
+	for _, e := range errorTexts {
+		if errors.Is(err, e.err) {
+			if e.text == msgNoLeader || e.text == msgWrongType {
+				return e.text
+			}
+			return e.text + detail(err, e.err)
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return msgTimeout
+	case errors.Is(err, context.Canceled), errors.Is(err, errClosed):
+		return msgShutdown
+	}
+	return "ERR " + err.Error()
+}
+
+// detail returns ": <context>" when err wraps sentinel with more text than
+// the sentinel's own, so the reply says which key or limit.
+func detail(err, sentinel error) string {
+	full, base := err.Error(), sentinel.Error()
+	if full == base {
+		return ""
+	}
+	full = strings.Replace(full, ": "+base, "", 1)
+	full = strings.Replace(full, base, "", 1)
+	full = strings.Trim(full, ": ")
+	if full == "" {
+		return ""
+	}
+	return " (" + full + ")"
+}
+
+// unknownCommand is Redis' text, including the argument preview that
+// Redisson and ioredis match on ("ERR unknown command").
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(clip(args[0]))
+	b.WriteString("', with args beginning with: ")
+	for i, a := range args[1:] {
+		if i >= 16 { // Redis shows at most the first 128 bytes of args
+			break
+		}
+		b.WriteByte('\'')
+		b.Write(clip(a))
+		b.WriteString("' ")
+	}
+	return b.String()
+}
+
+func clip(b []byte) []byte {
+	if len(b) > 128 {
+		return b[:128]
+	}
+	return b
+}
+
+func errArity(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+func unknownSubcommand(sub []byte, cmd string) string {
+	return "ERR unknown subcommand '" + string(clip(sub)) + "'. Try " + strings.ToUpper(cmd) + " HELP."
+}

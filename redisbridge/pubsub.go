@@ -1,0 +1,342 @@
+package redisbridge
+
+import (
+	"sort"
+	"sync"
+)
+
+// hub holds this node's subscriptions. Messages reach it from
+// Server.onApplied (the apply path): publish only queues them on each
+// subscriber, never blocks.
+type hub struct {
+	mu       sync.RWMutex
+	channels map[string]map[*conn]struct{}
+	patterns map[string]map[*conn]struct{}
+	subs     map[*conn]*connSubs
+}
+
+// connSubs is one connection's subscriptions, in subscription order.
+type connSubs struct {
+	channels []string
+	patterns []string
+}
+
+func (cs *connSubs) count() int { return len(cs.channels) + len(cs.patterns) }
+
+func newHub() *hub {
+	return &hub{
+		channels: make(map[string]map[*conn]struct{}),
+		patterns: make(map[string]map[*conn]struct{}),
+		subs:     make(map[*conn]*connSubs),
+	}
+}
+
+// push is one queued pub/sub message.
+type push struct {
+	pattern string // "" for a channel message
+	channel string
+	message string
+}
+
+// isSubscribed reports whether c has any subscription (RESP2 subscribe
+// mode).
+func (h *hub) isSubscribed(c *conn) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	cs := h.subs[c]
+	return cs != nil && cs.count() > 0
+}
+
+// subscribe adds name (a channel, or a pattern when pattern is set) and
+// returns c's subscription count after it.
+func (h *hub) subscribe(c *conn, name string, pattern bool) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := h.subs[c]
+	if cs == nil {
+		cs = &connSubs{}
+		h.subs[c] = cs
+	}
+	idx, list := h.channels, &cs.channels
+	if pattern {
+		idx, list = h.patterns, &cs.patterns
+	}
+	set := idx[name]
+	if set == nil {
+		set = make(map[*conn]struct{})
+		idx[name] = set
+	}
+	if _, ok := set[c]; !ok {
+		set[c] = struct{}{}
+		*list = append(*list, name)
+	}
+	return cs.count()
+}
+
+// unsubscribe removes name; it returns c's count after it.
+func (h *hub) unsubscribe(c *conn, name string, pattern bool) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := h.subs[c]
+	if cs == nil {
+		return 0
+	}
+	idx, list := h.channels, &cs.channels
+	if pattern {
+		idx, list = h.patterns, &cs.patterns
+	}
+	if set := idx[name]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(idx, name)
+		}
+	}
+	for i, n := range *list {
+		if n == name {
+			*list = append((*list)[:i], (*list)[i+1:]...)
+			break
+		}
+	}
+	n := cs.count()
+	if n == 0 {
+		delete(h.subs, c)
+	}
+	return n
+}
+
+// names returns c's channels (or patterns), in subscription order.
+func (h *hub) names(c *conn, pattern bool) []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	cs := h.subs[c]
+	if cs == nil {
+		return nil
+	}
+	if pattern {
+		return append([]string(nil), cs.patterns...)
+	}
+	return append([]string(nil), cs.channels...)
+}
+
+func (h *hub) unsubscribeAll(c *conn) {
+	for _, n := range h.names(c, false) {
+		h.unsubscribe(c, n, false)
+	}
+	for _, n := range h.names(c, true) {
+		h.unsubscribe(c, n, true)
+	}
+}
+
+// publish queues message for every local subscriber of channel and every
+// matching pattern; it returns how many deliveries it queued.
+func (h *hub) publish(channel, message string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := 0
+	for c := range h.channels[channel] {
+		c.enqueue(push{channel: channel, message: message})
+		n++
+	}
+	if len(h.patterns) == 0 {
+		return n
+	}
+	pats := make([]string, 0, len(h.patterns))
+	for p := range h.patterns {
+		pats = append(pats, p)
+	}
+	sort.Strings(pats) // stable delivery order across patterns
+	for _, p := range pats {
+		if !globMatch(p, channel) {
+			continue
+		}
+		for c := range h.patterns[p] {
+			c.enqueue(push{pattern: p, channel: channel, message: message})
+			n++
+		}
+	}
+	return n
+}
+
+// receivers counts the local subscriptions that a message on channel
+// reaches (PUBLISH's reply).
+func (h *hub) receivers(channel string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := len(h.channels[channel])
+	for p, set := range h.patterns {
+		if globMatch(p, channel) {
+			n += len(set)
+		}
+	}
+	return n
+}
+
+// globMatch is Redis' stringmatch: * ? [abc] [^a] [a-z] and \ escapes.
+// Iterative with one backtrack point per '*', so linear-ish, never
+// exponential on hostile patterns.
+func globMatch(pattern, s string) bool {
+	p, i := 0, 0
+	starP, starI := -1, 0
+	for i < len(s) {
+		if p < len(pattern) {
+			switch pattern[p] {
+			case '*':
+				for p < len(pattern) && pattern[p] == '*' {
+					p++
+				}
+				if p == len(pattern) {
+					return true
+				}
+				starP, starI = p, i
+				continue
+			case '?':
+				p++
+				i++
+				continue
+			case '[':
+				if ok, next := matchClass(pattern, p, s[i]); ok {
+					p, i = next, i+1
+					continue
+				}
+			case '\\':
+				if p+1 < len(pattern) {
+					if pattern[p+1] == s[i] {
+						p, i = p+2, i+1
+						continue
+					}
+				} else if s[i] == '\\' {
+					p, i = p+1, i+1
+					continue
+				}
+			default:
+				if pattern[p] == s[i] {
+					p++
+					i++
+					continue
+				}
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starI++
+		p, i = starP, starI
+	}
+	for p < len(pattern) && pattern[p] == '*' {
+		p++
+	}
+	return p == len(pattern)
+}
+
+// matchClass matches ch against the [...] class starting at pattern[p];
+// next is the index after the class.
+func matchClass(pattern string, p int, ch byte) (ok bool, next int) {
+	p++ // '['
+	not := false
+	if p < len(pattern) && pattern[p] == '^' {
+		not = true
+		p++
+	}
+	match := false
+	for p < len(pattern) && pattern[p] != ']' {
+		switch {
+		case pattern[p] == '\\' && p+1 < len(pattern):
+			p++
+			if pattern[p] == ch {
+				match = true
+			}
+		case p+2 < len(pattern) && pattern[p+1] == '-' && pattern[p+2] != ']':
+			lo, hi := pattern[p], pattern[p+2]
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			if ch >= lo && ch <= hi {
+				match = true
+			}
+			p += 2
+		default:
+			if pattern[p] == ch {
+				match = true
+			}
+		}
+		p++
+	}
+	// p is at ']' or past the end (Redis treats an unclosed class as
+	// ending at the pattern's end).
+	if p < len(pattern) {
+		p++
+	}
+	if not {
+		match = !match
+	}
+	return match, p
+}
+
+// enqueue adds a message for c's pusher; a subscriber that falls
+// MaxPendingPushes behind is disconnected.
+func (c *conn) enqueue(m push) {
+	c.pushMu.Lock()
+	if c.overflow {
+		c.pushMu.Unlock()
+		return
+	}
+	if len(c.pushes) >= c.s.cfg.MaxPendingPushes {
+		c.overflow = true
+		c.pushes = nil
+		c.pushMu.Unlock()
+		c.s.cfg.Logger.Warn("disconnecting slow subscriber", "client_id", c.id, "pending", c.s.cfg.MaxPendingPushes)
+		c.nc.Close()
+		return
+	}
+	c.pushes = append(c.pushes, m)
+	c.pushMu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drainPushes writes queued messages. Call with wmu held: serve calls it
+// before every command so a reply never overtakes a message queued before
+// that command ran.
+func (c *conn) drainPushes() {
+	c.pushMu.Lock()
+	ps := c.pushes
+	c.pushes = nil
+	c.pushMu.Unlock()
+	for _, m := range ps {
+		if m.pattern != "" {
+			c.w.WritePushLen(4)
+			c.w.WriteBulkString("pmessage")
+			c.w.WriteBulkString(m.pattern)
+		} else {
+			c.w.WritePushLen(3)
+			c.w.WriteBulkString("message")
+		}
+		c.w.WriteBulkString(m.channel)
+		c.w.WriteBulkString(m.message)
+	}
+}
+
+// startPusher starts c's pusher goroutine once (at its first
+// subscription). Call from serve.
+func (c *conn) startPusher() {
+	if c.pusherOn {
+		return
+	}
+	c.pusherOn = true
+	// Ends when serve ends (c.done is closed then).
+	go func() {
+		for {
+			select {
+			case <-c.done:
+				return
+			case <-c.wake:
+			}
+			c.wmu.Lock()
+			c.drainPushes()
+			c.flush()
+			c.wmu.Unlock()
+		}
+	}()
+}

@@ -1,0 +1,261 @@
+package redisbridge
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/redisbridge/resp"
+)
+
+// Sentinel errors of the package.
+var (
+	errClosed = errors.New("redisbridge: server closed")
+)
+
+// Server serves RESP clients over a Backend.
+type Server struct {
+	b        Backend
+	cfg      Config
+	rcfg     resp.Config
+	commands map[string]*command
+
+	hub     *hub
+	scripts scriptCache
+	cancel  func() // Backend subscription
+
+	baseCtx    context.Context // cancelled by Close: ends blocking waits
+	cancelBase context.CancelFunc
+
+	nextID atomic.Int64
+
+	mu        sync.Mutex
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup // connection goroutines
+	started   time.Time
+}
+
+// New returns a Server over b. It subscribes to b's applied events at
+// once (for pub/sub delivery); Close ends the subscription.
+func New(b Backend, cfg Config) (*Server, error) {
+	if b == nil {
+		return nil, errors.New("redisbridge: nil Backend")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{
+		b:   b,
+		cfg: cfg,
+		rcfg: resp.Config{
+			MaxArgs:         cfg.MaxArgs,
+			MaxBulkBytes:    cfg.MaxBulkBytes,
+			MaxCommandBytes: cfg.MaxRequestBytes,
+		},
+		hub:       newHub(),
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+		started:   time.Now(),
+	}
+	s.scripts.init()
+	s.commands = commandTable()
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.cancel = b.Subscribe(s.onApplied)
+	return s, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (s *Server) Config() Config { return s.cfg }
+
+// Addr returns the address of the first listener Serve was given, or
+// Config.Addr before that.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ln := range s.listeners {
+		return ln.Addr().String()
+	}
+	return s.cfg.Addr
+}
+
+// ListenAndServe listens on Config.Addr and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Close (it then returns nil) or an
+// accept error. It closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return errClosed
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				time.Sleep(backoff) // temporary accept error (EMFILE): back off as net/http does
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		c := s.newConn(nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		if len(s.conns) >= s.cfg.MaxConns {
+			s.mu.Unlock()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-" + msgMaxClients + "\r\n"))
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		// Ends when the client disconnects, sends QUIT, breaks the
+		// protocol, or Close closes the connection.
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Close shuts the server down: it stops accepting, closes idle
+// connections at once, cancels blocking waits, lets in-flight commands
+// finish and reply, then closes their connections. It returns when every
+// connection goroutine has ended.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	for ln := range s.listeners {
+		ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancelBase()
+	for _, c := range conns {
+		c.shutdown()
+	}
+	s.wg.Wait()
+	s.cancel()
+	return nil
+}
+
+// onApplied receives every applied entry's events (Backend.Subscribe): it
+// must not block, so it only queues messages for subscribers.
+func (s *Server) onApplied(_ uint64, events []fsm.Event) {
+	for i := range events {
+		if ev := &events[i]; ev.Kind == fsm.EvPublish {
+			s.hub.publish(ev.Channel, ev.Message)
+		}
+	}
+}
+
+// peers returns the live members' RESP addresses (at least this node's).
+func (s *Server) peers(self string) []string {
+	if s.cfg.Peers != nil {
+		if p := s.cfg.Peers(); len(p) > 0 {
+			return p
+		}
+	}
+	return []string{self}
+}
+
+func runIDFor(nodeID string) string {
+	h := sha1.Sum([]byte("locknode-run-id:" + nodeID))
+	return hex.EncodeToString(h[:])
+}
+
+// scriptCache is the per-node script cache: scripts this node saw by EVAL
+// or SCRIPT LOAD, by lower-case hex SHA1. Bounded: when full it is
+// cleared (clients recover from NOSCRIPT by EVAL or SCRIPT LOAD).
+type scriptCache struct {
+	mu sync.RWMutex
+	m  map[string][]byte
+}
+
+const maxCachedScripts = 10000
+
+func (sc *scriptCache) init() { sc.m = make(map[string][]byte) }
+
+func (sc *scriptCache) get(sha string) ([]byte, bool) {
+	sc.mu.RLock()
+	defer sc.mu.RUnlock()
+	b, ok := sc.m[sha]
+	return b, ok
+}
+
+func (sc *scriptCache) put(sha string, script []byte) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if _, ok := sc.m[sha]; ok {
+		return
+	}
+	if len(sc.m) >= maxCachedScripts {
+		sc.m = make(map[string][]byte)
+	}
+	sc.m[sha] = append([]byte(nil), script...)
+}
+
+func (sc *scriptCache) flush() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.m = make(map[string][]byte)
+}
+
+func sha1hex(b []byte) string {
+	h := sha1.Sum(b)
+	return hex.EncodeToString(h[:])
+}
