@@ -1,0 +1,37 @@
+# locknode. `make run` starts a 3-node dev cluster on loopback.
+GO ?= go
+PKGS ?= ./...
+
+.PHONY: all build run test bench lint fuzz
+
+all: lint build test
+
+build:
+	$(GO) build ./...
+	$(GO) build -o bin/locknode ./cmd/locknode
+
+run:
+	$(GO) run ./cmd/locknode dev
+
+# Under 15 minutes on 2 cores; -p 2 keeps package binaries from starving
+# each other's raft timers.
+test:
+	$(GO) test -race -p 2 -timeout 14m $(PKGS)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./fsm/ ./cluster/
+
+lint:
+	@out="$$(gofmt -l .)"; \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Short fuzzing of every fuzz target (FUZZTIME per target).
+FUZZTIME ?= 20s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done

@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/transport"
+)
+
+// outcome says how one attempt at a leader operation ended.
+type outcome int
+
+const (
+	outcomeDone       outcome = iota // answered (the error, if any, is final)
+	outcomeNotReached                // no leader executed it: safe to retry
+	outcomeUnknown                   // a leader may have executed it
+)
+
+// Apply proposes cmd through the leader and returns its result, normally
+// once this node has applied it too (so local waiters and reads see it;
+// if ctx ends while this node catches up, the committed result is
+// returned anyway). The node stamps cmd.Time; cmd is not modified.
+//
+// Failures are reported at once: when the leader is lost or the
+// connection to it drops, a command without a ReqID fails with an error
+// wrapping ErrUnknownOutcome and api.ErrNoLeader. Commands that carry a
+// ReqID (exactly-once in the FSM) or that never reached a leader are
+// retried when a new leader is known, within ctx and RetryTimeout.
+// FSM refusals are in Result.Err, not the error.
+func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
+	start := time.Now()
+	var res fsm.Result
+	var req []byte
+	err := n.withLeader(ctx, cmd.ReqID != "", func(ctx context.Context) (outcome, error) {
+		if l := n.lead.Load(); l != nil {
+			r, oc, err := n.applyAsLeader(ctx, l, cmd)
+			res = r
+			return oc, err
+		}
+		if req == nil {
+			req = cmd.AppendBinary([]byte{rpcApply})
+		}
+		resp, oc, err := n.forward(ctx, req)
+		if oc != outcomeDone || err != nil {
+			return oc, err
+		}
+		r, err := decodeResult(resp)
+		if err != nil {
+			return outcomeDone, err
+		}
+		n.metrics.forwarded.Inc()
+		// A follower answers once it applied the entry itself.
+		if werr := n.waitApplied(ctx, r.Index); errors.Is(werr, ErrClosed) {
+			return outcomeDone, werr
+		}
+		res = r
+		return outcomeDone, nil
+	})
+	n.metrics.applyLatency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	return res, nil
+}
+
+// applyAsLeader stamps and proposes cmd on this node as leader of term l.
+func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
+	select {
+	case <-l.ready:
+	case <-l.done:
+		return fsm.Result{}, outcomeNotReached, errNotLeader
+	case <-ctx.Done():
+		return fsm.Result{}, outcomeDone, ctx.Err()
+	case <-n.closed:
+		return fsm.Result{}, outcomeDone, ErrClosed
+	}
+	c := *cmd
+	c.Time = l.now(n.clock)
+	n.metrics.proposals.WithLabelValues(opName(c.Op)).Inc()
+	f := n.raft.Apply(c.AppendBinary(make([]byte, 0, 64)), 0)
+	if err := f.Error(); err != nil {
+		switch {
+		case isRaftNotLeader(err):
+			return fsm.Result{}, outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return fsm.Result{}, outcomeDone, fmt.Errorf("%w: %w", ErrClosed, err)
+		default:
+			return fsm.Result{}, outcomeUnknown, fmt.Errorf("%w: %w", errLeaderLost, err)
+		}
+	}
+	// The one place the FSM's response is type-asserted.
+	res, ok := f.Response().(fsm.Result)
+	if !ok {
+		return fsm.Result{}, outcomeDone, fmt.Errorf("cluster: unexpected fsm response %T", f.Response())
+	}
+	return res, outcomeDone, nil
+}
+
+// forward sends req to the leader this node knows of. A stOK body is
+// returned with outcomeDone; everything else is classified.
+func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error) {
+	addr, id := n.raft.LeaderWithID()
+	if addr == "" {
+		return nil, outcomeNotReached, errLeaderUnknown
+	}
+	if string(id) == n.id {
+		// Raft says we lead but the term's state is not set up (or just
+		// ended): try again shortly.
+		return nil, outcomeNotReached, errNotLeader
+	}
+	n.metrics.forwardCalls.WithLabelValues(rpcName(req[0])).Inc()
+	resp, err := n.tr.Call(ctx, string(addr), req)
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return nil, outcomeDone, ctx.Err()
+		case errors.Is(err, transport.ErrConnLost):
+			return nil, outcomeUnknown, fmt.Errorf("%w: %w", errLeaderLost, err)
+		case errors.Is(err, transport.ErrClosed):
+			return nil, outcomeDone, fmt.Errorf("%w: %w", ErrClosed, err)
+		case errors.Is(err, transport.ErrRemote):
+			return nil, outcomeDone, err
+		default:
+			// Dial failures: the request never left this node.
+			return nil, outcomeNotReached, err
+		}
+	}
+	st, body, err := decodeStatus(resp)
+	if err != nil {
+		return nil, outcomeDone, err
+	}
+	switch st {
+	case stNotLeader:
+		return nil, outcomeNotReached, errNotLeader
+	case stLost:
+		return nil, outcomeUnknown, errLeaderLost
+	}
+	return body, outcomeDone, nil
+}
+
+// withLeader runs try until it is answered. Attempts that reached no
+// leader are retried, and so are those with an unknown outcome when
+// retryUnknown (the operation is idempotent); each retry waits for a
+// leader change or a short back-off, within ctx and RetryTimeout.
+func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
+	var budget <-chan time.Time
+	backoff := 5 * time.Millisecond
+	for {
+		changed := n.leaderChanged()
+		oc, err := try(ctx)
+		switch {
+		case oc == outcomeDone:
+			return err
+		case oc == outcomeUnknown && !retryUnknown:
+			return fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, err)
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, ctx.Err(), err)
+		}
+		if budget == nil {
+			t := time.NewTimer(n.cfg.RetryTimeout)
+			defer t.Stop()
+			budget = t.C
+		}
+		n.log.Debug("retrying at the leader", "error", err)
+		select {
+		case <-changed:
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 100*time.Millisecond)
+		case <-budget:
+			return fmt.Errorf("%w: %v", api.ErrNoLeader, err)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, ctx.Err(), err)
+		case <-n.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// Read runs fn against the local table once it is linearizable to read:
+// this node has applied everything the leader had committed when the
+// read began (the leader confirms it still leads first, a ReadIndex). now
+// is the leader's cluster clock at that moment, for evaluating
+// deadlines. stale=true skips the leader and runs at once with this
+// node's estimate of the clock. fn runs under the table's read lock: it
+// must not block, keep t, or mutate it.
+func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
+	var now int64
+	if stale {
+		now = n.staleNow()
+	} else {
+		var idx uint64
+		var req = []byte{rpcReadIndex}
+		err := n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
+			if l := n.lead.Load(); l != nil {
+				var oc outcome
+				var err error
+				idx, now, oc, err = n.readIndexAsLeader(ctx, l)
+				return oc, err
+			}
+			body, oc, err := n.forward(ctx, req)
+			if oc != outcomeDone || err != nil {
+				return oc, err
+			}
+			d := decoder{b: body}
+			idx, now = d.uvarint(), d.varint()
+			return outcomeDone, d.err
+		})
+		if err != nil {
+			return err
+		}
+		if err := n.waitApplied(ctx, idx); err != nil {
+			return err
+		}
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if t := n.table.Now(); t > now {
+		now = t
+	}
+	fn(n.table, now)
+	return nil
+}
+
+// readIndexAsLeader returns an index that covers every write committed
+// before the call, after confirming leadership with a quorum, and the
+// term's clock.
+func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, int64, outcome, error) {
+	select {
+	case <-l.ready:
+	case <-l.done:
+		return 0, 0, outcomeNotReached, errNotLeader
+	case <-ctx.Done():
+		return 0, 0, outcomeDone, ctx.Err()
+	}
+	commit := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, 0, outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
+	}
+	return n.lastCommandAtOrBefore(commit), l.now(n.clock), outcomeDone, nil
+}
+
+// lastCommandAtOrBefore returns the index of the last command entry at or
+// before idx. No-op and barrier entries never reach the FSM, so a node
+// waiting for a no-op's index would wait for the next command; waiting
+// for the last command before it is equivalent and always completes.
+func (n *Node) lastCommandAtOrBefore(idx uint64) uint64 {
+	var l raft.Log
+	for i := idx; i > 0; i-- {
+		if err := n.logs.GetLog(i, &l); err != nil {
+			// Compacted into a snapshot: every command up to here is in
+			// the table already.
+			return min(i, n.AppliedIndex())
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return 0
+}
+
+// staleNow estimates the cluster clock without asking the leader.
+func (n *Node) staleNow() int64 {
+	if l := n.lead.Load(); l != nil {
+		select {
+		case <-l.ready:
+			return l.now(n.clock)
+		default:
+		}
+	}
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	return n.lastApplyTime + n.clock.Now().Sub(n.lastApplyMono).Milliseconds()
+}
+
+func opName(op fsm.Op) string {
+	switch op {
+	case fsm.OpTick:
+		return "tick"
+	case fsm.OpAcquire:
+		return "acquire"
+	case fsm.OpRelease:
+		return "release"
+	case fsm.OpExtend:
+		return "extend"
+	case fsm.OpCancelWait:
+		return "cancel_wait"
+	case fsm.OpSessionOpen:
+		return "session_open"
+	case fsm.OpSessionKeepAlive:
+		return "session_keepalive"
+	case fsm.OpSessionClose:
+		return "session_close"
+	case fsm.OpFenceCheck:
+		return "fence_check"
+	case fsm.OpRedis:
+		return "redis"
+	case fsm.OpEval:
+		return "eval"
+	case fsm.OpExec:
+		return "exec"
+	case fsm.OpScriptLoad:
+		return "script_load"
+	}
+	return "other"
+}

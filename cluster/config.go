@@ -1,0 +1,266 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// Peer is one member of the initial configuration of a new cluster.
+type Peer struct {
+	ID   string // raft server id
+	Addr string // raft address (host:port), as the peer advertises it
+}
+
+// Clock is the node's source of time. Now must carry a monotonic reading:
+// the leader measures the cluster clock's progress with Now().Sub, and
+// only the first leader of a fresh cluster uses the wall-clock part
+// (UnixMilli) to seed the cluster clock. Tests inject a clock that runs at
+// another rate or offset to check that leases never end early.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// SystemClock is the default Clock (time.Now).
+var SystemClock Clock = systemClock{}
+
+// Config configures a Node. Zero fields take the defaults noted on each
+// field (see DefaultConfig); Start validates the result.
+type Config struct {
+	// ID is this node's raft server id; required, unique in the cluster.
+	ID string
+	// DataDir holds raft.db (raft log and stable store, one bolt file) and
+	// snapshots/. Required. Restarting with the same DataDir resumes the
+	// node with every lock, session and waiter.
+	DataDir string
+
+	// BindAddr is where the node listens for raft and forwarded requests
+	// (one port, multiplexed). Default "127.0.0.1:0".
+	BindAddr string
+	// Advertise is the address other nodes dial; default: the bound
+	// address (which must then not be a wildcard).
+	Advertise string
+	// Transport, when set, is used instead of building one from BindAddr
+	// and Advertise (tests and TLS set-ups build their own). The node
+	// owns it from Start on and closes it on Close.
+	Transport Transport
+
+	// Bootstrap creates a new cluster when DataDir holds no raft state:
+	// with Peers as the initial voters (which must include this node), or
+	// with this node alone when Peers is empty. Every initial peer must
+	// be started with the same Peers. Ignored when state exists.
+	Bootstrap bool
+	Peers     []Peer
+	// Join lists addresses of running members; when DataDir holds no raft
+	// state and Bootstrap is false, Start asks them in turn (any member
+	// forwards to the leader) to add this node as a voter, until one
+	// succeeds or Start's ctx ends.
+	Join []string
+
+	// Raft timing. The defaults are tuned for a LAN, so that a leader
+	// crash is survived fast (target: new acquisitions succeed within 1 s,
+	// median):
+	//
+	// HeartbeatTimeout, default 300ms: a follower that hears nothing for a
+	// random time in [HT, 2HT) starts an election, so a crashed leader is
+	// noticed after ~450 ms median; the leader heartbeats every HT/10
+	// (30 ms), far above loopback/LAN round trips.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout, default 300ms: how long a candidate waits for
+	// votes before trying again (randomised the same way). Raft requires
+	// ElectionTimeout >= HeartbeatTimeout.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout, default 250ms: a leader that cannot reach a
+	// quorum for this long steps down, so a partitioned leader stops
+	// accepting writes (they fail with ErrNoLeader) before the majority
+	// side elects a successor. Must be <= HeartbeatTimeout.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout, default 5ms: the longest a follower waits for the
+	// next AppendEntries before applying what it knows is committed (the
+	// leader piggybacks commit indexes on heartbeats otherwise).
+	CommitTimeout time.Duration
+	// MaxAppendEntries, default 256: entries per AppendEntries and per
+	// FSM batch. With raft's BatchApplyCh this is the group-commit size:
+	// concurrent requests share one log write and one fsync.
+	MaxAppendEntries int
+	// SnapshotThreshold, default 8192: log entries between snapshots.
+	SnapshotThreshold uint64
+	// SnapshotInterval, default 30s: how often the threshold is checked.
+	SnapshotInterval time.Duration
+	// TrailingLogs, default 10240: entries kept after a snapshot so a
+	// briefly absent follower catches up from the log, not a snapshot.
+	TrailingLogs uint64
+	// SnapshotRetain, default 2: snapshots kept on disk.
+	SnapshotRetain int
+	// RaftIOTimeout, default 2s: I/O deadline of raft's network RPCs.
+	RaftIOTimeout time.Duration
+
+	// TickInterval, default 100ms: the leader checks at least this often
+	// whether a lease, wait, session or key fell due and proposes a Tick
+	// then, so expiries and hand-offs happen within about one interval of
+	// their deadline. The leader also wakes at the next deadline and after
+	// every applied entry, so most expiries are quicker.
+	TickInterval time.Duration
+	// MinTickGap, default 2ms: the shortest time between two Ticks, so a
+	// stale deadline can never make the leader propose in a loop.
+	MinTickGap time.Duration
+	// RetryTimeout, default 3s: how long a request that is safe to
+	// repeat (it carries a request id, or never reached a leader) is
+	// retried while no leader is reachable, within the caller's ctx.
+	RetryTimeout time.Duration
+	// CancelTimeout, default 5s: how long a blocked acquire whose ctx
+	// ended keeps trying to remove its waiter from the queue.
+	CancelTimeout time.Duration
+
+	// FSM bounds what one command may do; zero fields take fsm defaults.
+	// Every node of a cluster must use the same limits.
+	FSM fsm.Config
+
+	// Clock, default SystemClock.
+	Clock Clock
+	// Logger, default hclog.NewNullLogger().
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns the defaults for every field that has one; ID and
+// DataDir are left empty.
+func DefaultConfig() Config {
+	return Config{
+		BindAddr:           "127.0.0.1:0",
+		HeartbeatTimeout:   300 * time.Millisecond,
+		ElectionTimeout:    300 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
+		CommitTimeout:      5 * time.Millisecond,
+		MaxAppendEntries:   256,
+		SnapshotThreshold:  8192,
+		SnapshotInterval:   30 * time.Second,
+		TrailingLogs:       10240,
+		SnapshotRetain:     2,
+		RaftIOTimeout:      2 * time.Second,
+		TickInterval:       100 * time.Millisecond,
+		MinTickGap:         2 * time.Millisecond,
+		RetryTimeout:       3 * time.Second,
+		CancelTimeout:      5 * time.Second,
+		FSM:                fsm.DefaultConfig(),
+		Clock:              SystemClock,
+		Logger:             hclog.NewNullLogger(),
+	}
+}
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setS := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
+	}
+	setD := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setS(&c.BindAddr, d.BindAddr)
+	setD(&c.HeartbeatTimeout, d.HeartbeatTimeout)
+	setD(&c.ElectionTimeout, d.ElectionTimeout)
+	setD(&c.LeaderLeaseTimeout, d.LeaderLeaseTimeout)
+	setD(&c.CommitTimeout, d.CommitTimeout)
+	setD(&c.SnapshotInterval, d.SnapshotInterval)
+	setD(&c.RaftIOTimeout, d.RaftIOTimeout)
+	setD(&c.TickInterval, d.TickInterval)
+	setD(&c.MinTickGap, d.MinTickGap)
+	setD(&c.RetryTimeout, d.RetryTimeout)
+	setD(&c.CancelTimeout, d.CancelTimeout)
+	if c.MaxAppendEntries == 0 {
+		c.MaxAppendEntries = d.MaxAppendEntries
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = d.TrailingLogs
+	}
+	if c.SnapshotRetain == 0 {
+		c.SnapshotRetain = d.SnapshotRetain
+	}
+	if c.Clock == nil {
+		c.Clock = d.Clock
+	}
+	if c.Logger == nil {
+		c.Logger = d.Logger
+	}
+	return c
+}
+
+// Validate reports a Config that cannot work, after defaults are applied.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.ID == "" {
+		bad("ID is required")
+	}
+	if c.DataDir == "" {
+		bad("DataDir is required")
+	}
+	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < c.HeartbeatTimeout {
+		bad("need 5ms <= HeartbeatTimeout <= ElectionTimeout")
+	}
+	if c.LeaderLeaseTimeout < 5*time.Millisecond || c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		bad("need 5ms <= LeaderLeaseTimeout <= HeartbeatTimeout")
+	}
+	if c.CommitTimeout < time.Millisecond {
+		bad("CommitTimeout must be at least 1ms")
+	}
+	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
+		bad("MaxAppendEntries must be in [1, 1024]")
+	}
+	if c.SnapshotInterval < 5*time.Millisecond {
+		bad("SnapshotInterval is too low")
+	}
+	if c.SnapshotRetain < 1 {
+		bad("SnapshotRetain must be at least 1")
+	}
+	if c.TickInterval < time.Millisecond || c.MinTickGap <= 0 || c.MinTickGap > c.TickInterval {
+		bad("need 0 < MinTickGap <= TickInterval, TickInterval >= 1ms")
+	}
+	if c.RetryTimeout < 0 || c.CancelTimeout <= 0 || c.RaftIOTimeout <= 0 {
+		bad("RetryTimeout, CancelTimeout and RaftIOTimeout must be positive")
+	}
+	if c.Bootstrap && len(c.Peers) > 0 {
+		self := false
+		seen := map[string]bool{}
+		for _, p := range c.Peers {
+			if p.ID == "" || p.Addr == "" {
+				bad("peer %q: ID and Addr are required", p.ID)
+			}
+			if seen[p.ID] {
+				bad("peer %q listed twice", p.ID)
+			}
+			seen[p.ID] = true
+			self = self || p.ID == c.ID
+		}
+		if !self {
+			bad("Peers must include this node (%q)", c.ID)
+		}
+	}
+	if c.Bootstrap && len(c.Join) > 0 {
+		bad("Bootstrap and Join are exclusive")
+	}
+	// fsm.New completes a partly filled fsm.Config; check the result.
+	if err := fsm.New(c.FSM).Config().Validate(); err != nil {
+		bad("FSM: %v", err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return nil
+}

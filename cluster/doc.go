@@ -1,0 +1,42 @@
+// Package cluster runs a locknode node: a hashicorp/raft server whose
+// replicated state machine is an fsm.Table, with the node-side logic the
+// FSM must not have (clocks, goroutines, networking).
+//
+// Start a node with Start(ctx, cfg) and stop it with Close. A *Node
+// implements api.Locker (the typed lock API) and the RESP bridge's
+// Backend (Apply, Read, Subscribe, WaitCommitted).
+//
+// What the node is responsible for:
+//
+//  1. Storage: the raft log and stable store in DataDir/raft.db (bbolt),
+//     snapshots in DataDir/snapshots. Restarting on the same DataDir
+//     resumes every lock, session and waiter.
+//  2. Any node accepts any request. A follower forwards commands and read
+//     indexes to the leader over the transport and, before answering,
+//     waits until it applied the entry itself, so its local waiters and
+//     reads see it.
+//  3. Time. The leader stamps every command with the cluster clock:
+//     when it takes office it waits for a raft barrier, then reads its
+//     monotonic clock m0 and the table's time t0 and stamps t0 +
+//     (monotonic - m0) (DESIGN.md "Time"). It proposes a Tick when
+//     something in the table falls due (Config.TickInterval).
+//  4. Group commit: raft's BatchApplyCh and MaxAppendEntries batch
+//     concurrent proposals into shared log writes and fsyncs, and the
+//     table applies committed entries in batches (raft.BatchingFSM).
+//  5. Waiting without polling: a blocking acquire registers a local
+//     channel under its waiter id before proposing, and is completed when
+//     this node applies the grant (or the end of the wait).
+//  6. Failures are reported fast: a lost leader or dropped connection
+//     fails a request at once; only requests that are safe to repeat
+//     (carrying a request id, or never delivered) are retried when a new
+//     leader is known. Errors wrap api.ErrNoLeader when no leader is
+//     reachable.
+//  7. Linearizable reads: Read asks the leader for a read index after it
+//     confirmed its leadership with a quorum, waits until the local table
+//     reached it, and evaluates deadlines with the leader's clock.
+//
+// Elections are locks: election E is the exclusive lock "election/E"
+// (ElectionPrefix), owned by the leader's value and bound to its session.
+//
+// Metrics are on a per-node Prometheus registry (Node.Metrics).
+package cluster

@@ -1,0 +1,237 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// fsmAdapter is the node seen as a raft.BatchingFSM. Raft calls it from
+// one goroutine, in log order.
+type fsmAdapter Node
+
+var _ raft.BatchingFSM = (*fsmAdapter)(nil)
+
+type appliedEvents struct {
+	index  uint64
+	events []fsm.Event
+}
+
+// ApplyBatch applies committed entries to the table under the node's
+// lock, then (outside it) completes local waiters and calls subscribers,
+// and finally publishes the new applied index. Waiters see their events
+// before anyone waiting for the index proceeds, so a request that waits
+// for index i and then looks at its waiter channel never misses an event
+// at or below i.
+func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
+	n := (*Node)(f)
+	out := make([]interface{}, len(logs))
+	var evs []appliedEvents
+	var grants, expiries, commands int
+
+	n.mu.Lock()
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		commands++
+		var r fsm.Result
+		cmd, err := fsm.DecodeCommand(l.Data)
+		if err != nil {
+			// ApplyBytes refuses it the same way on every node.
+			r = n.table.ApplyBytes(l.Index, l.Data)
+		} else {
+			r = n.table.Apply(l.Index, cmd)
+			if cmd.Op == fsm.OpAcquire && r.Granted && r.Err == nil {
+				grants++
+			}
+		}
+		for _, e := range r.Events {
+			switch {
+			case e.Kind == fsm.EvGranted:
+				grants++
+			case e.Kind == fsm.EvReleased && (e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession):
+				expiries++
+			}
+		}
+		if len(r.Events) > 0 {
+			evs = append(evs, appliedEvents{l.Index, r.Events})
+		}
+		out[i] = r
+	}
+	now := n.table.Now()
+	n.mu.Unlock()
+
+	n.metrics.applied(commands, grants, expiries)
+	for _, ae := range evs {
+		n.dispatch(ae.index, ae.events)
+	}
+	if len(logs) > 0 {
+		n.setApplied(logs[len(logs)-1].Index, now, false)
+	}
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	return out
+}
+
+// Apply is raft.FSM's single-entry form; raft uses ApplyBatch.
+func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// Snapshot encodes the table under the node's read lock into memory;
+// Persist then writes it while new entries are applied.
+func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
+	n := (*Node)(f)
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var buf bytes.Buffer
+	if err := n.table.Snapshot(&buf); err != nil {
+		return nil, fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	return &fsmSnapshot{data: buf.Bytes()}, nil
+}
+
+// Restore replaces the table with the snapshot's state.
+func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
+	n := (*Node)(f)
+	defer rc.Close()
+	t := fsm.New(n.cfg.FSM)
+	if err := t.Restore(rc); err != nil {
+		return fmt.Errorf("cluster: restore: %w", err)
+	}
+	n.mu.Lock()
+	n.table = t
+	idx, now := t.AppliedIndex(), t.Now()
+	n.mu.Unlock()
+	n.setApplied(idx, now, true)
+	return nil
+}
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// setApplied publishes a new applied index (force: even a smaller one,
+// after a restore) and the clock estimate for stale reads.
+func (n *Node) setApplied(idx uint64, now int64, force bool) {
+	n.appliedMu.Lock()
+	if idx > n.applied || force {
+		n.applied = idx
+	}
+	n.lastApplyTime = now
+	n.lastApplyMono = n.clock.Now()
+	close(n.appliedCh)
+	n.appliedCh = make(chan struct{})
+	n.appliedMu.Unlock()
+}
+
+// AppliedIndex returns the index of the last entry this node applied.
+func (n *Node) AppliedIndex() uint64 {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	return n.applied
+}
+
+// waitApplied blocks until this node applied idx, or ctx ends.
+func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	for {
+		n.appliedMu.Lock()
+		a, ch := n.applied, n.appliedCh
+		n.appliedMu.Unlock()
+		if a >= idx {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// WaitCommitted blocks until index is committed by a quorum and applied
+// on this node (applied implies committed), or ctx ends.
+func (n *Node) WaitCommitted(ctx context.Context, index uint64) error {
+	return n.waitApplied(ctx, index)
+}
+
+// dispatch completes local waiters and calls subscribers for one entry's
+// events. It never blocks: waiter channels have room for their one
+// outcome.
+func (n *Node) dispatch(index uint64, events []fsm.Event) {
+	n.waitMu.Lock()
+	for _, e := range events {
+		if e.Kind != fsm.EvGranted && e.Kind != fsm.EvWaitEnded {
+			continue
+		}
+		if ch, ok := n.waiters[e.WaiterID]; ok {
+			select {
+			case ch <- e:
+			default:
+			}
+		}
+	}
+	n.waitMu.Unlock()
+
+	n.subMu.Lock()
+	subs := make([]func(uint64, []fsm.Event), 0, len(n.subs))
+	for _, fn := range n.subs {
+		subs = append(subs, fn)
+	}
+	n.subMu.Unlock()
+	for _, fn := range subs {
+		fn(index, events)
+	}
+}
+
+// Subscribe calls fn with every applied entry's events (entries without
+// events are skipped), in log order, on the apply path: fn must not
+// block. cancel stops the calls; one already under way may still finish
+// after cancel returns.
+func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+	n.subMu.Lock()
+	n.subSeq++
+	id := n.subSeq
+	n.subs[id] = fn
+	n.subMu.Unlock()
+	return func() {
+		n.subMu.Lock()
+		delete(n.subs, id)
+		n.subMu.Unlock()
+	}
+}
+
+// registerWaiter returns the channel that receives waiter id's outcome
+// (EvGranted or EvWaitEnded). Register before proposing the acquire, so
+// an outcome applied before the proposer starts waiting is not lost.
+func (n *Node) registerWaiter(id string) chan fsm.Event {
+	ch := make(chan fsm.Event, 1)
+	n.waitMu.Lock()
+	n.waiters[id] = ch
+	n.waitMu.Unlock()
+	return ch
+}
+
+func (n *Node) unregisterWaiter(id string) {
+	n.waitMu.Lock()
+	delete(n.waiters, id)
+	n.waitMu.Unlock()
+}

@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// leadership is one term of this node as leader. ready closes once the
+// term's clock is set (after a barrier: every earlier entry is applied);
+// done closes when the term ends.
+type leadership struct {
+	ctx    context.Context // cancelled when the term ends
+	cancel context.CancelFunc
+	ready  chan struct{}
+	done   chan struct{}
+
+	// Set before ready is closed, read only after.
+	t0 int64     // cluster clock (FSM ms) when the term's clock was set
+	m0 time.Time // this node's monotonic reading at that moment
+}
+
+// now is the cluster clock as this leader stamps it: t0 plus the
+// monotonic time elapsed since. Only the rate of this node's monotonic
+// clock matters, never its wall-clock offset (DESIGN.md "Time").
+func (l *leadership) now(c Clock) int64 {
+	return l.t0 + c.Now().Sub(l.m0).Milliseconds()
+}
+
+// leadershipLoop follows raft's leadership notifications. It ends when
+// the node closes.
+func (n *Node) leadershipLoop(notify <-chan bool) {
+	var cur *leadership
+	end := func() {
+		if cur != nil {
+			cur.cancel()
+			close(cur.done)
+			n.lead.Store(nil)
+			cur = nil
+		}
+	}
+	for {
+		select {
+		case isLeader := <-notify:
+			if isLeader && cur == nil {
+				ctx, cancel := context.WithCancel(context.Background())
+				cur = &leadership{ctx: ctx, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
+				n.lead.Store(cur)
+				n.log.Info("became leader", "term", n.raft.CurrentTerm())
+				l := cur
+				n.wg.Add(1)
+				// Ends when the term ends (l.done) or the node closes.
+				go func() {
+					defer n.wg.Done()
+					n.leadTerm(l)
+				}()
+			} else if !isLeader {
+				if cur != nil {
+					n.log.Info("lost leadership")
+				}
+				end()
+			}
+			n.metrics.setLeader(cur != nil)
+			n.broadcastLeader()
+		case <-n.closed:
+			end()
+			return
+		}
+	}
+}
+
+// leadTerm sets the term's clock and then runs the tick loop.
+func (n *Node) leadTerm(l *leadership) {
+	// The barrier makes every entry of earlier terms applied, so the
+	// table's clock is the largest time any committed command carries.
+	for {
+		err := n.raft.Barrier(0).Error()
+		if err == nil {
+			break
+		}
+		n.log.Warn("leader barrier failed", "error", err)
+		select {
+		case <-l.done:
+			return
+		case <-n.closed:
+			return
+		case <-time.After(n.cfg.MinTickGap):
+		}
+	}
+	n.mu.RLock()
+	t0 := n.table.Now()
+	n.mu.RUnlock()
+	m0 := n.clock.Now()
+	if t0 == 0 {
+		// A fresh cluster: seed the cluster clock from the wall clock so
+		// FSM times read like Unix milliseconds.
+		t0 = m0.UnixMilli()
+	}
+	l.t0, l.m0 = t0, m0
+	close(l.ready)
+	n.log.Info("leader clock set", "t0", t0)
+	n.broadcastLeader()
+	n.tickLoop(l)
+}
+
+// tickLoop proposes a Tick whenever something in the table falls due, so
+// expiries and hand-offs happen without client traffic. It wakes at the
+// next deadline (at most TickInterval away) and after every applied
+// batch, and never proposes two Ticks less than MinTickGap apart.
+func (n *Node) tickLoop(l *leadership) {
+	timer := time.NewTimer(n.cfg.TickInterval)
+	defer timer.Stop()
+	var lastTick time.Time
+	for {
+		n.mu.RLock()
+		at, ok := n.table.NextDeadline()
+		n.mu.RUnlock()
+		wait := n.cfg.TickInterval
+		if ok {
+			now := l.now(n.clock)
+			if at <= now {
+				since := n.clock.Now().Sub(lastTick)
+				if lastTick.IsZero() || since >= n.cfg.MinTickGap {
+					lastTick = n.clock.Now()
+					if _, _, err := n.applyAsLeader(l.ctx, l, &fsm.Command{Op: fsm.OpTick}); err != nil {
+						n.log.Debug("tick failed", "error", err)
+					} else {
+						n.metrics.ticks.Inc()
+					}
+					continue
+				}
+				wait = n.cfg.MinTickGap - since
+			} else if d := time.Duration(at-now) * time.Millisecond; d < wait {
+				wait = d
+			}
+		}
+		if wait < n.cfg.MinTickGap {
+			wait = n.cfg.MinTickGap
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-n.kick:
+			// Go >= 1.23 timers: Reset after Stop never sees a stale tick.
+			timer.Stop()
+		case <-l.done:
+			return
+		case <-n.closed:
+			return
+		}
+	}
+}

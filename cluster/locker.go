@@ -1,0 +1,430 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// The embedded lock API: *Node implements api.Locker. Each method builds
+// one FSM command, proposes it through Apply and maps the result; FSM
+// refusals become api errors through errTable.
+
+var _ api.Locker = (*Node)(nil)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", api.ErrBadRequest, fmt.Sprintf(format, args...))
+}
+
+// checkKeys validates what is cheap to validate before a round trip; the
+// FSM is the final judge.
+func (n *Node) checkKeys(key string, keys []string) error {
+	if key == "" && len(keys) == 0 {
+		return badRequest("key is required")
+	}
+	max := n.limits.MaxKeyBytes
+	if len(key) > max {
+		return fmt.Errorf("%w: key longer than %d bytes", api.ErrLimit, max)
+	}
+	for _, k := range keys {
+		if k == "" {
+			return badRequest("empty key in keys")
+		}
+		if len(k) > max {
+			return fmt.Errorf("%w: key longer than %d bytes", api.ErrLimit, max)
+		}
+	}
+	return nil
+}
+
+func (n *Node) checkOwner(owner string) error {
+	if owner == "" {
+		return badRequest("owner is required")
+	}
+	if max := n.limits.MaxOwnerBytes; len(owner) > max {
+		return fmt.Errorf("%w: owner longer than %d bytes", api.ErrLimit, max)
+	}
+	return nil
+}
+
+func (n *Node) acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
+	if err := n.checkKeys(req.Key, req.Keys); err != nil {
+		return nil, err
+	}
+	if err := n.checkOwner(req.Owner); err != nil {
+		return nil, err
+	}
+	mode, ok := fsm.ParseMode(req.Mode)
+	if !ok {
+		return nil, badRequest("unknown mode %q", req.Mode)
+	}
+	switch {
+	case req.TTLMs < 0 || (req.TTLMs == 0 && req.Session == ""):
+		return nil, badRequest("ttl_ms must be positive (or 0 with a session)")
+	case req.WaitMs < 0:
+		return nil, badRequest("wait_ms must not be negative")
+	case req.Permits < 0:
+		return nil, badRequest("permits must not be negative")
+	case req.LockDelay < 0 || req.MaxHoldMs < 0:
+		return nil, badRequest("lock_delay_ms and max_hold_ms must not be negative")
+	}
+	c := &fsm.Command{
+		Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,
+		Mode: mode, Permits: req.Permits, TTL: req.TTLMs, Reentrant: req.Reentrant,
+		Session: req.Session, LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs,
+	}
+	if len(c.Keys) > 0 {
+		c.Key = ""
+	}
+	return c, nil
+}
+
+func lease(req api.AcquireRequest, fence uint64, deadline int64, count int) api.Lease {
+	l := api.Lease{Owner: req.Owner, Fence: fence, TTLMs: req.TTLMs, Count: count, Deadline: deadline}
+	if len(req.Keys) > 0 {
+		l.Keys = append([]string(nil), req.Keys...)
+	} else {
+		l.Key = req.Key
+	}
+	return l
+}
+
+// TryAcquire takes the lock if it is free now; otherwise ErrLocked (or
+// another refusal). It never waits in the queue.
+func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	cmd, err := n.acquireCmd(req)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	res, err := n.Apply(ctx, cmd)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	if res.Err != nil {
+		return api.Lease{}, apiErr(res.Err)
+	}
+	if !res.Granted {
+		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted nor refused")
+	}
+	return lease(req, res.Fence, res.Deadline, res.Count), nil
+}
+
+// Acquire takes the lock, waiting in the lock's FIFO queue for up to
+// req.WaitMs (api.MaxWait when 0, and never past ctx's deadline). The
+// wait is completed by this node applying the grant: no polling. If ctx
+// ends first, the waiter is removed through the log and ctx's error is
+// returned (wrapping api.ErrCancelled); a grant that raced with the
+// cancel is released again, so the caller never holds a lock it was not
+// told about.
+func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	cmd, err := n.acquireCmd(req)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	wait := req.WaitMs
+	if wait == 0 {
+		wait = api.MaxWait.Milliseconds()
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// Let the FSM end the wait when the caller would give up anyway,
+		// sparing a cancel; the margin lets a grant still arrive in time.
+		left := time.Until(dl).Milliseconds()
+		if left < 1 {
+			left = 1
+		}
+		wait = min(wait, left)
+	}
+	cmd.Wait = wait
+	if cmd.ReqID == "" {
+		cmd.ReqID = n.newReqID()
+	}
+	id := cmd.ReqID
+	ch := n.registerWaiter(id)
+	defer n.unregisterWaiter(id)
+
+	res, err := n.Apply(ctx, cmd)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	switch {
+	case res.Err != nil:
+		return api.Lease{}, apiErr(res.Err)
+	case res.Granted:
+		return lease(req, res.Fence, res.Deadline, res.Count), nil
+	case !res.Queued:
+		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
+	}
+	// The channel was registered before the acquire's entry existed, so
+	// the grant (a later entry) cannot have been missed, even when the
+	// Queued answer came from the dedupe cache for a retried request id.
+	select {
+	case ev := <-ch:
+		return waitOutcome(req, ev)
+	case <-ctx.Done():
+		return api.Lease{}, n.cancelWait(id, req, ch, ctx.Err())
+	case <-n.closed:
+		return api.Lease{}, ErrClosed
+	}
+}
+
+func waitOutcome(req api.AcquireRequest, ev fsm.Event) (api.Lease, error) {
+	if ev.Kind == fsm.EvGranted {
+		return lease(req, ev.Fence, ev.Deadline, ev.Count), nil
+	}
+	if ev.Err == nil {
+		return api.Lease{}, fmt.Errorf("%w: wait ended", api.ErrCancelled)
+	}
+	return api.Lease{}, apiErr(ev.Err)
+}
+
+// cancelWait removes waiter id after the caller gave up, with a fresh
+// context (the caller's has ended). If the waiter was granted in the
+// meantime, the hold is released again.
+func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan fsm.Event, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CancelTimeout)
+	defer cancel()
+	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpCancelWait, ReqID: id, Owner: req.Owner})
+	granted := err == nil && res.Granted
+	select {
+	case ev := <-ch:
+		granted = granted || ev.Kind == fsm.EvGranted
+	default:
+	}
+	if err != nil {
+		n.log.Warn("cancelling a wait failed; the waiter ends at its deadline", "waiter", id, "error", err)
+	}
+	if granted {
+		rel := &fsm.Command{Op: fsm.OpRelease, Key: req.Key, Keys: req.Keys, Owner: req.Owner, Reentrant: req.Reentrant}
+		if len(rel.Keys) > 0 {
+			rel.Key = ""
+		}
+		if _, err := n.Apply(ctx, rel); err != nil {
+			n.log.Warn("releasing a grant that raced with a cancel failed; it ends at its lease", "waiter", id, "error", err)
+		}
+	}
+	return fmt.Errorf("%w: %w", api.ErrCancelled, cause)
+}
+
+// Release ends the owner's hold (or decrements a reentrant count).
+func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	if err := n.checkKeys(req.Key, req.Keys); err != nil {
+		return api.ReleaseResult{}, err
+	}
+	if !req.Force {
+		if err := n.checkOwner(req.Owner); err != nil {
+			return api.ReleaseResult{}, err
+		}
+	}
+	c := &fsm.Command{Op: fsm.OpRelease, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
+		Owner: req.Owner, Reentrant: req.Reentrant, Force: req.Force}
+	if len(c.Keys) > 0 {
+		c.Key = ""
+	}
+	res, err := n.Apply(ctx, c)
+	if err != nil {
+		return api.ReleaseResult{}, err
+	}
+	if res.Err != nil {
+		return api.ReleaseResult{}, apiErr(res.Err)
+	}
+	return api.ReleaseResult{Released: res.Released, Count: res.Count}, nil
+}
+
+// Extend renews the owner's lease to now+TTL.
+func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+	if err := n.checkKeys(req.Key, req.Keys); err != nil {
+		return api.Lease{}, err
+	}
+	if err := n.checkOwner(req.Owner); err != nil {
+		return api.Lease{}, err
+	}
+	if req.TTLMs <= 0 {
+		return api.Lease{}, badRequest("ttl_ms must be positive")
+	}
+	c := &fsm.Command{Op: fsm.OpExtend, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
+		Owner: req.Owner, TTL: req.TTLMs}
+	if len(c.Keys) > 0 {
+		c.Key = ""
+	}
+	res, err := n.Apply(ctx, c)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	if res.Err != nil {
+		return api.Lease{}, apiErr(res.Err)
+	}
+	return lease(api.AcquireRequest{Key: req.Key, Keys: req.Keys, Owner: req.Owner, TTLMs: req.TTLMs},
+		res.Fence, res.Deadline, res.Count), nil
+}
+
+// Inspect describes one key (linearizable unless opts.Stale).
+func (n *Node) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
+	if err := n.checkKeys(key, nil); err != nil {
+		return api.LockInfo{}, err
+	}
+	var info api.LockInfo
+	var ierr error
+	err := n.Read(ctx, opts.Stale, func(t *fsm.Table, now int64) {
+		li, err := t.Inspect(key, now)
+		if err != nil {
+			ierr = apiErr(err)
+			return
+		}
+		info = lockInfo(li, now, t.AppliedIndex())
+	})
+	if err != nil {
+		return api.LockInfo{}, err
+	}
+	return info, ierr
+}
+
+// List pages through locks by key prefix (linearizable unless Stale).
+func (n *Node) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	limit := req.Limit
+	switch {
+	case limit < 0 || limit > 10000:
+		return api.ListResult{}, badRequest("limit must be in [0, 10000]")
+	case limit == 0:
+		limit = 100
+	}
+	var out api.ListResult
+	err := n.Read(ctx, req.Stale, func(t *fsm.Table, now int64) {
+		infos, next := t.List(req.Prefix, req.After, limit, now)
+		out.Locks = make([]api.LockInfo, 0, len(infos))
+		for _, li := range infos {
+			out.Locks = append(out.Locks, lockInfo(li, now, t.AppliedIndex()))
+		}
+		out.Next = next
+	})
+	return out, err
+}
+
+func kindName(k fsm.Kind) string {
+	switch k {
+	case fsm.KindLock:
+		return "lock"
+	case fsm.KindString:
+		return "string"
+	case fsm.KindHash:
+		return "hash"
+	case fsm.KindSet:
+		return "set"
+	case fsm.KindZSet:
+		return "zset"
+	case fsm.KindList:
+		return "list"
+	}
+	return "none"
+}
+
+func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
+	out := api.LockInfo{
+		Key: li.Key, Kind: kindName(li.Kind), Permits: li.Permits, Fence: li.Fence,
+		Holders: make([]api.Holder, 0, len(li.Holders)), Waiters: make([]api.Waiter, 0, len(li.Waiters)),
+		TTLMs: -1, AppliedIndex: applied,
+	}
+	if li.DelayUntil > now {
+		out.LockDelayMs = li.DelayUntil - now
+	}
+	if li.Deadline > 0 {
+		out.TTLMs = max(li.Deadline-now, 0)
+	}
+	for _, h := range li.Holders {
+		ttl := int64(-1)
+		if h.Deadline > 0 {
+			ttl = max(h.Deadline-now, 0)
+		}
+		out.Holders = append(out.Holders, api.Holder{Owner: h.Owner, Mode: h.Mode.String(), Count: h.Count,
+			Fence: h.Fence, TTLMs: ttl, Session: h.Session, Deadline: h.Deadline})
+	}
+	for _, w := range li.Waiters {
+		aw := api.Waiter{ID: w.ID, Owner: w.Owner, Mode: w.Mode.String(), WaitMs: max(w.Deadline-now, 0)}
+		if len(w.Keys) > 1 {
+			aw.Keys = w.Keys
+		}
+		out.Waiters = append(out.Waiters, aw)
+	}
+	return out
+}
+
+// OpenSession creates a session with a random 128-bit id.
+func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+	if ttl < time.Millisecond {
+		return api.SessionInfo{}, badRequest("session ttl must be at least 1ms")
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return api.SessionInfo{}, err
+	}
+	id := hex.EncodeToString(b[:])
+	// The id doubles as the request id: a retry after a lost leader is
+	// answered from the dedupe cache instead of failing ErrSessionExists.
+	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionOpen, ReqID: "session-open-" + id, Session: id, TTL: ttl.Milliseconds()})
+	if err != nil {
+		return api.SessionInfo{}, err
+	}
+	if res.Err != nil {
+		return api.SessionInfo{}, apiErr(res.Err)
+	}
+	return api.SessionInfo{ID: id, TTLMs: ttl.Milliseconds()}, nil
+}
+
+// KeepAlive renews a session for its TTL.
+func (n *Node) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+	if id == "" {
+		return api.SessionInfo{}, badRequest("session id is required")
+	}
+	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionKeepAlive, Session: id})
+	if err != nil {
+		return api.SessionInfo{}, err
+	}
+	if res.Err != nil {
+		return api.SessionInfo{}, apiErr(res.Err)
+	}
+	info := api.SessionInfo{ID: id}
+	// The TTL is the session's own; read it from the applied state.
+	n.mu.RLock()
+	if s, ok := n.table.Session(id, 0); ok {
+		info.TTLMs = s.TTL
+	}
+	n.mu.RUnlock()
+	return info, nil
+}
+
+// CloseSession ends a session: its holds are released and its waiters
+// removed.
+func (n *Node) CloseSession(ctx context.Context, id string) error {
+	if id == "" {
+		return badRequest("session id is required")
+	}
+	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionClose, Session: id})
+	if err != nil {
+		return err
+	}
+	return apiErr(res.Err)
+}
+
+// FenceCheck is CheckAndAdvance on the fence registry: ok iff token is at
+// least the highest token seen for resource, which it then becomes.
+func (n *Node) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+	if err := n.checkKeys(resource, nil); err != nil {
+		return api.FenceResult{}, err
+	}
+	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpFenceCheck, Key: resource, Token: token})
+	if err != nil {
+		return api.FenceResult{}, err
+	}
+	switch {
+	case res.Err == nil:
+		return api.FenceResult{OK: true, Highest: res.Fence}, nil
+	case errors.Is(res.Err, fsm.ErrStaleFence):
+		return api.FenceResult{OK: false, Highest: res.Fence}, nil
+	}
+	return api.FenceResult{}, apiErr(res.Err)
+}

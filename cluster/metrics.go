@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the node's Prometheus collectors, on a registry of its own
+// (several nodes may share a process).
+type metrics struct {
+	reg          *prometheus.Registry
+	isLeader     prometheus.Gauge
+	applyLatency prometheus.Histogram
+	proposals    *prometheus.CounterVec // by op, proposed by this node as leader
+	forwardCalls *prometheus.CounterVec // RPCs this node sent to the leader, by kind
+	rpcServed    *prometheus.CounterVec // RPCs this node served, by kind
+	forwarded    prometheus.Counter     // commands this node forwarded and got answered
+	commands     prometheus.Counter
+	grants       prometheus.Counter
+	expiries     prometheus.Counter
+	ticks        prometheus.Counter
+}
+
+func newMetrics(n *Node) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "locknode_is_leader", Help: "1 when this node is the raft leader."}),
+		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "locknode_apply_seconds",
+			Help:    "Time from a command's submission on this node to its result (commit and local apply).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+		proposals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "locknode_proposals_total", Help: "Commands this node proposed to raft as leader, by op."}, []string{"op"}),
+		forwardCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "locknode_forward_calls_total", Help: "Requests this node sent to the leader, by kind."}, []string{"kind"}),
+		rpcServed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "locknode_rpc_served_total", Help: "Node-to-node requests this node served, by kind."}, []string{"kind"}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_forwarded_total", Help: "Commands forwarded to the leader and answered."}),
+		commands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_applied_commands_total", Help: "Commands applied to this node's table."}),
+		grants: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_grants_total", Help: "Lock grants applied (direct and handed to waiters)."}),
+		expiries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_expiries_total", Help: "Holds ended by lease or session expiry."}),
+		ticks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_ticks_total", Help: "Ticks this node proposed as leader."}),
+	}
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	m.reg.MustRegister(
+		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.forwarded,
+		m.commands, m.grants, m.expiries, m.ticks,
+		gauge("locknode_applied_index", "Index of the last entry applied on this node.",
+			func() float64 { return float64(n.AppliedIndex()) }),
+		gauge("locknode_term", "Current raft term.", func() float64 {
+			if n.raft == nil {
+				return 0
+			}
+			return float64(n.raft.CurrentTerm())
+		}),
+		gauge("locknode_commit_index", "Raft commit index known to this node.", func() float64 {
+			if n.raft == nil {
+				return 0
+			}
+			return float64(n.raft.CommitIndex())
+		}),
+		gauge("locknode_locks", "Locks in the table.", func() float64 { return float64(n.stats().Locks) }),
+		gauge("locknode_keys", "Keys in the key space.", func() float64 { return float64(n.stats().Keys) }),
+		gauge("locknode_waiters", "Queued waiters.", func() float64 { return float64(n.stats().Waiters) }),
+		gauge("locknode_sessions", "Live sessions.", func() float64 { return float64(n.stats().Sessions) }),
+		collectors.NewGoCollector(),
+	)
+	return m
+}
+
+func (m *metrics) applied(commands, grants, expiries int) {
+	m.commands.Add(float64(commands))
+	m.grants.Add(float64(grants))
+	m.expiries.Add(float64(expiries))
+}
+
+func (m *metrics) setLeader(on bool) {
+	if on {
+		m.isLeader.Set(1)
+	} else {
+		m.isLeader.Set(0)
+	}
+}
+
+// Metrics returns the node's Prometheus registry (serve it with
+// promhttp.HandlerFor).
+func (n *Node) Metrics() *prometheus.Registry { return n.metrics.reg }

@@ -1,0 +1,413 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/transport"
+)
+
+// Errors of this package; the api sentinels (api.ErrNoLeader, ...) are
+// wrapped where callers branch on them.
+var (
+	ErrConfig = errors.New("cluster: invalid config")
+	ErrClosed = errors.New("cluster: node closed")
+	// ErrUnknownOutcome: the leader was lost while a request without a
+	// request id was in flight; it may or may not have been applied. It
+	// also wraps api.ErrNoLeader.
+	ErrUnknownOutcome = errors.New("cluster: leader lost, outcome unknown")
+)
+
+// Transport is what the node needs from its network layer; a
+// *transport.Transport implements it. One port carries raft (the stream
+// layer) and the node's own RPCs (forwarded commands, read indexes,
+// membership changes).
+type Transport interface {
+	Addr() net.Addr
+	RaftStreamLayer() raft.StreamLayer
+	Serve(h transport.Handler)
+	Call(ctx context.Context, addr string, req []byte) ([]byte, error)
+	Close() error
+}
+
+// Node is one member of a locknode cluster: a raft server whose state
+// machine is an fsm.Table. It accepts any request on any member (a
+// follower forwards to the leader) and implements api.Locker and
+// redisbridge.Backend. Create it with Start; stop it with Close.
+type Node struct {
+	cfg    Config
+	id     string
+	log    hclog.Logger
+	clock  Clock
+	tr     Transport
+	raft   *raft.Raft
+	store  *raftboltdb.BoltStore
+	logs   raft.LogStore
+	rtrans *raft.NetworkTransport
+
+	// mu guards table: Apply takes it for writing, reads and snapshots
+	// for reading.
+	mu     sync.RWMutex
+	table  *fsm.Table
+	limits fsm.Config // the table's limits, for cheap early checks
+
+	// applied is the index of the last log entry the table has seen
+	// (commands and configuration changes); appliedCh is closed and
+	// replaced whenever it grows.
+	appliedMu sync.Mutex
+	applied   uint64
+	appliedCh chan struct{}
+	// lastApplyTime/lastApplyMono estimate the cluster clock between
+	// entries for stale reads.
+	lastApplyTime int64
+	lastApplyMono time.Time
+
+	// lead is the current leadership term's state, nil on followers.
+	lead atomic.Pointer[leadership]
+	// leaderCh is closed and replaced whenever the known leader changes.
+	leaderMu sync.Mutex
+	leaderCh chan struct{}
+
+	// kick wakes the leader's tick loop after each applied batch.
+	kick chan struct{}
+
+	waitMu  sync.Mutex
+	waiters map[string]chan fsm.Event
+
+	subMu  sync.Mutex
+	subs   map[uint64]func(uint64, []fsm.Event)
+	subSeq uint64
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+
+	metrics *metrics
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	wg        sync.WaitGroup // background goroutines
+	closeErr  error
+}
+
+// Start opens (or creates) the node's storage in cfg.DataDir, starts raft
+// and the node's background work, and bootstraps or joins as configured.
+// ctx bounds only the start-up (joining an existing cluster); the node
+// runs until Close.
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	var pfx [8]byte
+	if _, err := rand.Read(pfx[:]); err != nil {
+		return nil, fmt.Errorf("cluster: random: %w", err)
+	}
+	n := &Node{
+		cfg:       cfg,
+		id:        cfg.ID,
+		log:       cfg.Logger.Named("cluster").With("node", cfg.ID),
+		clock:     cfg.Clock,
+		table:     fsm.New(cfg.FSM),
+		limits:    fsm.New(cfg.FSM).Config(),
+		appliedCh: make(chan struct{}),
+		leaderCh:  make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		waiters:   make(map[string]chan fsm.Event),
+		subs:      make(map[uint64]func(uint64, []fsm.Event)),
+		reqPrefix: cfg.ID + "-" + hex.EncodeToString(pfx[:]) + "-",
+		closed:    make(chan struct{}),
+	}
+	n.lastApplyMono = n.clock.Now()
+	n.metrics = newMetrics(n)
+
+	ok := false
+	defer func() {
+		if !ok {
+			n.shutdown(false)
+		}
+	}()
+
+	n.tr = cfg.Transport
+	if n.tr == nil {
+		tr, err := transport.New(transport.Config{
+			BindAddr:  cfg.BindAddr,
+			Advertise: cfg.Advertise,
+			Logger:    cfg.Logger.Named("transport"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cluster: transport: %w", err)
+		}
+		n.tr = tr
+	}
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft store: %w", err)
+	}
+	n.store = store
+	logs, err := raft.NewLogCache(512, store)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log cache: %w", err)
+	}
+	n.logs = logs
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	n.rtrans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  n.tr.RaftStreamLayer(),
+		MaxPool: 3,
+		Timeout: cfg.RaftIOTimeout,
+		Logger:  cfg.Logger.Named("raft-net"),
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.MaxAppendEntries = cfg.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.Logger = cfg.Logger.Named("raft")
+	// Raft blocks on NotifyCh; leadershipLoop drains it.
+	notify := make(chan bool, 8)
+	rc.NotifyCh = notify
+
+	hasState, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: reading raft state: %w", err)
+	}
+
+	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), logs, store, snaps, n.rtrans)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft: %w", err)
+	}
+	n.raft = r
+
+	obs := make(chan raft.Observation, 32)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(observer)
+
+	n.tr.Serve(n.handleRPC)
+
+	n.wg.Add(2)
+	// Ends when the node closes (closed is closed after raft shut down).
+	go func() {
+		defer n.wg.Done()
+		defer r.DeregisterObserver(observer)
+		n.observeLoop(obs)
+	}()
+	// Ends when the node closes; each term's goroutines end with the term.
+	go func() {
+		defer n.wg.Done()
+		n.leadershipLoop(notify)
+	}()
+
+	if !hasState {
+		switch {
+		case cfg.Bootstrap:
+			conf := raft.Configuration{}
+			peers := cfg.Peers
+			if len(peers) == 0 {
+				peers = []Peer{{ID: cfg.ID, Addr: n.Addr()}}
+			}
+			for _, p := range peers {
+				conf.Servers = append(conf.Servers, raft.Server{
+					Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+				})
+			}
+			if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			}
+		case len(cfg.Join) > 0:
+			if err := n.join(ctx, cfg.Join); err != nil {
+				return nil, err
+			}
+		}
+	}
+	n.log.Info("started", "raft", n.Addr(), "existing_state", hasState)
+	ok = true
+	return n, nil
+}
+
+// ID returns the node's raft server id.
+func (n *Node) ID() string { return n.id }
+
+// Addr returns the node's advertised raft/RPC address.
+func (n *Node) Addr() string { return n.tr.Addr().String() }
+
+// Raft exposes the underlying raft server for operators and tests
+// (stats, snapshots). Do not Apply through it: commands must be stamped
+// by the node.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// IsLeader reports whether this node is the leader and has set up its
+// term's clock (it accepts proposals without forwarding).
+func (n *Node) IsLeader() bool {
+	l := n.lead.Load()
+	if l == nil {
+		return false
+	}
+	select {
+	case <-l.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Leader returns the id and address of the leader this node knows of;
+// empty when none is known.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// WaitLeader blocks until this node knows a leader that has finished
+// setting up its term (as far as this node can tell: on followers, that
+// a leader is known), or ctx ends.
+func (n *Node) WaitLeader(ctx context.Context) error {
+	for {
+		ch := n.leaderChanged()
+		if id, _ := n.Leader(); id != "" {
+			if id != n.id || n.IsLeader() {
+				return nil
+			}
+			if l := n.lead.Load(); l != nil {
+				select {
+				case <-l.ready:
+					return nil
+				case <-l.done:
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-n.closed:
+					return ErrClosed
+				}
+				continue
+			}
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.closed:
+			return ErrClosed
+		}
+	}
+}
+
+// Close stops the node gracefully: a leader first hands leadership to
+// another voter (so the cluster does not wait for an election timeout),
+// then raft shuts down, storage is closed and blocked requests return
+// ErrClosed. The node stays a member: restarting with the same DataDir
+// resumes it. Use Leave to leave the cluster for good.
+func (n *Node) Close() error {
+	return n.shutdown(true)
+}
+
+// Kill stops the node abruptly, as a crash would (no leadership
+// transfer); storage is closed cleanly. For tests and fault drills.
+func (n *Node) Kill() error {
+	return n.shutdown(false)
+}
+
+func (n *Node) shutdown(graceful bool) error {
+	n.closeOnce.Do(func() {
+		if n.raft != nil {
+			if graceful && n.raft.State() == raft.Leader && n.voters() > 1 {
+				if err := n.raft.LeadershipTransfer().Error(); err != nil {
+					n.log.Warn("leadership transfer on close failed", "error", err)
+				}
+			}
+			if err := n.raft.Shutdown().Error(); err != nil {
+				n.closeErr = err
+			}
+		}
+		close(n.closed)
+		if n.tr != nil {
+			if err := n.tr.Close(); err != nil && n.closeErr == nil && !errors.Is(err, transport.ErrClosed) {
+				n.closeErr = err
+			}
+		}
+		if n.rtrans != nil {
+			_ = n.rtrans.Close()
+		}
+		n.wg.Wait()
+		if n.store != nil {
+			if err := n.store.Close(); err != nil && n.closeErr == nil {
+				n.closeErr = err
+			}
+		}
+		n.log.Info("closed")
+	})
+	return n.closeErr
+}
+
+func (n *Node) voters() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}
+
+// observeLoop turns raft's leader observations into leaderCh broadcasts.
+func (n *Node) observeLoop(obs chan raft.Observation) {
+	for {
+		select {
+		case <-obs:
+			n.broadcastLeader()
+		case <-n.closed:
+			return
+		}
+	}
+}
+
+func (n *Node) broadcastLeader() {
+	n.leaderMu.Lock()
+	close(n.leaderCh)
+	n.leaderCh = make(chan struct{})
+	n.leaderMu.Unlock()
+}
+
+// leaderChanged returns a channel closed at the next leader change.
+func (n *Node) leaderChanged() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderCh
+}
+
+// newReqID returns a request id unique across nodes and restarts.
+func (n *Node) newReqID() string {
+	return fmt.Sprintf("%s%d", n.reqPrefix, n.reqSeq.Add(1))
+}

@@ -1,0 +1,48 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Status describes this node as it sees the cluster: no round trip, so
+// it answers even without a leader.
+func (n *Node) Status(ctx context.Context) (api.Status, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Status{}, err
+	}
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	st := api.Status{
+		ID:           n.id,
+		Leader:       string(leaderID),
+		LeaderAddr:   string(leaderAddr),
+		State:        strings.ToLower(n.raft.State().String()),
+		Term:         n.raft.CurrentTerm(),
+		AppliedIndex: n.AppliedIndex(),
+		CommitIndex:  n.raft.CommitIndex(),
+		Members:      []api.Member{},
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			st.Members = append(st.Members, api.Member{
+				ID: string(s.ID), Address: string(s.Address),
+				Suffrage: strings.ToLower(s.Suffrage.String()), Leader: s.ID == leaderID,
+			})
+		}
+	}
+	n.mu.RLock()
+	stats := n.table.Stats()
+	st.FSMTimeMs = n.table.Now()
+	n.mu.RUnlock()
+	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
+	return st, nil
+}
+
+func (n *Node) stats() fsm.Stats {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.table.Stats()
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/transport"
+)
+
+func init() {
+	register(&command{
+		name:    "dev",
+		summary: "run an N-node cluster in this process on loopback (make run)",
+		run:     runDev,
+	})
+}
+
+// devState remembers a dev cluster's raft addresses in its data
+// directory: raft stores member addresses, so a restart must reuse them.
+type devState struct {
+	Raft []string `json:"raft"`
+}
+
+const devStateFile = "dev-cluster.json"
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nodes := fs.Int("nodes", 3, "number of nodes")
+	data := fs.String("data", "", "data directory, reusable across runs (default: a temporary directory, removed on exit)")
+	host := fs.String("host", "127.0.0.1", "address to listen on")
+	httpBase := fs.Int("http-base-port", 0, "HTTP port of the first node, the others follow (0: any free port)")
+	respBase := fs.Int("resp-base-port", 0, "RESP port of the first node, the others follow (0: any free port)")
+	raftBase := fs.Int("raft-base-port", 0, "raft port of the first node, the others follow (0: any free port; with --data, the first run's ports are reused)")
+	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "dev: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *nodes < 1 || *nodes > 9 {
+		fmt.Fprintln(stderr, "dev: --nodes must be in [1, 9]")
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
+		return 2
+	}
+	dir := *data
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "locknode-dev-"); err != nil {
+			fmt.Fprintln(stderr, "dev:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+	}
+	port := func(base, i int) string {
+		if base == 0 {
+			return net.JoinHostPort(*host, "0")
+		}
+		return net.JoinHostPort(*host, strconv.Itoa(base+i))
+	}
+
+	// Raft addresses: remembered ones on a restart, else fresh.
+	var st devState
+	statePath := filepath.Join(dir, devStateFile)
+	if b, err := os.ReadFile(statePath); err == nil {
+		if err := json.Unmarshal(b, &st); err != nil || len(st.Raft) != *nodes {
+			fmt.Fprintf(stderr, "dev: %s does not describe a %d-node cluster; use another --data\n", statePath, *nodes)
+			return 1
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(stderr, "dev:", err)
+		return 1
+	}
+	trs := make([]*transport.Transport, *nodes)
+	peers := make([]cluster.Peer, *nodes)
+	for i := range trs {
+		bind := port(*raftBase, i)
+		if st.Raft != nil {
+			bind = st.Raft[i]
+		}
+		tr, err := transport.New(transport.Config{BindAddr: bind, Logger: log.Named("transport")})
+		if err != nil {
+			fmt.Fprintf(stderr, "dev: raft listener %s: %v\n", bind, err)
+			for _, t := range trs[:i] {
+				t.Close()
+			}
+			return 1
+		}
+		trs[i] = tr
+		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()}
+	}
+	if st.Raft == nil {
+		for _, p := range peers {
+			st.Raft = append(st.Raft, p.Addr)
+		}
+		b, _ := json.Marshal(st)
+		if err := os.WriteFile(statePath, b, 0o644); err != nil {
+			fmt.Fprintln(stderr, "dev:", err)
+			return 1
+		}
+	}
+
+	var respMu sync.Mutex
+	respAddrs := make([]string, *nodes)
+	respPeers := func() []string {
+		respMu.Lock()
+		defer respMu.Unlock()
+		var out []string
+		for _, a := range respAddrs {
+			if a != "" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+
+	procs := make([]*proc, 0, *nodes)
+	defer func() {
+		// The leader first: it hands over to a live follower at once,
+		// instead of finding its followers gone.
+		for i, p := range procs {
+			if p.node.IsLeader() {
+				procs[0], procs[i] = procs[i], procs[0]
+			}
+		}
+		for _, p := range procs {
+			if err := p.Close(); err != nil {
+				log.Warn("close", "node", p.node.ID(), "error", err)
+			}
+		}
+	}()
+	for i := range peers {
+		cfg := cluster.DefaultConfig()
+		cfg.ID = peers[i].ID
+		cfg.DataDir = filepath.Join(dir, peers[i].ID)
+		cfg.Transport = trs[i]
+		cfg.Bootstrap = true
+		cfg.Peers = peers
+		cfg.Logger = log.With("node", peers[i].ID)
+		p, err := startProc(ctx, procConfig{
+			Cluster:   cfg,
+			HTTPAddr:  port(*httpBase, i),
+			RESPAddr:  port(*respBase, i),
+			Logger:    cfg.Logger,
+			RESPPeers: respPeers,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)
+			for _, t := range trs[i:] {
+				t.Close()
+			}
+			return 1
+		}
+		procs = append(procs, p)
+		respMu.Lock()
+		respAddrs[i] = p.RESPAddr()
+		respMu.Unlock()
+		fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), peers[i].Addr)
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, p := range procs {
+		if err := p.node.WaitLeader(wctx); err != nil {
+			fmt.Fprintf(stderr, "dev: no leader: %v\n", err)
+			return 1
+		}
+	}
+	fmt.Fprintln(stdout, "ready")
+	<-ctx.Done()
+	log.Info("shutting down")
+	return 0
+}

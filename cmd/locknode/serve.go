@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locknode/locknode/cluster"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run one node of a cluster (flags or LOCKNODE_* environment variables)",
+		run:     runServe,
+	})
+}
+
+// envDefault returns the environment variable's value, or def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// parsePeers parses "id=host:port,id=host:port".
+func parsePeers(s string) ([]cluster.Peer, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []cluster.Peer
+	for _, item := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peer %q: want id=host:port", item)
+		}
+		out = append(out, cluster.Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: locknode serve [flags]")
+		fmt.Fprintln(stderr, "Every flag also reads the environment variable LOCKNODE_<FLAG> (upper case, - as _); a flag given on the command line wins.")
+		fs.PrintDefaults()
+	}
+	id := fs.String("id", envDefault("LOCKNODE_ID", ""), "node id, unique in the cluster (required)")
+	data := fs.String("data", envDefault("LOCKNODE_DATA", ""), "data directory (required)")
+	raftAddr := fs.String("raft-addr", envDefault("LOCKNODE_RAFT_ADDR", "127.0.0.1:7000"), "raft and node-to-node listen address")
+	advertise := fs.String("advertise", envDefault("LOCKNODE_ADVERTISE", ""), "raft address other nodes dial (default: --raft-addr)")
+	httpAddr := fs.String("http-addr", envDefault("LOCKNODE_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API and /metrics listen address")
+	respAddr := fs.String("resp-addr", envDefault("LOCKNODE_RESP_ADDR", "127.0.0.1:6379"), "Redis protocol listen address")
+	bootstrapDef, _ := strconv.ParseBool(envDefault("LOCKNODE_BOOTSTRAP", "false"))
+	bootstrap := fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
+	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
+	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "addresses of running members to join through: host:port,...")
+	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
+	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "serve: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	pl, err := parsePeers(*peers)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve: --peers:", err)
+		return 2
+	}
+	if len(pl) > 0 && !*bootstrap {
+		fmt.Fprintln(stderr, "serve: --peers only makes sense with --bootstrap")
+		return 2
+	}
+
+	cfg := cluster.DefaultConfig()
+	cfg.ID = *id
+	cfg.DataDir = *data
+	cfg.BindAddr = *raftAddr
+	cfg.Advertise = *advertise
+	cfg.Bootstrap = *bootstrap
+	cfg.Peers = pl
+	cfg.Join = splitList(*join)
+	cfg.Logger = log
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
+	p, err := startProc(sctx, procConfig{Cluster: cfg, HTTPAddr: *httpAddr, RESPAddr: *respAddr, Logger: log})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
+	<-ctx.Done()
+	log.Info("shutting down")
+	if err := p.Close(); err != nil {
+		fmt.Fprintln(stderr, "serve: close:", err)
+		return 1
+	}
+	return 0
+}
