@@ -224,8 +224,18 @@ func (l *fakeLog) release(t testing.TB, key, owner string) {
 	}
 }
 
-// runMirror starts a mirror of n into r's Redis; it stops at cleanup.
+// runMirror starts a mirror of n into the Redis at addr; it stops at
+// cleanup.
 func runMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfig)) *Mirror {
+	t.Helper()
+	m := newTestMirror(t, n, addr, edit)
+	startMirror(t, m)
+	return m
+}
+
+// newTestMirror builds a mirror with test timings (fast ticks and
+// back-off); edit may change the config.
+func newTestMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfig)) *Mirror {
 	t.Helper()
 	cfg := DefaultMirrorConfig()
 	cfg.Redis = &redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond}
@@ -240,6 +250,11 @@ func runMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfi
 	if err != nil {
 		t.Fatalf("NewMirror: %v", err)
 	}
+	return m
+}
+
+// startMirror runs m until cleanup.
+func startMirror(t testing.TB, m *Mirror) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	// Ends when the cleanup cancels ctx.
@@ -250,7 +265,6 @@ func runMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfi
 			t.Errorf("Mirror.Run: %v", err)
 		}
 	})
-	return m
 }
 
 // mismatch compares Redis with node n's table under cfg's prefix and
