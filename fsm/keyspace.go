@@ -112,16 +112,19 @@ func (h dueHeap) Less(i, j int) bool {
 }
 func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *dueHeap) Push(x any)   { *h = append(*h, x.(dueItem)) }
+
+// Pop drops the last item; callers read the minimum before heap.Pop, so no
+// item is boxed into an interface (an allocation per due item).
 func (h *dueHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
+	*h = (*h)[:len(*h)-1]
+	return nil
 }
 
 // schedule asks for a due check of (kind, id) at FSM time at.
 func (t *Table) schedule(at int64, kind dueKind, id string) {
-	heap.Push(&t.due, dueItem{at: at, kind: kind, id: id})
+	// append + Fix instead of heap.Push: no boxing into an interface.
+	t.due = append(t.due, dueItem{at: at, kind: kind, id: id})
+	heap.Fix(&t.due, len(t.due)-1)
 }
 
 // NextDeadline returns the earliest FSM time at which something may fall
@@ -139,7 +142,8 @@ func (t *Table) NextDeadline() (at int64, ok bool) {
 // order, at the start of each Apply, so every command sees only live state.
 func (t *Table) expireDue(ctx *applyCtx) {
 	for len(t.due) > 0 && t.due[0].at <= ctx.now {
-		it := heap.Pop(&t.due).(dueItem)
+		it := t.due[0]
+		heap.Pop(&t.due)
 		ctx.at = it.at
 		switch it.kind {
 		case dueKey:

@@ -165,8 +165,10 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 			return Result{Queued: true, Deadline: w.Deadline}
 		}
 	}
+	// w.Keys stays nil: keys travel separately so the single-key scratch
+	// array does not escape (escape analysis is not field-sensitive).
 	w := Waiter{
-		ID: cmd.ReqID, Keys: keys, Owner: cmd.Owner, Mode: cmd.Mode,
+		ID: cmd.ReqID, Owner: cmd.Owner, Mode: cmd.Mode,
 		Permits: permitsOf(cmd.Mode, cmd.Permits), TTL: cmd.TTL, Session: cmd.Session,
 		Reentrant: cmd.Reentrant, LockDelay: cmd.LockDelay, MaxHold: cmd.MaxHold,
 	}
@@ -195,7 +197,7 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 		if len(t.keys)+newKeys > t.cfg.MaxKeys {
 			return Result{Err: errf(ErrLimit, "key space full (%d keys)", t.cfg.MaxKeys)}
 		}
-		return t.grantAll(ctx, &w)
+		return t.grantAll(ctx, &w, keys)
 	}
 	if cmd.Wait <= 0 {
 		return Result{Err: block}
@@ -205,11 +207,14 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 			return Result{Err: errf(ErrLimit, "%q has %d waiters", k, t.cfg.MaxWaitersPerKey)}
 		}
 	}
-	nw := w
-	nw.Keys = append([]string(nil), keys...)
-	nw.Deadline = ctx.now + cmd.Wait
-	nw.Enqueued = ctx.index
-	t.enqueue(&nw)
+	// Built field by field: copying w would let the single-key scratch
+	// array escape, costing every acquire an allocation.
+	nw := &Waiter{
+		ID: w.ID, Keys: append([]string(nil), keys...), Owner: w.Owner, Mode: w.Mode,
+		Permits: w.Permits, TTL: w.TTL, Deadline: ctx.now + cmd.Wait, Session: w.Session,
+		Reentrant: w.Reentrant, LockDelay: w.LockDelay, MaxHold: w.MaxHold, Enqueued: ctx.index,
+	}
+	t.enqueue(nw)
 	return Result{Queued: true, Deadline: nw.Deadline}
 }
 
@@ -304,9 +309,9 @@ func (t *Table) ownerHolds(key, owner string) bool {
 // Existing holds of w's owner are kept (non-reentrant: idempotent) or
 // counted up (reentrant). The result carries the highest fence, the
 // earliest deadline and the first key's count.
-func (t *Table) grantAll(ctx *applyCtx, w *Waiter) Result {
+func (t *Table) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
 	r := Result{Granted: true}
-	for i, k := range w.Keys {
+	for i, k := range keys {
 		h := t.grantKey(ctx, k, w)
 		if h.Fence > r.Fence {
 			r.Fence = h.Fence
@@ -480,7 +485,7 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 // grantWaiter turns queued w into holds and tells the node (EvGranted).
 func (t *Table) grantWaiter(ctx *applyCtx, w *Waiter) {
 	t.unqueue(w)
-	r := t.grantAll(ctx, w)
+	r := t.grantAll(ctx, w, w.Keys)
 	ctx.emit(Event{Kind: EvGranted, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner,
 		Fence: r.Fence, Deadline: r.Deadline, Count: r.Count})
 	t.reqWaiterGranted(w.ID, r)

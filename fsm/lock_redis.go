@@ -103,8 +103,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 	if len(t.queues[key]) > 0 || len(t.keys) >= t.cfg.MaxKeys {
 		return false
 	}
-	one := [1]string{key}
-	w := Waiter{Keys: one[:], Owner: token, Mode: Exclusive, TTL: ttl}
+	w := Waiter{Owner: token, Mode: Exclusive, TTL: ttl}
 	t.grantKey(ctx, key, &w)
 	return true
 }

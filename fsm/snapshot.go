@@ -316,7 +316,9 @@ func (d *snapReader) count() int {
 	return int(n)
 }
 
-func capHint(n int) int { return min(n, 1<<16) }
+// capHint bounds preallocation by a count read from the input, so a
+// corrupt count cannot make Restore allocate much before it fails.
+func capHint(n int) int { return min(n, 1<<21) }
 
 func (d *snapReader) raw() []byte {
 	n := d.uvarint()
@@ -423,7 +425,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 				}
 			}
 			if next != 0 {
-				n.ext.holdDue[k] = next
+				// holdDue stays empty: it only saves duplicate pushes.
 				sched(next, dueHold, k)
 			}
 			if v.Lock.DelayUntil != 0 {

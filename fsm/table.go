@@ -145,7 +145,13 @@ type applyCtx struct {
 	freed []string
 }
 
-func (c *applyCtx) emit(e Event) { c.events = append(c.events, e) }
+func (c *applyCtx) emit(e Event) {
+	if c.events == nil {
+		// A release emits two events (released, changed): one allocation.
+		c.events = make([]Event, 0, 2)
+	}
+	c.events = append(c.events, e)
+}
 
 // Table is the replicated lock table and key space. It is not safe for
 // concurrent use: the node serialises Apply and guards queries.
