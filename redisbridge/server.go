@@ -28,6 +28,7 @@ type Server struct {
 
 	hub     *hub
 	scripts scriptCache
+	arity   arityTable
 	cancel  func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits

@@ -2,6 +2,7 @@ package resp
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -147,34 +148,45 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 }
 
 // readLine returns the next line without its "\n" (and "\r" before it).
-// The result may alias bufio's buffer: use it before the next read.
+// The result may alias bufio's buffer: use it before the next read. A
+// line longer than MaxInlineBytes fails as soon as that many bytes have
+// arrived without a newline, without waiting for more.
 func (r *Reader) readLine(tooLong string) ([]byte, error) {
-	line, err := r.br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		r.line = append(r.line[:0], line...)
-		for err == bufio.ErrBufferFull {
+	r.line = r.line[:0]
+	for {
+		if _, err := r.br.Peek(1); err != nil { // waits for input
+			if err == io.EOF && len(r.line) > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		buf, _ := r.br.Peek(r.br.Buffered())
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			r.line = append(r.line, buf...)
+			_, _ = r.br.Discard(len(buf))
 			if len(r.line) > r.cfg.MaxInlineBytes {
 				return nil, protoErr(tooLong)
 			}
-			line, err = r.br.ReadSlice('\n')
+			continue
+		}
+		line := buf[:i+1]
+		if len(r.line) > 0 {
 			r.line = append(r.line, line...)
+			line = r.line
 		}
-		line = r.line
-	}
-	if len(line) > r.cfg.MaxInlineBytes+2 {
-		return nil, protoErr(tooLong)
-	}
-	if err != nil {
-		if err == io.EOF && len(line) > 0 {
-			err = io.ErrUnexpectedEOF
+		if len(line) > r.cfg.MaxInlineBytes+2 {
+			return nil, protoErr(tooLong)
 		}
-		return nil, err
+		// Discard only advances bufio's read position: line stays valid
+		// until the next read fills the buffer.
+		_, _ = r.br.Discard(i + 1)
+		line = line[:len(line)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		return line, nil
 	}
-	line = line[:len(line)-1]
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
-	return line, nil
 }
 
 // parseLen parses a decimal length as Redis' string2ll does: optional '-',
