@@ -46,9 +46,6 @@ type codedErr struct {
 func (e *codedErr) Error() string { return e.msg }
 func (e *codedErr) Unwrap() error { return e.base }
 
-type scriptSnapshotter interface{ snapshotScripts() [][]byte }
-type scriptRestorer interface{ restoreScripts([][]byte) }
-
 type snapWriter struct {
 	w   *bufio.Writer
 	err error
@@ -185,10 +182,7 @@ func (t *Table) Snapshot(w io.Writer) error {
 		s.varint(tb.until)
 	}
 
-	var scripts [][]byte
-	if ss, ok := any(&t.rx).(scriptSnapshotter); ok {
-		scripts = ss.snapshotScripts()
-	}
+	scripts := t.rx.snapshotScripts()
 	s.uvarint(uint64(len(scripts)))
 	for _, sc := range scripts {
 		s.bytes(sc)
@@ -375,18 +369,12 @@ func (t *Table) Restore(r io.Reader) error {
 	if _, err := d.r.ReadByte(); err != io.EOF {
 		return fmt.Errorf("fsm: restore: trailing data")
 	}
-	rs, ok := any(&t.rx).(scriptRestorer)
-	if len(scripts) > 0 && !ok {
-		return fmt.Errorf("fsm: restore: snapshot has scripts but this build cannot restore them")
-	}
 	// The Redis side's state stays in place (it may point back at t); only
 	// its replicated script cache comes from the snapshot.
 	t.now, t.applied = n.now, n.applied
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
-	if ok {
-		rs.restoreScripts(scripts)
-	}
+	t.rx.restoreScripts(scripts)
 	return nil
 }
 
