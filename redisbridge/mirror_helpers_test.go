@@ -270,8 +270,11 @@ func startMirror(t testing.TB, m *Mirror) {
 // mismatch compares Redis with node n's table under cfg's prefix and
 // filter: every held lock must be GET = first holder with a PTTL within
 // its remaining lease and a meta hash with its fence; no other mirrored
-// key may exist. It returns "" when they agree.
-func mismatch(ctx context.Context, c *redis.Client, n *fakeNode, prefix, filter string) string {
+// key may exist. It returns "" when they agree. pxSlack is how far (ms)
+// the PTTL may exceed the lease left: the writer and this check read the
+// cluster clock at different times, through estimates that differ by up
+// to a commit latency or an election on a real cluster.
+func mismatch(ctx context.Context, c *redis.Client, n MirrorSource, prefix, filter string, pxSlack int64) string {
 	var want []lockState
 	var at uint64
 	_ = n.Read(ctx, true, func(t *fsm.Table, now int64) { want, at = readAll(t, now, filter) })
@@ -286,7 +289,7 @@ func mismatch(ctx context.Context, c *redis.Client, n *fakeNode, prefix, filter 
 			continue
 		}
 		pttl, _ := c.PTTL(ctx, prefix+s.key).Result()
-		if pttl <= 0 || pttl.Milliseconds() > s.px+50 {
+		if pttl <= 0 || pttl.Milliseconds() > s.px+pxSlack {
 			problems = append(problems, fmt.Sprintf("%s: PTTL=%v, lease left %dms", s.key, pttl, s.px))
 		}
 		fence, _ := c.HGet(ctx, rd.metaKey(s.key), "fence").Result()
@@ -308,7 +311,12 @@ func mismatch(ctx context.Context, c *redis.Client, n *fakeNode, prefix, filter 
 }
 
 // waitMirrored waits until Redis agrees with n and m reports no lag.
-func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n *fakeNode, prefix, filter string) {
+func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, prefix, filter string) {
+	t.Helper()
+	waitMirroredSlack(t, c, m, n, prefix, filter, 50)
+}
+
+func waitMirroredSlack(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, prefix, filter string, pxSlack int64) {
 	t.Helper()
 	ctx := context.Background()
 	waitFor(t, 10*time.Second, "redis to match the table", func() (bool, string) {
@@ -316,7 +324,7 @@ func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n *fakeNode, prefix,
 		if !st.Writing || !st.Synced || st.LagEntries != 0 {
 			return false, fmt.Sprintf("status %+v", st)
 		}
-		d := mismatch(ctx, c, n, prefix, filter)
+		d := mismatch(ctx, c, n, prefix, filter, pxSlack)
 		return d == "", d
 	})
 }

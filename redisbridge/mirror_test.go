@@ -198,7 +198,7 @@ func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
 			tc.disturb()
 			waitFor(t, 5*time.Second, "the verify pass to repair it", func() (bool, string) {
 				st := m.Status()
-				d := mismatch(ctx, c, n, "", "")
+				d := mismatch(ctx, c, n, "", "", 50)
 				return d == "" && st.Conflicts > before, fmt.Sprintf("conflicts=%d %s", st.Conflicts, d)
 			})
 		})

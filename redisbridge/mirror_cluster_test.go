@@ -1,0 +1,158 @@
+package redisbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/transport"
+)
+
+// The mirror against a real raft cluster: *cluster.Node is its source.
+var _ MirrorSource = (*cluster.Node)(nil)
+
+// clusterPXSlack is how far (ms) a mirrored PTTL may exceed the lease left
+// as this test reads it: nodes estimate the cluster clock differently, by
+// up to an election's length (see mismatch).
+const clusterPXSlack = 2000
+
+// startCluster starts n bootstrapped nodes over loopback; they are killed
+// at cleanup.
+func startCluster(t *testing.T, n int) []*cluster.Node {
+	t.Helper()
+	var peers []cluster.Peer
+	trs := make([]*transport.Transport, n)
+	for i := range n {
+		tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		trs[i] = tr
+		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()})
+	}
+	nodes := make([]*cluster.Node, n)
+	for i := range n {
+		cfg := cluster.DefaultConfig()
+		cfg.ID = peers[i].ID
+		cfg.DataDir = t.TempDir()
+		cfg.Transport = trs[i]
+		cfg.Bootstrap = true
+		cfg.Peers = peers
+		cfg.BindAddr = peers[i].Addr
+		nd, err := cluster.Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes[i] = nd
+		t.Cleanup(func() { _ = nd.Kill() })
+	}
+	return nodes
+}
+
+// clusterLeader waits until one live node leads.
+func clusterLeader(t *testing.T, nodes []*cluster.Node) *cluster.Node {
+	t.Helper()
+	var l *cluster.Node
+	waitFor(t, 15*time.Second, "a leader", func() (bool, string) {
+		for _, n := range nodes {
+			if n != nil && n.IsLeader() {
+				l = n
+				return true, ""
+			}
+		}
+		return false, "none"
+	})
+	return l
+}
+
+// TestMirrorRealCluster mirrors a 3-node cluster with a mirror on every
+// node, kills the leader mid-stream and checks that the new leader's
+// mirror takes over and leaves Redis equal to the table.
+func TestMirrorRealCluster(t *testing.T) {
+	r := startRedis(t)
+	c := r.client(t)
+	ctx := context.Background()
+	nodes := startCluster(t, 3)
+	mirrors := make(map[*cluster.Node]*Mirror)
+	for _, n := range nodes {
+		mirrors[n] = runMirror(t, n, r.addr(), nil)
+	}
+	l := clusterLeader(t, nodes)
+
+	// Operations retry through whichever node leads (raft elections under
+	// -race on two cores happen); the request id makes a retry safe.
+	retry := func(what string, op func(n *cluster.Node) error) {
+		t.Helper()
+		var err error
+		waitFor(t, 20*time.Second, what, func() (bool, string) {
+			err = op(clusterLeader(t, nodes))
+			return err == nil || !errors.Is(err, api.ErrNoLeader), fmt.Sprint(err)
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	acquire := func(key, owner string) {
+		t.Helper()
+		retry("acquire "+key, func(n *cluster.Node) error {
+			_, err := n.TryAcquire(ctx, api.AcquireRequest{Key: key, Owner: owner, TTLMs: 60_000, RequestID: "acq-" + key + "-" + owner})
+			return err
+		})
+	}
+	release := func(key, owner string) {
+		t.Helper()
+		retry("release "+key, func(n *cluster.Node) error {
+			_, err := n.Release(ctx, api.ReleaseRequest{Key: key, Owner: owner, RequestID: "rel-" + key + "-" + owner})
+			return err
+		})
+	}
+	for i := range 20 {
+		acquire(fmt.Sprintf("rc:%d", i), fmt.Sprintf("first-%d", i))
+	}
+	l = clusterLeader(t, nodes)
+	waitMirroredSlack(t, c, mirrors[l], l, "", "", clusterPXSlack)
+	if v, _ := c.Get(ctx, "rc:3").Result(); v != "first-3" {
+		t.Fatalf("GET rc:3 = %q", v)
+	}
+	if ok, _ := c.SetNX(ctx, "rc:3", "intruder", time.Minute).Result(); ok {
+		t.Fatalf("SET NX took a key the cluster holds")
+	}
+
+	// Crash the leader; the survivors elect one and its mirror writes.
+	_ = l.Kill()
+	for i, n := range nodes {
+		if n == l {
+			nodes[i] = nil
+		}
+	}
+	for i := range 10 {
+		key := fmt.Sprintf("rc:%d", i)
+		release(key, fmt.Sprintf("first-%d", i))
+		acquire(key, fmt.Sprintf("second-%d", i))
+	}
+	for i := 20; i < 30; i++ {
+		acquire(fmt.Sprintf("rc:%d", i), "late")
+	}
+	var l2 *cluster.Node
+	waitFor(t, 20*time.Second, "the new leader's mirror to match the table", func() (bool, string) {
+		l2 = clusterLeader(t, nodes)
+		st := mirrors[l2].Status()
+		if !st.Writing || !st.Synced || st.LagEntries != 0 {
+			return false, fmt.Sprintf("status %+v", st)
+		}
+		d := mismatch(ctx, c, l2, "", "", clusterPXSlack)
+		return d == "", d
+	})
+	if v, _ := c.Get(ctx, "rc:0").Result(); v != "second-0" {
+		t.Fatalf("GET rc:0 = %q after fail-over, want second-0", v)
+	}
+	for _, n := range nodes {
+		if n != nil && n != l2 && mirrors[n].Status().Writing {
+			t.Errorf("follower %v still writes the mirror", n)
+		}
+	}
+}
