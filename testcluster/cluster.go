@@ -1,0 +1,628 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/redisbridge"
+	"github.com/locknode/locknode/transport"
+)
+
+// Options configure a Cluster. The zero value is a usable default.
+type Options struct {
+	// Config, when set, adjusts node i's cluster.Config before it starts
+	// (and before every restart). ID, DataDir, Transport, Bootstrap,
+	// Peers, Clock and Logger are set by the Cluster.
+	Config func(i int, c *cluster.Config)
+	// NoHTTP and NoRESP leave out the HTTP API and the RESP bridge that
+	// each node serves by default.
+	NoHTTP, NoRESP bool
+	// Seed seeds message faults; default 1. The nemesis has its own.
+	Seed uint64
+	// LogLevel of the nodes' logs (written through t.Log): trace, debug,
+	// info, warn, error or off. Default: $LOCKNODE_TEST_LOG, else warn.
+	LogLevel string
+	// WaitTimeout bounds Leader(), New's wait for the first leader and
+	// Restart. Default 20s.
+	WaitTimeout time.Duration
+}
+
+// Cluster is an in-process cluster of real nodes (real FSM, raft and
+// bolt storage in t.TempDir) wired through a fault-injecting network.
+// Node indices run from 0 to N()-1; node i has raft id "n<i>".
+// Methods are safe for concurrent use; those that take no context and
+// may fail call t.Fatal and so belong to the test's goroutine.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+	log  hclog.Logger
+	tlog *testLog
+	net  *faultNet
+
+	peers  []cluster.Peer
+	dirs   []string
+	clocks []*skewClock
+	raftLn []*stableListener
+	httpLn []*stableListener
+	respLn []*stableListener
+
+	mu     sync.Mutex
+	nodes  []*cluster.Node
+	https  []*http.Server
+	resps  []*redisbridge.Server
+	paused []bool
+}
+
+// New starts n nodes bootstrapped as one cluster and waits for a
+// leader. Everything is torn down by t.Cleanup.
+func New(t testing.TB, n int, opts Options) *Cluster {
+	t.Helper()
+	if n < 1 || n > 64 {
+		t.Fatalf("testcluster: %d nodes; want 1..64", n)
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = 20 * time.Second
+	}
+	if opts.Seed == 0 {
+		opts.Seed = 1
+	}
+	c := &Cluster{
+		t: t, opts: opts, tlog: &testLog{t: t},
+		net:    newFaultNet(n, opts.Seed),
+		nodes:  make([]*cluster.Node, n),
+		https:  make([]*http.Server, n),
+		resps:  make([]*redisbridge.Server, n),
+		paused: make([]bool, n),
+	}
+	// Registered first, so it runs last: no t.Log after the nodes are gone.
+	t.Cleanup(c.tlog.stop)
+	c.log = newTestLogger(c.tlog, logLevel(opts.LogLevel))
+	t.Cleanup(c.shutdown)
+
+	for i := range n {
+		rl, err := newStableListener(c.net.raftWrap(i))
+		if err != nil {
+			t.Fatalf("testcluster: listen: %v", err)
+		}
+		c.raftLn = append(c.raftLn, rl)
+		hl, err := newStableListener(nil)
+		if err != nil {
+			t.Fatalf("testcluster: listen: %v", err)
+		}
+		c.httpLn = append(c.httpLn, hl)
+		sl, err := newStableListener(nil)
+		if err != nil {
+			t.Fatalf("testcluster: listen: %v", err)
+		}
+		c.respLn = append(c.respLn, sl)
+		c.net.addrs[i] = rl.addr()
+		c.peers = append(c.peers, cluster.Peer{ID: nodeID(i), Addr: rl.addr()})
+		c.dirs = append(c.dirs, t.TempDir())
+		c.clocks = append(c.clocks, newSkewClock())
+	}
+	for i := range n {
+		if err := c.start(i); err != nil {
+			t.Fatalf("testcluster: start %s: %v", nodeID(i), err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.WaitTimeout)
+	defer cancel()
+	if _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatalf("testcluster: no leader: %v", err)
+	}
+	return c
+}
+
+func nodeID(i int) string { return fmt.Sprintf("n%d", i) }
+
+// N is the number of nodes.
+func (c *Cluster) N() int { return len(c.peers) }
+
+// Logger is the cluster's logger (through t.Log), for tests' own lines.
+func (c *Cluster) Logger() hclog.Logger { return c.log }
+
+func (c *Cluster) start(i int) error {
+	tr, err := transport.New(transport.Config{
+		Listener:  c.raftLn[i].attach(),
+		Advertise: c.peers[i].Addr,
+		Dial:      c.net.dialer(i),
+		Logger:    c.log.Named("transport").With("node", nodeID(i)),
+		// Calls fail fast on a cut link; a short timeout keeps a call on a
+		// paused leader from holding a client for long.
+		CallTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	cfg := cluster.DefaultConfig()
+	if c.opts.Config != nil {
+		c.opts.Config(i, &cfg)
+	}
+	cfg.ID = nodeID(i)
+	cfg.DataDir = c.dirs[i]
+	cfg.Transport = tr
+	cfg.Bootstrap = true
+	cfg.Peers = c.peers
+	cfg.Join = nil
+	cfg.Clock = c.clocks[i]
+	cfg.Logger = c.log
+	node, err := cluster.Start(context.Background(), cfg)
+	if err != nil {
+		tr.Close()
+		return err
+	}
+	c.mu.Lock()
+	c.nodes[i] = node
+	c.mu.Unlock()
+	if !c.opts.NoHTTP {
+		h := httpapi.New(node, httpapi.Config{Logger: c.log.Named("http").With("node", nodeID(i))})
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		ln := c.httpLn[i].attach()
+		c.mu.Lock()
+		c.https[i] = srv
+		c.mu.Unlock()
+		// Ends when Crash or shutdown closes the server.
+		go func() { _ = srv.Serve(ln) }()
+	}
+	if !c.opts.NoRESP {
+		rs, err := redisbridge.New(node, redisbridge.Config{
+			Addr: c.respLn[i].addr(), NodeID: nodeID(i), Logger: c.log.Named("resp").With("node", nodeID(i)),
+			RequestTimeout: 10 * time.Second,
+		})
+		if err != nil {
+			return err
+		}
+		ln := c.respLn[i].attach()
+		c.mu.Lock()
+		c.resps[i] = rs
+		c.mu.Unlock()
+		// Ends when Crash or shutdown closes the server.
+		go func() { _ = rs.Serve(ln) }()
+	}
+	return nil
+}
+
+// stop takes node i down without a clean shutdown: its links are cut
+// first (nothing more leaves it), then servers, raft and storage stop.
+func (c *Cluster) stop(i int) {
+	c.net.setDown(i, true)
+	c.clocks[i].setPaused(false)
+	c.net.setPaused(i, false)
+	c.mu.Lock()
+	node, hs, rs := c.nodes[i], c.https[i], c.resps[i]
+	c.nodes[i], c.https[i], c.resps[i] = nil, nil, nil
+	c.paused[i] = false
+	c.mu.Unlock()
+	if hs != nil {
+		hs.Close()
+	}
+	if rs != nil {
+		rs.Close()
+	}
+	if node != nil {
+		if err := node.Kill(); err != nil {
+			c.log.Warn("kill", "node", nodeID(i), "error", err)
+		}
+	}
+}
+
+func (c *Cluster) shutdown() {
+	for i := range c.peers {
+		c.stop(i)
+	}
+	c.net.close()
+	for i := range c.peers {
+		c.raftLn[i].close()
+		c.httpLn[i].close()
+		c.respLn[i].close()
+	}
+}
+
+// Node returns node i, or nil while it is crashed.
+func (c *Cluster) Node(i int) *cluster.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nodes[i]
+}
+
+// Locker returns node i as an embedded api.Locker, resolved at each call
+// so it follows restarts; calls on a crashed node fail with ErrNodeDown.
+func (c *Cluster) Locker(i int) api.Locker { return nodeLocker{c: c, i: i} }
+
+// HTTPAddr and RESPAddr are node i's API addresses (stable across
+// restarts).
+func (c *Cluster) HTTPAddr(i int) string { return c.httpLn[i].addr() }
+func (c *Cluster) RESPAddr(i int) string { return c.respLn[i].addr() }
+
+// Endpoints are the HTTP base URLs of every node, for client.Config.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for i := range c.peers {
+		out = append(out, "http://"+c.HTTPAddr(i))
+	}
+	return out
+}
+
+// Up reports whether node i is running (not crashed).
+func (c *Cluster) Up(i int) bool { return c.Node(i) != nil }
+
+// Paused reports whether node i is paused.
+func (c *Cluster) Paused(i int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paused[i]
+}
+
+// LeaderIndex returns the index of the node that leads with its term's
+// clock set, or -1. It does not wait.
+func (c *Cluster) LeaderIndex() int {
+	for i := range c.peers {
+		if c.Paused(i) {
+			continue
+		}
+		if n := c.Node(i); n != nil && n.IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until a running, unpaused node leads, reaches a
+// quorum, and every other running, unpaused node that it reaches knows
+// it; it returns its index.
+func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
+	return waitFor(ctx, 5*time.Millisecond, func() (int, bool) {
+		l := c.LeaderIndex()
+		if l < 0 {
+			return -1, false
+		}
+		reach := 1 // a leader cut off from a quorum is about to step down
+		for i := range c.peers {
+			n := c.Node(i)
+			if n == nil || i == l || c.Paused(i) || !c.net.linkOK(l, i) || !c.net.linkOK(i, l) {
+				continue
+			}
+			if id, _ := n.Leader(); id != nodeID(l) {
+				return -1, false
+			}
+			reach++
+		}
+		return l, 2*reach > c.N()
+	})
+}
+
+// Leader waits (up to Options.WaitTimeout) for a leader and returns it;
+// it fails the test if none is elected.
+func (c *Cluster) Leader() *cluster.Node {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.WaitTimeout)
+	defer cancel()
+	i, err := c.WaitLeader(ctx)
+	if err != nil {
+		c.t.Fatalf("testcluster: no leader: %v", err)
+	}
+	return c.Node(i)
+}
+
+// WaitApplied waits until every running, unpaused node has applied at
+// least index.
+func (c *Cluster) WaitApplied(ctx context.Context, index uint64) error {
+	_, err := waitFor(ctx, 2*time.Millisecond, func() (struct{}, bool) {
+		for i := range c.peers {
+			n := c.Node(i)
+			if n == nil || c.Paused(i) {
+				continue
+			}
+			if n.AppliedIndex() < index {
+				return struct{}{}, false
+			}
+		}
+		return struct{}{}, true
+	})
+	return err
+}
+
+// Partition splits the cluster: nodes in different groups cannot reach
+// each other; nodes named in no group are cut off from everyone.
+// Connections across the cut break at once.
+func (c *Cluster) Partition(groups ...[]int) {
+	n := c.N()
+	group := make([]int, n)
+	for i := range group {
+		group[i] = -1 - i // alone
+	}
+	for g, members := range groups {
+		for _, i := range members {
+			if i >= 0 && i < n {
+				group[i] = g
+			}
+		}
+	}
+	cut := make([][]bool, n)
+	for a := range n {
+		cut[a] = make([]bool, n)
+		for b := range n {
+			cut[a][b] = a != b && group[a] != group[b]
+		}
+	}
+	c.log.Info("partition", "groups", fmt.Sprint(groups))
+	c.net.setCut(cut)
+}
+
+// Isolate cuts node i off from every other node.
+func (c *Cluster) Isolate(i int) {
+	var rest []int
+	for j := range c.N() {
+		if j != i {
+			rest = append(rest, j)
+		}
+	}
+	c.Partition(rest)
+}
+
+// Heal removes every partition.
+func (c *Cluster) Heal() {
+	n := c.N()
+	cut := make([][]bool, n)
+	for a := range n {
+		cut[a] = make([]bool, n)
+	}
+	c.log.Info("heal")
+	c.net.setCut(cut)
+}
+
+// SetFaults sets the message faults of every link (zero Faults: none).
+func (c *Cluster) SetFaults(f Faults) {
+	c.log.Info("faults", "drop", f.Drop, "delay", f.Delay, "dup", f.Duplicate)
+	c.net.setFaults(f)
+}
+
+// Crash stops node i as a crash would: its links are cut at once (in
+// flight messages are lost), then its servers, raft and storage stop
+// without a leadership transfer or leave. Requests in flight on it fail.
+// Crashing a crashed node does nothing.
+func (c *Cluster) Crash(i int) {
+	c.log.Info("crash", "node", nodeID(i))
+	c.stop(i)
+}
+
+// Restart starts crashed node i again from its data directory, on the
+// same addresses. It fails the test if the node cannot start.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if err := c.RestartErr(i); err != nil {
+		c.t.Fatalf("testcluster: restart %s: %v", nodeID(i), err)
+	}
+}
+
+// RestartErr is Restart returning the error (for goroutines other than
+// the test's).
+func (c *Cluster) RestartErr(i int) error {
+	if c.Up(i) {
+		return nil
+	}
+	c.log.Info("restart", "node", nodeID(i))
+	c.net.setDown(i, false)
+	return c.start(i)
+}
+
+// Pause stops the world on node i: every read and write on its links
+// blocks, it dials nothing, and its clock (so its leader clock and
+// ticks) stops until Resume. Raft's own timers keep running, which a
+// real process stop would freeze too (see ProcCluster for that).
+func (c *Cluster) Pause(i int) {
+	c.log.Info("pause", "node", nodeID(i))
+	c.mu.Lock()
+	if c.nodes[i] == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.paused[i] = true
+	c.mu.Unlock()
+	c.net.setPaused(i, true)
+	c.clocks[i].setPaused(true)
+}
+
+// Resume undoes Pause. Node i's clock continues from real time, as a
+// process's monotonic clock does after SIGCONT.
+func (c *Cluster) Resume(i int) {
+	c.log.Info("resume", "node", nodeID(i))
+	c.clocks[i].setPaused(false)
+	c.net.setPaused(i, false)
+	c.mu.Lock()
+	c.paused[i] = false
+	c.mu.Unlock()
+}
+
+// SkewClock sets node i's clock to offset from real time and rate times
+// real speed from now on (rate 1: no drift). It persists across
+// restarts. See skewClock for why offset changes should hit non-leaders.
+func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
+	if rate <= 0 {
+		rate = 1
+	}
+	c.log.Info("skew", "node", nodeID(i), "offset", offset, "rate", rate)
+	c.clocks[i].skew(offset, rate)
+}
+
+// Snapshot returns node i's FSM snapshot bytes and the index they are at
+// (a local read; nil if the node is down).
+func (c *Cluster) Snapshot(i int) ([]byte, uint64, error) {
+	n := c.Node(i)
+	if n == nil {
+		return nil, 0, errNodeDown
+	}
+	var buf bytes.Buffer
+	var idx uint64
+	var serr error
+	err := n.Read(context.Background(), true, func(t *fsm.Table, _ int64) {
+		idx = t.AppliedIndex()
+		serr = t.Snapshot(&buf)
+	})
+	if err == nil {
+		err = serr
+	}
+	return buf.Bytes(), idx, err
+}
+
+// waitFor polls cond every step until it holds or ctx ends.
+func waitFor[T any](ctx context.Context, step time.Duration, cond func() (T, bool)) (T, error) {
+	t := time.NewTicker(step)
+	defer t.Stop()
+	for {
+		if v, ok := cond(); ok {
+			return v, nil
+		}
+		select {
+		case <-ctx.Done():
+			var zero T
+			return zero, fmt.Errorf("testcluster: condition not met: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// ErrNodeDown is returned by Locker(i) calls while node i is crashed.
+var ErrNodeDown = errNodeDown
+
+// nodeLocker resolves node i at each call.
+type nodeLocker struct {
+	c *Cluster
+	i int
+}
+
+func (l nodeLocker) node() (*cluster.Node, error) {
+	if n := l.c.Node(l.i); n != nil {
+		return n, nil
+	}
+	return nil, errNodeDown
+}
+
+func (l nodeLocker) Acquire(ctx context.Context, r api.AcquireRequest) (api.Lease, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Lease{}, err
+	}
+	return n.Acquire(ctx, r)
+}
+
+func (l nodeLocker) TryAcquire(ctx context.Context, r api.AcquireRequest) (api.Lease, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Lease{}, err
+	}
+	return n.TryAcquire(ctx, r)
+}
+
+func (l nodeLocker) Release(ctx context.Context, r api.ReleaseRequest) (api.ReleaseResult, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.ReleaseResult{}, err
+	}
+	return n.Release(ctx, r)
+}
+
+func (l nodeLocker) Extend(ctx context.Context, r api.ExtendRequest) (api.Lease, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Lease{}, err
+	}
+	return n.Extend(ctx, r)
+}
+
+func (l nodeLocker) Inspect(ctx context.Context, key string, o api.ReadOptions) (api.LockInfo, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.LockInfo{}, err
+	}
+	return n.Inspect(ctx, key, o)
+}
+
+func (l nodeLocker) List(ctx context.Context, r api.ListRequest) (api.ListResult, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.ListResult{}, err
+	}
+	return n.List(ctx, r)
+}
+
+func (l nodeLocker) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.SessionInfo{}, err
+	}
+	return n.OpenSession(ctx, ttl)
+}
+
+func (l nodeLocker) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.SessionInfo{}, err
+	}
+	return n.KeepAlive(ctx, id)
+}
+
+func (l nodeLocker) CloseSession(ctx context.Context, id string) error {
+	n, err := l.node()
+	if err != nil {
+		return err
+	}
+	return n.CloseSession(ctx, id)
+}
+
+func (l nodeLocker) FenceCheck(ctx context.Context, res string, tok uint64) (api.FenceResult, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.FenceResult{}, err
+	}
+	return n.FenceCheck(ctx, res, tok)
+}
+
+func (l nodeLocker) Campaign(ctx context.Context, e, v, s string) (api.Leader, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Leader{}, err
+	}
+	return n.Campaign(ctx, e, v, s)
+}
+
+func (l nodeLocker) Resign(ctx context.Context, e, v string) error {
+	n, err := l.node()
+	if err != nil {
+		return err
+	}
+	return n.Resign(ctx, e, v)
+}
+
+func (l nodeLocker) Observe(ctx context.Context, e string) (<-chan api.Leader, error) {
+	n, err := l.node()
+	if err != nil {
+		return nil, err
+	}
+	return n.Observe(ctx, e)
+}
+
+func (l nodeLocker) Status(ctx context.Context) (api.Status, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Status{}, err
+	}
+	return n.Status(ctx)
+}
+
+var _ api.Locker = nodeLocker{}
+
+// isDown reports whether err means the node was down before the call.
+func isDown(err error) bool { return errors.Is(err, errNodeDown) }

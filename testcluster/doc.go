@@ -1,0 +1,65 @@
+// Package testcluster runs a locknode cluster inside a test, breaks it on
+// purpose and checks that the lock service kept its promises. It is for
+// locknode's own tests and for users who want to test their code against
+// a faulty lock cluster; no production package imports it.
+//
+// # Cluster
+//
+// New(t, n, opts) starts n real cluster.Nodes (real FSM, raft and bolt
+// storage in t.TempDir) over loopback TCP through a fault-injecting
+// network, each serving the HTTP API and the RESP bridge, and tears them
+// down with t.Cleanup. Node logs go to t.Log (level: Options.LogLevel or
+// $LOCKNODE_TEST_LOG, default warn). Faults:
+//
+//   - Partition(groups...), Isolate(i), Heal(): cut links; connections
+//     across a cut break at once.
+//   - SetFaults(Faults{Drop, Delay, Duplicate}): message loss, delay and
+//     duplicated raft requests, by rate.
+//   - Crash(i) / Restart(i): links cut, then the node stops without a
+//     leadership transfer; Restart resumes it from its data directory on
+//     the same addresses.
+//   - Pause(i) / Resume(i): stop the world — the node's links and clock
+//     stop.
+//   - SkewClock(i, offset, rate): the node's clock, as its leader clock
+//     reads it (cluster.Config.Clock).
+//
+// WaitLeader, Leader, WaitApplied and Snapshot observe it.
+//
+// # Histories and checkers
+//
+// Clients (NativeClient, HTTPClient, RESPClient) record every operation
+// with invoke and return times and its result in a History. Checkers:
+//
+//  1. CheckLinearizable: porcupine, with a model of the lock semantics
+//     (acquire, try, release, extend, get, with fences and leases),
+//     partitioned per key; on a violation the visualisation is written
+//     to a file named in the error.
+//  2. CheckFencing: a protected Resource that takes writes only with a
+//     token at least the highest seen; no stale write is accepted and no
+//     write inside its writer's lease is refused.
+//  3. CheckDurable: every acknowledged grant and release is reflected in
+//     the final state.
+//  4. CheckFences: fences strictly increase over grants.
+//  5. CheckConverged: every node's FSM snapshot is byte-identical at the
+//     same index.
+//  6. CheckLeases: no hold ends (seen from a neutral real clock) before
+//     its request's send time plus its TTL.
+//
+// # Nemesis
+//
+// NewSchedule(seed, ...) generates a reproducible schedule of faults
+// (partitions, crashes and restarts, leader kills, pauses, clock skew,
+// message loss); RunSchedule plays it against a Cluster while a workload
+// runs. The seed is logged: re-running with it replays the schedule.
+//
+// ProcCluster does the same with real `locknode serve` processes (kill -9,
+// SIGSTOP/SIGCONT, restart), checked through the HTTP client.
+//
+// # Your responsibilities
+//
+//  1. Give every acquire a unique owner token: the checkers identify
+//     holds by owner.
+//  2. Run checkers after the workload has stopped and the cluster healed.
+//  3. Call methods that may t.Fatal (Leader, Restart) from the test's
+//     goroutine only; elsewhere use WaitLeader and RestartErr.
+package testcluster
