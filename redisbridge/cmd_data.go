@@ -52,7 +52,7 @@ func cmdEvalSHA(c *conn, args [][]byte) {
 		})
 		cancel()
 		if err != nil {
-			c.w.WriteError(errorText(err))
+			c.writeErr(err)
 			return
 		}
 		if found {
@@ -117,7 +117,7 @@ func cmdScript(c *conn, args [][]byte) {
 		err := c.s.b.Read(ctx, true, func(t *fsm.Table, _ int64) { in = t.ScriptSHAs(shas) })
 		cancel()
 		if err != nil {
-			c.w.WriteError(errorText(err))
+			c.writeErr(err)
 			return
 		}
 		c.w.WriteArrayLen(len(shas))

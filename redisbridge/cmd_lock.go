@@ -95,7 +95,7 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 		cancel()
 	}
 	if err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return
 	}
 	c.writeLease(lease)
@@ -142,7 +142,7 @@ func cmdLockRelease(c *conn, args [][]byte) {
 	case errors.Is(err, api.ErrNotHeld), errors.Is(err, api.ErrNotFound):
 		c.w.WriteInt(0)
 	case err != nil:
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 	case res.Released:
 		c.w.WriteInt(1)
 	default:
@@ -169,7 +169,7 @@ func cmdLockExtend(c *conn, args [][]byte) {
 	lease, err := c.s.b.Extend(ctx, req)
 	cancel()
 	if err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return
 	}
 	c.writeLease(lease)
@@ -185,7 +185,7 @@ func cmdLockInfo(c *conn, args [][]byte) {
 		return
 	}
 	if err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return
 	}
 	w := c.w
@@ -243,7 +243,7 @@ func cmdFenceCheck(c *conn, args [][]byte) {
 	res, err := c.s.b.FenceCheck(ctx, string(args[1]), token)
 	cancel()
 	if err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return
 	}
 	c.w.WriteArrayLen(2)

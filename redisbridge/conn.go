@@ -82,8 +82,12 @@ func (c *conn) serve() {
 		c.nc.Close()
 	}()
 	for {
-		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 && !c.s.hub.isSubscribed(c) {
-			c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 {
+			var d time.Time // subscribers wait for messages: no idle limit
+			if !c.s.hub.isSubscribed(c) {
+				d = time.Now().Add(c.s.cfg.IdleTimeout)
+			}
+			c.nc.SetReadDeadline(d)
 		}
 		args, err := c.rd.ReadCommand()
 		if err != nil {
@@ -214,14 +218,14 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	defer cancel()
 	r, err := c.s.b.Apply(ctx, cmd)
 	if err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return r, false
 	}
 	if r.Index > c.lastWrite {
 		c.lastWrite = r.Index
 	}
 	if r.Err != nil {
-		c.w.WriteError(errorText(r.Err))
+		c.writeErr(r.Err)
 		return r, false
 	}
 	return r, true
@@ -241,7 +245,7 @@ func (c *conn) read(fn func(t *fsm.Table, now int64)) bool {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	if err := c.s.b.Read(ctx, false, fn); err != nil {
-		c.w.WriteError(errorText(err))
+		c.writeErr(err)
 		return false
 	}
 	return true

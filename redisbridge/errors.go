@@ -99,7 +99,7 @@ func errorText(err error) string {
 			if e.text == msgNoLeader || e.text == msgWrongType {
 				return e.text
 			}
-			return e.text + detail(err, e.err)
+			return e.text + detail(err)
 		}
 	}
 	switch {
@@ -111,20 +111,33 @@ func errorText(err error) string {
 	return "ERR " + err.Error()
 }
 
-// detail returns ": <context>" when err wraps sentinel with more text than
-// the sentinel's own, so the reply says which key or limit.
-func detail(err, sentinel error) string {
-	full, base := err.Error(), sentinel.Error()
-	if full == base {
-		return ""
+// detail returns " (<context>)" when err carries more than its
+// sentinels' own texts, so the reply says which key or limit.
+func detail(err error) string {
+	full := err.Error()
+	for _, e := range errorTexts {
+		if errors.Is(err, e.err) {
+			full = strings.ReplaceAll(full, e.err.Error(), "")
+		}
 	}
-	full = strings.Replace(full, ": "+base, "", 1)
-	full = strings.Replace(full, base, "", 1)
 	full = strings.Trim(full, ": ")
+	for strings.Contains(full, ": : ") {
+		full = strings.ReplaceAll(full, ": : ", ": ")
+	}
 	if full == "" {
 		return ""
 	}
 	return " (" + full + ")"
+}
+
+// writeErr writes err as an error reply. A wait cut short by Close says
+// so (the client should retry elsewhere).
+func (c *conn) writeErr(err error) {
+	if c.s.baseCtx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, api.ErrCancelled)) {
+		c.w.WriteError(msgShutdown)
+		return
+	}
+	c.w.WriteError(errorText(err))
 }
 
 // unknownCommand is Redis' text, including the argument preview that

@@ -10,6 +10,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locknode/locknode/api"
+
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -135,3 +137,23 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+func listenLocal(t testing.TB) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func cmdBytes(args ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	return b.String()
+}
+
+func apiReadOptions() api.ReadOptions { return api.ReadOptions{} }

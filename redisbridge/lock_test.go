@@ -1,0 +1,199 @@
+package redisbridge
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/redisbridge/resp"
+)
+
+func wantInt(t *testing.T, v resp.Value, n int64) {
+	t.Helper()
+	if v.Type != ':' || v.Int != n {
+		t.Fatalf("got %v, want :%d", v, n)
+	}
+}
+
+func wantErrPrefix(t *testing.T, v resp.Value, prefix string) {
+	t.Helper()
+	if v.Type != '-' || !strings.HasPrefix(v.Str, prefix) {
+		t.Fatalf("got %v, want error %q...", v, prefix)
+	}
+}
+
+// TestLockCommands: the native lock surface over RESP2 and RESP3.
+func TestLockCommands(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	a := dialRaw(t, s)
+	b := dialRaw(t, s)
+	b.do("HELLO", "3")
+
+	v := a.do("LOCK.ACQUIRE", "res", "alice", "10000")
+	if v.Type != '*' || len(v.Elems) != 2 || v.Elems[0].Int <= 0 || v.Elems[1].Int <= 0 {
+		t.Fatalf("acquire: %v", v)
+	}
+	fence := v.Elems[0].Int
+	wantErrPrefix(t, b.do("LOCK.ACQUIRE", "res", "bob", "10000"), "LOCKED ")
+	// Redis commands see the lock as a string holding the owner token.
+	if v := b.do("GET", "res"); v.Str != "alice" {
+		t.Fatalf("GET res = %v", v)
+	}
+	v = a.do("LOCK.EXTEND", "res", "alice", "20000")
+	if v.Type != '*' || v.Elems[0].Int != fence {
+		t.Fatalf("extend: %v (fence must stay %d)", v, fence)
+	}
+	wantErrPrefix(t, b.do("LOCK.EXTEND", "res", "bob", "1000"), "NOTOWNER ")
+	wantErrPrefix(t, b.do("LOCK.RELEASE", "res", "bob"), "NOTOWNER ")
+
+	info := b.do("LOCK.INFO", "res")
+	if info.Type != '%' {
+		t.Fatalf("LOCK.INFO in RESP3: %v", info)
+	}
+	m := pairs(info)
+	if m["kind"].Str != "lock" || m["fence"].Int != fence || len(m["holders"].Elems) != 1 {
+		t.Fatalf("LOCK.INFO = %v", info)
+	}
+	if h := pairs(m["holders"].Elems[0]); h["owner"].Str != "alice" || h["ttl_ms"].Int <= 10000 {
+		t.Fatalf("holder = %v", m["holders"].Elems[0])
+	}
+
+	// A blocking acquire queues in the FSM and is handed the lock when
+	// alice releases it.
+	got := make(chan resp.Value, 1)
+	// Ends when bob's LOCK.ACQUIRE replies.
+	go func() { got <- b.do("LOCK.ACQUIRE", "res", "bob", "5000", "WAIT", "10000") }()
+	eventually(t, 5*time.Second, "bob to queue", func() bool {
+		w := pairs(a.do("LOCK.INFO", "res"))["waiters"]
+		return len(w.Elems) == 1
+	})
+	wantInt(t, a.do("LOCK.RELEASE", "res", "alice"), 1)
+	var bobs resp.Value
+	select {
+	case bobs = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("bob was not handed the lock")
+	}
+	bm := pairs(bobs)
+	if bobs.Type != '%' || bm["fence"].Int <= fence {
+		t.Fatalf("bob's grant %v: fence must exceed %d", bobs, fence)
+	}
+	wantErrPrefix(t, a.do("LOCK.RELEASE", "res", "alice"), "NOTOWNER ")
+	wantInt(t, b.do("LOCK.RELEASE", "res", "bob"), 1)
+	wantInt(t, b.do("LOCK.RELEASE", "res", "bob"), 0)
+
+	// Fences: CheckAndAdvance.
+	bf := bm["fence"].Int
+	v = a.do("FENCE.CHECK", "storage", itoa(int(bf)))
+	if v.Elems[0].Int != 1 || v.Elems[1].Int != bf {
+		t.Fatalf("fence check: %v", v)
+	}
+	v = a.do("FENCE.CHECK", "storage", itoa(int(fence)))
+	if v.Elems[0].Int != 0 || v.Elems[1].Int != bf {
+		t.Fatalf("stale fence check: %v", v)
+	}
+
+	// Options and errors.
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "abc"), "ERR invalid ttl_ms")
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "MODE", "weird"), "ERR invalid MODE")
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "WAIT"), "ERR syntax error")
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "BOGUS", "1"), "ERR syntax error")
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x"), "ERR wrong number of arguments for 'lock.acquire' command")
+	if v := a.do("LOCK.INFO", "nothing"); !v.Null {
+		t.Fatalf("LOCK.INFO of nothing = %v", v)
+	}
+	// Semaphore with 2 permits.
+	a.do("LOCK.ACQUIRE", "sem", "p1", "10000", "MODE", "semaphore", "PERMITS", "2")
+	if v := a.do("LOCK.ACQUIRE", "sem", "p2", "10000", "MODE", "semaphore", "PERMITS", "2"); v.Type != '*' {
+		t.Fatalf("second permit: %v", v)
+	}
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "sem", "p3", "10000", "MODE", "semaphore", "PERMITS", "2"), "LOCKED ")
+	// Reentrant: two acquires need two releases.
+	a.do("LOCK.ACQUIRE", "re", "o", "10000", "REENTRANT")
+	a.do("LOCK.ACQUIRE", "re", "o", "10000", "REENTRANT")
+	wantInt(t, a.do("LOCK.RELEASE", "re", "o", "REENTRANT"), 0)
+	wantInt(t, a.do("LOCK.RELEASE", "re", "o", "REENTRANT"), 1)
+	// A blocking acquire that times out.
+	a.do("LOCK.ACQUIRE", "busy", "o", "10000")
+	wantErrPrefix(t, b.do("LOCK.ACQUIRE", "busy", "p", "1000", "WAIT", "50"), "TIMEOUT ")
+}
+
+// pairs turns a map reply (or a RESP2 flat array of pairs) into a Go map.
+func pairs(v resp.Value) map[string]resp.Value {
+	m := map[string]resp.Value{}
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		m[v.Elems[i].Str] = v.Elems[i+1]
+	}
+	return m
+}
+
+// TestNoLeader: without a reachable leader every command that needs the
+// log or a linearizable read fails with TRYAGAIN; nothing is answered
+// from possibly stale state. Handshake commands still work.
+func TestNoLeader(t *testing.T) {
+	s, f := testServer(t, Config{})
+	c := dialRaw(t, s)
+	c.do("SET", "k", "v")
+	f.noLeader.Store(true)
+	for _, args := range [][]string{
+		{"GET", "k"}, {"SET", "k", "w"}, {"EVAL", "return 1", "0"}, {"LOCK.ACQUIRE", "l", "o", "100"},
+		{"WATCH", "k"}, {"PUBLISH", "c", "m"}, {"SCRIPT", "LOAD", "return 2"},
+	} {
+		v := c.do(args...)
+		wantErrPrefix(t, v, "TRYAGAIN ")
+	}
+	if v := c.do("PING"); v.Str != "PONG" {
+		t.Fatalf("PING without leader: %v", v)
+	}
+	f.noLeader.Store(false)
+	if v := c.do("GET", "k"); v.Str != "v" {
+		t.Fatalf("GET after recovery = %v", v)
+	}
+}
+
+// TestCloseFinishesInFlight: Close cancels a blocked LOCK.ACQUIRE (the
+// client gets an error reply, not a dropped connection), closes idle
+// connections and returns.
+func TestCloseFinishesInFlight(t *testing.T) {
+	f := newFakeBackend(t)
+	s, err := New(f, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listenLocal(t)
+	served := make(chan error, 1)
+	// Ends when Close closes the listener.
+	go func() { served <- s.Serve(ln) }()
+	eventually(t, 5*time.Second, "listener", func() bool { return s.Addr() == ln.Addr().String() })
+	holder := dialRaw(t, s)
+	holder.do("LOCK.ACQUIRE", "l", "a", "60000")
+	idle := dialRaw(t, s)
+	idle.do("PING")
+	waiter := dialRaw(t, s)
+	waiter.send(cmdBytes("LOCK.ACQUIRE", "l", "b", "1000", "WAIT", "60000"))
+	eventually(t, 5*time.Second, "waiter to queue", func() bool {
+		return len(pairs(holder.do("LOCK.INFO", "l"))["waiters"].Elems) == 1
+	})
+	closed := make(chan struct{})
+	// Ends when Close returns.
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	wantErrPrefix(t, waiter.read(), "TRYAGAIN ")
+	if out := idle.readRaw(time.Second); out != "" {
+		t.Fatalf("idle connection got %q", out)
+	}
+	// The cancelled waiter left the queue through the log.
+	ctx := context.Background()
+	info, err := f.Inspect(ctx, "l", apiReadOptions())
+	if err != nil || len(info.Waiters) != 0 {
+		t.Fatalf("after Close: %+v %v", info, err)
+	}
+}
