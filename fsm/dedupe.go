@@ -3,7 +3,9 @@ package fsm
 // Exactly-once. A command of a remembered op that carries a ReqID is
 // applied once; a later command with the same ReqID (a client retry, or a
 // leader re-proposing after a failover) gets the first result, without
-// events, and changes nothing.
+// events, and changes nothing. A repeat must name the same op and owner,
+// else it is refused (ErrBadCommand). Refusals are not remembered: they
+// changed nothing, so a retry is simply evaluated again.
 //
 // Remembered ops: Acquire, Release, Extend, SessionOpen,
 // SessionKeepAlive, SessionClose, FenceCheck. Not remembered: Tick (no
@@ -24,6 +26,7 @@ package fsm
 type reqEntry struct {
 	id      string
 	op      Op
+	owner   string // a retry must come from the same owner
 	expires int64
 
 	err      error
@@ -60,8 +63,8 @@ func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 	if e == nil {
 		return Result{}, false
 	}
-	if e.op != cmd.Op {
-		return Result{Index: ctx.index, Err: errf(ErrBadCommand, "request id %q was used by another op", cmd.ReqID)}, true
+	if e.op != cmd.Op || e.owner != cmd.Owner {
+		return Result{Index: ctx.index, Err: errf(ErrBadCommand, "request id %q was used by another command", cmd.ReqID)}, true
 	}
 	r := e.result()
 	r.Index = ctx.index
@@ -70,13 +73,13 @@ func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 
 // remember records the result of a command with a ReqID.
 func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
-	if cmd.ReqID == "" || !rememberedOp(cmd.Op) || len(cmd.ReqID) > t.cfg.MaxOwnerBytes {
+	if cmd.ReqID == "" || !rememberedOp(cmd.Op) || len(cmd.ReqID) > t.cfg.MaxOwnerBytes || r.Err != nil {
 		return
 	}
 	if t.ext.reqs[cmd.ReqID] != nil {
 		return
 	}
-	e := &reqEntry{id: cmd.ReqID, op: cmd.Op, expires: ctx.now + t.cfg.ReqIDWindow,
+	e := &reqEntry{id: cmd.ReqID, op: cmd.Op, owner: cmd.Owner, expires: ctx.now + t.cfg.ReqIDWindow,
 		err: r.Err, granted: r.Granted, queued: r.Queued, released: r.Released,
 		fence: r.Fence, deadline: r.Deadline, count: r.Count}
 	t.addReq(e)

@@ -102,7 +102,8 @@
 //
 // Acquire, Release, Extend, SessionOpen, SessionKeepAlive, SessionClose
 // and FenceCheck commands carrying a ReqID are applied once; a repeat gets
-// the first result (without events) and changes nothing. A repeated
+// the first result (without events) and changes nothing; refusals are not
+// remembered (a retry is evaluated again). A repeated
 // blocking acquire is answered from its waiter: Queued while it waits, the
 // grant once granted, ErrCancelled once cancelled; a waiter that timed out
 // forgets its id, so a client may re-issue the same id to wait again.

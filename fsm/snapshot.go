@@ -24,7 +24,7 @@ import (
 //	queues   count, then per key in order: key, waiter ids in queue order
 //	sessions count, then in id order: id, ttl, deadline
 //	fences   count, then per resource in order: resource, token
-//	reqids   count, then oldest first: id, op, expiry, result
+//	reqids   count, then oldest first: id, op, owner, expiry, result
 //	tombs    count, then per key in order: key, owner, until
 //	scripts  count, then script texts (the Redis side's cache, sorted)
 //
@@ -154,6 +154,7 @@ func (t *Table) Snapshot(w io.Writer) error {
 		}
 		s.str(e.id)
 		s.uvarint(uint64(e.op))
+		s.str(e.owner)
 		s.varint(e.expires)
 		code, msg := 0, ""
 		if e.err != nil {
@@ -507,7 +508,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 
 	nr := d.count()
 	for i := 0; i < nr && d.err == nil; i++ {
-		e := &reqEntry{id: d.str(), op: Op(d.uvarint()), expires: d.varint()}
+		e := &reqEntry{id: d.str(), op: Op(d.uvarint()), owner: d.str(), expires: d.varint()}
 		code := d.count()
 		msg := d.str()
 		flags := d.uvarint()
