@@ -24,7 +24,7 @@ func decodeOps(data []byte) []Command {
 		now += int64(b[5] % 64)
 		c := Command{Time: now, Owner: owners[b[1]%4]}
 		k := keys[b[2]%3]
-		switch b[0] % 12 {
+		switch b[0] % 14 {
 		case 0, 1, 2, 3:
 			c.Op = OpAcquire
 			c.Mode = Mode(b[3] % 3)
@@ -79,6 +79,20 @@ func decodeOps(data []byte) []Command {
 			}
 		case 11:
 			c.Op = OpTick
+		case 12:
+			// Redis clients on the same key space.
+			c = rcmd("SET", k, c.Owner, "NX", "PX", fmt.Sprint(int64(b[4]%8)*20+10))
+			c.Time = now
+		case 13:
+			switch b[3] % 3 {
+			case 0:
+				c = rcmd("DEL", k)
+			case 1:
+				c = rcmd("PEXPIRE", k, fmt.Sprint(int64(b[4]%8)*20))
+			default:
+				c = rcmd("SET", k, "plain", "PX", "50")
+			}
+			c.Time = now
 		}
 		if b[0]&0x80 != 0 && c.Op != OpCancelWait && c.ReqID == "" {
 			c.ReqID = fmt.Sprintf("x%d", b[4]%8)
@@ -97,9 +111,10 @@ func runChecked(cmds []Command, cfg Config) error {
 		idx := uint64(i + 1)
 		ca, cb := cmds[i], cmds[i]
 		ra := a.Apply(idx, &ca)
-		rb := b.Apply(idx, &cb)
-		if fmtResult(ra) != fmtResult(rb) {
-			return fmt.Errorf("step %d: tables disagree: %s vs %s", i, fmtResult(ra), fmtResult(rb))
+		enc, _ := cb.MarshalBinary() // b goes through the log encoding
+		rb := b.ApplyBytes(idx, enc)
+		if fmtResult(ra) != fmtResult(rb) || fmt.Sprint(ra.Reply) != fmt.Sprint(rb.Reply) {
+			return fmt.Errorf("step %d: tables disagree: %s %v vs %s %v", i, fmtResult(ra), ra.Reply, fmtResult(rb), rb.Reply)
 		}
 		if err := checkInvariants(a); err != nil {
 			return fmt.Errorf("step %d %+v: %v", i, cmds[i], err)
