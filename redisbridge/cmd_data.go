@@ -32,9 +32,9 @@ func cmdEval(c *conn, args [][]byte) {
 }
 
 // EVALSHA sha1 numkeys [key ...] [arg ...] (and EVALSHA_RO): the script
-// text comes from this node's cache or the replicated one (one stale read:
-// scripts never change under their SHA1, so a stale hit is right and a
-// stale miss is a NOSCRIPT the client recovers from).
+// text comes from this node's cache, else from the replicated one in a
+// linearizable read, so a SCRIPT LOAD acknowledged by any node is seen
+// (scripts never change under their SHA1, so later hits need no read).
 func cmdEvalSHA(c *conn, args [][]byte) {
 	keys, argv, ok := c.scriptArgs(args)
 	if !ok {
@@ -44,7 +44,7 @@ func cmdEvalSHA(c *conn, args [][]byte) {
 	script, found := c.s.scripts.get(sha)
 	if !found && len(sha) == 40 {
 		ctx, cancel := c.ctx()
-		err := c.s.b.Read(ctx, true, func(t *fsm.Table, _ int64) {
+		err := c.s.b.Read(ctx, false, func(t *fsm.Table, _ int64) {
 			var s []byte
 			if s, found = t.ScriptBySHA(sha); found {
 				script = append([]byte(nil), s...)
@@ -114,7 +114,7 @@ func cmdScript(c *conn, args [][]byte) {
 		}
 		var in []bool
 		ctx, cancel := c.ctx()
-		err := c.s.b.Read(ctx, true, func(t *fsm.Table, _ int64) { in = t.ScriptSHAs(shas) })
+		err := c.s.b.Read(ctx, false, func(t *fsm.Table, _ int64) { in = t.ScriptSHAs(shas) })
 		cancel()
 		if err != nil {
 			c.writeErr(err)

@@ -24,14 +24,15 @@ func testServer(t testing.TB, cfg Config) (*Server, *fakeBackend) {
 
 func testServerOn(t testing.TB, b Backend, cfg Config) *Server {
 	t.Helper()
+	return testServerOnListener(t, b, cfg, listenLocal(t))
+}
+
+func testServerOnListener(t testing.TB, b Backend, cfg Config, ln net.Listener) *Server {
+	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: testWriter{t}, Level: hclog.Debug})
 	}
 	s, err := New(b, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
