@@ -88,11 +88,14 @@ func (q *mirrorQueue) trim(index uint64) {
 	n := 0
 	for n < len(q.items) && q.items[n].index <= index {
 		q.nkeys -= len(q.items[n].keys)
+		q.items[n] = mirrorItem{} // release the keys
 		n++
 	}
-	if n > 0 {
-		// Copy down so the backing array does not pin the dropped items.
-		q.items = append(q.items[:0], q.items[n:]...)
+	// Re-slicing keeps trim O(dropped); append reuses or regrows the
+	// backing array, so it stays bounded by the queue's limit.
+	q.items = q.items[n:]
+	if len(q.items) == 0 {
+		q.items = nil
 	}
 	if index > q.cover {
 		q.cover = index
