@@ -270,14 +270,14 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 		return errf(ErrLocked, "%q holds a Redis value", key)
 	}
 	l := v.Lock
+	if l.Permits != w.Permits {
+		return errPermits
+	}
 	if h := l.holdOf(w.Owner); h != nil {
 		if h.Mode != w.Mode {
 			return errUpgrade
 		}
 		return nil
-	}
-	if l.Permits != w.Permits {
-		return errPermits
 	}
 	if l.DelayUntil > t.now {
 		return errf(ErrLockDelay, "%q until %d", key, l.DelayUntil)
@@ -512,7 +512,7 @@ func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason
 	copy(l.Holders[i:], l.Holders[i+1:])
 	l.Holders[len(l.Holders)-1] = nil
 	l.Holders = l.Holders[:len(l.Holders)-1]
-	t.holdEnded(ctx, key, h, reason)
+	t.holdGone(ctx, key, h, reason)
 	if (reason == ReasonExpired || reason == ReasonSession) && h.LockDelay > 0 {
 		if until := ctx.now + h.LockDelay; until > l.DelayUntil {
 			l.DelayUntil = until
@@ -521,14 +521,21 @@ func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason
 	}
 }
 
-// holdEnded is the bookkeeping of a hold that ended (its lock may already
-// be gone from the key space, when del removed it): the event, the session
-// index, and the release tombstone.
+// holdEnded is called by del for each hold of a lock it removed: a Redis
+// command ended it. When that was its owner's own release
+// (compare-and-delete), a tombstone remembers it (lock_redis.go).
 func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {
-	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
 	if reason == ReasonRelease {
 		t.tombstone(key, h.Owner, t.holdDeadline(h))
 	}
+	t.holdGone(ctx, key, h, reason)
+}
+
+// holdGone is the bookkeeping of a hold that ended: the event and the
+// session index. Native releases leave no tombstone: only Redlock clients
+// vote by repeating a release on several nodes.
+func (t *Table) holdGone(ctx *applyCtx, key string, h *Hold, reason Reason) {
+	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
 	if h.Session != "" {
 		t.sessDelHold(h.Session, key, h.Owner)
 	}

@@ -5,9 +5,10 @@ package fsm
 // the holder's token (DESIGN.md "One key space").
 
 // tombstone remembers the last token that released a key by its own
-// release, until that lease's old deadline, so a Redlock client repeating
-// its compare-and-delete on another node of the same cluster is answered
-// as the release was.
+// Redis release (compare-and-delete), until that lease's old deadline, so
+// a Redlock client repeating its compare-and-delete on another node of the
+// same cluster is answered as the release was. Native releases (OpRelease)
+// leave none.
 type tombstone struct {
 	owner string
 	until int64
@@ -141,6 +142,7 @@ func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
 	l := v.Lock
 	for i, h := range l.Holders {
 		if h.Owner == token {
+			t.tombstone(key, token, t.holdDeadline(h))
 			t.endHold(ctx, key, l, i, ReasonRelease)
 			t.settle(ctx, key)
 			return true
