@@ -39,8 +39,10 @@
 //     replicated: a script loaded through one node runs by EVALSHA on every
 //     node, and survives leader changes (redis-py and Redisson load once,
 //     then only send EVALSHA). Scripts run by EVAL are also remembered in a
-//     per-node cache. SCRIPT FLUSH clears only the per-node cache; the
-//     replicated one is bounded by the FSM's limits.
+//     per-node cache; on a miss there, EVALSHA looks the script up in the
+//     replicated cache with a linearizable read. SCRIPT FLUSH clears only
+//     the per-node cache: the replicated one is bounded by the FSM, and
+//     flushing it would take a log entry for no effect a client relies on.
 //   - EVAL_RO and EVALSHA_RO run through the log like EVAL (a script's
 //     read-only-ness is not known before it runs, and running it in Read
 //     could not refuse a write deterministically).

@@ -37,6 +37,13 @@ type fakeBackend struct {
 }
 
 func newFakeBackend(tb testing.TB) *fakeBackend {
+	f, stop := newFake()
+	tb.Cleanup(stop)
+	return f
+}
+
+// newFake returns a running fake; stop ends its ticker.
+func newFake() (*fakeBackend, func()) {
 	f := &fakeBackend{
 		t:       fsm.New(fsm.Config{}),
 		start:   time.Now(),
@@ -45,13 +52,12 @@ func newFakeBackend(tb testing.TB) *fakeBackend {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	// Ends when the test's cleanup closes f.stop.
+	// Ends when stop closes f.stop.
 	go f.ticker()
-	tb.Cleanup(func() {
+	return f, func() {
 		close(f.stop)
 		<-f.done
-	})
-	return f
+	}
 }
 
 func (f *fakeBackend) now() int64 { return time.Since(f.start).Milliseconds() + 1 }

@@ -1,7 +1,6 @@
 package redisbridge
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -202,9 +201,4 @@ func redisVersion(t *testing.T, addr string) string {
 		t.Fatalf("no redis_version in %q", out)
 	}
 	return m[1]
-}
-
-func ExampleServer() {
-	fmt.Println("see TestGoRedisLockFlow")
-	// Output: see TestGoRedisLockFlow
 }
