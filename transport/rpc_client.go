@@ -29,14 +29,20 @@ func (t *Transport) Call(ctx context.Context, addr string, req []byte) ([]byte, 
 		defer cancel()
 	}
 	p := t.peer(addr)
-	for {
+	for attempt := 1; ; attempt++ {
 		c, err := t.getConn(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		id, ch, ok := c.register()
-		if !ok {
-			continue // broke before we sent anything: safe to try another connection
+		id, ch, err := c.register()
+		if err != nil {
+			// It broke before we sent anything, so another connection may be
+			// tried; but not forever, if connections to addr keep breaking.
+			p.remove(c)
+			if attempt < 3 {
+				continue
+			}
+			return nil, fmt.Errorf("transport: call to %s: %w", addr, err)
 		}
 		if !c.w.send(kindRequest, id, req) {
 			// The writer stopped; fail() is delivering (or has delivered) ErrConnLost.
@@ -127,7 +133,10 @@ func (t *Transport) getConn(ctx context.Context, p *peer) (*clientConn, error) {
 			c, err := t.dialRPC(ctx, p)
 			p.mu.Lock()
 			p.dialing--
-			if err == nil {
+			// A connection that broke already (its fail found nothing to
+			// remove) must not enter the pool; one that breaks later is
+			// removed by fail, which needs p.mu, held here.
+			if err == nil && c.ok() {
 				p.conns = append(p.conns, c)
 			}
 			p.notifyLocked()
@@ -164,7 +173,7 @@ type clientConn struct {
 	mu      sync.Mutex
 	pending map[uint64]chan result
 	nextID  uint64
-	broken  bool
+	err     error // why the connection broke; nil while usable
 }
 
 func (t *Transport) dialRPC(ctx context.Context, p *peer) (*clientConn, error) {
@@ -201,17 +210,23 @@ func (c *clientConn) load() int {
 	return len(c.pending)
 }
 
-// register allocates a request id; false if the connection is broken.
-func (c *clientConn) register() (uint64, chan result, bool) {
+func (c *clientConn) ok() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.broken {
-		return 0, nil, false
+	return c.err == nil
+}
+
+// register allocates a request id; it fails if the connection is broken.
+func (c *clientConn) register() (uint64, chan result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, nil, c.err
 	}
 	c.nextID++
 	ch := make(chan result, 1)
 	c.pending[c.nextID] = ch
-	return c.nextID, ch, true
+	return c.nextID, ch, nil
 }
 
 // unregister forgets id; false if its answer (or failure) was already taken
@@ -261,12 +276,13 @@ func (c *clientConn) readLoop() {
 // fail marks the connection broken, closes it, takes it out of the pool and
 // fails every pending call with ErrConnLost. Idempotent.
 func (c *clientConn) fail(cause error) {
+	err := c.t.lostErr(cause)
 	c.mu.Lock()
-	if c.broken {
+	if c.err != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.broken = true
+	c.err = err
 	pending := c.pending
 	c.pending = nil
 	c.mu.Unlock()
@@ -275,7 +291,6 @@ func (c *clientConn) fail(cause error) {
 	c.conn.Close()
 	c.t.untrack(c.raw)
 	c.p.remove(c)
-	err := c.t.lostErr(cause)
 	for _, ch := range pending {
 		ch <- result{err: fmt.Errorf("transport: call to %s: %w", c.p.addr, err)}
 	}
