@@ -15,9 +15,9 @@ import (
 // in-process table. b.N is the number of acquire/release cycles; it
 // reports the p50 and p99 lag in ms and the keys per batch.
 func BenchmarkMirrorLag(b *testing.B) {
-	r := startRedis(b)
+	r := startMirrorRedis(b)
 	c := r.client(b)
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 
@@ -50,7 +50,7 @@ func BenchmarkMirrorLag(b *testing.B) {
 		}()
 	}
 	wg.Wait()
-	waitFor(b, 60*time.Second, "the mirror to catch up", func() (bool, string) {
+	mirrorWait(b, 60*time.Second, "the mirror to catch up", func() (bool, string) {
 		st := m.Status()
 		return st.LagEntries == 0 && st.QueuedKeys == 0, fmt.Sprintf("%+v", st)
 	})

@@ -15,14 +15,14 @@ import (
 // The mirror against a real raft cluster: *cluster.Node is its source.
 var _ MirrorSource = (*cluster.Node)(nil)
 
-// clusterPXSlack is how far (ms) a mirrored PTTL may exceed the lease left
+// mirrorClusterPXSlack is how far (ms) a mirrored PTTL may exceed the lease left
 // as this test reads it: nodes estimate the cluster clock differently, by
-// up to an election's length (see mismatch).
-const clusterPXSlack = 2000
+// up to an election's length (see mirrorMismatch).
+const mirrorClusterPXSlack = 2000
 
-// startCluster starts n bootstrapped nodes over loopback; they are killed
+// startMirrorCluster starts n bootstrapped nodes over loopback; they are killed
 // at cleanup.
-func startCluster(t *testing.T, n int) []*cluster.Node {
+func startMirrorCluster(t *testing.T, n int) []*cluster.Node {
 	t.Helper()
 	var peers []cluster.Peer
 	trs := make([]*transport.Transport, n)
@@ -53,11 +53,11 @@ func startCluster(t *testing.T, n int) []*cluster.Node {
 	return nodes
 }
 
-// clusterLeader waits until one live node leads.
-func clusterLeader(t *testing.T, nodes []*cluster.Node) *cluster.Node {
+// mirrorClusterLeader waits until one live node leads.
+func mirrorClusterLeader(t *testing.T, nodes []*cluster.Node) *cluster.Node {
 	t.Helper()
 	var l *cluster.Node
-	waitFor(t, 15*time.Second, "a leader", func() (bool, string) {
+	mirrorWait(t, 15*time.Second, "a leader", func() (bool, string) {
 		for _, n := range nodes {
 			if n != nil && n.IsLeader() {
 				l = n
@@ -73,23 +73,23 @@ func clusterLeader(t *testing.T, nodes []*cluster.Node) *cluster.Node {
 // node, kills the leader mid-stream and checks that the new leader's
 // mirror takes over and leaves Redis equal to the table.
 func TestMirrorRealCluster(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	nodes := startCluster(t, 3)
+	nodes := startMirrorCluster(t, 3)
 	mirrors := make(map[*cluster.Node]*Mirror)
 	for _, n := range nodes {
 		mirrors[n] = runMirror(t, n, r.addr(), nil)
 	}
-	l := clusterLeader(t, nodes)
+	l := mirrorClusterLeader(t, nodes)
 
 	// Operations retry through whichever node leads (raft elections under
 	// -race on two cores happen); the request id makes a retry safe.
 	retry := func(what string, op func(n *cluster.Node) error) {
 		t.Helper()
 		var err error
-		waitFor(t, 20*time.Second, what, func() (bool, string) {
-			err = op(clusterLeader(t, nodes))
+		mirrorWait(t, 20*time.Second, what, func() (bool, string) {
+			err = op(mirrorClusterLeader(t, nodes))
 			return err == nil || !errors.Is(err, api.ErrNoLeader), fmt.Sprint(err)
 		})
 		if err != nil {
@@ -113,8 +113,8 @@ func TestMirrorRealCluster(t *testing.T) {
 	for i := range 20 {
 		acquire(fmt.Sprintf("rc:%d", i), fmt.Sprintf("first-%d", i))
 	}
-	l = clusterLeader(t, nodes)
-	waitMirroredSlack(t, c, mirrors[l], l, "", "", clusterPXSlack)
+	l = mirrorClusterLeader(t, nodes)
+	waitMirroredSlack(t, c, mirrors[l], l, "", "", mirrorClusterPXSlack)
 	if v, _ := c.Get(ctx, "rc:3").Result(); v != "first-3" {
 		t.Fatalf("GET rc:3 = %q", v)
 	}
@@ -138,13 +138,13 @@ func TestMirrorRealCluster(t *testing.T) {
 		acquire(fmt.Sprintf("rc:%d", i), "late")
 	}
 	var l2 *cluster.Node
-	waitFor(t, 20*time.Second, "the new leader's mirror to match the table", func() (bool, string) {
-		l2 = clusterLeader(t, nodes)
+	mirrorWait(t, 20*time.Second, "the new leader's mirror to match the table", func() (bool, string) {
+		l2 = mirrorClusterLeader(t, nodes)
 		st := mirrors[l2].Status()
 		if !st.Writing || !st.Synced || st.LagEntries != 0 {
 			return false, fmt.Sprintf("status %+v", st)
 		}
-		d := mismatch(ctx, c, l2, "", "", clusterPXSlack)
+		d := mirrorMismatch(ctx, c, l2, "", "", mirrorClusterPXSlack)
 		return d == "", d
 	})
 	if v, _ := c.Get(ctx, "rc:0").Result(); v != "second-0" {

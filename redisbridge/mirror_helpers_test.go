@@ -21,16 +21,16 @@ import (
 // Test scaffolding for the mirror: a real redis-server, and fake
 // MirrorSources over in-process tables that apply one shared log.
 
-// redisProc is a redis-server on a free loopback port, without
+// mirrorRedisProc is a redis-server on a free loopback port, without
 // persistence, so a restart loses every key.
-type redisProc struct {
+type mirrorRedisProc struct {
 	t    testing.TB
 	port int
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-func startRedis(t testing.TB) *redisProc {
+func startMirrorRedis(t testing.TB) *mirrorRedisProc {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("LOCKNODE_CI") == "1" {
@@ -44,16 +44,16 @@ func startRedis(t testing.TB) *redisProc {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	r := &redisProc{t: t, port: port}
+	r := &mirrorRedisProc{t: t, port: port}
 	r.start()
 	t.Cleanup(r.stop)
 	return r
 }
 
-func (r *redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+func (r *mirrorRedisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
 
 // start runs redis-server and waits until it answers PING.
-func (r *redisProc) start() {
+func (r *mirrorRedisProc) start() {
 	r.t.Helper()
 	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning")
@@ -66,14 +66,14 @@ func (r *redisProc) start() {
 	go func() { _ = cmd.Wait(); close(done) }()
 	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
 	defer c.Close()
-	waitFor(r.t, 10*time.Second, "redis-server to answer PING", func() (bool, string) {
+	mirrorWait(r.t, 10*time.Second, "redis-server to answer PING", func() (bool, string) {
 		err := c.Ping(context.Background()).Err()
 		return err == nil, fmt.Sprint(err)
 	})
 }
 
 // stop kills redis-server and waits for it to exit.
-func (r *redisProc) stop() {
+func (r *mirrorRedisProc) stop() {
 	if r.cmd == nil {
 		return
 	}
@@ -83,15 +83,15 @@ func (r *redisProc) stop() {
 }
 
 // client returns a plain client to inspect or disturb the mirror's Redis.
-func (r *redisProc) client(t testing.TB) *redis.Client {
+func (r *mirrorRedisProc) client(t testing.TB) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: r.addr(), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
-// waitFor polls cond until it holds or timeout passes. Polling a
+// mirrorWait polls cond until it holds or timeout passes. Polling a
 // condition with a deadline, not sleeping for a guessed duration.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+func mirrorWait(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var last string
@@ -108,25 +108,25 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
-// fakeLog is a replicated log applied to every node's table in order, as
+// mirrorLog is a replicated log applied to every node's table in order, as
 // raft would. A node added later catches up from the start before it
 // serves (like a node restored from a snapshot).
-type fakeLog struct {
+type mirrorLog struct {
 	mu    sync.Mutex
 	start time.Time
 	cmds  []*fsm.Command
-	nodes []*fakeNode
+	nodes []*mirrorNode
 }
 
-func newFakeLog() *fakeLog { return &fakeLog{start: time.Now()} }
+func newMirrorLog() *mirrorLog { return &mirrorLog{start: time.Now()} }
 
 // now is the cluster clock: ms since the log started, from a monotonic
 // clock, offset so it is never 0.
-func (l *fakeLog) now() int64 { return time.Since(l.start).Milliseconds() + 1000 }
+func (l *mirrorLog) now() int64 { return time.Since(l.start).Milliseconds() + 1000 }
 
-// fakeNode is one node: its table, its subscribers and its leader flag.
-type fakeNode struct {
-	log     *fakeLog
+// mirrorNode is one node: its table, its subscribers and its leader flag.
+type mirrorNode struct {
+	log     *mirrorLog
 	mu      sync.Mutex // guards t and subs; held while applying
 	t       *fsm.Table
 	subs    map[int]func(uint64, []fsm.Event)
@@ -135,10 +135,10 @@ type fakeNode struct {
 	readErr atomic.Bool // Read fails (a node shutting down)
 }
 
-func (l *fakeLog) node() *fakeNode {
+func (l *mirrorLog) node() *mirrorNode {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := &fakeNode{log: l, t: fsm.New(fsm.Config{}), subs: map[int]func(uint64, []fsm.Event){}}
+	n := &mirrorNode{log: l, t: fsm.New(fsm.Config{}), subs: map[int]func(uint64, []fsm.Event){}}
 	l.nodes = append(l.nodes, n)
 	n.catchUp(l.cmds)
 	return n
@@ -146,7 +146,7 @@ func (l *fakeLog) node() *fakeNode {
 
 // apply appends cmd (stamped with the cluster clock) and applies it on
 // every node; it returns the result on the first node.
-func (l *fakeLog) apply(cmd *fsm.Command) fsm.Result {
+func (l *mirrorLog) apply(cmd *fsm.Command) fsm.Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	cmd.Time = l.now()
@@ -163,7 +163,7 @@ func (l *fakeLog) apply(cmd *fsm.Command) fsm.Result {
 
 // catchUp applies every entry the node has not applied; log indexes start
 // at 1. It returns the last result.
-func (n *fakeNode) catchUp(cmds []*fsm.Command) fsm.Result {
+func (n *mirrorNode) catchUp(cmds []*fsm.Command) fsm.Result {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var r fsm.Result
@@ -177,7 +177,7 @@ func (n *fakeNode) catchUp(cmds []*fsm.Command) fsm.Result {
 	return r
 }
 
-func (n *fakeNode) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
+func (n *mirrorNode) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (n *fakeNode) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, n
 	return nil
 }
 
-func (n *fakeNode) Subscribe(fn func(uint64, []fsm.Event)) func() {
+func (n *mirrorNode) Subscribe(fn func(uint64, []fsm.Event)) func() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	id := n.nextSub
@@ -203,11 +203,11 @@ func (n *fakeNode) Subscribe(fn func(uint64, []fsm.Event)) func() {
 	}
 }
 
-func (n *fakeNode) IsLeader() bool { return n.leader.Load() }
+func (n *mirrorNode) IsLeader() bool { return n.leader.Load() }
 
 // Lock operations through the log.
 
-func (l *fakeLog) acquire(t testing.TB, key, owner string, ttl int64) fsm.Result {
+func (l *mirrorLog) acquire(t testing.TB, key, owner string, ttl int64) fsm.Result {
 	t.Helper()
 	r := l.apply(&fsm.Command{Op: fsm.OpAcquire, Key: key, Owner: owner, TTL: ttl})
 	if r.Err != nil || !r.Granted {
@@ -216,7 +216,7 @@ func (l *fakeLog) acquire(t testing.TB, key, owner string, ttl int64) fsm.Result
 	return r
 }
 
-func (l *fakeLog) release(t testing.TB, key, owner string) {
+func (l *mirrorLog) release(t testing.TB, key, owner string) {
 	t.Helper()
 	r := l.apply(&fsm.Command{Op: fsm.OpRelease, Key: key, Owner: owner})
 	if r.Err != nil || !r.Released {
@@ -267,14 +267,14 @@ func startMirror(t testing.TB, m *Mirror) {
 	})
 }
 
-// mismatch compares Redis with node n's table under cfg's prefix and
+// mirrorMismatch compares Redis with node n's table under cfg's prefix and
 // filter: every held lock must be GET = first holder with a PTTL within
 // its remaining lease and a meta hash with its fence; no other mirrored
 // key may exist. It returns "" when they agree. pxSlack is how far (ms)
 // the PTTL may exceed the lease left: the writer and this check read the
 // cluster clock at different times, through estimates that differ by up
 // to a commit latency or an election on a real cluster.
-func mismatch(ctx context.Context, c *redis.Client, n MirrorSource, prefix, filter string, pxSlack int64) string {
+func mirrorMismatch(ctx context.Context, c *redis.Client, n MirrorSource, prefix, filter string, pxSlack int64) string {
 	var want []lockState
 	var at uint64
 	_ = n.Read(ctx, true, func(t *fsm.Table, now int64) { want, at = readAll(t, now, filter) })
@@ -319,12 +319,12 @@ func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, pref
 func waitMirroredSlack(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, prefix, filter string, pxSlack int64) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, 10*time.Second, "redis to match the table", func() (bool, string) {
+	mirrorWait(t, 10*time.Second, "redis to match the table", func() (bool, string) {
 		st := m.Status()
 		if !st.Writing || !st.Synced || st.LagEntries != 0 {
 			return false, fmt.Sprintf("status %+v", st)
 		}
-		d := mismatch(ctx, c, n, prefix, filter, pxSlack)
+		d := mirrorMismatch(ctx, c, n, prefix, filter, pxSlack)
 		return d == "", d
 	})
 }

@@ -17,16 +17,16 @@ import (
 )
 
 func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
 
 	res := log.acquire(t, "lock:a", "tok-1", 30_000)
-	waitFor(t, 5*time.Second, "lock:a in redis", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "lock:a in redis", func() (bool, string) {
 		v, err := c.Get(ctx, "lock:a").Result()
 		return v == "tok-1", fmt.Sprint(v, err)
 	})
@@ -50,7 +50,7 @@ func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
 	}
 
 	log.release(t, "lock:a", "tok-1")
-	waitFor(t, 5*time.Second, "lock:a deleted", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "lock:a deleted", func() (bool, string) {
 		n, err := c.Exists(ctx, "lock:a", "{lock:a}:meta").Result()
 		return n == 0 && err == nil, fmt.Sprint(n, err)
 	})
@@ -61,10 +61,10 @@ func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
 }
 
 func TestMirrorSetNXCannotTakeClusterLock(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
@@ -85,10 +85,10 @@ func TestMirrorSetNXCannotTakeClusterLock(t *testing.T) {
 }
 
 func TestMirrorSharedAndSemaphore(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
@@ -125,10 +125,10 @@ func TestMirrorSharedAndSemaphore(t *testing.T) {
 }
 
 func TestMirrorPrefixAndFilter(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	// A foreign key under the prefix and a stale mirrored key: the start-up
@@ -151,10 +151,10 @@ func TestMirrorPrefixAndFilter(t *testing.T) {
 }
 
 func TestMirrorEmptyPrefixLeavesUnmarkedKeys(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	// With no prefix only keys carrying a mirror meta hash are the
@@ -173,10 +173,10 @@ func TestMirrorEmptyPrefixLeavesUnmarkedKeys(t *testing.T) {
 }
 
 func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = 30 * time.Millisecond })
@@ -196,9 +196,9 @@ func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := m.Status().Conflicts
 			tc.disturb()
-			waitFor(t, 5*time.Second, "the verify pass to repair it", func() (bool, string) {
+			mirrorWait(t, 5*time.Second, "the verify pass to repair it", func() (bool, string) {
 				st := m.Status()
-				d := mismatch(ctx, c, n, "", "", 50)
+				d := mirrorMismatch(ctx, c, n, "", "", 50)
 				return d == "" && st.Conflicts > before, fmt.Sprintf("conflicts=%d %s", st.Conflicts, d)
 			})
 		})
@@ -207,17 +207,17 @@ func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
 	c.Set(ctx, "a", "thief", 0)
 	before := m.Status().Conflicts
 	log.release(t, "a", "owner-a")
-	waitFor(t, 5*time.Second, "release to delete the foreign value", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "release to delete the foreign value", func() (bool, string) {
 		k, _ := c.Exists(ctx, "a").Result()
 		return k == 0 && m.Status().Conflicts > before, fmt.Sprint(k, m.Status().Conflicts)
 	})
 }
 
 func TestMirrorRedisRestartAndFlushAll(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
@@ -245,7 +245,7 @@ func TestMirrorRedisRestartAndFlushAll(t *testing.T) {
 			log.release(t, "k0", owner0)
 			owner0 = "o0-" + tc.name
 			log.acquire(t, "k0", owner0, 60_000)
-			waitFor(t, 10*time.Second, "a resync", func() (bool, string) {
+			mirrorWait(t, 10*time.Second, "a resync", func() (bool, string) {
 				st := m.Status()
 				return st.Resyncs > resyncs, fmt.Sprintf("%+v", st)
 			})
@@ -258,9 +258,9 @@ func TestMirrorRedisRestartAndFlushAll(t *testing.T) {
 }
 
 func TestMirrorRedisDownSourceKeepsGranting(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
@@ -277,7 +277,7 @@ func TestMirrorRedisDownSourceKeepsGranting(t *testing.T) {
 		}
 	}
 	log.release(t, "x", "before")
-	waitFor(t, 5*time.Second, "the mirror to notice Redis is down", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "the mirror to notice Redis is down", func() (bool, string) {
 		st := m.Status()
 		return !st.Connected && st.Errors > 0, fmt.Sprintf("%+v", st)
 	})
@@ -286,9 +286,9 @@ func TestMirrorRedisDownSourceKeepsGranting(t *testing.T) {
 }
 
 func TestMirrorQueueOverflowResyncs(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.QueueSize = 16; c.BatchSize = 4 })
@@ -310,10 +310,10 @@ func TestMirrorQueueOverflowResyncs(t *testing.T) {
 }
 
 func TestMirrorOnDemandResync(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = -1 })
@@ -321,7 +321,7 @@ func TestMirrorOnDemandResync(t *testing.T) {
 	waitMirrored(t, c, m, n, "", "")
 	c.Set(ctx, "d", "thief", 0) // no verify pass: only a resync repairs it
 	m.Resync()
-	waitFor(t, 5*time.Second, "the requested resync", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "the requested resync", func() (bool, string) {
 		st := m.Status()
 		v, _ := c.Get(ctx, "d").Result()
 		return st.Resyncs >= 2 && v == "owner-d", fmt.Sprintf("resyncs=%d GET d=%q", st.Resyncs, v)
@@ -337,9 +337,9 @@ func TestMirrorOnDemandResync(t *testing.T) {
 // writes for a while and a node that joined from a snapshot after that
 // index takes over: its buffer starts too late, so it must resync.
 func TestMirrorLeaderChange(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
-	log := newFakeLog()
+	log := newMirrorLog()
 	a, b := log.node(), log.node()
 	a.leader.Store(true)
 	ma := runMirror(t, a, r.addr(), nil)
@@ -374,41 +374,41 @@ func TestMirrorLeaderChange(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	waitFor(t, 10*time.Second, "a to mirror some entries", func() (bool, string) {
+	mirrorWait(t, 10*time.Second, "a to mirror some entries", func() (bool, string) {
 		st := ma.Status()
 		return st.Writing && st.MirroredIndex > 200, fmt.Sprintf("%+v", st)
 	})
 	resyncsB := mb.Status().Resyncs
 	a.leader.Store(false)
 	b.leader.Store(true)
-	waitFor(t, 10*time.Second, "b to take over and write", func() (bool, string) {
+	mirrorWait(t, 10*time.Second, "b to take over and write", func() (bool, string) {
 		st := mb.Status()
 		return st.Writing && st.Batches > 5, fmt.Sprintf("%+v", st)
 	})
 	if got := mb.Status().Resyncs; got != resyncsB {
 		t.Errorf("b resynced %d times on take-over; its buffer covered Redis's index, so it should resume", got-resyncsB)
 	}
-	waitFor(t, 5*time.Second, "a to stop writing", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "a to stop writing", func() (bool, string) {
 		return !ma.Status().Writing, ""
 	})
 
 	// Nobody writes while the log moves on; then a node that joined
 	// after Redis's index leads.
 	b.leader.Store(false)
-	waitFor(t, 5*time.Second, "b to stop writing", func() (bool, string) { return !mb.Status().Writing, "" })
+	mirrorWait(t, 5*time.Second, "b to stop writing", func() (bool, string) { return !mb.Status().Writing, "" })
 	stored := mb.Status().MirroredIndex
-	waitFor(t, 10*time.Second, "the log to move past Redis's index", func() (bool, string) {
+	mirrorWait(t, 10*time.Second, "the log to move past Redis's index", func() (bool, string) {
 		var applied uint64
 		_ = a.Read(context.Background(), true, func(t *fsm.Table, _ int64) { applied = t.AppliedIndex() })
 		return applied > stored+100, fmt.Sprint(applied, stored)
 	})
 	late := log.node()
 	mc := runMirror(t, late, r.addr(), nil)
-	waitFor(t, 5*time.Second, "the late node's mirror to start", func() (bool, string) {
+	mirrorWait(t, 5*time.Second, "the late node's mirror to start", func() (bool, string) {
 		return mc.Status().Running, ""
 	})
 	late.leader.Store(true)
-	waitFor(t, 10*time.Second, "the late node to resync and write", func() (bool, string) {
+	mirrorWait(t, 10*time.Second, "the late node to resync and write", func() (bool, string) {
 		st := mc.Status()
 		return st.Writing && st.Resyncs > 0 && st.Batches > 5, fmt.Sprintf("%+v", st)
 	})
@@ -418,9 +418,9 @@ func TestMirrorLeaderChange(t *testing.T) {
 }
 
 func TestMirrorStatusForms(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
-	log := newFakeLog()
+	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
@@ -468,8 +468,8 @@ func TestMirrorStatusForms(t *testing.T) {
 }
 
 func TestMirrorRunErrors(t *testing.T) {
-	r := startRedis(t)
-	log := newFakeLog()
+	r := startMirrorRedis(t)
+	log := newMirrorLog()
 	n := log.node()
 	n.readErr.Store(true)
 	cfg := DefaultMirrorConfig()
@@ -483,7 +483,7 @@ func TestMirrorRunErrors(t *testing.T) {
 	}
 	n.readErr.Store(false)
 	m2 := runMirror(t, n, r.addr(), nil)
-	waitFor(t, 5*time.Second, "Run to start", func() (bool, string) { return m2.Status().Running, "" })
+	mirrorWait(t, 5*time.Second, "Run to start", func() (bool, string) { return m2.Status().Running, "" })
 	if err := m2.Run(context.Background()); !errors.Is(err, errMirrorRunning) {
 		t.Errorf("second Run: %v, want errMirrorRunning", err)
 	}

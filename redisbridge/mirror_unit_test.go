@@ -126,7 +126,7 @@ func TestMirrorQueue(t *testing.T) {
 // batch is a no-op, a batch after a gap is refused, a missing index is
 // reported, and a resync step of a superseded generation writes nothing.
 func TestMirrorScriptOrdering(t *testing.T) {
-	r := startRedis(t)
+	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
 	rd := &mirrorRedis{c: c, timeout: time.Second}
