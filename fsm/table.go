@@ -167,6 +167,10 @@ type Table struct {
 	fences   map[string]uint64 // fence registry (CheckAndAdvance)
 	due      dueHeap           // derived: what falls due when (keyspace.go)
 
+	// actx is Apply's scratch context, reused so an entry costs no
+	// allocation for it (the Lua engine makes it escape).
+	actx applyCtx
+
 	ext tableExt // state owned by lock*.go (request ids, ...)
 	rx  redisExt // state owned by redis*.go and lua*.go (script cache, ...)
 }
@@ -250,7 +254,8 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	if cmd.Time > t.now {
 		t.now = cmd.Time
 	}
-	ctx := &applyCtx{index: index, now: t.now}
+	ctx := &t.actx
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0]}
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {
