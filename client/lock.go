@@ -301,6 +301,7 @@ func (l *Lock) run(sent time.Time) {
 					l.safe = s
 				}
 				l.mu.Unlock()
+				l.c.log.Trace("lock renewed", "lock", l.key, "took", time.Since(r.sent))
 				renewAt = r.sent.Add(l.ttl / 3)
 			case errors.Is(r.err, api.ErrNotOwner), errors.Is(r.err, api.ErrNotHeld),
 				errors.Is(r.err, api.ErrNotFound), errors.Is(r.err, api.ErrSessionExpired):

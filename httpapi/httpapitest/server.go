@@ -1,6 +1,7 @@
 package httpapitest
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -30,6 +31,7 @@ type Server struct {
 func NewServer(t testing.TB, l api.Locker) *Server {
 	t.Helper()
 	s := &Server{}
+	closing := make(chan struct{})
 	h := httpapi.New(l, httpapi.Config{})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
@@ -38,7 +40,13 @@ func NewServer(t testing.TB, l api.Locker) *Server {
 			hangUp(w)
 			return
 		case Hang:
-			<-r.Context().Done()
+			// Read the body first: only then does net/http watch the
+			// connection and cancel r.Context() when the client leaves.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-closing:
+			}
 			return
 		}
 		if s.drop.Add(-1) >= 0 {
@@ -50,7 +58,10 @@ func NewServer(t testing.TB, l api.Locker) *Server {
 		s.drop.Store(0)
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		close(closing) // release hanging handlers, or Close waits for them
+		s.Close()
+	})
 	return s
 }
 
