@@ -83,8 +83,9 @@ type MirrorSource interface {
 	// Read runs fn against the local table; the mirror always passes
 	// stale = true and must see this node's applied state.
 	Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error
-	// Subscribe calls fn for every entry applied after it returns, in log
-	// order, on the apply path. The mirror's fn never blocks.
+	// Subscribe calls fn for every entry applied after it returns that
+	// has events (others may be skipped), in log order, on the apply path,
+	// after the entry is in the table. The mirror's fn never blocks.
 	Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func())
 	// IsLeader reports whether this node is the raft leader now. It is
 	// polled every CheckInterval and before every batch.
