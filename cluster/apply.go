@@ -84,10 +84,12 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 	c.Time = l.now(n.clock)
 	n.metrics.proposals.WithLabelValues(opName(c.Op)).Inc()
 	f := n.raft.Apply(c.AppendBinary(make([]byte, 0, 64)), 0)
-	if err := f.Error(); err != nil {
+	if err := n.await(f); err != nil {
 		switch {
 		case isRaftNotLeader(err):
 			return fsm.Result{}, outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
+		case errors.Is(err, ErrClosed):
+			return fsm.Result{}, outcomeDone, err
 		case errors.Is(err, raft.ErrRaftShutdown):
 			return fsm.Result{}, outcomeDone, fmt.Errorf("%w: %w", ErrClosed, err)
 		default:
@@ -240,7 +242,10 @@ func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, in
 		return 0, 0, outcomeDone, ctx.Err()
 	}
 	commit := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	if err := n.await(n.raft.VerifyLeader()); err != nil {
+		if errors.Is(err, ErrClosed) {
+			return 0, 0, outcomeDone, err
+		}
 		return 0, 0, outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
 	}
 	return n.lastCommandAtOrBefore(commit), l.now(n.clock), outcomeDone, nil

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -165,4 +168,26 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// counter reads one labelled counter of a node's metrics.
+func counter(t *testing.T, n *Node, vec *prometheus.CounterVec, label string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := vec.WithLabelValues(label).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// waitFor waits until fn's read of node n (stale, local) reports true.
+func (tc *testCluster) waitState(n *Node, timeout time.Duration, what string, fn func(t *fsm.Table, now int64) bool) {
+	tc.t.Helper()
+	tc.eventually(timeout, what, func() bool {
+		ok := false
+		if err := n.Read(context.Background(), true, func(t *fsm.Table, now int64) { ok = fn(t, now) }); err != nil {
+			tc.t.Fatal(err)
+		}
+		return ok
+	})
 }

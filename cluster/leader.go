@@ -75,7 +75,7 @@ func (n *Node) leadTerm(l *leadership) {
 	// The barrier makes every entry of earlier terms applied, so the
 	// table's clock is the largest time any committed command carries.
 	for {
-		err := n.raft.Barrier(0).Error()
+		err := n.await(n.raft.Barrier(0))
 		if err == nil {
 			break
 		}

@@ -96,11 +96,17 @@ func lease(req api.AcquireRequest, fence uint64, deadline int64, count int) api.
 }
 
 // TryAcquire takes the lock if it is free now; otherwise ErrLocked (or
-// another refusal). It never waits in the queue.
+// another refusal). It never waits in the queue. Without req.RequestID
+// the node assigns one, so a leader lost mid-request is retried safely.
 func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := n.acquireCmd(req)
 	if err != nil {
 		return api.Lease{}, err
+	}
+	if cmd.ReqID == "" {
+		// Exactly-once in the FSM makes the acquire safe to retry when
+		// the leader is lost mid-request, so a grant is never leaked.
+		cmd.ReqID = n.newReqID()
 	}
 	res, err := n.Apply(ctx, cmd)
 	if err != nil {

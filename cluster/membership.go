@@ -40,7 +40,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 func (n *Node) membership(ctx context.Context, req []byte, local func() raft.IndexFuture) error {
 	return n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
 		if l := n.lead.Load(); l != nil {
-			err := local().Error()
+			err := n.await(local())
 			switch {
 			case err == nil:
 				return outcomeDone, nil
@@ -62,7 +62,7 @@ func (n *Node) membership(ctx context.Context, req []byte, local func() raft.Ind
 // the node afterwards; its data directory is of no further use.
 func (n *Node) Leave(ctx context.Context) error {
 	if n.raft.State() == raft.Leader && n.voters() > 1 {
-		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		if err := n.await(n.raft.LeadershipTransfer()); err != nil {
 			n.log.Warn("leadership transfer before leave failed", "error", err)
 		}
 	}

@@ -56,6 +56,11 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		res, oc, err := n.applyAsLeader(ctx, l, cmd)
 		switch oc {
 		case outcomeDone:
+			if errors.Is(err, ErrClosed) {
+				// This node is shutting down with the entry maybe in
+				// the log: for the caller, the leader was lost.
+				return []byte{stLost}, nil
+			}
 			if err != nil {
 				return append([]byte{stError}, err.Error()...), nil
 			}
