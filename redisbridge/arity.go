@@ -8,16 +8,18 @@ import (
 	"github.com/locknode/locknode/fsm/reply"
 )
 
-// arityTable learns the arity of the FSM's Redis commands, so that MULTI
-// can refuse a wrong-arity command when it is queued (EXECABORT, as
-// Redis) instead of inside EXEC. The fsm package exports which commands
+// arityTable learns the arity of the FSM's Redis commands, so that the
+// bridge refuses a wrong-arity command before it costs a log entry, before
+// the authentication check (Redis' order), and when MULTI queues it
+// (EXECABORT, as Redis) rather than inside EXEC. The fsm package exports which commands
 // exist but not their arity; rather than keep a second copy that could
 // drift, the bridge asks the FSM itself, once per command name: it applies
 // the command with 1..maxProbeArgs dummy arguments to a private scratch
 // table (never replicated, never read) and notes which counts the FSM
 // refuses with its wrong-arity error.
 type arityTable struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex // guards known
+	probeMu sync.Mutex   // guards scratch and index
 	scratch *fsm.Table
 	index   uint64
 	known   map[string]int // name -> Redis-style arity; 0 = unknown
@@ -25,21 +27,27 @@ type arityTable struct {
 
 const maxProbeArgs = 10
 
+// ok reports whether args has an arity the FSM accepts for name (a
+// command fsm.IsKnownCommand knows, in lower case).
 func (a *arityTable) ok(name string, args [][]byte) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.mu.RLock()
 	ar, seen := a.known[name]
+	a.mu.RUnlock()
 	if !seen {
 		ar = a.probe(name)
+		a.mu.Lock()
 		if a.known == nil {
 			a.known = make(map[string]int)
 		}
 		a.known[name] = ar
+		a.mu.Unlock()
 	}
 	return ar == 0 || arityOK(ar, len(args))
 }
 
 func (a *arityTable) probe(name string) int {
+	a.probeMu.Lock()
+	defer a.probeMu.Unlock()
 	if a.scratch == nil {
 		a.scratch = fsm.New(fsm.Config{})
 	}

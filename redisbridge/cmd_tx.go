@@ -31,11 +31,6 @@ func (c *conn) queue(cmd *command, name string, args [][]byte) {
 		c.w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
 		return
 	}
-	if cmd == dataCommand && !c.s.arity.ok(name, args) {
-		c.tx.abort()
-		c.w.WriteError(errArity(name))
-		return
-	}
 	c.tx.queue = append(c.tx.queue, resp.CloneArgs(args))
 	c.w.WriteStatus("QUEUED")
 }

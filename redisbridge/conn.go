@@ -159,7 +159,7 @@ func (c *conn) dispatch(args [][]byte) {
 		c.w.WriteError(unknownCommand(args))
 		return
 	}
-	if cmd.arity != 0 && !arityOK(cmd.arity, len(args)) {
+	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
 		c.tx.abort()
 		c.w.WriteError(errArity(name))
 		return

@@ -67,6 +67,7 @@ func TestAuth(t *testing.T) {
 	wantErrPrefix(t, c.do("AUTH", "wrong"), "WRONGPASS invalid username-password pair or user is disabled.")
 	wantErrPrefix(t, c.do("AUTH", "bob", "s3cret"), "WRONGPASS ")
 	wantErrPrefix(t, c.do("NOPE"), "ERR unknown command 'NOPE'")
+	wantErrPrefix(t, c.do("GET"), "ERR wrong number of arguments for 'get' command")
 	if v := c.do("AUTH", "s3cret"); v.Str != "OK" {
 		t.Fatalf("AUTH: %v", v)
 	}
@@ -215,5 +216,20 @@ func TestPipelining(t *testing.T) {
 	c.send(b.String())
 	for i := 1; i <= 200; i++ {
 		wantInt(t, c.read(), int64(i))
+	}
+}
+
+// TestArityProbe: the arities learnt from the FSM are Redis' own.
+func TestArityProbe(t *testing.T) {
+	var a arityTable
+	for name, want := range map[string]int{"get": 2, "set": -3, "del": -2, "hset": -4, "getrange": 4, "time": 1,
+		"zadd": -4, "pexpire": -3, "incr": 2} {
+		if !fsm.IsKnownCommand([]byte(name)) {
+			t.Errorf("%s: not an FSM command", name)
+			continue
+		}
+		if got := a.probe(name); got != want {
+			t.Errorf("arity of %s = %d, want %d", name, got, want)
+		}
 	}
 }

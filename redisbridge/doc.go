@@ -52,7 +52,7 @@
 //   - WAIT replies the number of other members once the connection's last
 //     write is committed: a committed entry is on a quorum and will reach
 //     every live member. WAITAOF replies [1, that number].
-//   - A command sent inside MULTI is validated (known, allowed in a
-//     transaction) when queued; wrong-arity errors of data commands are
-//     reported by the FSM inside EXEC's reply array.
+//   - Inside MULTI only commands that can run in the one OpExec entry are
+//     queued (the FSM's Redis commands, PING, PUBLISH); others (EVAL,
+//     LOCK.*, INFO, ...) are refused and abort the transaction.
 package redisbridge
