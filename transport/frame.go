@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -178,6 +179,9 @@ func (w *frameWriter) run(done <-chan struct{}) error {
 			return nil
 		case <-w.wake:
 		}
+		// Let runnable senders queue their frames first, so they share
+		// this write. When nothing else is runnable this returns at once.
+		runtime.Gosched()
 		w.mu.Lock()
 		buf, w.pend = w.pend, buf[:0]
 		w.mu.Unlock()

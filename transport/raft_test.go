@@ -32,7 +32,7 @@ func (f *countFSM) applied() [][]byte {
 }
 
 func (f *countFSM) Snapshot() (raft.FSMSnapshot, error) { return nopSnapshot{}, nil }
-func (f *countFSM) Restore(rc io.ReadCloser) error     { return rc.Close() }
+func (f *countFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
 
 type nopSnapshot struct{}
 
