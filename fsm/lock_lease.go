@@ -1,0 +1,259 @@
+package fsm
+
+// Ending and renewing holds: release, extend, expiry, lock-delay, and the
+// fence registry.
+
+// endHold removes l.Holders[i] (the lock at key) with reason. Lock-delay
+// applies when the hold was lost (expiry, session loss), never after a
+// clean release. The caller settles the key afterwards.
+func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
+	h := l.Holders[i]
+	copy(l.Holders[i:], l.Holders[i+1:])
+	l.Holders[len(l.Holders)-1] = nil
+	l.Holders = l.Holders[:len(l.Holders)-1]
+	t.holdGone(ctx, key, h, reason)
+	if (reason == ReasonExpired || reason == ReasonSession) && h.LockDelay > 0 {
+		if until := ctx.now + h.LockDelay; until > l.DelayUntil {
+			l.DelayUntil = until
+			t.schedule(until, dueDelay, key)
+		}
+	}
+}
+
+// holdEnded is called by del for each hold of a lock it removed: a Redis
+// command ended it. When that was its owner's own release
+// (compare-and-delete), a tombstone remembers it (lock_redis.go).
+func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {
+	if reason == ReasonRelease {
+		t.tombstone(key, h.Owner, t.holdDeadline(h))
+	}
+	t.holdGone(ctx, key, h, reason)
+}
+
+// holdGone is the bookkeeping of a hold that ended: the event and the
+// session index. Native releases leave no tombstone: only Redlock clients
+// vote by repeating a release on several nodes.
+func (t *Table) holdGone(ctx *applyCtx, key string, h *Hold, reason Reason) {
+	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
+	if h.Session != "" {
+		t.sessDelHold(h.Session, key, h.Owner)
+	}
+}
+
+// settle deletes the lock at key if nothing holds it and no lock-delay is
+// active, marks it changed otherwise, then offers the key to its waiters.
+func (t *Table) settle(ctx *applyCtx, key string) {
+	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil <= ctx.now {
+			delete(t.keys, key)
+			ctx.emit(Event{Kind: EvChanged, Key: key})
+		} else {
+			t.touch(ctx, key, v)
+		}
+	}
+	t.pump(ctx, key)
+}
+
+// lockAt returns the lock at key, or an error saying why there is none
+// that could be released or extended.
+func (t *Table) lockAt(key string) (*Value, error) {
+	v := t.keys[key]
+	switch {
+	case v == nil:
+		return nil, errf(ErrNotHeld, "%q", key)
+	case v.Kind != KindLock:
+		return nil, errf(ErrWrongType, "%q holds a Redis value", key)
+	case len(v.Lock.Holders) == 0:
+		return nil, errf(ErrNotHeld, "%q", key)
+	}
+	return v, nil
+}
+
+// release handles OpRelease: all keys are checked before any changes.
+func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
+	var one [1]string
+	keys, err := t.cmdKeys(cmd, &one)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if !cmd.Force {
+		if err := t.checkOwner(cmd.Owner); err != nil {
+			return Result{Err: err}
+		}
+	}
+	for _, k := range keys {
+		v, err := t.lockAt(k)
+		if err != nil {
+			return Result{Err: err}
+		}
+		if !cmd.Force && v.Lock.holdOf(cmd.Owner) == nil {
+			return Result{Err: errf(ErrNotOwner, "%q", k)}
+		}
+	}
+	r := Result{Released: true}
+	for i, k := range keys {
+		l := t.keys[k].Lock
+		if cmd.Force {
+			if i == 0 {
+				r.Fence = l.Holders[0].Fence
+			}
+			for len(l.Holders) > 0 {
+				t.endHold(ctx, k, l, 0, ReasonForced)
+			}
+			t.settle(ctx, k)
+			continue
+		}
+		for j, h := range l.Holders {
+			if h.Owner != cmd.Owner {
+				continue
+			}
+			if i == 0 {
+				r.Fence = h.Fence
+			}
+			if cmd.Reentrant && h.Count > 1 {
+				h.Count--
+				if i == 0 {
+					r.Count = h.Count
+				}
+				r.Released = false
+				t.touch(ctx, k, t.keys[k])
+				break
+			}
+			t.endHold(ctx, k, l, j, ReasonRelease)
+			t.settle(ctx, k)
+			break
+		}
+	}
+	return r
+}
+
+// extend handles OpExtend. A lease is reset to now+TTL (the command's, or
+// the hold's own when 0), clamped to the hold's HardLimit; a hold already
+// at its HardLimit is refused with ErrMaxHold. A hold bound to a session
+// has no lease of its own: extending it keeps the session alive.
+func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
+	var one [1]string
+	keys, err := t.cmdKeys(cmd, &one)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if err := t.checkOwner(cmd.Owner); err != nil {
+		return Result{Err: err}
+	}
+	if cmd.TTL != 0 {
+		if err := t.checkTTL("ttl", cmd.TTL); err != nil {
+			return Result{Err: err}
+		}
+	}
+	for _, k := range keys {
+		v, err := t.lockAt(k)
+		if err != nil {
+			return Result{Err: err}
+		}
+		h := v.Lock.holdOf(cmd.Owner)
+		if h == nil {
+			return Result{Err: errf(ErrNotOwner, "%q", k)}
+		}
+		if h.HardLimit != 0 && t.holdDeadline(h) >= h.HardLimit {
+			return Result{Err: errf(ErrMaxHold, "%q at %d", k, h.HardLimit)}
+		}
+		if h.Session == "" && cmd.TTL == 0 && h.TTL == 0 {
+			return Result{Err: errf(ErrBadTTL, "no ttl to extend %q by", k)}
+		}
+	}
+	r := Result{Granted: true}
+	for i, k := range keys {
+		v := t.keys[k]
+		h := v.Lock.holdOf(cmd.Owner)
+		if h.Session != "" {
+			if s := t.sessions[h.Session]; s != nil {
+				t.keepAlive(ctx, s, 0)
+			}
+			h.Deadline = h.HardLimit
+		} else {
+			ttl := cmd.TTL
+			if ttl == 0 {
+				ttl = h.TTL
+			}
+			h.Deadline = capAt(ctx.now+ttl, h.HardLimit)
+			t.scheduleHold(k, h.Deadline)
+		}
+		if cmd.TTL != 0 {
+			h.TTL = cmd.TTL
+		}
+		t.touch(ctx, k, v)
+		if h.Fence > r.Fence {
+			r.Fence = h.Fence
+		}
+		if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
+			r.Deadline = d
+		}
+		if i == 0 {
+			r.Count = h.Count
+		}
+	}
+	return r
+}
+
+// expireHolds ends the holds on key whose own deadline fell due by ctx.at.
+func (t *Table) expireHolds(ctx *applyCtx, key string) {
+	if t.ext.holdDue[key] == ctx.at {
+		delete(t.ext.holdDue, key)
+	}
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return
+	}
+	l := v.Lock
+	ended := false
+	for i := 0; i < len(l.Holders); {
+		if d := l.Holders[i].Deadline; d != 0 && d <= ctx.at {
+			t.endHold(ctx, key, l, i, ReasonExpired)
+			ended = true
+			continue
+		}
+		i++
+	}
+	if ended {
+		t.settle(ctx, key)
+	}
+	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+		var next int64
+		for _, h := range v.Lock.Holders {
+			if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
+				next = h.Deadline
+			}
+		}
+		if next != 0 {
+			t.scheduleHold(key, next)
+		}
+	}
+}
+
+// delayEnded clears key's lock-delay once it fell due.
+func (t *Table) delayEnded(ctx *applyCtx, key string) {
+	v := t.keys[key]
+	if v == nil || v.Kind != KindLock {
+		return
+	}
+	if l := v.Lock; l.DelayUntil != 0 && l.DelayUntil <= ctx.at {
+		l.DelayUntil = 0
+		t.settle(ctx, key)
+	}
+}
+
+// fenceCheck handles OpFenceCheck: CheckAndAdvance(Key, Token).
+func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
+	if err := t.checkKey(cmd.Key); err != nil {
+		return Result{Err: err}
+	}
+	cur, ok := t.fences[cmd.Key]
+	if cmd.Token < cur {
+		return Result{Err: errf(ErrStaleFence, "%d < %d", cmd.Token, cur), Fence: cur}
+	}
+	if !ok && len(t.fences) >= t.cfg.MaxKeys {
+		return Result{Err: errf(ErrLimit, "fence registry full (%d)", t.cfg.MaxKeys)}
+	}
+	t.fences[cmd.Key] = cmd.Token
+	return Result{Granted: true, Fence: cmd.Token}
+}
