@@ -73,10 +73,13 @@ func (a *arityTable) probe(name string) int {
 	if first == 0 {
 		return 0 // never accepted: leave the check to the FSM
 	}
+	// Any larger accepted count means "at least first"; handlers may refuse
+	// some counts in between with the same text (HSET wants pairs), which
+	// the FSM still checks itself.
 	for n := first + 1; n <= maxProbeArgs; n++ {
-		if !accepted[n] {
-			return first // exactly first (none of the FSM's commands takes a fixed count plus gaps)
+		if accepted[n] {
+			return -first
 		}
 	}
-	return -first
+	return first
 }

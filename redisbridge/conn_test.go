@@ -233,3 +233,34 @@ func TestArityProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestArityAllFSMCommands: for every argument count up to the probe's
+// range, the bridge's arity check refuses exactly what the FSM refuses
+// with its wrong-arity error, or less (never a command the FSM accepts).
+func TestArityAllFSMCommands(t *testing.T) {
+	var a arityTable
+	names := []string{"get", "set", "del", "unlink", "delex", "exists", "pexpire", "expire", "pexpireat", "expireat",
+		"pttl", "ttl", "persist", "type", "getrange", "mget", "mset", "msetnx", "incr", "decr", "incrby", "decrby",
+		"time", "ping", "publish", "hget", "hset", "hmset", "hsetnx", "hexists", "hincrby", "hdel", "hlen", "hkeys",
+		"hvals", "hgetall", "hmget", "sadd", "srem", "sismember", "scard", "smembers", "zadd", "zincrby", "zrem",
+		"zcard", "zscore", "zrank", "zrange", "zrangebyscore", "zremrangebyscore", "lpush", "rpush", "lpop", "rpop",
+		"lindex", "lrange", "lrem", "llen"}
+	for _, name := range names {
+		if !fsm.IsKnownCommand([]byte(name)) {
+			continue
+		}
+		for n := 1; n <= maxProbeArgs+2; n++ {
+			args := make([][]byte, n)
+			args[0] = []byte(name)
+			for i := 1; i < n; i++ {
+				args[i] = []byte("1")
+			}
+			tbl := fsm.New(fsm.Config{})
+			r := tbl.Apply(1, &fsm.Command{Op: fsm.OpRedis, Args: args})
+			fsmRefuses := r.Reply.IsError() && strings.HasPrefix(r.Reply.Str, "ERR wrong number of arguments")
+			if !a.ok(name, args) && !fsmRefuses {
+				t.Errorf("%s with %d args: the bridge refuses what the FSM accepts (%v)", name, n, r.Reply)
+			}
+		}
+	}
+}

@@ -61,3 +61,20 @@ func TestGoRedisLockFlow(t *testing.T) {
 		})
 	}
 }
+
+// TestVariadicCommands: commands with more arguments than their minimum
+// reach the FSM (the bridge's arity check is "at least").
+func TestVariadicCommands(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	ctx := context.Background()
+	c := goRedis(t, s, 3)
+	if n, err := c.HSet(ctx, "h", "a", "1", "b", "2", "c", "3").Result(); err != nil || n != 3 {
+		t.Fatalf("HSET 3 pairs = %d %v", n, err)
+	}
+	if err := c.HSet(ctx, "h", "a", "1", "b").Err(); err == nil {
+		t.Fatal("HSET with an odd field list succeeded")
+	}
+	if n, err := c.Del(ctx, "h", "x", "y", "z", "w", "v", "u", "q", "r", "s", "t", "o").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL of 11 keys = %d %v", n, err)
+	}
+}
