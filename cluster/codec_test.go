@@ -1,0 +1,153 @@
+package cluster
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/reply"
+)
+
+func TestResultCodec(t *testing.T) {
+	cases := []struct {
+		name string
+		r    fsm.Result
+	}{
+		{"empty", fsm.Result{}},
+		{"granted", fsm.Result{Index: 7, Granted: true, Fence: 7, Deadline: 1700000000000, Count: 2}},
+		{"queued", fsm.Result{Index: 9, Queued: true, Deadline: -5}},
+		{"released", fsm.Result{Index: 1 << 40, Released: true}},
+		{"refused", fsm.Result{Index: 3, Err: fmt_(fsm.ErrLocked, "fsm: held by another owner: \"k\"")}},
+		{"unknown error", fsm.Result{Index: 3, Err: errors.New("something else")}},
+		{"reply", fsm.Result{Index: 4, Reply: reply.NewArray(reply.NewBulk("a"), reply.NewInt(-3), reply.Null,
+			reply.NewArray(), reply.NewError("ERR x"), reply.NewStatus("OK"), reply.NewDouble(1.5), reply.Reply{Kind: reply.NilArray})}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := appendResult(nil, &c.r)
+			got, err := decodeResult(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got.Err == nil) != (c.r.Err == nil) {
+				t.Fatalf("err %v, want %v", got.Err, c.r.Err)
+			}
+			if c.r.Err != nil {
+				if got.Err.Error() != c.r.Err.Error() {
+					t.Fatalf("err text %q, want %q", got.Err, c.r.Err)
+				}
+				for _, row := range errTable {
+					if errors.Is(c.r.Err, row.fsm) != errors.Is(got.Err, row.fsm) {
+						t.Fatalf("errors.Is(%v) differs for %v", got.Err, row.fsm)
+					}
+				}
+			}
+			got.Err, c.r.Err = nil, nil
+			if !reflect.DeepEqual(got, c.r) {
+				t.Fatalf("got %+v\nwant %+v", got, c.r)
+			}
+			// Every truncation is refused, never a panic.
+			for i := 0; i < len(b); i++ {
+				if _, err := decodeResult(b[:i]); err == nil && i > 0 {
+					t.Fatalf("truncated to %d bytes decoded", i)
+				}
+			}
+		})
+	}
+}
+
+type wrapped struct {
+	sentinel error
+	msg      string
+}
+
+func (w wrapped) Error() string { return w.msg }
+func (w wrapped) Unwrap() error { return w.sentinel }
+
+func fmt_(s error, msg string) error { return wrapped{s, msg} }
+
+func TestAPIErrorTable(t *testing.T) {
+	for _, row := range errTable {
+		err := apiErr(fmt_(row.fsm, "x"))
+		if !errors.Is(err, row.api) || !errors.Is(err, row.fsm) {
+			t.Errorf("%v: mapped to %v", row.fsm, err)
+		}
+	}
+	if err := apiErr(api.ErrNoLeader); err != api.ErrNoLeader {
+		t.Errorf("non-FSM error changed: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := func(c *Config) {}
+	cases := []struct {
+		name  string
+		tweak func(*Config)
+		bad   bool
+	}{
+		{"defaults", ok, false},
+		{"no id", func(c *Config) { c.ID = "" }, true},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, true},
+		{"lease above heartbeat", func(c *Config) { c.LeaderLeaseTimeout = time.Second }, true},
+		{"election below heartbeat", func(c *Config) { c.ElectionTimeout = 100 * time.Millisecond }, true},
+		{"too many entries", func(c *Config) { c.MaxAppendEntries = 5000 }, true},
+		{"tick gap above interval", func(c *Config) { c.MinTickGap = time.Second }, true},
+		{"peers without self", func(c *Config) { c.Bootstrap = true; c.Peers = []Peer{{ID: "x", Addr: "h:1"}} }, true},
+		{"duplicate peer", func(c *Config) {
+			c.Bootstrap = true
+			c.Peers = []Peer{{ID: "n", Addr: "h:1"}, {ID: "n", Addr: "h:2"}}
+		}, true},
+		{"bootstrap and join", func(c *Config) { c.Bootstrap = true; c.Join = []string{"h:1"} }, true},
+		{"bad fsm limits", func(c *Config) { c.FSM.MinTTL = -1 }, true},
+		{"bootstrap with self", func(c *Config) { c.Bootstrap = true; c.Peers = []Peer{{ID: "n", Addr: "h:1"}} }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := Config{ID: "n", DataDir: "/tmp/x"}
+			c.tweak(&cfg)
+			err := cfg.Validate()
+			if (err != nil) != c.bad {
+				t.Fatalf("Validate() = %v, want bad=%v", err, c.bad)
+			}
+			if err != nil && !errors.Is(err, ErrConfig) {
+				t.Fatalf("error does not wrap ErrConfig: %v", err)
+			}
+		})
+	}
+}
+
+// Bad input through the embedded API is refused early and changes
+// nothing.
+func TestBadRequests(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.nodes[0]
+	ctx := ctxT(t, 10*time.Second)
+	before := n.AppliedIndex()
+	for _, req := range []api.AcquireRequest{
+		{Owner: "o", TTLMs: 1},
+		{Key: "k", TTLMs: 1},
+		{Key: "k", Owner: "o"},
+		{Key: "k", Owner: "o", TTLMs: -1},
+		{Key: "k", Owner: "o", TTLMs: 1, Mode: "bogus"},
+		{Key: "k", Owner: "o", TTLMs: 1, WaitMs: -1},
+		{Keys: []string{"a", ""}, Owner: "o", TTLMs: 1},
+	} {
+		if _, err := n.TryAcquire(ctx, req); !errors.Is(err, api.ErrBadRequest) {
+			t.Errorf("%+v: %v, want ErrBadRequest", req, err)
+		}
+	}
+	long := make([]byte, 600)
+	if _, err := n.TryAcquire(ctx, api.AcquireRequest{Key: string(long), Owner: "o", TTLMs: 1}); !errors.Is(err, api.ErrLimit) {
+		t.Errorf("long key: %v", err)
+	}
+	if n.AppliedIndex() != before {
+		t.Errorf("bad requests reached the log")
+	}
+	// The FSM is the final judge: a TTL over its maximum.
+	if _, err := n.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1 << 50}); !errors.Is(err, api.ErrBadRequest) {
+		t.Errorf("huge ttl: %v", err)
+	}
+}
