@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+func init() {
+	register(&command{name: "status", summary: "show a node's view of the cluster", run: runStatus})
+	register(&command{name: "locks", summary: "list locks and their holders: locks [--prefix P] [--json]", run: runLocks})
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	c, err := cf.client(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode status:", err)
+		return exitUsage
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := c.Status(rctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode status:", err)
+		return exitLockFailed
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, st)
+	}
+	fmt.Fprintf(stdout, "id=%s state=%s leader=%s term=%d applied_index=%d commit_index=%d\n",
+		st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
+	fmt.Fprintf(stdout, "locks=%d keys=%d waiters=%d sessions=%d\n", st.Locks, st.Keys, st.Waiters, st.Sessions)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSUFFRAGE\tLEADER")
+	for _, m := range st.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Address, m.Suffrage, m.Leader)
+	}
+	tw.Flush()
+	return 0
+}
+
+func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("locks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	prefix := fs.String("prefix", "", "only keys starting with this")
+	asJSON := fs.Bool("json", false, "print a JSON array of api.LockInfo")
+	stale := fs.Bool("stale", false, "read the answering node's state without confirming with the leader")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	c, err := cf.client(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode locks:", err)
+		return exitUsage
+	}
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	all := []api.LockInfo{}
+	req := api.ListRequest{Prefix: *prefix, Limit: 1000, ReadOptions: api.ReadOptions{Stale: *stale}}
+	for {
+		page, err := c.List(rctx, req)
+		if err != nil {
+			fmt.Fprintln(stderr, "locknode locks:", err)
+			return exitLockFailed
+		}
+		all = append(all, page.Locks...)
+		if page.Next == "" {
+			break
+		}
+		req.After = page.Next
+	}
+	if *asJSON {
+		return printJSON(stdout, stderr, all)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tKIND\tFENCE\tHOLDERS\tWAITERS\tTTL")
+	for _, l := range all {
+		var hs []string
+		for _, h := range l.Holders {
+			hs = append(hs, fmt.Sprintf("%s(%s,fence=%d)", h.Owner, h.Mode, h.Fence))
+		}
+		ttl := "-"
+		if l.TTLMs >= 0 {
+			ttl = (time.Duration(l.TTLMs) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", l.Key, l.Kind, l.Fence, orNone(strings.Join(hs, " ")), len(l.Waiters), ttl)
+	}
+	tw.Flush()
+	return 0
+}
+
+func printJSON(stdout, stderr io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintln(stderr, "locknode:", err)
+		return exitLockFailed
+	}
+	return 0
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/client"
+)
+
+// Exit codes of "locknode lock" besides the child's own.
+const (
+	exitLockFailed  = 1  // could not talk to the cluster, or bad flags' values
+	exitUsage       = 2  // bad command line
+	exitLockBusy    = 75 // EX_TEMPFAIL: held by someone else (try, or the wait ran out)
+	exitStartFailed = 127
+)
+
+func init() {
+	register(&command{
+		name:    "lock",
+		summary: "run a command while holding a lock: lock NAME [flags] -- CMD ARGS...",
+		run:     runLock,
+	})
+}
+
+// clientFlags are the flags every client subcommand shares.
+type clientFlags struct {
+	endpoints *string
+	logLevel  *string
+}
+
+func addClientFlags(fs *flag.FlagSet) clientFlags {
+	return clientFlags{
+		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "http://127.0.0.1:8080"),
+			"HTTP addresses of cluster nodes, comma separated (env LOCKNODE_ENDPOINTS)"),
+		logLevel: fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "warn"), "log level (trace, debug, info, warn, error, off)"),
+	}
+}
+
+func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
+	log, err := newLogger(stderr, *f.logLevel)
+	if err != nil {
+		return nil, err
+	}
+	var eps []string
+	for _, e := range strings.Split(*f.endpoints, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if !strings.Contains(e, "://") {
+			e = "http://" + e
+		}
+		eps = append(eps, e)
+	}
+	return client.New(client.Config{Endpoints: eps, Logger: log})
+}
+
+// splitName takes the lock NAME whether it comes before or after the
+// flags: "lock NAME --ttl 5s -- cmd" and "lock --ttl 5s NAME -- cmd".
+func splitName(args []string) (name string, rest []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+// runLock acquires NAME, runs CMD in its own process group with the fence
+// in LOCKNODE_FENCE while renewing the lease, and releases the lock when
+// CMD exits. When the lock enters Jeopardy (renewal failing near the safe
+// deadline) — or locknode gets SIGINT/SIGTERM — the group gets SIGTERM,
+// then SIGKILL after --grace, and never later than the lock's safe
+// deadline, so the command is gone before the lease could pass to anyone
+// else. Exit code: the command's (128+signal if a signal ended it), 75 if
+// the lock was busy, 1 on other errors, 2 on usage errors.
+//
+// The command runs in its own process group, so terminal Ctrl-C reaches
+// locknode, which forwards it as SIGTERM to the whole group; the command
+// cannot read the terminal (it is not the foreground group).
+func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: locknode lock NAME [flags] -- CMD [ARGS...]")
+		fs.PrintDefaults()
+	}
+	cf := addClientFlags(fs)
+	ttl := fs.Duration("ttl", 10*time.Second, "lease length; renewed every ttl/3 while CMD runs")
+	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the lock (0: fail at once if held)")
+	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when CMD must stop (capped by the lock's safe deadline)")
+	name, rest := splitName(args)
+	if err := fs.Parse(rest); err != nil {
+		return exitUsage
+	}
+	cmdArgs := fs.Args()
+	if name == "" && len(cmdArgs) > 0 {
+		name, cmdArgs = cmdArgs[0], cmdArgs[1:]
+	}
+	if name == "" || len(cmdArgs) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *ttl <= 0 || *wait < 0 || *grace < 0 {
+		fmt.Fprintln(stderr, "locknode lock: --ttl must be positive, --wait and --grace not negative")
+		return exitUsage
+	}
+	c, err := cf.client(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode lock:", err)
+		return exitUsage
+	}
+
+	var l *client.Lock
+	if *wait > 0 {
+		l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait))
+	} else {
+		l, err = c.TryLock(ctx, name, client.WithTTL(*ttl))
+	}
+	switch {
+	case errors.Is(err, api.ErrLocked), errors.Is(err, api.ErrLockDelay), errors.Is(err, api.ErrWaitTimeout):
+		fmt.Fprintf(stderr, "locknode lock: %s is held: %v\n", name, err)
+		return exitLockBusy
+	case err != nil:
+		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, err)
+		return exitLockFailed
+	}
+	defer func() {
+		// Releasing a lock in jeopardy is a courtesy (the cluster is
+		// probably unreachable; the lease ends by itself): don't linger.
+		timeout := 10 * time.Second
+		if l.State() != client.Held {
+			timeout = 2 * time.Second
+		}
+		uctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if err := l.Unlock(uctx); err != nil && l.State() != client.Lost {
+			fmt.Fprintf(stderr, "locknode lock: releasing %s: %v\n", name, err)
+		}
+	}()
+
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	cmd.Env = append(os.Environ(),
+		"LOCKNODE_FENCE="+strconv.FormatUint(l.Fence(), 10),
+		"LOCKNODE_LOCK="+name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// With non-file stdout/stderr Wait also waits for the copy pipes;
+	// don't let a descendant that escaped the group hold us forever.
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
+		return exitStartFailed
+	}
+	exited := make(chan error, 1)
+	// Ends when the child exits (the group is SIGKILLed at worst).
+	go func() { exited <- cmd.Wait() }()
+
+	var waitErr error
+	select {
+	case waitErr = <-exited:
+	case <-l.Context().Done():
+		fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
+		waitErr = stopGroup(cmd.Process.Pid, exited, *grace, l.SafeDeadline())
+	case <-ctx.Done():
+		waitErr = stopGroup(cmd.Process.Pid, exited, *grace, l.SafeDeadline())
+	}
+	return exitCode(waitErr)
+}
+
+// stopGroup sends SIGTERM to process group pgid, then SIGKILL after grace
+// or at the safe deadline, whichever is first, and returns the child's
+// Wait error.
+func stopGroup(pgid int, exited <-chan error, grace time.Duration, safe time.Time) error {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	// Leave a little room before the deadline for the kill to land.
+	kill := min(grace, time.Until(safe)-20*time.Millisecond)
+	t := time.NewTimer(max(kill, 0))
+	defer t.Stop()
+	select {
+	case err := <-exited:
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers the leader left behind
+		return err
+	case <-t.C:
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return <-exited
+}
+
+// exitCode maps a Wait error to the shell's convention.
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return exitLockFailed
+}
