@@ -205,10 +205,11 @@ func arityOK(arity, n int) bool {
 	return n >= -arity
 }
 
-// ctx returns a context for one Apply or Read: bounded by RequestTimeout
-// and cancelled by Close.
+// ctx returns a context for one Apply or Read, bounded by RequestTimeout.
+// Close does not cancel it: a command in flight finishes and replies (only
+// blocking waits, which use baseCtx, are cut short).
 func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.s.baseCtx, c.s.cfg.RequestTimeout)
+	return context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
 }
 
 // apply proposes cmd and returns the FSM's outcome; on failure it has

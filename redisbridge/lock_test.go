@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -195,5 +196,53 @@ func TestCloseFinishesInFlight(t *testing.T) {
 	info, err := f.Inspect(ctx, "l", apiReadOptions())
 	if err != nil || len(info.Waiters) != 0 {
 		t.Fatalf("after Close: %+v %v", info, err)
+	}
+}
+
+// slowBackend delays Apply until released, to hold a command in flight.
+type slowBackend struct {
+	*fakeBackend
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *slowBackend) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
+	if cmd.Op == fsm.OpRedis && string(cmd.Args[0]) == "SET" {
+		close(b.entered)
+		<-b.release
+	}
+	return b.fakeBackend.Apply(ctx, cmd)
+}
+
+// TestCloseLetsInFlightFinish: a write in flight when Close starts still
+// commits and its client gets the real reply.
+func TestCloseLetsInFlightFinish(t *testing.T) {
+	b := &slowBackend{fakeBackend: newFakeBackend(t), entered: make(chan struct{}), release: make(chan struct{})}
+	s, err := New(b, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listenLocal(t)
+	// Ends when Close closes the listener.
+	go s.Serve(ln)
+	eventually(t, 5*time.Second, "listener", func() bool { return s.Addr() == ln.Addr().String() })
+	c := dialRaw(t, s)
+	c.send(cmdBytes("SET", "k", "v"))
+	<-b.entered
+	closed := make(chan struct{})
+	// Ends when Close returns.
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a command in flight")
+	case <-time.After(50 * time.Millisecond): // Close must still be waiting
+	}
+	close(b.release)
+	if v := c.read(); v.Str != "OK" {
+		t.Fatalf("in-flight SET replied %v", v)
+	}
+	<-closed
+	if out := c.readRaw(time.Second); out != "" {
+		t.Fatalf("after the reply: %q", out)
 	}
 }

@@ -166,8 +166,10 @@ func (s *Server) isClosed() bool {
 }
 
 // Close shuts the server down: it stops accepting, closes idle
-// connections at once, cancels blocking waits, lets in-flight commands
-// finish and reply, then closes their connections. It returns when every
+// connections at once, cancels blocking waits (LOCK.ACQUIRE ... WAIT and
+// WAIT reply "TRYAGAIN ... shutting down"), lets other in-flight commands
+// finish and reply (each within RequestTimeout), then closes their
+// connections. It returns when every
 // connection goroutine has ended.
 func (s *Server) Close() error {
 	s.mu.Lock()
