@@ -227,7 +227,7 @@ func (t *Transport) Addr() net.Addr { return t.addr }
 
 // Serve installs the RPC handler. Requests that arrived earlier wait for it
 // (until their caller gives up or the connection closes). Calling Serve
-// again replaces the handler for later requests.
+// again replaces the handler for later requests; a nil h is ignored.
 func (t *Transport) Serve(h Handler) {
 	if h == nil {
 		return
