@@ -74,7 +74,7 @@ func (c *Cluster) RESPClient(h *History, id, node int, setNX bool) *Client {
 
 // NewRESPClient is RESPClient for any address.
 func NewRESPClient(h *History, id int, addr string, setNX bool) *Client {
-	rc := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 2 * time.Second,
+	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialTimeout: 2 * time.Second,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2})
 	via := "resp " + addr
 	if setNX {
