@@ -87,7 +87,9 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 		// Blocks in the FSM's FIFO queue (no polling) until granted, the
 		// wait ends, or Close cancels it.
 		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Duration(req.WaitMs)*time.Millisecond+c.s.cfg.RequestTimeout)
+		stop := c.watchHangup(cancel)
 		lease, err = c.s.b.Acquire(ctx, req)
+		stop()
 		cancel()
 	} else {
 		ctx, cancel := c.ctx()

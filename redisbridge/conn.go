@@ -265,3 +265,31 @@ func (c *conn) readRedis(args [][]byte) {
 	}
 	c.w.WriteReply(r)
 }
+
+// watchHangup calls cancel if the client hangs up while a command blocks,
+// so a blocking acquire leaves the FSM's queue (through the log) instead
+// of being granted to nobody. stop ends the watch; call it before reading
+// the next command. Input that arrives meanwhile (a pipelined command)
+// ends the watch and stays buffered for serve.
+func (c *conn) watchHangup(cancel func()) (stop func()) {
+	if c.rd.Buffered() > 0 {
+		return func() {} // the client already sent more: it is there
+	}
+	c.nc.SetReadDeadline(time.Time{})
+	done := make(chan struct{})
+	// Ends when input arrives, the connection fails, or stop sets a past
+	// read deadline.
+	go func() {
+		defer close(done)
+		err := c.rd.WaitInput()
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			cancel()
+		}
+	}()
+	return func() {
+		c.nc.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		c.nc.SetReadDeadline(time.Time{}) // serve re-arms the idle timeout
+	}
+}

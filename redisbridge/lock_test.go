@@ -246,3 +246,31 @@ func TestCloseLetsInFlightFinish(t *testing.T) {
 		t.Fatalf("after the reply: %q", out)
 	}
 }
+
+// TestHangupCancelsWait: a client that disconnects while blocked in
+// LOCK.ACQUIRE ... WAIT leaves the queue, so the lock is never granted to
+// a client that is gone; a pipelined command behind a blocking one still
+// runs afterwards.
+func TestHangupCancelsWait(t *testing.T) {
+	s, _ := testServer(t, Config{IdleTimeout: time.Minute})
+	holder := dialRaw(t, s)
+	holder.do("LOCK.ACQUIRE", "l", "a", "60000")
+	gone := dialRaw(t, s)
+	gone.send(cmdBytes("LOCK.ACQUIRE", "l", "b", "1000", "WAIT", "60000"))
+	waiters := func() int { return len(pairs(holder.do("LOCK.INFO", "l"))["waiters"].Elems) }
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return waiters() == 1 })
+	gone.nc.Close()
+	eventually(t, 5*time.Second, "waiter removed after hang-up", func() bool { return waiters() == 0 })
+
+	// Pipelined: the second command waits behind the blocking one.
+	p := dialRaw(t, s)
+	p.send(cmdBytes("LOCK.ACQUIRE", "l", "c", "1000", "WAIT", "60000") + cmdBytes("PING"))
+	eventually(t, 5*time.Second, "pipelined waiter queued", func() bool { return waiters() == 1 })
+	wantInt(t, holder.do("LOCK.RELEASE", "l", "a"), 1)
+	if v := p.read(); v.Type != '*' {
+		t.Fatalf("pipelined acquire: %v", v)
+	}
+	if v := p.read(); v.Str != "PONG" {
+		t.Fatalf("pipelined PING: %v", v)
+	}
+}

@@ -120,6 +120,15 @@ func NewReader(r io.Reader, cfg Config) *Reader {
 // server flushes its replies when it reaches 0 (end of a pipeline batch).
 func (r *Reader) Buffered() int { return r.br.Buffered() }
 
+// WaitInput blocks until input is available or reading fails, without
+// consuming anything. A server uses it, from another goroutine, to notice
+// that a client hung up while its command blocks; it must not run
+// concurrently with ReadCommand.
+func (r *Reader) WaitInput() error {
+	_, err := r.br.Peek(1)
+	return err
+}
+
 // ReadCommand returns the next command's arguments; args[0] is the command
 // name. Empty commands ("*0", "*-1", blank inline lines) are skipped. The
 // slices alias the Reader's buffers and stay valid until the next call.
