@@ -187,9 +187,9 @@ func (f *Fake) acquire(ctx context.Context, method string, req api.AcquireReques
 	}
 	w := f.inflight[req.RequestID]
 	if w == nil {
-		if req.Owner == "" || req.TTLMs <= 0 {
+		if err := validAcquire(req); err != nil {
 			f.mu.Unlock()
-			return api.Lease{}, fmt.Errorf("%w: owner and ttl required", api.ErrBadRequest)
+			return api.Lease{}, err
 		}
 		if req.Session != "" && f.sessions[req.Session] == nil {
 			f.mu.Unlock()
@@ -800,4 +800,25 @@ func timerUntil(t time.Time) (<-chan time.Time, func()) {
 	}
 	tm := time.NewTimer(time.Until(t) + time.Millisecond)
 	return tm.C, func() { tm.Stop() }
+}
+
+func validAcquire(req api.AcquireRequest) error {
+	switch {
+	case req.Key == "" && len(req.Keys) == 0, req.Key != "" && len(req.Keys) > 0:
+		return fmt.Errorf("%w: give key or keys", api.ErrBadRequest)
+	case req.Owner == "":
+		return fmt.Errorf("%w: owner is required", api.ErrBadRequest)
+	case req.TTLMs <= 0:
+		return fmt.Errorf("%w: ttl_ms must be positive", api.ErrBadRequest)
+	}
+	switch req.Mode {
+	case "", api.ModeExclusive, api.ModeShared:
+	case api.ModeSemaphore:
+		if req.Permits <= 0 {
+			return fmt.Errorf("%w: semaphore needs permits", api.ErrBadRequest)
+		}
+	default:
+		return fmt.Errorf("%w: unknown mode %q", api.ErrBadRequest, req.Mode)
+	}
+	return nil
 }
