@@ -138,7 +138,7 @@ func TestLockStopsTheChildBeforeTheLeaseCanBeLost(t *testing.T) {
 			fake := httpapitest.NewFake()
 			srv := httpapitest.NewServer(t, fake)
 			pidFile := filepath.Join(t.TempDir(), "pid")
-			r := startLock(t, "job", "--endpoints", srv.URL, "--ttl", "1s", "--grace", tc.grace, "--", "/bin/sh", "-c", tc.script, "sh", pidFile)
+			r := startLock(t, "job", "--endpoints", srv.URL, "--ttl", "2s", "--grace", tc.grace, "--", "/bin/sh", "-c", tc.script, "sh", pidFile)
 			waitUntil(t, "the child to start", func() bool { b, _ := os.ReadFile(pidFile); return bytes.HasSuffix(b, []byte("\n")) })
 			b, _ := os.ReadFile(pidFile)
 			grandchild, err := strconv.Atoi(strings.TrimSpace(string(b)))
