@@ -59,8 +59,11 @@ func (w *Workload) session(ctx context.Context, cl *Client, rng *rand.Rand) {
 	key := w.Keys[rng.IntN(len(w.Keys))]
 	if rng.IntN(5) == 0 {
 		c, cancel := op()
-		_, _ = cl.Get(c, key)
+		_, err := cl.Get(c, key)
 		cancel()
+		if unknown(err) {
+			pause(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond)
+		}
 		return
 	}
 	owner := NewOwner()
@@ -73,14 +76,14 @@ func (w *Workload) session(ctx context.Context, cl *Client, rng *rand.Rand) {
 	}
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil && rng.IntN(4) == 0 {
+		switch {
+		case unknown(err):
+			// Like a real client, back off while the cluster is in
+			// trouble rather than pile up requests of unknown outcome.
+			pause(ctx, time.Duration(50+rng.IntN(150))*time.Millisecond)
+		case rng.IntN(4) == 0:
 			// Back off a moment so holders get to finish.
-			t := time.NewTimer(time.Duration(rng.IntN(20)) * time.Millisecond)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
+			pause(ctx, time.Duration(rng.IntN(20))*time.Millisecond)
 		}
 		return
 	}
@@ -108,4 +111,19 @@ func Keys(prefix string, n int) []string {
 		out[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
 	return out
+}
+
+func unknown(err error) bool {
+	o, _ := classify(err)
+	return err != nil && o == Unknown
+}
+
+// pause waits d or until ctx ends (a client's back-off).
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }

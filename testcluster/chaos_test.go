@@ -1,0 +1,131 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// envInt reads an integer environment variable, or def.
+func envInt(t *testing.T, name string, def uint64) uint64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, s, err)
+	}
+	return v
+}
+
+// TestChaos runs nemesis schedules against a 3-node cluster under a
+// mixed workload and checks every property afterwards. The short suite
+// runs a few fixed seeds; `make chaos` sets LOCKNODE_CHAOS_SEEDS (how
+// many), LOCKNODE_CHAOS_BASE (first seed) and LOCKNODE_CHAOS_DURATION
+// (per schedule). LOCKNODE_CHAOS_SEED=s re-runs exactly seed s.
+func TestChaos(t *testing.T) {
+	seeds := envInt(t, "LOCKNODE_CHAOS_SEEDS", 3)
+	base := envInt(t, "LOCKNODE_CHAOS_BASE", 1)
+	dur := 4 * time.Second
+	if s := os.Getenv("LOCKNODE_CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("LOCKNODE_CHAOS_DURATION=%q: %v", s, err)
+		}
+		dur = d
+	}
+	list := make([]uint64, 0, seeds)
+	if s := os.Getenv("LOCKNODE_CHAOS_SEED"); s != "" {
+		list = append(list, envInt(t, "LOCKNODE_CHAOS_SEED", 0))
+	} else {
+		for i := range seeds {
+			list = append(list, base+i)
+		}
+	}
+	for _, seed := range list {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runChaos(t, seed, dur)
+		})
+	}
+}
+
+func runChaos(t *testing.T, seed uint64, dur time.Duration) {
+	sched := NewSchedule(seed, 3, dur)
+	t.Logf("nemesis seed %d (re-run: LOCKNODE_CHAOS_SEED=%d go test -race -run TestChaos ./testcluster/)\n%v", seed, seed, sched)
+	defer func() {
+		if t.Failed() {
+			t.Logf("FAILED with nemesis seed %d", seed)
+		}
+	}()
+	c := New(t, 3, Options{Seed: seed})
+	h := NewHistory()
+	w := &Workload{Keys: Keys("k", 3), Seed: seed}
+	w.Clients = []*Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1), c.HTTPClient(h, 2),
+		c.RESPClient(h, 3, 2, false), c.RESPClient(h, 4, 0, true)}
+	durable := []*Client{c.NativeClient(h, 5, 2), c.HTTPClient(h, 6), c.RESPClient(h, 7, 1, false)}
+	for _, cl := range append(append([]*Client(nil), w.Clients...), durable...) {
+		defer cl.Close()
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // ends when stop is called
+		defer wg.Done()
+		w.Run(ctx)
+	}()
+	for i, cl := range durable {
+		wg.Add(1)
+		go func() { // ends when stop is called
+			defer wg.Done()
+			for j := 0; ctx.Err() == nil; j++ {
+				key, owner := fmt.Sprintf("dur-%d-%d", i, j), NewOwner()
+				octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+				_, err := cl.TryAcquire(octx, key, owner, 10*time.Minute)
+				if err == nil && j%2 == 0 {
+					_, err = cl.Release(octx, key, owner)
+				}
+				cancel()
+				if unknown(err) {
+					pause(ctx, 100*time.Millisecond)
+				}
+			}
+		}()
+	}
+	nctx, ncancel := context.WithTimeout(context.Background(), dur+30*time.Second)
+	err := RunSchedule(nctx, c, sched)
+	ncancel()
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := h.Ops()
+	t.Logf("history: %d ops: %s", len(ops), h.Summary())
+
+	start := time.Now()
+	if err := CheckLinearizable(ops, time.Minute); err != nil {
+		t.Errorf("linearizability: %v", err)
+	}
+	t.Logf("linearizability checked in %v", time.Since(start))
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	if err := CheckFences(ops); err != nil {
+		t.Errorf("fences: %v", err)
+	}
+	read, err := ListReader(cctx, c.Leader(), "dur-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDurable(cctx, ops, "dur-", read); err != nil {
+		t.Errorf("durability: %v", err)
+	}
+	if err := c.CheckConverged(cctx); err != nil {
+		t.Errorf("convergence: %v", err)
+	}
+}

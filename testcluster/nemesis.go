@@ -1,0 +1,228 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// FaultKind is one kind of nemesis step.
+type FaultKind string
+
+// Nemesis faults. Each is applied, held, then undone.
+const (
+	FaultPartition  FaultKind = "partition"   // a random minority is split off
+	FaultIsolate    FaultKind = "isolate"     // one node is cut off
+	FaultCrash      FaultKind = "crash"       // one node crashes, then restarts
+	FaultKillLeader FaultKind = "kill-leader" // whichever node leads crashes, then restarts
+	FaultPause      FaultKind = "pause"       // one node is stopped, then resumed
+	FaultSkew       FaultKind = "skew"        // one non-leader's clock is skewed (kept)
+	FaultLoss       FaultKind = "loss"        // message drop/delay/duplication everywhere
+)
+
+var allFaults = []FaultKind{FaultPartition, FaultIsolate, FaultCrash, FaultKillLeader, FaultPause, FaultSkew, FaultLoss}
+
+// Step is one fault of a Schedule.
+type Step struct {
+	Kind   FaultKind
+	Nodes  []int         // targets (partition: the minority side)
+	Hold   time.Duration // how long the fault lasts
+	Gap    time.Duration // quiet time after it is undone
+	Offset time.Duration // skew
+	Rate   float64       // skew
+	Faults Faults        // loss
+}
+
+func (s Step) String() string {
+	switch s.Kind {
+	case FaultSkew:
+		return fmt.Sprintf("skew %v offset=%v rate=%.2f", s.Nodes, s.Offset, s.Rate)
+	case FaultLoss:
+		return fmt.Sprintf("loss drop=%.2f delay=%.2f dup=%.2f for %v", s.Faults.Drop, s.Faults.Delay, s.Faults.Duplicate, s.Hold)
+	case FaultKillLeader:
+		return fmt.Sprintf("kill-leader for %v", s.Hold)
+	}
+	return fmt.Sprintf("%s %v for %v", s.Kind, s.Nodes, s.Hold)
+}
+
+// Schedule is a reproducible sequence of faults: NewSchedule with the
+// same seed, node count and duration gives the same steps.
+type Schedule struct {
+	Seed  uint64
+	Steps []Step
+}
+
+func (s Schedule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "schedule seed=%d (%d steps):", s.Seed, len(s.Steps))
+	for _, st := range s.Steps {
+		b.WriteString("\n  " + st.String())
+	}
+	return b.String()
+}
+
+// NewSchedule draws faults for a cluster of n nodes until their total
+// time reaches duration. kinds limits the faults drawn (default: all).
+func NewSchedule(seed uint64, n int, duration time.Duration, kinds ...FaultKind) Schedule {
+	if len(kinds) == 0 {
+		kinds = allFaults
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973))
+	s := Schedule{Seed: seed}
+	var total time.Duration
+	for total < duration {
+		st := Step{
+			Kind: kinds[rng.IntN(len(kinds))],
+			Hold: time.Duration(150+rng.IntN(1200)) * time.Millisecond,
+			Gap:  time.Duration(50+rng.IntN(400)) * time.Millisecond,
+		}
+		switch st.Kind {
+		case FaultPartition:
+			minority := rng.Perm(n)[:max(1, (n-1)/2)]
+			st.Nodes = minority
+		case FaultIsolate, FaultCrash, FaultPause:
+			st.Nodes = []int{rng.IntN(n)}
+		case FaultSkew:
+			st.Nodes = []int{rng.IntN(n)}
+			st.Offset = time.Duration(rng.IntN(2)*2-1) * time.Hour
+			// Slow or slightly fast: within the clients' drift margin
+			// (TTL/10), as the design requires of real clocks.
+			st.Rate = []float64{0.5, 0.9, 1.0, 1.02}[rng.IntN(4)]
+			st.Hold = 0
+		case FaultLoss:
+			st.Faults = Faults{
+				Drop:      []float64{0.01, 0.05, 0.1}[rng.IntN(3)],
+				Delay:     0.3,
+				MaxDelay:  time.Duration(5+rng.IntN(30)) * time.Millisecond,
+				Duplicate: []float64{0.02, 0.1}[rng.IntN(2)],
+			}
+		}
+		s.Steps = append(s.Steps, st)
+		total += st.Hold + st.Gap
+	}
+	return s
+}
+
+// RunSchedule plays s against c, logging each step, and leaves the
+// cluster healed, resumed, restarted and fault-free (clock skews stay).
+// It stops early when ctx ends. Call it from a goroutine other than the
+// test's only if the cluster's nodes always restart (errors are
+// returned, not fatal).
+func RunSchedule(ctx context.Context, c *Cluster, s Schedule) error {
+	c.log.Info("nemesis", "seed", s.Seed, "steps", len(s.Steps))
+	defer c.Recover()
+	for i, st := range s.Steps {
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.log.Info("nemesis step", "n", i, "step", st.String())
+		undo, err := c.apply(st)
+		if err != nil {
+			return fmt.Errorf("nemesis step %d (%s): %w", i, st, err)
+		}
+		if !sleepCtx(ctx, st.Hold) {
+			undo()
+			return nil
+		}
+		undo()
+		if err := c.recoverErr(); err != nil {
+			return fmt.Errorf("nemesis step %d (%s): recover: %w", i, st, err)
+		}
+		sleepCtx(ctx, st.Gap)
+	}
+	return nil
+}
+
+// sleepCtx waits d (fault hold times are the schedule itself, not
+// synchronisation); false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// apply starts one fault and returns how to undo it.
+func (c *Cluster) apply(st Step) (undo func(), err error) {
+	none := func() {}
+	switch st.Kind {
+	case FaultPartition:
+		in := map[int]bool{}
+		for _, i := range st.Nodes {
+			in[i] = true
+		}
+		var a, b []int
+		for i := range c.N() {
+			if in[i] {
+				a = append(a, i)
+			} else {
+				b = append(b, i)
+			}
+		}
+		c.Partition(a, b)
+		return c.Heal, nil
+	case FaultIsolate:
+		c.Isolate(st.Nodes[0])
+		return c.Heal, nil
+	case FaultCrash, FaultKillLeader:
+		i := st.Nodes
+		if st.Kind == FaultKillLeader {
+			l := c.LeaderIndex()
+			if l < 0 {
+				return none, nil
+			}
+			i = []int{l}
+		}
+		c.Crash(i[0])
+		return func() {}, nil // recoverErr restarts it
+	case FaultPause:
+		c.Pause(st.Nodes[0])
+		return func() { c.Resume(st.Nodes[0]) }, nil
+	case FaultSkew:
+		i := st.Nodes[0]
+		if i == c.LeaderIndex() {
+			// A leader's clock must not jump; skew the next node instead.
+			i = (i + 1) % c.N()
+		}
+		c.SkewClock(i, st.Offset, st.Rate)
+		return none, nil
+	case FaultLoss:
+		c.SetFaults(st.Faults)
+		return func() { c.SetFaults(Faults{}) }, nil
+	}
+	return none, fmt.Errorf("unknown fault %q", st.Kind)
+}
+
+// Recover heals partitions, clears message faults, resumes paused nodes
+// and restarts crashed ones (clock skews stay). Failures to restart are
+// logged; use recoverErr to see them.
+func (c *Cluster) Recover() {
+	if err := c.recoverErr(); err != nil {
+		c.log.Error("recover", "error", err)
+	}
+}
+
+func (c *Cluster) recoverErr() error {
+	c.Heal()
+	c.SetFaults(Faults{})
+	for i := range c.N() {
+		if c.Paused(i) {
+			c.Resume(i)
+		}
+		if !c.Up(i) {
+			if err := c.RestartErr(i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
