@@ -1,6 +1,8 @@
 package locktest_test
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,5 +55,47 @@ func TestCluster(t *testing.T) {
 	t.Run("remote", func(t *testing.T) {
 		c := newClient(t, tc.Endpoints())
 		locktest.Run(t, func(*testing.T) api.Locker { return c })
+	})
+	// Last, as it crashes a node: a client lock handle keeps its lock
+	// through a leader crash, renewing through the surviving nodes.
+	t.Run("handle survives a leader crash", func(t *testing.T) {
+		ctx := context.Background()
+		c, other := newClient(t, tc.Endpoints()), newClient(t, tc.Endpoints())
+		const ttl = 5 * time.Second
+		l, err := c.Lock(ctx, "handle/k", client.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lead, err := tc.WaitLeader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed := time.Now()
+		tc.Crash(lead)
+		deadline := time.Now().Add(20 * time.Second)
+		for !l.SafeDeadline().After(crashed.Add(ttl - ttl/10)) {
+			if time.Now().After(deadline) || l.State() != client.Held {
+				t.Fatalf("no renewal after the crash; state %v, cause %v", l.State(), context.Cause(l.Context()))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if l.State() != client.Held {
+			t.Fatalf("state %v", l.State())
+		}
+		info, err := other.Inspect(ctx, "handle/k", api.ReadOptions{})
+		if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != l.Owner() || info.Holders[0].Fence != l.Fence() {
+			t.Fatalf("after the crash: %+v %v", info, err)
+		}
+		if _, err := other.TryLock(ctx, "handle/k"); !errors.Is(err, api.ErrLocked) {
+			t.Fatalf("another client got a held lock: %v", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := other.TryLock(ctx, "handle/k")
+		if err != nil || l2.Fence() <= l.Fence() {
+			t.Fatalf("after unlock: %v", err)
+		}
+		l2.Unlock(ctx)
 	})
 }

@@ -1,0 +1,39 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/httpapi/httpapitest"
+)
+
+func Example() {
+	// Serve any api.Locker: a cluster.Node in production.
+	srv := httptest.NewServer(httpapi.New(httpapitest.NewFake(), httpapi.Config{}))
+	defer srv.Close()
+
+	post := func(path, body string) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusOK {
+			b = b[:strings.Index(string(b), `,"ttl_ms"`)] // the rest holds a deadline
+			b = append(b, " ...}\n"...)
+		}
+		fmt.Print(resp.StatusCode, " ", string(b))
+	}
+	post("/v1/locks/try", `{"key":"job","owner":"a","ttl_ms":30000}`)
+	post("/v1/locks/try", `{"key":"job","owner":"b","ttl_ms":30000}`)
+	post("/v1/locks/try", `{"key":"job","owner":"b","ttl":30000}`)
+	// Output:
+	// 200 {"key":"job","owner":"a","fence":1 ...}
+	// 423 {"code":"locked","message":"locknode: held by another owner: job"}
+	// 400 {"code":"bad_request","message":"locknode: bad request: invalid JSON body: json: unknown field \"ttl\""}
+}
