@@ -1,0 +1,79 @@
+package testcluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// holdAndWatch acquires key through node via, then watches (from a
+// neutral real clock) for the hold to end; between the two it runs mid.
+func holdAndWatch(t *testing.T, ctx context.Context, c *Cluster, h *History, via int, ttl time.Duration, mid func() int) LeaseEnd {
+	t.Helper()
+	cl := c.NativeClient(h, via, via)
+	key, owner := "lease-"+NewOwner(), NewOwner()
+	g, err := cl.TryAcquire(ctx, key, owner, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := mid()
+	ended, err := WatchLease(ctx, key, owner, 2*time.Millisecond, LockerReader(c.Locker(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return LeaseEnd{Owner: owner, Sent: g.Sent, TTL: ttl, EndedBy: ended}
+}
+
+// Followers' clocks are an hour off (one also slow); the leader is
+// killed so one of them leads. No hold ends before send time + TTL.
+func TestLeasesNotEarlyUnderSkew(t *testing.T) {
+	c := New(t, 3, Options{})
+	h := NewHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const ttl = 1500 * time.Millisecond
+	l := c.LeaderIndex()
+	f1, f2 := (l+1)%3, (l+2)%3
+	c.SkewClock(f1, time.Hour, 0.9)
+	c.SkewClock(f2, -time.Hour, 1.0)
+
+	var obs []LeaseEnd
+	// Granted by the old leader, ended by the skewed new one.
+	obs = append(obs, holdAndWatch(t, ctx, c, h, f1, ttl, func() int {
+		c.Crash(l)
+		nl, err := c.WaitLeader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("new leader %s (skewed)", nodeID(nl))
+		return nl
+	}))
+	// Granted and ended under the skewed leader.
+	nl := c.LeaderIndex()
+	obs = append(obs, holdAndWatch(t, ctx, c, h, (nl+1)%3, ttl, func() int { return nl }))
+	for _, o := range obs {
+		t.Logf("hold %s: ended by %v after send (ttl %v)", o.Owner, o.EndedBy.Sub(o.Sent), o.TTL)
+	}
+	if err := CheckLeases(obs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A leader whose lease clock jumps with its wall clock (the rule broken:
+// a one-hour jump of the clock it measures leases with) ends a lease at
+// once — and the lease checker catches it.
+func TestCheckLeasesCatchesBrokenClockRule(t *testing.T) {
+	c := New(t, 3, Options{})
+	h := NewHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := c.LeaderIndex()
+	o := holdAndWatch(t, ctx, c, h, l, 5*time.Second, func() int {
+		c.SkewClock(l, time.Hour, 1) // moves the leader's monotonic reading too
+		return l
+	})
+	if err := CheckLeases([]LeaseEnd{o}); !errors.Is(err, ErrLeaseTooShort) {
+		t.Fatalf("early lease end not caught: %v (ended %v after send)", err, o.EndedBy.Sub(o.Sent))
+	}
+}
