@@ -254,6 +254,20 @@ func (c *Client) Resign(ctx context.Context, election, value string) error {
 	return err
 }
 
+// AddVoter asks the cluster to add server id, reachable at its raft
+// address addr, as a voter (POST /v1/members). Repeating it is harmless.
+func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
+	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: httpapi.PathMembers,
+		body: jsonBody(httpapi.MemberRequest{ID: id, Address: addr})})
+	return err
+}
+
+// RemoveServer asks the cluster to remove server id (DELETE /v1/members/{id}).
+func (c *Client) RemoveServer(ctx context.Context, id string) error {
+	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: httpapi.PathMembers + "/" + url.PathEscape(id)})
+	return err
+}
+
 // Status implements api.Locker (the status of whichever node answers).
 func (c *Client) Status(ctx context.Context) (api.Status, error) {
 	var st api.Status

@@ -353,3 +353,25 @@ func TestMiddleware(t *testing.T) {
 		t.Fatalf("waited request: %d", st)
 	}
 }
+
+func TestMembership(t *testing.T) {
+	ctx := context.Background()
+	fake := httpapitest.NewFake()
+	c := newClient(t, httpapitest.NewServer(t, fake).URL)
+	if err := c.AddVoter(ctx, "n2", "10.0.0.2:7000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddVoter(ctx, "n2", "10.0.0.3:7000"); !errors.Is(err, api.ErrConflict) {
+		t.Fatalf("conflicting add: %v", err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || len(st.Members) != 2 || st.Members[1].ID != "n2" {
+		t.Fatalf("status %+v %v", st, err)
+	}
+	if err := c.RemoveServer(ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RemoveServer(ctx, "n2"); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("second remove: %v", err)
+	}
+}

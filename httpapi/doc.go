@@ -25,6 +25,8 @@
 //	GET         /v1/elections/{name}/observe      -> stream of Leader, one per line Observe
 //	POST        /v1/fence/check                   FenceCheckRequest -> FenceResult  FenceCheck
 //	GET         /v1/status                        -> Status                         Status (+ Config.Extra)
+//	POST        /v1/members                       MemberRequest -> 204              AddVoter    (if Membership)
+//	DELETE      /v1/members/{id}                  -> 204                            RemoveServer (if Membership)
 //	GET         /metrics                          Prometheus text                   Config.Metrics, if set
 //
 // A multi-lock is an acquire (or release, extend) with "keys" instead of

@@ -85,6 +85,10 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("GET "+PathElections+"{name}/observe", s.observe)
 	mux.HandleFunc("POST "+PathFenceCheck, s.fenceCheck)
 	mux.HandleFunc("GET "+PathStatus, s.status)
+	if m, ok := l.(Membership); ok {
+		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
+		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
+	}
 	if cfg.Metrics != nil {
 		mux.Handle("GET "+PathMetrics, cfg.Metrics)
 	}
@@ -288,6 +292,34 @@ func (s *server) observe(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = rc.Flush()
 	}
+}
+
+// ---- membership ----
+
+// Membership is the optional cluster-membership side of a node. When the
+// Locker given to New implements it (cluster.Node does), New also serves
+// POST /v1/members and DELETE /v1/members/{id}.
+type Membership interface {
+	// AddVoter adds server id at its raft address addr as a voter.
+	AddVoter(ctx context.Context, id, addr string) error
+	// RemoveServer removes server id from the cluster.
+	RemoveServer(ctx context.Context, id string) error
+}
+
+func (s *server) addMember(w http.ResponseWriter, r *http.Request, m Membership) {
+	var req MemberRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.ID == "" || req.Address == "" {
+		s.fail(w, r, fmt.Errorf("%w: id and address are required", api.ErrBadRequest))
+		return
+	}
+	s.replyEmpty(w, r, m.AddVoter(r.Context(), req.ID, req.Address))
+}
+
+func (s *server) removeMember(w http.ResponseWriter, r *http.Request, m Membership) {
+	s.replyEmpty(w, r, m.RemoveServer(r.Context(), r.PathValue("id")))
 }
 
 // ---- misc ----

@@ -219,6 +219,8 @@ func TestErrorMapping(t *testing.T) {
 		{"GET", "/v1/elections/e/observe", nil},
 		{"POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "r", Token: 1}},
 		{"GET", "/v1/status", nil},
+		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n", Address: "a:1"}},
+		{"DELETE", "/v1/members/n", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.code+"/"+c.err.Error(), func(t *testing.T) {
@@ -446,5 +448,50 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (httpapi.Config{}).Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lockerOnly hides the fake's Membership methods.
+type lockerOnly struct{ api.Locker }
+
+func TestMembership(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	steps := []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""},
+		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""}, // idempotent
+		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.9:7000"}, 409, api.CodeConflict},
+		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n5"}, 400, api.CodeBadRequest},
+		{"POST", "/v1/members", `{"id":"n5","addr":"x"}`, 400, api.CodeBadRequest},
+		{"DELETE", "/v1/members/n9", nil, 404, api.CodeNotFound},
+	}
+	for _, st := range steps {
+		got, eb := call(t, srv, st.method, st.path, st.body, nil)
+		if got != st.status || eb.Code != st.code {
+			t.Fatalf("%s %s %v: %d %+v, want %d %s", st.method, st.path, st.body, got, eb, st.status, st.code)
+		}
+	}
+	var status api.Status
+	call(t, srv, "GET", "/v1/status", nil, &status)
+	if len(status.Members) != 2 || status.Members[1].ID != "n4" || status.Members[1].Address != "10.0.0.4:7000" {
+		t.Fatalf("members %+v", status.Members)
+	}
+	if got, eb := call(t, srv, "DELETE", "/v1/members/n4", nil, nil); got != 204 {
+		t.Fatalf("remove: %d %+v", got, eb)
+	}
+	call(t, srv, "GET", "/v1/status", nil, &status)
+	if len(status.Members) != 1 {
+		t.Fatalf("members after remove %+v", status.Members)
+	}
+
+	// A Locker without membership serves no member routes.
+	plain := newServer(t, lockerOnly{fake}, httpapi.Config{})
+	if got, eb := call(t, plain, "POST", "/v1/members", httpapi.MemberRequest{ID: "n", Address: "a:1"}, nil); got != 404 || eb.Code != api.CodeNotFound {
+		t.Fatalf("members on a plain Locker: %d %+v", got, eb)
 	}
 }

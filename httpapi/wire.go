@@ -16,6 +16,7 @@ const (
 	PathElections  = "/v1/elections/"
 	PathFenceCheck = "/v1/fence/check"
 	PathStatus     = "/v1/status"
+	PathMembers    = "/v1/members"
 	PathMetrics    = "/metrics"
 
 	// ContentTypeJSON is the type of every JSON body; observe streams
@@ -44,4 +45,10 @@ type ResignRequest struct {
 type FenceCheckRequest struct {
 	Resource string `json:"resource"`
 	Token    uint64 `json:"token"`
+}
+
+// MemberRequest adds a voter (POST /v1/members).
+type MemberRequest struct {
+	ID      string `json:"id"`
+	Address string `json:"address"` // raft address
 }

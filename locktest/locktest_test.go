@@ -56,6 +56,18 @@ func TestCluster(t *testing.T) {
 		c := newClient(t, tc.Endpoints())
 		locktest.Run(t, func(*testing.T) api.Locker { return c })
 	})
+	t.Run("membership over HTTP", func(t *testing.T) {
+		c := newClient(t, tc.Endpoints())
+		n := tc.Node(1)
+		// Re-adding a member with its own address changes nothing.
+		if err := c.AddVoter(context.Background(), n.ID(), n.Addr()); err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Status(context.Background())
+		if err != nil || len(st.Members) != 3 {
+			t.Fatalf("status %+v %v", st, err)
+		}
+	})
 	// Last, as it crashes a node: a client lock handle keeps its lock
 	// through a leader crash, renewing through the surviving nodes.
 	t.Run("handle survives a leader crash", func(t *testing.T) {

@@ -16,6 +16,39 @@ import (
 func init() {
 	register(&command{name: "status", summary: "show a node's view of the cluster", run: runStatus})
 	register(&command{name: "locks", summary: "list locks and their holders: locks [--prefix P] [--json]", run: runLocks})
+	register(&command{name: "join", summary: "add a node to a running cluster: join --id ID --raft-addr HOST:PORT", run: runJoin})
+}
+
+// runJoin asks a running cluster (through any node's HTTP API) to add a
+// voter. It is the operator's alternative to starting the new node with
+// "serve --join"; repeating it is harmless.
+func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("join", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	id := fs.String("id", "", "id of the node to add (required)")
+	raftAddr := fs.String("raft-addr", "", "raft address the cluster dials the new node at (required)")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		return exitUsage
+	}
+	if *id == "" || *raftAddr == "" {
+		fmt.Fprintln(stderr, "locknode join: --id and --raft-addr are required")
+		return exitUsage
+	}
+	c, err := cf.client(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode join:", err)
+		return exitUsage
+	}
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := c.AddVoter(rctx, *id, *raftAddr); err != nil {
+		fmt.Fprintln(stderr, "locknode join:", err)
+		return exitLockFailed
+	}
+	fmt.Fprintf(stdout, "added %s at %s\n", *id, *raftAddr)
+	return 0
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {

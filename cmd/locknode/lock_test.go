@@ -227,3 +227,19 @@ func TestStatusAndLocksCommands(t *testing.T) {
 		t.Fatalf("locks table: %d %q", code, out.String())
 	}
 }
+
+func TestJoinCommand(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := httpapitest.NewServer(t, fake)
+	var out, errb syncBuffer
+	if code := runJoin(context.Background(), []string{"--endpoints", srv.URL, "--id", "n4", "--raft-addr", "10.0.0.4:7000"}, &out, &errb); code != 0 {
+		t.Fatalf("join: %d %s", code, errb.String())
+	}
+	st, _ := fake.Status(context.Background())
+	if len(st.Members) != 2 || st.Members[1].ID != "n4" || st.Members[1].Address != "10.0.0.4:7000" {
+		t.Fatalf("members %+v", st.Members)
+	}
+	if code := runJoin(context.Background(), []string{"--endpoints", srv.URL, "--id", "n4"}, &out, &errb); code != exitUsage {
+		t.Fatalf("join without address: %d", code)
+	}
+}

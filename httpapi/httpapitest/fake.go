@@ -33,6 +33,7 @@ type Fake struct {
 	seen     []string // request ids in arrival order, repeats included
 	calls    map[string]int
 	failErr  error
+	members  []api.Member
 }
 
 type fakeLock struct {
@@ -775,12 +776,47 @@ func (f *Fake) Status(ctx context.Context) (api.Status, error) {
 	return api.Status{
 		ID: "fake", Leader: "fake", State: "Leader", Term: 1,
 		AppliedIndex: f.index, CommitIndex: f.index,
-		Members:  []api.Member{{ID: "fake", Address: "fake", Suffrage: "Voter", Leader: true}},
+		Members:  append([]api.Member{{ID: "fake", Address: "fake", Suffrage: "Voter", Leader: true}}, f.members...),
 		Locks:    len(f.locks),
 		Keys:     len(f.locks),
 		Waiters:  len(f.waiters),
 		Sessions: len(f.sessions),
 	}, nil
+}
+
+// AddVoter implements httpapi.Membership: it adds a member to Status.
+func (f *Fake) AddVoter(ctx context.Context, id, addr string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("AddVoter", ""); err != nil {
+		return err
+	}
+	for _, m := range f.members {
+		if m.ID == id {
+			if m.Address == addr {
+				return nil
+			}
+			return fmt.Errorf("%w: %s is at %s", api.ErrConflict, id, m.Address)
+		}
+	}
+	f.members = append(f.members, api.Member{ID: id, Address: addr, Suffrage: "Voter"})
+	return nil
+}
+
+// RemoveServer implements httpapi.Membership.
+func (f *Fake) RemoveServer(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("RemoveServer", ""); err != nil {
+		return err
+	}
+	for i, m := range f.members {
+		if m.ID == id {
+			f.members = append(f.members[:i], f.members[i+1:]...)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: member %s", api.ErrNotFound, id)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
