@@ -203,7 +203,7 @@ func appendReply(b []byte, r reply.Reply, depth int) []byte {
 		b = appendStr(b, r.Str)
 	case reply.Int:
 		b = binary.AppendVarint(b, r.Int)
-	case reply.Array:
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		b = binary.AppendUvarint(b, uint64(len(r.Arr)))
 		for _, it := range r.Arr {
 			b = appendReply(b, it, depth+1)
@@ -286,7 +286,7 @@ func (d *decoder) reply(depth int) reply.Reply {
 		r.Str = d.str()
 	case reply.Int:
 		r.Int = d.varint()
-	case reply.Array:
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		cnt := d.uvarint()
 		if cnt > uint64(len(d.b)) { // every item takes at least one byte
 			d.fail()

@@ -561,7 +561,9 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 		return t
 	case reply.Error:
 		return errTable(L, res.Str)
-	case reply.Array:
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
+		// Scripts see maps, sets and score pairs flat, as Redis' RESP2
+		// conversion gives them.
 		t := L.CreateTable(len(res.Arr), 0)
 		for i, e := range res.Arr {
 			t.RawSetInt(i+1, r.toLua(L, e))

@@ -195,7 +195,7 @@ func approxEqual(a, b reply.Reply, approx bool) bool {
 			}
 		}
 		return a.Str == b.Str
-	case reply.Array:
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		if len(a.Arr) != len(b.Arr) {
 			return false
 		}

@@ -209,8 +209,12 @@ func (t *Table) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Repl
 	if bad {
 		return wrongType
 	}
+	kind := reply.Array
+	if fields && vals {
+		kind = reply.Map
+	}
 	if v == nil {
-		return reply.NewArray()
+		return reply.Reply{Kind: kind, Arr: []reply.Reply{}}
 	}
 	var out []reply.Reply
 	for _, f := range sortedKeys(v.Hash) {
@@ -221,7 +225,10 @@ func (t *Table) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Repl
 			out = append(out, reply.NewBulk(string(v.Hash[f])))
 		}
 	}
-	return reply.NewArray(out...)
+	if out == nil {
+		out = []reply.Reply{}
+	}
+	return reply.Reply{Kind: kind, Arr: out}
 }
 
 func cmdHkeys(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -330,7 +337,9 @@ func cmdSmembers(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		return wrongType
 	}
 	if v == nil {
-		return reply.NewArray()
+		return reply.Reply{Kind: reply.Set, Arr: []reply.Reply{}}
 	}
-	return bulkArray(sortedKeys(v.Set))
+	r := bulkArray(sortedKeys(v.Set))
+	r.Kind = reply.Set
+	return r
 }

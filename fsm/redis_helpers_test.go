@@ -61,7 +61,7 @@ func fmtReply(r reply.Reply) string {
 		return fmt.Sprintf("%q", r.Str)
 	case reply.Double:
 		return "~" + r.Str
-	case reply.Array:
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		parts := make([]string, len(r.Arr))
 		for i, e := range r.Arr {
 			parts[i] = fmtReply(e)

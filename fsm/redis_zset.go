@@ -366,6 +366,9 @@ func (t *Table) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
 			out = append(out, scoreReply(e.score))
 		}
 	}
+	if withScores {
+		return reply.Reply{Kind: reply.Pairs, Arr: out}
+	}
 	return reply.NewArray(out...)
 }
 

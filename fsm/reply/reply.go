@@ -21,7 +21,18 @@ const (
 	Array                // array; Arr (an empty, non-nil array is *0)
 	NilArray             // null array (*-1 / _), e.g. EXEC after a broken WATCH
 	Double               // RESP3 double (ZSCORE); Str holds Redis' text form
+	// Map is a RESP3 map (HGETALL); Arr holds keys and values alternately
+	// and RESP2 renders it as that flat array.
+	Map
+	// Set is a RESP3 set (SMEMBERS); a plain array in RESP2.
+	Set
+	// Pairs is a list of (member, score) pairs (ZRANGE WITHSCORES); Arr is
+	// flat, RESP2 renders it flat and RESP3 as an array of 2-arrays.
+	Pairs
 )
+
+// Aggregate reports whether a reply of kind k carries its items in Arr.
+func (k Kind) Aggregate() bool { return k == Array || k == Map || k == Set || k == Pairs }
 
 // Reply is one Redis reply.
 type Reply struct {

@@ -180,6 +180,30 @@ func (w *Writer) WriteReply(r reply.Reply) {
 		for _, e := range r.Arr {
 			w.WriteReply(e)
 		}
+	case reply.Map:
+		w.WriteMapLen(len(r.Arr) / 2)
+		for _, e := range r.Arr {
+			w.WriteReply(e)
+		}
+	case reply.Set:
+		w.WriteSetLen(len(r.Arr))
+		for _, e := range r.Arr {
+			w.WriteReply(e)
+		}
+	case reply.Pairs:
+		if w.Proto < 3 {
+			w.WriteArrayLen(len(r.Arr))
+			for _, e := range r.Arr {
+				w.WriteReply(e)
+			}
+			break
+		}
+		w.WriteArrayLen(len(r.Arr) / 2)
+		for i := 0; i+1 < len(r.Arr); i += 2 {
+			w.WriteArrayLen(2)
+			w.WriteReply(r.Arr[i])
+			w.WriteReply(r.Arr[i+1])
+		}
 	case reply.NilArray:
 		w.WriteNullArray()
 	case reply.Double:
