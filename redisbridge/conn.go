@@ -54,22 +54,43 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		s:      s,
 		nc:     nc,
 		id:     s.nextID.Add(1),
-		rd:     resp.NewReader(nc, s.rcfg),
+		rd:     nil, // below: reads through c.flushingRead
 		w:      resp.NewWriter(nc, 0),
 		authed: s.cfg.Password == "",
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
+	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	return c
 }
 
-// shutdown closes the connection if it is idle; a busy one closes itself
-// after its command replies (serve checks s.closed).
+// flushingReader flushes pending replies before every network read, that
+// is whenever the Reader has no complete command left and would wait:
+// replies of a pipeline go out even when the next command arrives in
+// pieces. TryLock: if wmu is held, its holder (the pusher, or serve while
+// a watchHangup goroutine reads) flushes.
+type flushingReader struct{ c *conn }
+
+func (r flushingReader) Read(p []byte) (int, error) {
+	if r.c.wmu.TryLock() {
+		r.c.flush()
+		r.c.wmu.Unlock()
+	}
+	return r.c.nc.Read(p)
+}
+
+// shutdown closes the connection if it is idle (waiting for input, every
+// reply flushed); a busy one closes itself after its command replies
+// (serve checks c.closed).
 func (c *conn) shutdown() {
 	c.s.mu.Lock()
 	c.closed = true
 	busy := c.busy
 	c.s.mu.Unlock()
+	// A past deadline ends a read in progress or to come (a busy
+	// connection whose pipeline ends in a partial command must not keep
+	// Close waiting); commands already buffered still run and reply.
+	c.nc.SetReadDeadline(time.Unix(1, 0))
 	if !busy {
 		c.nc.Close()
 	}
@@ -82,6 +103,15 @@ func (c *conn) serve() {
 		c.nc.Close()
 	}()
 	for {
+		c.s.mu.Lock()
+		closing := c.closed
+		c.s.mu.Unlock()
+		if closing {
+			c.wmu.Lock()
+			c.flush()
+			c.wmu.Unlock()
+			return
+		}
 		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 {
 			var d time.Time // subscribers wait for messages: no idle limit
 			if !c.s.hub.isSubscribed(c) {
@@ -100,15 +130,21 @@ func (c *conn) serve() {
 			} else if err != io.EOF && !errors.Is(err, net.ErrClosed) {
 				c.s.cfg.Logger.Debug("resp connection read failed", "remote", c.nc.RemoteAddr().String(), "error", err)
 			}
+			c.wmu.Lock()
+			c.flush() // best effort: replies of a pipeline cut by Close
+			c.wmu.Unlock()
 			return
 		}
 		c.s.mu.Lock()
-		if c.closed {
-			c.s.mu.Unlock()
-			return
-		}
+		closing = c.closed
 		c.busy = true
 		c.s.mu.Unlock()
+		if closing { // Close came while a pipeline was in progress: reply to what ran
+			c.wmu.Lock()
+			c.flush()
+			c.wmu.Unlock()
+			return
+		}
 
 		c.wmu.Lock()
 		c.drainPushes()
@@ -119,9 +155,11 @@ func (c *conn) serve() {
 		}
 		c.wmu.Unlock()
 
+		// Between pipelined commands the connection stays busy: its replies
+		// may not be flushed yet, so Close must not cut it.
 		c.s.mu.Lock()
-		c.busy = false
-		closing := c.closed
+		c.busy = c.rd.Buffered() > 0
+		closing = c.closed
 		c.s.mu.Unlock()
 		if c.quit || closing || werr != nil {
 			if werr == nil {

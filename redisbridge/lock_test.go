@@ -274,3 +274,30 @@ func TestHangupCancelsWait(t *testing.T) {
 		t.Fatalf("pipelined PING: %v", v)
 	}
 }
+
+// TestClosePartialCommand: Close does not wait for a client that sent
+// half a command.
+func TestClosePartialCommand(t *testing.T) {
+	f := newFakeBackend(t)
+	s, err := New(f, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := listenLocal(t)
+	// Ends when Close closes the listener.
+	go s.Serve(ln)
+	eventually(t, 5*time.Second, "listener", func() bool { return s.Addr() == ln.Addr().String() })
+	c := dialRaw(t, s)
+	c.send("PING\r\n*2\r\n$3\r\nGET")
+	if v := c.read(); v.Str != "PONG" {
+		t.Fatalf("PING: %v", v)
+	}
+	closed := make(chan struct{})
+	// Ends when Close returns.
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waits for a half-sent command")
+	}
+}
