@@ -52,7 +52,9 @@ func jsonBody(v any) func() any { return func() any { return v } }
 // fresh request id (a timed-out request is a final, definite answer:
 // reusing its id would only replay the timeout). Cancelling ctx closes
 // the request, which removes the waiter on the server, and returns an
-// error wrapping api.ErrCancelled and ctx.Err().
+// error wrapping api.ErrCancelled and ctx.Err(). A req that brings its
+// own RequestID is sent as given: with WaitMs 0 it then waits at most
+// api.MaxWait (ErrWaitTimeout), since one id names one wait.
 func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	lease, _, err := c.acquire(ctx, req)
 	return lease, err

@@ -212,7 +212,10 @@ func (l *Lock) Lost() <-chan struct{} { return l.lost }
 // Unlock stops renewal and releases the hold. It is safe to call more than
 // once (later calls return an error wrapping api.ErrNotHeld) and after the
 // lock was lost (the release is still attempted; the server's refusal is
-// returned). ctx bounds the release request only.
+// returned). Call it after a loss too: the next goroutine of a coalesced
+// key starts its acquire only once this handle is unlocked, so that two
+// goroutines of one process never believe they hold the key at once.
+// ctx bounds the release request only.
 func (l *Lock) Unlock(ctx context.Context) error {
 	first := false
 	l.stopOnce.Do(func() { first = true; close(l.stop) })
