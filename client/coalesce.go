@@ -146,6 +146,7 @@ func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
 	defer c.mu.Unlock()
 	current := co.fetchGen == gen && ctx.Err() == nil
 	if current {
+		co.stop() // release the context's resources; the request is over
 		co.fetchGen, co.stop = 0, nil
 	}
 	if err != nil {
