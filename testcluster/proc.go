@@ -1,0 +1,252 @@
+package testcluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/client"
+)
+
+// ProcCluster is a cluster of real `locknode serve` processes on
+// loopback: faults are the operating system's — kill -9, SIGSTOP /
+// SIGCONT (a true stop of the world: raft timers freeze too) and
+// restart from the data directory. Check it through HTTP clients.
+type ProcCluster struct {
+	t    testing.TB
+	bin  string
+	tlog *testLog
+
+	ids, dirs        []string
+	raft, http, resp []string
+	mu               sync.Mutex
+	cmds             []*exec.Cmd
+	stopped          []bool
+	waits            []chan struct{} // closed when the process exits
+}
+
+// BuildLocknode builds cmd/locknode into t.TempDir() and returns its
+// path.
+func BuildLocknode(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "locknode")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/locknode/locknode/cmd/locknode")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testcluster: go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago (the process binds it itself, so a small race remains).
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// NewProcCluster starts n `locknode serve` processes of binary bin
+// bootstrapped together and waits until they answer; cleanup kills them.
+func NewProcCluster(t testing.TB, bin string, n int) *ProcCluster {
+	t.Helper()
+	p := &ProcCluster{t: t, bin: bin, tlog: &testLog{t: t}}
+	t.Cleanup(p.tlog.stop)
+	var peers []string
+	for i := range n {
+		p.ids = append(p.ids, nodeID(i))
+		p.dirs = append(p.dirs, t.TempDir())
+		p.raft = append(p.raft, freeAddr(t))
+		p.http = append(p.http, freeAddr(t))
+		p.resp = append(p.resp, freeAddr(t))
+		peers = append(peers, nodeID(i)+"="+p.raft[i])
+	}
+	p.cmds = make([]*exec.Cmd, n)
+	p.stopped = make([]bool, n)
+	p.waits = make([]chan struct{}, n)
+	t.Cleanup(p.shutdown)
+	for i := range n {
+		if err := p.start(i, strings.Join(peers, ",")); err != nil {
+			t.Fatalf("testcluster: start %s: %v", nodeID(i), err)
+		}
+	}
+	return p
+}
+
+func (p *ProcCluster) peers() string {
+	var out []string
+	for i, id := range p.ids {
+		out = append(out, id+"="+p.raft[i])
+	}
+	return strings.Join(out, ",")
+}
+
+func (p *ProcCluster) start(i int, peers string) error {
+	level := os.Getenv("LOCKNODE_TEST_LOG")
+	if level == "" {
+		level = "warn"
+	}
+	cmd := exec.Command(p.bin, "serve", "--id", p.ids[i], "--data", p.dirs[i],
+		"--raft-addr", p.raft[i], "--http-addr", p.http[i], "--resp-addr", p.resp[i],
+		"--bootstrap", "--peers", peers, "--log-level", level)
+	cmd.Stderr = p.tlog
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ready := make(chan error, 1)
+	done := make(chan struct{})
+	// Ends when the process closes its stdout (it exits).
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			if !sent && strings.HasPrefix(sc.Text(), "node "+p.ids[i]+" ") {
+				ready <- nil
+				sent = true
+			}
+		}
+		if !sent {
+			ready <- fmt.Errorf("exited before it was ready")
+		}
+	}()
+	// Ends when the process exits.
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	p.mu.Lock()
+	p.cmds[i], p.waits[i], p.stopped[i] = cmd, done, false
+	p.mu.Unlock()
+	select {
+	case err := <-ready:
+		return err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("not ready after 30s")
+	}
+}
+
+// signal sends sig to node i's process, if it runs.
+func (p *ProcCluster) signal(i int, sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.cmds[i]
+	p.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// Kill kills node i with SIGKILL and waits for it to exit.
+func (p *ProcCluster) Kill(i int) {
+	p.signal(i, syscall.SIGCONT)
+	p.signal(i, syscall.SIGKILL)
+	p.mu.Lock()
+	done := p.waits[i]
+	p.cmds[i] = nil
+	p.stopped[i] = false
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// Stop freezes node i (SIGSTOP); Cont resumes it (SIGCONT).
+func (p *ProcCluster) Stop(i int) {
+	p.signal(i, syscall.SIGSTOP)
+	p.mu.Lock()
+	p.stopped[i] = true
+	p.mu.Unlock()
+}
+
+func (p *ProcCluster) Cont(i int) {
+	p.signal(i, syscall.SIGCONT)
+	p.mu.Lock()
+	p.stopped[i] = false
+	p.mu.Unlock()
+}
+
+// Restart starts killed node i again from its data directory.
+func (p *ProcCluster) Restart(i int) {
+	p.t.Helper()
+	if err := p.start(i, p.peers()); err != nil {
+		p.t.Fatalf("testcluster: restart %s: %v", nodeID(i), err)
+	}
+}
+
+func (p *ProcCluster) shutdown() {
+	for i := range p.ids {
+		p.Kill(i)
+	}
+}
+
+// N is the number of nodes.
+func (p *ProcCluster) N() int { return len(p.ids) }
+
+// Endpoints are the nodes' HTTP base URLs.
+func (p *ProcCluster) Endpoints() []string {
+	var out []string
+	for _, a := range p.http {
+		out = append(out, "http://"+a)
+	}
+	return out
+}
+
+// RESPAddr is node i's RESP address.
+func (p *ProcCluster) RESPAddr(i int) string { return p.resp[i] }
+
+// Locker is an HTTP client of node i only (no fail-over).
+func (p *ProcCluster) Locker(i int) api.Locker {
+	cl, err := client.New(client.Config{Endpoints: p.Endpoints()[i : i+1], RequestTimeout: 2 * time.Second,
+		Retry: client.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		p.t.Fatalf("testcluster: %v", err)
+	}
+	return cl
+}
+
+// HTTPClient records operations through a fail-over client of every node.
+func (p *ProcCluster) HTTPClient(h *History, id int) *Client {
+	cl, err := client.New(client.Config{Endpoints: p.Endpoints(), RequestTimeout: 3 * time.Second,
+		Retry: client.RetryPolicy{MaxAttempts: 6, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
+	if err != nil {
+		p.t.Fatalf("testcluster: %v", err)
+	}
+	return NewClient(h, id, "http", cl)
+}
+
+// WaitLeader waits until a running node reports itself leader (through
+// GET /v1/status) and returns its index.
+func (p *ProcCluster) WaitLeader(ctx context.Context) (int, error) {
+	return waitFor(ctx, 20*time.Millisecond, func() (int, bool) {
+		for i := range p.ids {
+			p.mu.Lock()
+			up := p.cmds[i] != nil && !p.stopped[i]
+			p.mu.Unlock()
+			if !up {
+				continue
+			}
+			sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			st, err := p.Locker(i).Status(sctx)
+			cancel()
+			if err == nil && st.Leader == p.ids[i] && st.State == "leader" {
+				return i, true
+			}
+		}
+		return -1, false
+	})
+}
