@@ -375,3 +375,48 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("second remove: %v", err)
 	}
 }
+
+func TestObserveReconnectsToAnotherEndpoint(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := httpapitest.NewFake()
+	s1, s2 := httpapitest.NewServer(t, fake), httpapitest.NewServer(t, fake)
+	c := newClient(t, s1.URL, s2.URL)
+	sess, err := fake.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Observe(ctx, "e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Campaign(ctx, "e", "v1", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if ld := <-ch; ld.Value != "v1" {
+		t.Fatalf("got %+v", ld)
+	}
+	// The first node dies: its stream breaks and it refuses new ones.
+	s1.SetMode(httpapitest.Down)
+	s1.CloseClientConnections()
+	if err := fake.Resign(ctx, "e", "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Campaign(ctx, "e", "v2", sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ld := <-ch:
+			if ld.Value == "v1" {
+				t.Fatalf("stale leader %+v after reconnecting", ld)
+			}
+			if ld.Value == "v2" {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no leader change after the first node died")
+		}
+	}
+}
