@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test bench lint fuzz chaos
+.PHONY: all build run test bench bench-compare lint fuzz chaos
 
 all: lint build test
 
@@ -18,8 +18,18 @@ run:
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 
+# Micro-benchmarks, then the locknode harness (bench/, its own Go module:
+# not part of `make test`). Results go to bench/results/locknode.*.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./fsm/ ./cluster/
+	cd bench && $(GO) run ./cmd/lockbench $(BENCHFLAGS)
+
+# locknode against redis, redis AOF, Redlock (3 redis) and etcd 1/3 nodes,
+# alternating, median of 3 runs each (~10 minutes on 2 cores). Installs
+# redis-server / etcd-server with apt-get when root. Results:
+# bench/results/compare.{md,svg,jsonl}.
+bench-compare:
+	cd bench && $(GO) run ./cmd/lockbench -compare $(BENCHFLAGS)
 
 lint:
 	@out="$$(gofmt -l .)"; \

@@ -1,0 +1,389 @@
+// Command lockbench benchmarks locknode against peer lock services on
+// this machine: it builds and starts everything itself on loopback
+// (free ports, temporary directories), runs the workloads, stops every
+// process it started, and writes a markdown table, an SVG chart and JSON
+// lines under results/.
+//
+//	go run ./cmd/lockbench                # locknode only (make bench)
+//	go run ./cmd/lockbench -compare       # locknode and peers, median of 3 (make bench-compare)
+//
+// Backends: locknode (3 `locknode serve` processes, default config, fsync
+// on) over RESP (go-redis: SET NX PX + compare-and-delete EVALSHA;
+// LOCK.ACQUIRE ... WAIT when contended) and over HTTP (the Go client);
+// redis without AOF and with appendfsync always; Redlock over 3 redis
+// (redsync); etcd 3.4 with 1 and 3 nodes (clientv3/concurrency.Mutex).
+// Missing redis-server/etcd are installed with apt-get when running as
+// root; otherwise that backend is skipped with the reason.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s lockbench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+type options struct {
+	compare        bool
+	backends       string
+	runs           int
+	duration       time.Duration
+	warmup         time.Duration
+	concurrency    string
+	contended      int
+	scriptWorkers  int
+	failoverRuns   int
+	failoverWork   int
+	failoverLimit  time.Duration
+	scaleLocks     int
+	scaleRedis     bool
+	snapWait       time.Duration
+	scaleFill      string
+	install        bool
+	out            string
+	name           string
+	repo           string
+	locknodeBin    string
+	skipWorkloads  string
+	settings       settings
+	pollMin, pollM time.Duration
+}
+
+var allBackends = []string{"locknode-resp", "locknode-http", "redis", "redis-aof", "redlock-3-redis", "etcd-1node", "etcd-3node"}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var o options
+	flag.BoolVar(&o.compare, "compare", false, "run locknode and every peer backend (default: locknode only)")
+	flag.StringVar(&o.backends, "backends", "", "comma-separated backends (default: locknode-resp,locknode-http; with -compare all of "+strings.Join(allBackends, ",")+")")
+	flag.IntVar(&o.runs, "runs", 0, "runs of each backend, alternating; the median is reported (default 1, with -compare 3)")
+	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring window of each workload phase")
+	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured warm-up before each window")
+	flag.StringVar(&o.concurrency, "concurrency", "1,16,64", "worker counts of the uncontended workload")
+	flag.IntVar(&o.contended, "contended-workers", 16, "workers of the contended workload (one lock, hold 0)")
+	flag.IntVar(&o.scriptWorkers, "script-workers", 16, "workers of the scripts workload")
+	flag.IntVar(&o.failoverRuns, "failover-runs", 5, "leader kills (locknode); 0 skips the failover workload")
+	flag.IntVar(&o.failoverWork, "failover-workers", 16, "workers cycling locks during the failover workload")
+	flag.DurationVar(&o.failoverLimit, "failover-limit", 15*time.Second, "give up waiting for every worker after a kill after this long")
+	flag.IntVar(&o.scaleLocks, "scale-locks", 1_000_000, "held locks of the scale workload; 0 skips it")
+	flag.BoolVar(&o.scaleRedis, "scale-redis", false, "also run the scale workload on redis (default: with -compare)")
+	flag.StringVar(&o.scaleFill, "scale-fill", "script", "how the scale workload takes its locks: script (EVAL of SET NX PX per key, 100 keys per entry) or set (one pipelined SET NX PX per lock)")
+	flag.DurationVar(&o.snapWait, "snapshot-wait", 90*time.Second, "longest wait for a snapshot holding every lock (scale)")
+	flag.BoolVar(&o.install, "install", true, "apt-get install missing redis-server / etcd-server when root")
+	flag.StringVar(&o.out, "out", "results", "directory of the results")
+	flag.StringVar(&o.name, "name", "", "base name of the result files (default: locknode, or compare with -compare)")
+	flag.StringVar(&o.repo, "repo", "..", "locknode repository (built with go build ./cmd/locknode)")
+	flag.StringVar(&o.locknodeBin, "locknode-bin", "", "use this locknode binary instead of building one")
+	flag.StringVar(&o.skipWorkloads, "skip", "", "comma-separated workloads to skip: uncontended,contended,scripts,failover,scale")
+	flag.DurationVar(&o.settings.ttl, "ttl", 10*time.Second, "lease of every benchmark lock")
+	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
+	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
+	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "lockbench: unexpected arguments %q\n", flag.Args())
+		return 2
+	}
+	if o.runs == 0 {
+		o.runs = 1
+		if o.compare {
+			o.runs = 3
+		}
+	}
+	if o.name == "" {
+		o.name = "locknode"
+		if o.compare {
+			o.name = "compare"
+		}
+	}
+	if o.compare && !flagSet("scale-redis") {
+		o.scaleRedis = true
+	}
+	if o.scaleFill != "script" && o.scaleFill != "set" {
+		fmt.Fprintln(os.Stderr, "lockbench: -scale-fill must be script or set")
+		return 2
+	}
+	if o.settings.lnTargets != "leader" && o.settings.lnTargets != "spread" {
+		fmt.Fprintln(os.Stderr, "lockbench: -targets must be leader or spread")
+		return 2
+	}
+	o.settings.pollMin, o.settings.pollMax = o.pollMin, o.pollM
+	var cs []int
+	for _, f := range strings.Split(o.concurrency, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "lockbench: -concurrency: bad worker count %q\n", f)
+			return 2
+		}
+		cs = append(cs, n)
+		o.settings.workers = max(o.settings.workers, n)
+	}
+	o.settings.workers = max(o.settings.workers, o.contended, o.scriptWorkers, o.failoverWork)
+	names := []string{"locknode-resp", "locknode-http"}
+	if o.compare {
+		names = allBackends
+	}
+	if o.backends != "" {
+		names = strings.Split(o.backends, ",")
+		for _, n := range names {
+			if !contains(allBackends, n) {
+				fmt.Fprintf(os.Stderr, "lockbench: unknown backend %q (known: %s)\n", n, strings.Join(allBackends, ","))
+				return 2
+			}
+		}
+	}
+	skip := map[string]bool{}
+	for _, s := range strings.Split(o.skipWorkloads, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			skip[s] = true
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer killAll()
+	tmp, err := os.MkdirTemp("", "lockbench-")
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+
+	rep := &report{opts: &o, start: time.Now()}
+	rep.meta = collectMeta(o.repo)
+	rep.meta.Command = strings.Join(os.Args, " ")
+	if wd, err := os.Getwd(); err == nil {
+		rep.meta.Dir = wd
+	}
+
+	// Binaries.
+	if o.locknodeBin != "" {
+		o.settings.locknode = o.locknodeBin
+	} else {
+		o.settings.locknode = filepath.Join(tmp, "locknode")
+		logf("building locknode from %s", o.repo)
+		c := exec.Command("go", "build", "-o", o.settings.locknode, "./cmd/locknode")
+		c.Dir = o.repo
+		if out, err := c.CombinedOutput(); err != nil {
+			logf("go build ./cmd/locknode failed: %v\n%s", err, out)
+			return 1
+		}
+	}
+	needRedis := containsAny(names, "redis", "redis-aof", "redlock-3-redis") || (o.scaleRedis && !skip["scale"])
+	if needRedis {
+		if p, err := ensureBinary("redis-server", "redis-server", o.install); err != nil {
+			logf("SKIPPING redis backends: %v", err)
+			rep.skipped = append(rep.skipped, "redis, redis-aof, redlock-3-redis: "+err.Error())
+			names = remove(names, "redis", "redis-aof", "redlock-3-redis")
+			o.scaleRedis = false
+		} else {
+			o.settings.redisBin = p
+		}
+	}
+	if containsAny(names, "etcd-1node", "etcd-3node") {
+		if p, err := ensureBinary("etcd", "etcd-server", o.install); err != nil {
+			logf("SKIPPING etcd backends: %v", err)
+			rep.skipped = append(rep.skipped, "etcd-1node, etcd-3node: "+err.Error())
+			names = remove(names, "etcd-1node", "etcd-3node")
+		} else {
+			o.settings.etcdBin = p
+		}
+	}
+	rep.meta.Versions = versions(o.settings.redisBin, o.settings.etcdBin, o.repo)
+	rep.backends = names
+
+	// Alternating runs: every backend once per round.
+	for run := 1; run <= o.runs && ctx.Err() == nil; run++ {
+		for _, name := range names {
+			if ctx.Err() != nil {
+				break
+			}
+			b := newBackend(name, &o.settings)
+			dir, _ := os.MkdirTemp(tmp, name+"-")
+			logf("run %d/%d: %s: starting", run, o.runs, name)
+			res, cmds, err := benchBackend(ctx, b, dir, &o, cs, skip)
+			rep.commands(name, cmds)
+			for _, r := range res {
+				r.Type, r.Run = "run", run
+				rep.add(r)
+			}
+			if err != nil {
+				logf("run %d: %s: %v", run, name, err)
+				rep.failures = append(rep.failures, fmt.Sprintf("run %d %s: %v", run, name, err))
+			}
+			os.RemoveAll(dir)
+		}
+	}
+	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+		dir, _ := os.MkdirTemp(tmp, "failover-")
+		logf("failover: %d leader kills under load", o.failoverRuns)
+		res, cmds, err := failover(ctx, &o.settings, dir, o.failoverRuns, o.failoverWork, o.failoverLimit)
+		rep.commands("failover", cmds)
+		for _, r := range res {
+			r.Type = "run"
+			rep.add(r)
+		}
+		if err != nil {
+			logf("failover: %v", err)
+			rep.failures = append(rep.failures, "failover: "+err.Error())
+		}
+		killAll()
+		os.RemoveAll(dir)
+	}
+	if !skip["scale"] && o.scaleLocks > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+		dir, _ := os.MkdirTemp(tmp, "scale-")
+		logf("scale: %d held locks on locknode", o.scaleLocks)
+		r, cmds, err := scaleLocknode(ctx, &o.settings, dir, o.scaleLocks, o.snapWait, o.scaleFill == "script")
+		rep.commands("scale-locknode", cmds)
+		rep.add(r)
+		if err != nil {
+			logf("scale: %v", err)
+			rep.failures = append(rep.failures, "scale locknode: "+err.Error())
+		}
+		killAll()
+		os.RemoveAll(dir)
+		if o.scaleRedis && ctx.Err() == nil {
+			dir, _ := os.MkdirTemp(tmp, "scale-redis-")
+			r, cmds, err := scaleRedis(ctx, &o.settings, dir, o.scaleLocks)
+			rep.commands("scale-redis", cmds)
+			rep.add(r)
+			if err != nil {
+				rep.failures = append(rep.failures, "scale redis: "+err.Error())
+			}
+			killAll()
+			os.RemoveAll(dir)
+		}
+	}
+	if ctx.Err() != nil {
+		logf("interrupted; writing what was measured")
+	}
+	rep.elapsed = time.Since(rep.start)
+	if err := rep.write(o.out, o.name); err != nil {
+		logf("writing results: %v", err)
+		return 1
+	}
+	logf("done in %v; results in %s/%s.{md,svg,jsonl}", rep.elapsed.Round(time.Second), o.out, o.name)
+	if len(rep.failures) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(xs []string, ys ...string) bool {
+	for _, y := range ys {
+		if contains(xs, y) {
+			return true
+		}
+	}
+	return false
+}
+
+func remove(xs []string, drop ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if !contains(drop, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func newBackend(name string, s *settings) backend {
+	switch name {
+	case "locknode-resp":
+		return &respBackend{label: name, s: s, ln: true, native: true}
+	case "locknode-http":
+		return &lnHTTPBackend{s: s}
+	case "redis":
+		return &respBackend{label: name, s: s}
+	case "redis-aof":
+		return &respBackend{label: name, s: s, aof: true}
+	case "redlock-3-redis":
+		return &redlockBackend{s: s}
+	case "etcd-1node":
+		return &etcdBackend{s: s, n: 1}
+	case "etcd-3node":
+		return &etcdBackend{s: s, n: 3}
+	}
+	panic("unknown backend " + name) // names are checked in run
+}
+
+// benchBackend starts b, runs every workload on it, and stops it.
+func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []int, skip map[string]bool) ([]result, []string, error) {
+	defer b.stop()
+	if err := b.start(ctx, dir); err != nil {
+		return nil, b.commands(), fmt.Errorf("start: %w", err)
+	}
+	var out []result
+	var errs []error
+	if !skip["uncontended"] {
+		for _, c := range cs {
+			r, err := uncontended(ctx, b, c, o.warmup, o.duration)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			logf("  %s %s: %.0f cycles/s, acquire p50 %.3f ms p99 %.3f ms, %.2f req/cycle, %d errors", b.name(), r.Workload,
+				r.Metrics["cycles_per_s"], r.Metrics["acquire_p50_ms"], r.Metrics["acquire_p99_ms"], r.Metrics["requests_per_cycle"], r.Errors)
+			out = append(out, r)
+		}
+	}
+	if !skip["contended"] {
+		r, err := contended(ctx, b, o.contended, o.warmup, o.duration)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			logf("  %s %s: %.0f acq/s, wait p50 %.2f p99 %.2f max %.2f ms, %.3f req/acq, fairness %v..%v, %d errors", b.name(), r.Workload,
+				r.Metrics["acquisitions_per_s"], r.Metrics["wait_p50_ms"], r.Metrics["wait_p99_ms"], r.Metrics["wait_max_ms"],
+				r.Metrics["requests_per_acquisition"], r.Metrics["fair_min"], r.Metrics["fair_max"], r.Errors)
+			out = append(out, r)
+		}
+	}
+	if !skip["scripts"] {
+		if _, ok := b.(*respBackend); ok {
+			rs, err := scripts(ctx, b, o.scriptWorkers, o.warmup, o.duration)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, r := range rs {
+				logf("  %s %s: %.0f cycles/s, acquire p50 %.3f ms, %d errors", b.name(), r.Workload, r.Metrics["cycles_per_s"], r.Metrics["acquire_p50_ms"], r.Errors)
+			}
+			out = append(out, rs...)
+		}
+	}
+	return out, b.commands(), errors.Join(errs...)
+}

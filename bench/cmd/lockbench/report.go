@@ -1,0 +1,515 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// meta describes the machine, versions and command of a run, so that any
+// two result files can be compared.
+type meta struct {
+	Type     string            `json:"type"` // "meta"
+	Time     string            `json:"time"`
+	Command  string            `json:"command"`
+	Dir      string            `json:"dir"`
+	Nproc    int               `json:"nproc"`
+	CPU      string            `json:"cpu_model"`
+	Kernel   string            `json:"kernel"`
+	MemTotal string            `json:"mem_total"`
+	LoadAvg  string            `json:"loadavg_at_start"` // other work on the machine skews results
+	LoadEnd  string            `json:"loadavg_at_end"`
+	Versions map[string]string `json:"versions"`
+	Settings map[string]string `json:"settings"`
+	Servers  map[string]string `json:"server_commands"`
+}
+
+func collectMeta(repo string) meta {
+	m := meta{Type: "meta", Time: time.Now().UTC().Format(time.RFC3339), Nproc: runtime.NumCPU(), Servers: map[string]string{}}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				_, v, _ := strings.Cut(l, ":")
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	m.LoadAvg = loadavg()
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		l, _, _ := strings.Cut(string(b), "\n")
+		m.MemTotal = strings.Join(strings.Fields(l)[1:], " ")
+	}
+	return m
+}
+
+func loadavg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(b))
+}
+
+// shellJoin quotes argv for a shell, so recorded commands can be re-run.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t'\"$&;|<>*?()") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+func cmdOut(dir string, argv ...string) string {
+	c := exec.Command(argv[0], argv[1:]...)
+	c.Dir = dir
+	out, err := c.Output()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	l, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return l
+}
+
+func versions(redisBin, etcdBin, repo string) map[string]string {
+	v := map[string]string{
+		"go (harness)":  runtime.Version(),
+		"go toolchain":  cmdOut(repo, "go", "version"),
+		"locknode":      cmdOut(repo, "git", "rev-parse", "HEAD"),
+		"locknode tree": cmdOut(repo, "git", "describe", "--always", "--dirty", "--abbrev=12"),
+	}
+	if redisBin != "" {
+		v["redis"] = cmdOut(".", redisBin, "--version")
+	}
+	if etcdBin != "" {
+		v["etcd"] = cmdOut(".", etcdBin, "--version")
+	}
+	v["etcd client"] = "go.etcd.io/etcd/client/v3 v3.5.17"
+	v["go-redis"] = "github.com/redis/go-redis/v9 v9.23.0"
+	v["redsync"] = "github.com/go-redsync/redsync/v4 v4.18.1"
+	return v
+}
+
+type report struct {
+	opts     *options
+	start    time.Time
+	elapsed  time.Duration
+	meta     meta
+	backends []string
+	runs     []result
+	skipped  []string
+	failures []string
+}
+
+func (r *report) add(x result) { r.runs = append(r.runs, x) }
+
+func (r *report) commands(name string, cmds []string) {
+	if len(cmds) > 0 {
+		r.meta.Servers[name] = strings.Join(cmds, " ; ")
+	}
+}
+
+// summary is the median over runs of one (backend, workload).
+type summary struct {
+	Type     string             `json:"type"` // "median"
+	Backend  string             `json:"backend"`
+	Workload string             `json:"workload"`
+	Runs     int                `json:"runs"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Errors   int64              `json:"errors"`
+}
+
+func (r *report) medians() map[[2]string]*summary {
+	all := map[[2]string]map[string][]float64{}
+	out := map[[2]string]*summary{}
+	for _, x := range r.runs {
+		k := [2]string{x.Backend, x.Workload}
+		if all[k] == nil {
+			all[k] = map[string][]float64{}
+			out[k] = &summary{Type: "median", Backend: x.Backend, Workload: x.Workload, Metrics: map[string]float64{}}
+		}
+		out[k].Runs++
+		out[k].Errors += x.Errors
+		for m, v := range x.Metrics {
+			all[k][m] = append(all[k][m], v)
+		}
+	}
+	for k, ms := range all {
+		for m, vs := range ms {
+			out[k].Metrics[m] = median(vs)
+		}
+	}
+	// Failover: the p50 over runs and whether every run met 1.5 s.
+	if s := out[[2]string{"locknode-http", "failover"}]; s != nil {
+		ok := 0.0
+		for _, v := range all[[2]string{"locknode-http", "failover"}]["all_granted_ms"] {
+			if v <= 1500 {
+				ok++
+			}
+		}
+		s.Metrics["runs_all_granted_within_1500ms"] = ok
+	}
+	return out
+}
+
+// target is one goal of the issue, evaluated on the medians.
+type target struct {
+	Type     string  `json:"type"` // "target"
+	Name     string  `json:"name"`
+	Goal     string  `json:"goal"`
+	Value    float64 `json:"value"`
+	Measured string  `json:"measured"`
+	Met      *bool   `json:"met"` // nil: not measured in this run
+}
+
+func (r *report) targets(med map[[2]string]*summary) []target {
+	get := func(b, w, m string) (float64, bool) {
+		s := med[[2]string{b, w}]
+		if s == nil {
+			return 0, false
+		}
+		v, ok := s.Metrics[m]
+		return v, ok
+	}
+	var ts []target
+	add := func(name, goal string, v float64, measured string, have bool, met bool) {
+		t := target{Type: "target", Name: name, Goal: goal, Value: v, Measured: measured}
+		if have {
+			t.Met = &met
+		}
+		ts = append(ts, t)
+	}
+	for _, ln := range []string{"locknode-resp", "locknode-http"} {
+		c64 := fmt.Sprintf("uncontended-c%d", 64)
+		lv, lok := get(ln, c64, "cycles_per_s")
+		ev, eok := get("etcd-3node", c64, "cycles_per_s")
+		add(ln+" uncontended 64 vs etcd 3-node", "≥ 4×", safeDiv(lv, ev), fmt.Sprintf("%.0f / %.0f cycles/s = %.2f×", lv, ev, safeDiv(lv, ev)), lok && eok, safeDiv(lv, ev) >= 4)
+		rv, rok := get("redlock-3-redis", c64, "cycles_per_s")
+		add(ln+" uncontended 64 vs Redlock (3 redis)", "≥ 1.05×", safeDiv(lv, rv), fmt.Sprintf("%.0f / %.0f cycles/s = %.2f×", lv, rv, safeDiv(lv, rv)), lok && rok, safeDiv(lv, rv) >= 1.05)
+		p50, ok := get(ln, "uncontended-c1", "acquire_p50_ms")
+		add(ln+" 1 worker acquire p50", "≤ 0.45 ms", p50, fmt.Sprintf("%.3f ms", p50), ok, p50 <= 0.45)
+		cw := fmt.Sprintf("contended-c%d", r.opts.contended)
+		la, lok2 := get(ln, cw, "acquisitions_per_s")
+		ea, eok2 := get("etcd-3node", cw, "acquisitions_per_s")
+		add(ln+" contended vs etcd 3-node", "≥ 15×", safeDiv(la, ea), fmt.Sprintf("%.0f / %.0f acq/s = %.2f×", la, ea, safeDiv(la, ea)), lok2 && eok2, safeDiv(la, ea) >= 15)
+		p99, ok := get(ln, cw, "wait_p99_ms")
+		add(ln+" contended wait p99", "≤ 10 ms", p99, fmt.Sprintf("%.2f ms", p99), ok, p99 <= 10)
+		rpa, ok := get(ln, cw, "requests_per_acquisition")
+		add(ln+" contended requests per acquisition", "= 2.0", rpa, fmt.Sprintf("%.4f", rpa), ok, math.Abs(rpa-2) < 0.0005)
+		fr, ok := get(ln, cw, "fair_max_over_min")
+		add(ln+" contended fairness max/min", "≤ 1.1", fr, fmt.Sprintf("%.3f", fr), ok, fr <= 1.1)
+	}
+	for _, b := range []string{"locknode-resp"} {
+		s, ok1 := get(b, fmt.Sprintf("scripts-setnx-c%d", r.opts.scriptWorkers), "cycles_per_s")
+		h, ok2 := get(b, fmt.Sprintf("scripts-hash-script-c%d", r.opts.scriptWorkers), "cycles_per_s")
+		add(b+" scripted (hash lock) vs SET NX", "≥ 0.5×", safeDiv(h, s), fmt.Sprintf("%.0f / %.0f cycles/s = %.2f×", h, s, safeDiv(h, s)), ok1 && ok2, safeDiv(h, s) >= 0.5)
+	}
+	ng, ok := get("locknode-http", "failover", "next_grant_ms")
+	add("failover next grant p50", "≤ 1 s", ng, fmt.Sprintf("%.0f ms", ng), ok, ng <= 1000)
+	n, ok2 := get("locknode-http", "failover", "runs_all_granted_within_1500ms")
+	runs := 0
+	if s := med[[2]string{"locknode-http", "failover"}]; s != nil {
+		runs = s.Runs
+	}
+	ag, _ := get("locknode-http", "failover", "all_granted_ms")
+	add("failover every worker granted again ≤ 1.5 s", "5 of 5 runs", n, fmt.Sprintf("%d of %d runs (median %.0f ms)", int(n), runs, ag), ok2, int(n) == runs && runs >= 5)
+	sw := fmt.Sprintf("scale-%d", r.opts.scaleLocks)
+	rss, ok := get("locknode", sw, "rss_mb_max")
+	add(fmt.Sprintf("%d held locks: RSS per node", r.opts.scaleLocks), "≤ 300 MB", rss, fmt.Sprintf("%.0f MB (max of 3 nodes)", rss), ok, rss <= 300)
+	rs, ok := get("locknode", sw, "restart_to_serving_s")
+	add(fmt.Sprintf("%d held locks: restart to serving", r.opts.scaleLocks), "≤ 3 s", rs, fmt.Sprintf("%.2f s", rs), ok, rs <= 3)
+	return ts
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func (r *report) write(dir, name string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	r.meta.LoadEnd = loadavg()
+	med := r.medians()
+	ts := r.targets(med)
+	r.meta.Settings = map[string]string{
+		"runs": fmt.Sprint(r.opts.runs), "duration": r.opts.duration.String(), "warmup": r.opts.warmup.String(),
+		"concurrency": r.opts.concurrency, "contended_workers": fmt.Sprint(r.opts.contended),
+		"script_workers": fmt.Sprint(r.opts.scriptWorkers), "ttl": r.opts.settings.ttl.String(),
+		"poll": r.opts.pollMin.String() + ".." + r.opts.pollM.String(), "targets": r.opts.settings.lnTargets,
+		"failover_runs": fmt.Sprint(r.opts.failoverRuns), "failover_workers": fmt.Sprint(r.opts.failoverWork),
+		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "elapsed": r.elapsed.Round(time.Second).String(),
+	}
+	// JSON lines.
+	var jl strings.Builder
+	enc := json.NewEncoder(&jl)
+	if err := enc.Encode(r.meta); err != nil {
+		return err
+	}
+	for _, x := range r.runs {
+		if err := enc.Encode(sanitize(x)); err != nil {
+			return err
+		}
+	}
+	keys := sortedKeys(med)
+	for _, k := range keys {
+		s := *med[k]
+		s.Metrics = sanitizeMap(s.Metrics)
+		if err := enc.Encode(s); err != nil {
+			return err
+		}
+	}
+	for _, t := range ts {
+		if math.IsInf(t.Value, 0) || math.IsNaN(t.Value) {
+			t.Value = -1
+		}
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+	}
+	for _, f := range r.failures {
+		_ = enc.Encode(map[string]string{"type": "failure", "error": f})
+	}
+	for _, f := range r.skipped {
+		_ = enc.Encode(map[string]string{"type": "skipped", "reason": f})
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".jsonl"), []byte(jl.String()), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".md"), []byte(r.markdown(med, ts, name)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name+".svg"), []byte(r.svg(med)), 0o644)
+}
+
+func sanitize(x result) result {
+	x.Metrics = sanitizeMap(x.Metrics)
+	return x
+}
+
+// sanitizeMap replaces values JSON cannot hold (a worker with no
+// acquisition gives an infinite max/min) with -1.
+func sanitizeMap(m map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			v = -1
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys(m map[[2]string]*summary) [][2]string {
+	var ks [][2]string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i][1] != ks[j][1] {
+			return ks[i][1] < ks[j][1]
+		}
+		return ks[i][0] < ks[j][0]
+	})
+	return ks
+}
+
+func f(v float64, prec int) string {
+	if math.IsInf(v, 0) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) string {
+	var b strings.Builder
+	m := r.meta
+	fmt.Fprintf(&b, "# lockbench results (%s)\n\n", name)
+	fmt.Fprintf(&b, "- when: %s, took %s\n- command: `%s` (in `%s`)\n", m.Time, r.elapsed.Round(time.Second), m.Command, m.Dir)
+	fmt.Fprintf(&b, "- machine: %d cores, %s, kernel %s, %s RAM; load average at start %s, at end %s\n", m.Nproc, m.CPU, m.Kernel, m.MemTotal, m.LoadAvg, m.LoadEnd)
+	vk := make([]string, 0, len(m.Versions))
+	for k := range m.Versions {
+		vk = append(vk, k)
+	}
+	slices.Sort(vk)
+	for _, k := range vk {
+		fmt.Fprintf(&b, "- %s: %s\n", k, m.Versions[k])
+	}
+	fmt.Fprintf(&b, "- settings: %d run(s) per backend, alternating, median reported; window %s after %s warm-up; lease %s; polling clients retry after %s..%s; clients send to: %s\n",
+		r.opts.runs, r.opts.duration, r.opts.warmup, r.opts.settings.ttl, r.opts.pollMin, r.opts.pollM, r.opts.settings.lnTargets)
+	for _, s := range r.skipped {
+		fmt.Fprintf(&b, "- **skipped**: %s\n", s)
+	}
+	for _, s := range r.failures {
+		fmt.Fprintf(&b, "- **failure**: %s\n", s)
+	}
+	b.WriteString("\n![chart](" + name + ".svg)\n\n")
+
+	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
+	for _, t := range ts {
+		met := "not measured"
+		if t.Met != nil {
+			met = map[bool]string{true: "yes", false: "**no**"}[*t.Met]
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Goal, t.Measured, met)
+	}
+
+	cs := strings.Split(r.opts.concurrency, ",")
+	b.WriteString("\n## Uncontended (each worker its own lock, acquire → release)\n\n")
+	b.WriteString("| backend | workers | cycles/s | acquire p50 ms | acquire p99 ms | release p50 ms | release p99 ms | requests/cycle | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, be := range r.backends {
+		for _, c := range cs {
+			s := med[[2]string{be, "uncontended-c" + strings.TrimSpace(c)}]
+			if s == nil {
+				continue
+			}
+			x := s.Metrics
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", be, c, f(x["cycles_per_s"], 0), f(x["acquire_p50_ms"], 3), f(x["acquire_p99_ms"], 3),
+				f(x["release_p50_ms"], 3), f(x["release_p99_ms"], 3), f(x["requests_per_cycle"], 2), s.Errors)
+		}
+	}
+	fmt.Fprintf(&b, "\n## Contended (%d workers, one lock, hold 0)\n\n", r.opts.contended)
+	b.WriteString("| backend | acquisitions/s | wait p50 ms | wait p99 ms | wait max ms | requests/acquisition | min..max per worker | max/min | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, be := range r.backends {
+		s := med[[2]string{be, fmt.Sprintf("contended-c%d", r.opts.contended)}]
+		if s == nil {
+			continue
+		}
+		x := s.Metrics
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s..%s | %s | %d |\n", be, f(x["acquisitions_per_s"], 0), f(x["wait_p50_ms"], 2), f(x["wait_p99_ms"], 2), f(x["wait_max_ms"], 2),
+			f(x["requests_per_acquisition"], 3), f(x["fair_min"], 0), f(x["fair_max"], 0), f(x["fair_max_over_min"], 3), s.Errors)
+	}
+	fmt.Fprintf(&b, "\n## Scripts (%d workers: Redisson-shape reentrant hash lock vs SET NX + compare-and-delete)\n\n", r.opts.scriptWorkers)
+	b.WriteString("| backend | SET NX cycles/s | hash-script cycles/s | ratio | SET NX acquire p50 ms | script acquire p50 ms | errors |\n|---|---|---|---|---|---|---|\n")
+	for _, be := range r.backends {
+		s1 := med[[2]string{be, fmt.Sprintf("scripts-setnx-c%d", r.opts.scriptWorkers)}]
+		s2 := med[[2]string{be, fmt.Sprintf("scripts-hash-script-c%d", r.opts.scriptWorkers)}]
+		if s1 == nil || s2 == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", be, f(s1.Metrics["cycles_per_s"], 0), f(s2.Metrics["cycles_per_s"], 0),
+			f(safeDiv(s2.Metrics["cycles_per_s"], s1.Metrics["cycles_per_s"]), 2), f(s1.Metrics["acquire_p50_ms"], 3), f(s2.Metrics["acquire_p50_ms"], 3), s1.Errors+s2.Errors)
+	}
+	var fo []result
+	for _, x := range r.runs {
+		if x.Workload == "failover" {
+			fo = append(fo, x)
+		}
+	}
+	if len(fo) > 0 {
+		fmt.Fprintf(&b, "\n## Failover (kill -9 of the leader under load: %d workers cycling their own locks through the Go client)\n\n", r.opts.failoverWork)
+		b.WriteString("| run | killed | next grant ms | every worker granted again ms | errors seen by workers |\n|---|---|---|---|---|\n")
+		for _, x := range fo {
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %d |\n", x.Run, strings.TrimPrefix(x.Note, "killed leader "), f(x.Metrics["next_grant_ms"], 0), f(x.Metrics["all_granted_ms"], 0), x.Errors)
+		}
+		s := med[[2]string{"locknode-http", "failover"}]
+		fmt.Fprintf(&b, "| median | | %s | %s | |\n", f(s.Metrics["next_grant_ms"], 0), f(s.Metrics["all_granted_ms"], 0))
+	}
+	sw := fmt.Sprintf("scale-%d", r.opts.scaleLocks)
+	for _, be := range []string{"locknode", "redis"} {
+		s := med[[2]string{be, sw}]
+		if s == nil {
+			continue
+		}
+		x := s.Metrics
+		if be == "locknode" {
+			fmt.Fprintf(&b, "\n## Scale: %d held locks (SET NX PX 1h, pipelined), 3-node locknode\n\n", r.opts.scaleLocks)
+			b.WriteString("| node | RSS after fill MB | RSS after snapshot MB | snapshot MB | snapshot index | raft.db MB | RSS after restart MB |\n|---|---|---|---|---|---|---|\n")
+			for _, id := range []string{"n1", "n2", "n3"} {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", id, f(x["rss_mb_after_fill_"+id], 0), f(x["rss_mb_"+id], 0), f(x["snapshot_mb_"+id], 1),
+					f(x["snapshot_index_"+id], 0), f(x["raftdb_mb_"+id], 0), f(x["rss_mb_after_restart_"+id], 0))
+			}
+			fmt.Fprintf(&b, "\nfill %s locks/s; locks after fill %s, after restart %s; restart of all 3 nodes (after kill -9) to serving: **%s s**\n",
+				f(x["fill_locks_per_s"], 0), f(x["locks_after_fill"], 0), f(x["locks_after_restart"], 0), f(x["restart_to_serving_s"], 2))
+			for _, y := range r.runs {
+				if y.Backend == be && y.Workload == sw && y.Note != "" {
+					fmt.Fprintf(&b, "\nnote: %s\n", y.Note)
+				}
+			}
+		} else {
+			fmt.Fprintf(&b, "\nredis reference (1 process, no AOF, RDB saved then kill -9): RSS %s MB, dump.rdb %s MB, fill %s locks/s, restart to serving %s s\n",
+				f(x["rss_mb_max"], 0), f(x["snapshot_mb"], 1), f(x["fill_locks_per_s"], 0), f(x["restart_to_serving_s"], 2))
+		}
+	}
+	b.WriteString("\n## Server commands\n\n")
+	sk := make([]string, 0, len(m.Servers))
+	for k := range m.Servers {
+		sk = append(sk, k)
+	}
+	slices.Sort(sk)
+	for _, k := range sk {
+		fmt.Fprintf(&b, "- %s: `%s`\n", k, m.Servers[k])
+	}
+	return b.String()
+}
+
+// svg draws one panel of horizontal bars per headline metric, one bar per
+// backend.
+func (r *report) svg(med map[[2]string]*summary) string {
+	type panel struct {
+		title, workload, metric, unit string
+		prec                          int
+	}
+	panels := []panel{
+		{"uncontended, 64 workers: cycles/s (higher is better)", "uncontended-c64", "cycles_per_s", "", 0},
+		{"uncontended, 1 worker: acquire p50 ms (lower is better)", "uncontended-c1", "acquire_p50_ms", " ms", 3},
+		{fmt.Sprintf("contended, %d workers, one lock: acquisitions/s (higher is better)", r.opts.contended), fmt.Sprintf("contended-c%d", r.opts.contended), "acquisitions_per_s", "", 0},
+		{fmt.Sprintf("contended, %d workers: wait p99 ms (lower is better)", r.opts.contended), fmt.Sprintf("contended-c%d", r.opts.contended), "wait_p99_ms", " ms", 2},
+	}
+	colors := []string{"#1f77b4", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"}
+	const width, labelW, barH, gap = 900, 150, 18, 4
+	var body strings.Builder
+	y := 30
+	for _, p := range panels {
+		var names []string
+		var vals []float64
+		for _, be := range r.backends {
+			if s := med[[2]string{be, p.workload}]; s != nil {
+				names = append(names, be)
+				vals = append(vals, s.Metrics[p.metric])
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		mx := slices.Max(vals)
+		if mx <= 0 || math.IsInf(mx, 0) {
+			mx = 1
+		}
+		fmt.Fprintf(&body, `<text x="10" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", y, xmlEsc(p.title))
+		y += 10
+		for i, n := range names {
+			w := int(float64(width-labelW-120) * vals[i] / mx)
+			fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="12" text-anchor="end">%s</text>`+"\n", labelW-6, y+barH-5, xmlEsc(n))
+			fmt.Fprintf(&body, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>`+"\n", labelW, y, max(w, 1), barH, colors[slices.Index(r.backends, n)%len(colors)])
+			fmt.Fprintf(&body, `<text x="%d" y="%d" font-size="12">%s%s</text>`+"\n", labelW+max(w, 1)+6, y+barH-5, f(vals[i], p.prec), p.unit)
+			y += barH + gap
+		}
+		y += 30
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">`+"\n", width, y)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="16" font-size="11" fill="#555">lockbench %s, %d cores, median of %d run(s)</text>`+"\n", xmlEsc(r.meta.Time), r.meta.Nproc, r.opts.runs)
+	b.WriteString(body.String())
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+func xmlEsc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}
