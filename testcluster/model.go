@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -317,7 +318,16 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	if err := porcupine.VisualizePath(m, info, path); err != nil {
 		return fmt.Errorf("%w (visualisation not written: %v)", ErrNotLinearizable, err)
 	}
-	return fmt.Errorf("%w: visualisation in %s", ErrNotLinearizable, path)
+	// The history as text too, sorted by call time, for grep.
+	sorted := append([]Op(nil), ops...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	var b strings.Builder
+	for _, o := range sorted {
+		b.WriteString(o.String() + "\n")
+	}
+	txt := strings.TrimSuffix(path, ".html") + ".txt"
+	_ = os.WriteFile(txt, []byte(b.String()), 0o644)
+	return fmt.Errorf("%w: visualisation in %s, history in %s", ErrNotLinearizable, path, txt)
 }
 
 // ArtifactDir is where checkers write failure artifacts:
