@@ -5,6 +5,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -41,9 +42,26 @@ import (
 //     wraps the three expressions of every numeric for in a conversion
 //     call (rewriteFors).
 //
-// Each EVAL runs in a fresh LState (no state can leak between scripts or
-// differ between nodes); compiled prototypes are cached by SHA1 in a
-// bounded LRU, which is node-local and not replicated.
+//   - Isolation: interpreters (luaVM, lua_vm.go) are reused from a small
+//     node-local free list, so a script must not be able to leave anything
+//     behind for the next one. Scripts see only read-only tables that
+//     nothing can write: the globals (an always-empty view over the
+//     libraries, KEYS and ARGV), the library tables string, table, math
+//     and redis (views over tables the script cannot reach), and the
+//     string metatable. rawset, setmetatable, table.insert/remove/sort
+//     refuse them ("Attempt to modify a readonly table", as Redis 7);
+//     setmetatable accepts only tables, so the metatables of strings,
+//     numbers and the like cannot change. Everything else a script can
+//     touch (tostring names, the random generator, RESP version, the step
+//     budget, the VM stack) is reset before each run. The result of a
+//     script therefore never depends on which interpreter ran it.
+//   - Library tables are filled in sorted key order, so pairs() over them
+//     is the same on every node (gopher-lua fills them from Go maps).
+//   - string.format is Lua 5.1's (lua_format.go): %s takes only strings
+//     and numbers, as in Redis, so no address can reach a reply.
+//
+// Compiled prototypes are cached by SHA1 in a bounded LRU, which is
+// node-local and not replicated.
 
 const (
 	luaProtoCache = 256 // compiled scripts kept per node
@@ -59,6 +77,7 @@ var errStepBudget = errors.New("script step budget exhausted")
 type luaEngine struct {
 	entries map[string]*list.Element
 	lru     *list.List // front = most recently used *luaEntry
+	idle    []*luaVM   // interpreters ready for reuse (see getVM)
 }
 
 type luaEntry struct {
@@ -150,8 +169,10 @@ func (b *stepBudget) Err() error {
 
 var _ context.Context = (*stepBudget)(nil)
 
-// luaRun is the state of one script execution.
+// luaRun is the state of one script execution. It lives inside its
+// luaVM and is reset by luaVM.begin, so nothing in it outlives a script.
 type luaRun struct {
+	vm     *luaVM
 	t      *Table
 	ctx    *applyCtx
 	sha    string
@@ -159,24 +180,17 @@ type luaRun struct {
 	budget stepBudget
 	rand   rand48
 	ids    map[lua.LValue]int // tostring names of tables/functions
-	global *lua.LTable        // the script's (read-only) globals
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
-	L := lua.NewState(lua.Options{
-		SkipOpenLibs:    true,
-		CallStackSize:   200,
-		RegistrySize:    1024,
-		RegistryMaxSize: 1 << 20,
-	})
-	defer L.Close()
-	r := &luaRun{t: t, ctx: ctx, sha: sha, ids: map[lua.LValue]int{}}
-	r.budget.max = int64(t.cfg.MaxScriptSteps)
-	r.rand.seed(0)
-	r.setup(L, keys, args)
+	vm := t.rx.lua.getVM()
+	defer t.rx.lua.putVM(vm)
+	r := vm.begin(t, ctx, sha, keys, args)
+	defer vm.end()
+	L := vm.L
 
 	fn := L.NewFunctionFromProto(proto)
-	fn.Env = r.global
+	fn.Env = vm.env
 	L.SetContext(&r.budget)
 	L.Push(fn)
 	err := L.PCall(0, 1, nil)
@@ -186,6 +200,12 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 			" VM steps (MaxScriptSteps) script: " + sha)
 	}
 	if err != nil {
+		var ae *lua.ApiError
+		if errors.As(err, &ae) && ae.Type == lua.ApiErrorPanic {
+			// A Go panic inside the VM: the reply is still the same on
+			// every node, but this state is not trusted again.
+			vm.poisoned = true
+		}
 		return reply.NewError(r.errorText(err))
 	}
 	res, ok := r.toReply(L.Get(-1), 0)
@@ -232,85 +252,6 @@ func (r *luaRun) errorText(err error) string {
 	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + line + "."
 }
 
-// setup opens the libraries and builds the script's globals.
-func (r *luaRun) setup(L *lua.LState, keys, args [][]byte) {
-	for _, lib := range []struct {
-		name string
-		open lua.LGFunction
-	}{
-		{lua.BaseLibName, lua.OpenBase},
-		{lua.TabLibName, lua.OpenTable},
-		{lua.StringLibName, lua.OpenString},
-		{lua.MathLibName, lua.OpenMath},
-	} {
-		L.Push(L.NewFunction(lib.open))
-		L.Push(lua.LString(lib.name))
-		L.Call(1, 0)
-	}
-	g := L.G.Global
-	for _, name := range []string{"dofile", "loadfile", "print", "_printregs", "getfenv", "setfenv",
-		"module", "require", "newproxy", "_GOPHER_LUA_VERSION"} {
-		g.RawSetString(name, lua.LNil)
-	}
-	g.RawSetString("collectgarbage", L.NewFunction(func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 }))
-	g.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
-		v := L.CheckAny(1)
-		if getMetaTostring(v) != nil {
-			L.Push(L.ToStringMeta(v))
-		} else {
-			L.Push(lua.LString(r.tostring(v)))
-		}
-		return 1
-	}))
-	rawset := g.RawGetString("rawset").(*lua.LFunction)
-	g.RawSetString("rawset", L.NewFunction(func(L *lua.LState) int {
-		if L.Get(1) == r.global {
-			L.RaiseError("Attempt to modify a readonly table")
-		}
-		L.Push(rawset)
-		L.Push(L.Get(1))
-		L.Push(L.Get(2))
-		L.Push(L.Get(3))
-		L.Call(3, 1)
-		return 1
-	}))
-	g.RawSetString(luaForNum, L.NewFunction(luaForNumber))
-
-	if m, ok := g.RawGetString("math").(*lua.LTable); ok {
-		m.RawSetString("random", L.NewFunction(r.mathRandom))
-		m.RawSetString("randomseed", L.NewFunction(func(L *lua.LState) int {
-			r.rand.seed(int32(L.CheckInt(1)))
-			return 0
-		}))
-	}
-	if s, ok := g.RawGetString("string").(*lua.LTable); ok {
-		s.RawSetString("rep", L.NewFunction(r.stringRep))
-	}
-
-	g.RawSetString("KEYS", byteTable(L, keys))
-	g.RawSetString("ARGV", byteTable(L, args))
-	g.RawSetString("redis", r.redisLib(L))
-
-	// The script's globals: an empty table that reads through to g and
-	// refuses every write; g refuses reads of undefined names.
-	r.global = L.NewTable()
-	g.RawSetString("_G", r.global)
-	gm := L.NewTable()
-	gm.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.ToString(2))
-		return 0
-	}))
-	L.SetMetatable(g, gm)
-	pm := L.NewTable()
-	pm.RawSetString("__index", g)
-	pm.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
-		L.RaiseError("Attempt to modify a readonly table")
-		return 0
-	}))
-	pm.RawSetString("__metatable", lua.LFalse)
-	L.SetMetatable(r.global, pm)
-}
-
 func byteTable(L *lua.LState, items [][]byte) *lua.LTable {
 	tb := L.CreateTable(len(items), 0)
 	for i, b := range items {
@@ -351,6 +292,9 @@ func parseLuaNumber(s string) (float64, error) {
 func (r *luaRun) tostring(v lua.LValue) string {
 	switch v.(type) {
 	case *lua.LTable, *lua.LFunction, *lua.LUserData, *lua.LState:
+		if r.ids == nil {
+			r.ids = map[lua.LValue]int{}
+		}
 		id, ok := r.ids[v]
 		if !ok {
 			id = len(r.ids) + 1
@@ -377,62 +321,6 @@ func leftPad(s string, n int) string {
 		s = "0" + s
 	}
 	return s
-}
-
-// redisLib builds the `redis` table.
-func (r *luaRun) redisLib(L *lua.LState) *lua.LTable {
-	tb := L.NewTable()
-	fns := map[string]lua.LGFunction{
-		"call":  func(L *lua.LState) int { return r.call(L, true) },
-		"pcall": func(L *lua.LState) int { return r.call(L, false) },
-		"status_reply": func(L *lua.LState) int {
-			t := L.NewTable()
-			t.RawSetString("ok", lua.LString(L.CheckString(1)))
-			L.Push(t)
-			return 1
-		},
-		"error_reply": func(L *lua.LState) int {
-			s := L.CheckString(1)
-			if !strings.HasPrefix(s, "-") {
-				s = "-" + s
-			}
-			L.Push(errTable(L, luaErrText(s)))
-			return 1
-		},
-		"sha1hex": func(L *lua.LState) int {
-			if L.GetTop() != 1 {
-				L.RaiseError("wrong number of arguments")
-			}
-			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
-			return 1
-		},
-		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
-		"set_repl":           func(L *lua.LState) int { return 0 },
-		"log":                func(L *lua.LState) int { return 0 },
-		"debug":              func(L *lua.LState) int { return 0 },
-		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
-		"setresp": func(L *lua.LState) int {
-			switch L.CheckInt(1) {
-			case 2:
-				r.resp3 = false
-			case 3:
-				r.resp3 = true
-			default:
-				r.raise(L, errTable(L, "ERR RESP version must be 2 or 3."))
-			}
-			return 0
-		},
-	}
-	for name, fn := range fns {
-		tb.RawSetString(name, L.NewFunction(fn))
-	}
-	for name, v := range map[string]int{
-		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
-		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
-	} {
-		tb.RawSetString(name, lua.LNumber(v))
-	}
-	return tb
 }
 
 // luaErrText is Redis' luaPushErrorBuff: "-CODE msg" keeps CODE, anything
@@ -486,19 +374,33 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 	if n == 0 {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
-	args := make([][]byte, n)
+	// One buffer holds every argument's bytes; each argument is a
+	// capacity-limited slice of it, so a command that appends to one
+	// cannot run into the next.
+	size := 0
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args[i-1] = []byte(v)
+			size += len(v)
 		case lua.LNumber:
-			args[i-1] = []byte(strconv.FormatFloat(float64(v), 'g', 17, 64))
-			args[i-1] = fixExp(args[i-1])
+			size += 24
 		default:
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
 	}
-	cmd := lookupCmd(args[0])
+	buf := make([]byte, 0, size)
+	args := make([][]byte, n)
+	for i := 1; i <= n; i++ {
+		start := len(buf)
+		switch v := L.Get(i).(type) {
+		case lua.LString:
+			buf = append(buf, v...)
+		case lua.LNumber:
+			buf = appendLuaArgNumber(buf, float64(v))
+		}
+		args[i-1] = buf[start:len(buf):len(buf)]
+	}
+	cmd := r.lookup(args[0])
 	if cmd == nil {
 		return fail("ERR Unknown Redis command called from script")
 	}
@@ -511,6 +413,26 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 	}
 	L.Push(r.toLua(L, res))
 	return 1
+}
+
+// lookup finds the command a script names, remembering the spelling.
+func (r *luaRun) lookup(name []byte) *redisCmd {
+	if c, ok := r.vm.cmds[string(name)]; ok {
+		return c
+	}
+	c := lookupCmd(name)
+	if c != nil && len(r.vm.cmds) < luaCmdCache {
+		r.vm.cmds[string(name)] = c
+	}
+	return c
+}
+
+// appendLuaArgNumber formats a number argument as Redis does (%.17g).
+func appendLuaArgNumber(buf []byte, f float64) []byte {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 && !(f == 0 && math.Signbit(f)) {
+		return strconv.AppendInt(buf, int64(f), 10) // what %.17g prints for these
+	}
+	return append(buf, fixExp(strconv.AppendFloat(nil, f, 'g', 17, 64))...)
 }
 
 // fixExp makes Go's %.17g match C's: C trims trailing zeros of %g and

@@ -1,0 +1,358 @@
+package fsm
+
+import (
+	"sort"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// luaVM is one interpreter with its sandbox built once. Building it costs
+// far more than running a small script (library tables, a call stack, a
+// register file), so the engine keeps idle ones and reuses them. What
+// makes reuse safe is that a script can reach only tables nothing can
+// write (see the package notes in lua.go) and that begin resets the rest.
+type luaVM struct {
+	L    *lua.LState
+	env  *lua.LTable // the scripts' _G: empty, read-only, reads through to base
+	base *lua.LTable // globals: library views, base functions, KEYS, ARGV
+	// ro maps each read-only view to the table it shows; rawget, next
+	// and pairs look through a view, rawset and the rest refuse it.
+	ro    map[*lua.LTable]*lua.LTable
+	strMT *lua.LTable // what getmetatable("") returns: a read-only view
+	run   luaRun      // the script running now
+	// cmds caches command lookups by the name as the script spelled it.
+	cmds     map[string]*redisCmd
+	poisoned bool // a Go panic escaped into the VM: do not reuse
+}
+
+const (
+	luaIdleVMs  = 4   // interpreters kept per Table; more are built when scripts nest
+	luaCmdCache = 128 // command-name spellings remembered per interpreter
+	errReadonly = "Attempt to modify a readonly table"
+)
+
+// luaRemoved are base-library names scripts must not see.
+var luaRemoved = []string{"dofile", "loadfile", "print", "_printregs", "getfenv", "setfenv",
+	"module", "require", "newproxy", "_GOPHER_LUA_VERSION", "_G"}
+
+// getVM returns an idle interpreter, or a new one.
+func (e *luaEngine) getVM() *luaVM {
+	if n := len(e.idle); n > 0 {
+		vm := e.idle[n-1]
+		e.idle[n-1] = nil
+		e.idle = e.idle[:n-1]
+		return vm
+	}
+	return newLuaVM()
+}
+
+// putVM makes vm available again, unless it is not to be trusted.
+func (e *luaEngine) putVM(vm *luaVM) {
+	if vm.poisoned || len(e.idle) >= luaIdleVMs {
+		vm.L.Close()
+		return
+	}
+	e.idle = append(e.idle, vm)
+}
+
+// begin prepares vm to run one script: every piece of per-script state
+// starts from the same value whatever ran on vm before.
+func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte) *luaRun {
+	r := &vm.run
+	if r.ids != nil {
+		clear(r.ids)
+	}
+	r.t, r.ctx, r.sha, r.resp3 = t, ctx, sha, false
+	r.budget = stepBudget{max: int64(t.cfg.MaxScriptSteps)}
+	r.rand.seed(0)
+	vm.L.SetTop(0)
+	vm.base.RawSetString("KEYS", byteTable(vm.L, keys))
+	vm.base.RawSetString("ARGV", byteTable(vm.L, args))
+	return r
+}
+
+// end drops what the finished script left on the stack and the
+// references that would keep its data alive while vm sits idle.
+func (vm *luaVM) end() {
+	vm.L.SetTop(0)
+	vm.run.t, vm.run.ctx = nil, nil
+	if len(vm.run.ids) > 64 {
+		vm.run.ids = nil
+	}
+}
+
+func newLuaVM() *luaVM {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:    true,
+		CallStackSize:   200,
+		RegistrySize:    1024,
+		RegistryMaxSize: 1 << 20,
+	})
+	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}, cmds: map[string]*redisCmd{}}
+	vm.run.vm = vm
+	r := &vm.run
+
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{
+		{lua.BaseLibName, lua.OpenBase},
+		{lua.TabLibName, lua.OpenTable},
+		{lua.StringLibName, lua.OpenString},
+		{lua.MathLibName, lua.OpenMath},
+	} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	g := L.G.Global
+	for _, name := range luaRemoved {
+		g.RawSetString(name, lua.LNil)
+	}
+	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { tb.RawSetString(name, L.NewFunction(fn)) }
+
+	// Base functions that must be deterministic or respect read-only views.
+	set(g, "collectgarbage", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
+	set(g, "tostring", func(L *lua.LState) int {
+		v := L.CheckAny(1)
+		if getMetaTostring(v) != nil {
+			L.Push(L.ToStringMeta(v))
+		} else {
+			L.Push(lua.LString(r.tostring(v)))
+		}
+		return 1
+	})
+	set(g, "rawset", func(L *lua.LState) int {
+		tb := L.CheckTable(1)
+		vm.refuseRO(L, tb)
+		L.RawSet(tb, L.CheckAny(2), L.CheckAny(3))
+		L.SetTop(1)
+		return 1
+	})
+	set(g, "rawget", func(L *lua.LState) int {
+		L.Push(vm.shown(L.CheckTable(1)).RawGet(L.CheckAny(2)))
+		return 1
+	})
+	next := L.NewFunction(func(L *lua.LState) int {
+		tb := vm.shown(L.CheckTable(1))
+		k, v := tb.Next(L.Get(2))
+		if k == lua.LNil {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Push(k)
+		L.Push(v)
+		return 2
+	})
+	g.RawSetString("next", next)
+	set(g, "pairs", func(L *lua.LState) int {
+		tb := L.CheckTable(1)
+		L.Push(next)
+		L.Push(tb)
+		L.Push(lua.LNil)
+		return 3
+	})
+	set(g, "setmetatable", func(L *lua.LState) int {
+		tb := L.CheckTable(1) // Lua 5.1: only tables, so strings' and numbers' metatables stay
+		mt := L.Get(2)
+		if mt != lua.LNil {
+			L.CheckTable(2)
+		}
+		vm.refuseRO(L, tb)
+		if cur, ok := tb.Metatable.(*lua.LTable); ok && cur.RawGetString("__metatable") != lua.LNil {
+			L.RaiseError("cannot change a protected metatable")
+		}
+		tb.Metatable = mt
+		L.SetTop(1)
+		return 1
+	})
+	set(g, "getmetatable", func(L *lua.LState) int {
+		switch v := L.CheckAny(1).(type) {
+		case *lua.LTable:
+			mt, ok := v.Metatable.(*lua.LTable)
+			switch {
+			case vm.ro[v] != nil || !ok:
+				L.Push(lua.LNil)
+			case mt.RawGetString("__metatable") != lua.LNil:
+				L.Push(mt.RawGetString("__metatable"))
+			default:
+				L.Push(mt)
+			}
+		case lua.LString:
+			L.Push(vm.strMT)
+		default:
+			L.Push(lua.LNil)
+		}
+		return 1
+	})
+	g.RawSetString(luaForNum, L.NewFunction(luaForNumber))
+
+	tab := g.RawGetString("table").(*lua.LTable)
+	insert := tab.RawGetString("insert").(*lua.LFunction)
+	set(tab, "insert", func(L *lua.LState) int {
+		vm.refuseRO(L, L.CheckTable(1))
+		return insert.GFunction(L)
+	})
+	// table.remove and table.sort write only to the array part, which
+	// every read-only table has empty: they cannot change one.
+
+	math := g.RawGetString("math").(*lua.LTable)
+	set(math, "random", r.mathRandom)
+	set(math, "randomseed", func(L *lua.LState) int {
+		r.rand.seed(int32(L.CheckInt(1)))
+		return 0
+	})
+	str := g.RawGetString("string").(*lua.LTable)
+	set(str, "rep", r.stringRep)
+	set(str, "format", luaFormat)
+	str.RawSetString("__index", lua.LNil) // gopher-lua's string table doubles as its metatable
+
+	// The globals, in sorted order so pairs(_G) is the same everywhere;
+	// each library behind a read-only view.
+	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib()}
+	base := L.NewTable()
+	g.RawSetString("KEYS", lua.LFalse) // placeholders, replaced by begin
+	g.RawSetString("ARGV", lua.LFalse)
+	for lib := range libs {
+		g.RawSetString(lib, lua.LFalse)
+	}
+	for _, name := range sortedNames(g) {
+		if lib, ok := libs[name]; ok {
+			base.RawSetString(name, vm.readOnly(sortedCopy(L, lib)))
+		} else {
+			base.RawSetString(name, g.RawGetString(name))
+		}
+	}
+	// Strings index the real string table directly (method calls stay one
+	// lookup); scripts that ask see a read-only view of {__index = string}.
+	strReal := vm.ro[base.RawGetString("string").(*lua.LTable)]
+	strMT := L.NewTable()
+	strMT.RawSetString("__index", strReal)
+	strMT.RawSetString("__metatable", lua.LFalse)
+	L.SetMetatable(lua.LString(""), strMT)
+	shown := L.NewTable()
+	shown.RawSetString("__index", base.RawGetString("string"))
+	vm.strMT = vm.readOnly(shown)
+
+	bm := L.NewTable()
+	set(bm, "__index", func(L *lua.LState) int {
+		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.ToString(2))
+		return 0
+	})
+	base.Metatable = bm
+	vm.base = base
+	vm.env = vm.readOnly(base)
+	base.RawSetString("_G", vm.env)
+	L.Env = vm.env // functions made by loadstring see the same globals
+	L.G.Global = base
+	return vm
+}
+
+// readOnly returns an empty table that reads through to tb and refuses
+// every write.
+func (vm *luaVM) readOnly(tb *lua.LTable) *lua.LTable {
+	L := vm.L
+	view := L.NewTable()
+	mt := L.NewTable()
+	mt.RawSetString("__index", tb)
+	mt.RawSetString("__newindex", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError(errReadonly)
+		return 0
+	}))
+	mt.RawSetString("__metatable", lua.LFalse)
+	view.Metatable = mt
+	vm.ro[view] = tb
+	return view
+}
+
+// shown is the table a read-only view shows, or tb itself.
+func (vm *luaVM) shown(tb *lua.LTable) *lua.LTable {
+	if real := vm.ro[tb]; real != nil {
+		return real
+	}
+	return tb
+}
+
+func (vm *luaVM) refuseRO(L *lua.LState, tb *lua.LTable) {
+	if vm.ro[tb] != nil {
+		L.RaiseError(errReadonly)
+	}
+}
+
+func sortedNames(tb *lua.LTable) []string {
+	var names []string
+	tb.ForEach(func(k, v lua.LValue) {
+		if s, ok := k.(lua.LString); ok && v != lua.LNil {
+			names = append(names, string(s))
+		}
+	})
+	sort.Strings(names)
+	return names
+}
+
+func sortedCopy(L *lua.LState, src *lua.LTable) *lua.LTable {
+	names := sortedNames(src)
+	dst := L.CreateTable(0, len(names))
+	for _, n := range names {
+		dst.RawSetString(n, src.RawGetString(n))
+	}
+	return dst
+}
+
+// redisLib builds the `redis` table.
+func (vm *luaVM) redisLib() *lua.LTable {
+	L, r := vm.L, &vm.run
+	tb := L.NewTable()
+	fns := map[string]lua.LGFunction{
+		"call":  func(L *lua.LState) int { return r.call(L, true) },
+		"pcall": func(L *lua.LState) int { return r.call(L, false) },
+		"status_reply": func(L *lua.LState) int {
+			t := L.NewTable()
+			t.RawSetString("ok", lua.LString(L.CheckString(1)))
+			L.Push(t)
+			return 1
+		},
+		"error_reply": func(L *lua.LState) int {
+			s := L.CheckString(1)
+			if !strings.HasPrefix(s, "-") {
+				s = "-" + s
+			}
+			L.Push(errTable(L, luaErrText(s)))
+			return 1
+		},
+		"sha1hex": func(L *lua.LState) int {
+			if L.GetTop() != 1 {
+				L.RaiseError("wrong number of arguments")
+			}
+			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
+			return 1
+		},
+		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
+		"set_repl":           func(L *lua.LState) int { return 0 },
+		"log":                func(L *lua.LState) int { return 0 },
+		"debug":              func(L *lua.LState) int { return 0 },
+		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"setresp": func(L *lua.LState) int {
+			switch L.CheckInt(1) {
+			case 2:
+				r.resp3 = false
+			case 3:
+				r.resp3 = true
+			default:
+				r.raise(L, errTable(L, "ERR RESP version must be 2 or 3."))
+			}
+			return 0
+		},
+	}
+	for name, fn := range fns {
+		tb.RawSetString(name, L.NewFunction(fn))
+	}
+	for name, v := range map[string]int{
+		"LOG_DEBUG": 0, "LOG_VERBOSE": 1, "LOG_NOTICE": 2, "LOG_WARNING": 3,
+		"REPL_NONE": 0, "REPL_AOF": 1, "REPL_SLAVE": 2, "REPL_REPLICA": 2, "REPL_ALL": 3,
+	} {
+		tb.RawSetString(name, lua.LNumber(v))
+	}
+	return tb // the caller copies it in sorted order
+}
