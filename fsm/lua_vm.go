@@ -154,7 +154,16 @@ func newLuaVM() *luaVM {
 		return 3
 	})
 	set(g, "setmetatable", func(L *lua.LState) int {
-		tb := L.CheckTable(1) // Lua 5.1: only tables, so strings' and numbers' metatables stay
+		// Lua 5.1: only tables, so the metatables of strings and numbers
+		// (one per type, shared by every script) cannot change.
+		tb, ok := L.Get(1).(*lua.LTable)
+		if !ok {
+			got := "no value"
+			if L.GetTop() >= 1 {
+				got = L.Get(1).Type().String()
+			}
+			L.RaiseError("bad argument #1 to 'setmetatable' (table expected, got %s)", got)
+		}
 		mt := L.Get(2)
 		if mt != lua.LNil {
 			L.CheckTable(2)
@@ -274,9 +283,11 @@ func (vm *luaVM) shown(tb *lua.LTable) *lua.LTable {
 	return tb
 }
 
+// refuseRO raises Redis' error when tb is read-only: an error table, as
+// Redis' C functions raise it (luaPushError), carrying the caller's line.
 func (vm *luaVM) refuseRO(L *lua.LState, tb *lua.LTable) {
 	if vm.ro[tb] != nil {
-		L.RaiseError(errReadonly)
+		vm.run.raise(L, errTable(L, "ERR "+errReadonly))
 	}
 }
 

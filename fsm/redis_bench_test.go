@@ -3,6 +3,8 @@ package fsm
 import (
 	"strconv"
 	"testing"
+
+	"github.com/locknode/locknode/fsm/reply"
 )
 
 // Compare-and-delete as a Redlock client drives it: Apply of SET NX PX,
@@ -33,3 +35,31 @@ func benchCAD(b *testing.B, script string) {
 
 func BenchmarkCADNative(b *testing.B) { benchCAD(b, hotText(famCAD)) }
 func BenchmarkCADLua(b *testing.B)    { benchCAD(b, hotText(famCAD)+"\n-- run in Lua") }
+
+// A Redisson RLock cycle as the bridge proposes it: EVAL (from EVALSHA)
+// of the reentrant hash-lock acquire (HINCRBY, PEXPIRE), then the release
+// (HINCRBY -1, DEL, PUBLISH, latch SET PX). Both run in Lua. Two Apply
+// calls per iteration, as BenchmarkCAD*.
+func BenchmarkEvalRedissonCycle(b *testing.B) {
+	t := New(DefaultConfig())
+	acq := &Command{Op: OpEval, Script: []byte(scriptHashAcquire), KeysB: bargs("rl"), Args: bargs("30000", "")}
+	rel := &Command{Op: OpEval, Script: []byte(scriptHashRelease), KeysB: bargs("rl", "redisson_lock__channel:{rl}", "rl:latch"),
+		Args: bargs("0", "30000", "", "publish", "1")}
+	var index uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		owner := []byte("uuid-" + strconv.Itoa(i) + ":1")
+		acq.Args[1], rel.Args[2] = owner, owner
+		index++
+		acq.Time = int64(index) * 10 // the 1 ms latch of the last release has expired
+		if r := t.Apply(index, acq); r.Reply.Kind != reply.Nil {
+			b.Fatalf("acquire: %+v", r.Reply)
+		}
+		index++
+		rel.Time = int64(index) * 10
+		if r := t.Apply(index, rel); r.Reply.Int != 1 {
+			b.Fatalf("release: %+v", r.Reply)
+		}
+	}
+}
