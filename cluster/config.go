@@ -53,6 +53,11 @@ type Config struct {
 	// owns it from Start on and closes it on Close.
 	Transport Transport
 
+	// Advertised are the addresses this node serves clients on (HTTP,
+	// RESP) as clients should dial them; other members learn them through
+	// PeerAddrs (for Sentinel discovery and INFO). Default: none.
+	Advertised ClientAddrs
+
 	// Bootstrap creates a new cluster when DataDir holds no raft state:
 	// with Peers as the initial voters (which must include this node), or
 	// with this node alone when Peers is empty. Every initial peer must

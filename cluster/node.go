@@ -97,6 +97,8 @@ type Node struct {
 
 	metrics *metrics
 
+	peerInfo nodeInfoCache // PeerAddrs' answers (nodeinfo.go)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup // background goroutines

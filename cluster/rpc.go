@@ -106,6 +106,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 			return append([]byte{stError}, err.Error()...), nil
 		}
 		return []byte{stOK}, nil
+	case rpcNodeInfo:
+		return n.handleNodeInfo(), nil
 	}
 	return nil, fmt.Errorf("%w: unknown kind %d", errBadRPC, req[0])
 }
@@ -120,6 +122,8 @@ func rpcName(k byte) string {
 		return "join"
 	case rpcRemove:
 		return "remove"
+	case rpcNodeInfo:
+		return "node_info"
 	}
 	return "unknown"
 }

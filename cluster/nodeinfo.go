@@ -1,0 +1,223 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Node info: how a member learns the client-facing (HTTP, RESP)
+// addresses of the others, for Sentinel discovery and INFO.
+//
+// Each node answers the rpcNodeInfo RPC with its id and its
+// Config.Advertised addresses. PeerAddrs asks every member of the raft
+// configuration in parallel and caches the answers per (id, raft
+// address): a new member (or one whose raft address changed) is asked at
+// once, a known one again after nodeInfoTTL (nodeInfoRetry after a
+// failure) in the background while callers get the cached answer.
+//
+// Why an RPC and not replicated metadata: client addresses are not lock
+// state (they would sit in every snapshot and need a log entry whenever
+// a node restarts on new ports), and asking the member also tells
+// whether it is up, which is what Sentinel discovery needs: a dead
+// member's address is of no use to a client.
+
+// rpcNodeInfo asks a member for its addresses. Request body: empty; ok
+// body: str id, str http, str resp. Nodes that predate it answer with a
+// transport error; they are listed without client addresses.
+const rpcNodeInfo byte = 5
+
+const (
+	nodeInfoTTL     = 5 * time.Second // refresh a member that answered
+	nodeInfoRetry   = time.Second     // ask again a member that did not
+	nodeInfoTimeout = time.Second     // one rpcNodeInfo call
+)
+
+// ClientAddrs are the addresses a node serves clients on, as clients
+// should dial them ("host:port"); empty when the node does not serve
+// that protocol.
+type ClientAddrs struct {
+	HTTP string
+	RESP string
+}
+
+// NodeAddrs describes one member of the raft configuration.
+type NodeAddrs struct {
+	ID   string // raft server id
+	Raft string // raft address, from the configuration
+	// HTTP and RESP are the member's advertised client addresses (its
+	// Config.Advertised), as last reported; empty if it never answered.
+	ClientAddrs
+	Self bool // this node
+	// Reachable: the member answered its last node-info query (at most
+	// nodeInfoTTL ago, or nodeInfoRetry after a failure). Always true for
+	// this node.
+	Reachable bool
+}
+
+// nodeInfoCache holds the last answer of each member. The zero value is
+// ready to use.
+type nodeInfoCache struct {
+	mu      sync.Mutex
+	entries map[raft.ServerID]*nodeInfoEntry
+}
+
+type nodeInfoEntry struct {
+	raftAddr string
+	addrs    ClientAddrs
+	ok       bool      // the last query succeeded
+	asked    bool      // a query has completed
+	at       time.Time // when the last query completed
+	inflight chan struct{}
+}
+
+// PeerAddrs returns every member of the raft configuration, in
+// configuration order, with its client addresses (this node first if it
+// is not a member). Members already known
+// are answered from the cache (refreshed in the background when stale);
+// members never asked before are asked now, and PeerAddrs waits for them
+// until they answer (or time out, in about a second) or ctx ends, in
+// which case they are listed unreachable. It never fails: without a
+// readable configuration it lists this node alone.
+func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
+	self := NodeAddrs{
+		ID: n.id, Raft: n.Addr(), ClientAddrs: n.cfg.Advertised, Self: true, Reachable: true,
+	}
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return []NodeAddrs{self}
+	}
+	servers := f.Configuration().Servers
+	closed := false
+	select {
+	case <-n.closed:
+		closed = true
+	default:
+	}
+
+	c := &n.peerInfo
+	var wait []chan struct{}
+	c.mu.Lock()
+	if c.entries == nil {
+		c.entries = make(map[raft.ServerID]*nodeInfoEntry)
+	}
+	live := make(map[raft.ServerID]bool, len(servers))
+	now := time.Now()
+	for _, s := range servers {
+		live[s.ID] = true
+		if string(s.ID) == n.id {
+			continue
+		}
+		e := c.entries[s.ID]
+		if e == nil || e.raftAddr != string(s.Address) {
+			// New member, or it moved: what we knew is void.
+			e = &nodeInfoEntry{raftAddr: string(s.Address)}
+			c.entries[s.ID] = e
+		}
+		ttl := nodeInfoTTL
+		if !e.ok {
+			ttl = nodeInfoRetry
+		}
+		if e.inflight == nil && !closed && (!e.asked || now.Sub(e.at) >= ttl) {
+			e.inflight = make(chan struct{})
+			// Ends when the call answers or fails, within nodeInfoTimeout
+			// (the transport also fails it at once when the node closes).
+			go n.fetchNodeInfo(s.ID, e)
+		}
+		if !e.asked && e.inflight != nil {
+			wait = append(wait, e.inflight)
+		}
+	}
+	for id := range c.entries {
+		if !live[id] {
+			delete(c.entries, id)
+		}
+	}
+	c.mu.Unlock()
+
+	for _, ch := range wait {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+
+	out := make([]NodeAddrs, 0, len(servers)+1)
+	if !live[raft.ServerID(n.id)] {
+		// Not (yet, or no longer) a member; still the node answering.
+		out = append(out, self)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range servers {
+		if string(s.ID) == n.id {
+			out = append(out, self)
+			continue
+		}
+		a := NodeAddrs{ID: string(s.ID), Raft: string(s.Address)}
+		if e := c.entries[s.ID]; e != nil && e.raftAddr == a.Raft {
+			a.ClientAddrs, a.Reachable = e.addrs, e.ok
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// fetchNodeInfo asks member id at e.raftAddr for its addresses and
+// stores the answer in e. A failed query keeps the addresses last
+// reported (a client may still find the member there once it is back)
+// but marks it unreachable.
+func (n *Node) fetchNodeInfo(id raft.ServerID, e *nodeInfoEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), nodeInfoTimeout)
+	defer cancel()
+	addrs, err := n.askNodeInfo(ctx, string(id), e.raftAddr)
+	if err != nil {
+		n.log.Debug("node info", "peer", id, "error", err)
+	}
+	c := &n.peerInfo
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.asked, e.at, e.ok = true, time.Now(), err == nil
+	if err == nil {
+		e.addrs = addrs
+	}
+	close(e.inflight)
+	e.inflight = nil
+}
+
+// askNodeInfo runs one rpcNodeInfo call and checks the answer comes
+// from the member expected at addr.
+func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (ClientAddrs, error) {
+	resp, err := n.tr.Call(ctx, addr, []byte{rpcNodeInfo})
+	if err != nil {
+		return ClientAddrs{}, err
+	}
+	st, body, err := decodeStatus(resp)
+	if err != nil {
+		return ClientAddrs{}, err
+	}
+	if st != stOK {
+		return ClientAddrs{}, fmt.Errorf("%w: node info status %d", errBadRPC, st)
+	}
+	d := decoder{b: body}
+	got, a := d.str(), ClientAddrs{}
+	a.HTTP, a.RESP = d.str(), d.str()
+	if d.err != nil {
+		return ClientAddrs{}, fmt.Errorf("cluster: node info: %w", d.err)
+	}
+	if got != id {
+		// Another node now listens where the configuration says id is.
+		return ClientAddrs{}, fmt.Errorf("cluster: node info: %s answered for %s", got, id)
+	}
+	return a, nil
+}
+
+// handleNodeInfo answers rpcNodeInfo.
+func (n *Node) handleNodeInfo() []byte {
+	b := appendStr([]byte{stOK}, n.id)
+	b = appendStr(b, n.cfg.Advertised.HTTP)
+	return appendStr(b, n.cfg.Advertised.RESP)
+}
