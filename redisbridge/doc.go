@@ -25,8 +25,16 @@
 //     SENTINEL and INFO describe the cluster; Sentinel-aware clients then
 //     fail over between nodes with standard configuration.
 //  3. Call Close on shutdown: it stops accepting, closes idle connections,
-//     cancels blocking waits (LOCK.ACQUIRE ... WAIT) and waits for
-//     in-flight commands to finish.
+//     cancels blocking waits (LOCK.ACQUIRE ... WAIT, WAIT) and lets other
+//     in-flight commands finish and reply.
+//
+// Beyond Redis' own commands (the FSM's key space, scripting, pub/sub,
+// transactions, the handshake and SENTINEL) the bridge serves the native
+// lock API (cmd_lock.go): LOCK.ACQUIRE (fencing token, FIFO waiting
+// without polling, shared and semaphore modes, reentrancy, sessions),
+// LOCK.RELEASE, LOCK.EXTEND, LOCK.INFO and FENCE.CHECK. A client that
+// hangs up while blocked in LOCK.ACQUIRE ... WAIT leaves the queue through
+// the log, so the lock is never handed to a connection that is gone.
 //
 // Choices that differ from a single Redis server, all deliberate:
 //
