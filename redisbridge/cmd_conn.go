@@ -310,6 +310,11 @@ func cmdInfo(c *conn, args [][]byte) {
 		}
 		section("Locknode", lines...)
 	}
+	if c.s.cfg.ExtraInfo != nil {
+		for _, sec := range parseInfoSections(c.s.cfg.ExtraInfo()) {
+			section(sec.name, sec.lines...)
+		}
+	}
 	if b.Len() > 0 {
 		b.WriteString("\r\n")
 	}

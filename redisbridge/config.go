@@ -64,6 +64,12 @@ type Config struct {
 	// members, this node included, for SENTINEL SENTINELS, WAIT and INFO.
 	// Default: only this node.
 	Peers func() []string
+	// ExtraInfo, when set, returns more INFO sections, each a "# Name"
+	// line followed by field:value lines (CRLF- or LF-terminated), e.g.
+	// the mirror's (Mirror.InfoText). They are listed after the built-in
+	// sections by INFO, INFO all/everything/default, and INFO <name>.
+	// Called on every such INFO; it must not block.
+	ExtraInfo func() string
 }
 
 // Defaults.
