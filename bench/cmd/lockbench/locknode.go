@@ -37,7 +37,7 @@ func newLNCluster(bin, dir string, n int) (*lnCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &lnCluster{bin: bin, dir: dir, hc: &http.Client{Timeout: 2 * time.Second}}
+	c := &lnCluster{bin: bin, dir: dir, hc: &http.Client{Timeout: 10 * time.Second}}
 	for i := 0; i < n; i++ {
 		nd := &lnNode{
 			id:   fmt.Sprintf("n%d", i+1),

@@ -166,6 +166,7 @@ func run() int {
 
 	rep := &report{opts: &o, start: time.Now()}
 	rep.meta = collectMeta(o.repo)
+	rep.meta.Fsync = probeFsync(tmp, 300)
 	rep.meta.Command = strings.Join(os.Args, " ")
 	if wd, err := os.Getwd(); err == nil {
 		rep.meta.Dir = wd

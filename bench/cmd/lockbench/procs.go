@@ -149,13 +149,22 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-// waitFor polls cond every 20ms until it returns nil or ctx/timeout ends.
+// waitFor polls cond until it returns nil or ctx/timeout ends: every 20ms
+// at first, backing off to every 200ms (a status call on a node holding a
+// million locks is not free).
 func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) error) error {
+	return waitEvery(ctx, timeout, 200*time.Millisecond, what, cond)
+}
+
+// waitEvery is waitFor with the longest poll interval given (20ms: poll
+// steadily, for measuring how long something takes).
+func waitEvery(ctx context.Context, timeout, maxEvery time.Duration, what string, cond func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
+	every := 20 * time.Millisecond
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 		last = cond(cctx)
 		ccancel()
 		if last == nil {
@@ -164,7 +173,8 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: not ready after %v: %w", what, timeout, last)
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(every):
+			every = min(every*5/4, maxEvery)
 		}
 	}
 }

@@ -11,25 +11,29 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
 // meta describes the machine, versions and command of a run, so that any
 // two result files can be compared.
 type meta struct {
-	Type     string            `json:"type"` // "meta"
-	Time     string            `json:"time"`
-	Command  string            `json:"command"`
-	Dir      string            `json:"dir"`
-	Nproc    int               `json:"nproc"`
-	CPU      string            `json:"cpu_model"`
-	Kernel   string            `json:"kernel"`
-	MemTotal string            `json:"mem_total"`
-	LoadAvg  string            `json:"loadavg_at_start"` // other work on the machine skews results
-	LoadEnd  string            `json:"loadavg_at_end"`
-	Versions map[string]string `json:"versions"`
-	Settings map[string]string `json:"settings"`
-	Servers  map[string]string `json:"server_commands"`
+	Type     string `json:"type"` // "meta"
+	Time     string `json:"time"`
+	Command  string `json:"command"`
+	Dir      string `json:"dir"`
+	Nproc    int    `json:"nproc"`
+	CPU      string `json:"cpu_model"`
+	Kernel   string `json:"kernel"`
+	MemTotal string `json:"mem_total"`
+	LoadAvg  string `json:"loadavg_at_start"` // other work on the machine skews results
+	LoadEnd  string `json:"loadavg_at_end"`
+	// Fsync is the latency of a 4 KiB append + fdatasync in the temp
+	// directory: the floor under every durable backend's commit.
+	Fsync    map[string]float64 `json:"fdatasync_4k_ms"`
+	Versions map[string]string  `json:"versions"`
+	Settings map[string]string  `json:"settings"`
+	Servers  map[string]string  `json:"server_commands"`
 }
 
 func collectMeta(repo string) meta {
@@ -52,6 +56,30 @@ func collectMeta(repo string) meta {
 		m.MemTotal = strings.Join(strings.Fields(l)[1:], " ")
 	}
 	return m
+}
+
+// probeFsync times n appends of 4 KiB, each followed by fdatasync, in dir.
+func probeFsync(dir string, n int) map[string]float64 {
+	fh, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		return nil
+	}
+	defer os.Remove(fh.Name())
+	defer fh.Close()
+	buf := make([]byte, 4096)
+	var lat []time.Duration
+	for i := 0; i < n; i++ {
+		t0 := time.Now()
+		if _, err := fh.Write(buf); err != nil {
+			return nil
+		}
+		if err := syscall.Fdatasync(int(fh.Fd())); err != nil {
+			return nil
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	return map[string]float64{"p50": ms(pct(lat, 50)), "p99": ms(pct(lat, 99)), "samples": float64(n)}
 }
 
 func loadavg() string {
@@ -341,6 +369,9 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 	fmt.Fprintf(&b, "# lockbench results (%s)\n\n", name)
 	fmt.Fprintf(&b, "- when: %s, took %s\n- command: `%s` (in `%s`)\n", m.Time, r.elapsed.Round(time.Second), m.Command, m.Dir)
 	fmt.Fprintf(&b, "- machine: %d cores, %s, kernel %s, %s RAM; load average at start %s, at end %s\n", m.Nproc, m.CPU, m.Kernel, m.MemTotal, m.LoadAvg, m.LoadEnd)
+	if m.Fsync != nil {
+		fmt.Fprintf(&b, "- disk: 4 KiB append + fdatasync in the temp dir: p50 %.3f ms, p99 %.3f ms (%v samples, at start)\n", m.Fsync["p50"], m.Fsync["p99"], m.Fsync["samples"])
+	}
 	vk := make([]string, 0, len(m.Versions))
 	for k := range m.Versions {
 		vk = append(vk, k)

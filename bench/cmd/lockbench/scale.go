@@ -202,7 +202,7 @@ func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait
 		rdbs = append(rdbs, rdb)
 	}
 	probe := fmt.Sprintf("bench/probe/%d", time.Now().UnixNano())
-	serr := waitFor(ctx, 120*time.Second, "restart", func(ctx context.Context) error {
+	serr := waitEvery(ctx, 120*time.Second, 20*time.Millisecond, "restart", func(ctx context.Context) error {
 		var last error
 		for _, rdb := range rdbs {
 			if last = serving(ctx, rdb, n, probe); last == nil {
@@ -302,7 +302,7 @@ func scaleRedis(ctx context.Context, s *settings, dir string, n int) (result, []
 	rdb = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer rdb.Close()
 	probe := fmt.Sprintf("bench/probe/%d", time.Now().UnixNano())
-	if err := waitFor(ctx, 120*time.Second, "redis restart", func(ctx context.Context) error { return serving(ctx, rdb, n, probe) }); err != nil {
+	if err := waitEvery(ctx, 120*time.Second, 20*time.Millisecond, "redis restart", func(ctx context.Context) error { return serving(ctx, rdb, n, probe) }); err != nil {
 		return r, cmds, err
 	}
 	r.Metrics["restart_to_serving_s"] = time.Since(t1).Seconds()

@@ -1,0 +1,73 @@
+// Command fsmheap measures the live heap of an fsm.Table holding n locks
+// (SET key token NX PX, as the scale workload takes them) and the size of
+// its snapshot, in one process: the part of a node's RSS that is the
+// table itself. With -heapprofile it writes a heap profile (go tool pprof).
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+func main() {
+	n := flag.Int("n", 1_000_000, "locks to hold")
+	prof := flag.String("heapprofile", "", "write a heap profile here")
+	flag.Parse()
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	base := heap()
+	t := fsm.New(fsm.DefaultConfig())
+	now := time.Now().UnixMilli()
+	start := time.Now()
+	for k := 0; k < *n; k++ {
+		cmd := &fsm.Command{Op: fsm.OpRedis, Time: now, Args: [][]byte{
+			[]byte("SET"), fmt.Appendf(nil, "bench/held/%07d", k), fmt.Appendf(nil, "owner-%07d", k),
+			[]byte("NX"), []byte("PX"), []byte(strconv.Itoa(3600_000))}}
+		if r := t.Apply(uint64(k+1), cmd); r.Err != nil {
+			fmt.Fprintln(os.Stderr, "apply:", r.Err)
+			os.Exit(1)
+		}
+	}
+	applyTime := time.Since(start)
+	live := heap() - base
+	st := t.Stats()
+	var buf bytes.Buffer
+	start = time.Now()
+	if err := t.Snapshot(&buf); err != nil {
+		fmt.Fprintln(os.Stderr, "snapshot:", err)
+		os.Exit(1)
+	}
+	snapTime := time.Since(start)
+	start = time.Now()
+	t2 := fsm.New(fsm.DefaultConfig())
+	if err := t2.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+		fmt.Fprintln(os.Stderr, "restore:", err)
+		os.Exit(1)
+	}
+	restoreTime := time.Since(start)
+	fmt.Printf("locks=%d keys=%d live_heap=%.1fMB (%.0f B/lock) apply=%v snapshot=%.1fMB in %v restore=%v\n",
+		st.Locks, st.Keys, float64(live)/(1<<20), float64(live)/float64(*n), applyTime.Round(time.Millisecond),
+		float64(buf.Len())/(1<<20), snapTime.Round(time.Millisecond), restoreTime.Round(time.Millisecond))
+	if *prof != "" {
+		t2 = nil
+		f, err := os.Create(*prof)
+		if err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	runtime.KeepAlive(t)
+}
