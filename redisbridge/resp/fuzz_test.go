@@ -94,9 +94,14 @@ func FuzzWriter(f *testing.F) {
 			w.Proto = proto
 			w.WriteReply(r)
 			w.Flush()
-			v, err := ReadValue(bufio.NewReader(&buf))
+			text := buf.String()
+			br := bufio.NewReader(&buf)
+			v, err := ReadValue(br)
 			if err != nil {
-				t.Fatalf("RESP%d: %v in %q", proto, err, buf.String())
+				t.Fatalf("RESP%d: %v in %q", proto, err, text)
+			}
+			if br.Buffered() != 0 || buf.Len() != 0 {
+				t.Fatalf("RESP%d: bytes left after one reply in %q", proto, text)
 			}
 			checkValue(t, r, v, proto)
 		}
@@ -104,12 +109,16 @@ func FuzzWriter(f *testing.F) {
 }
 
 func build(s string, n int64, shape uint8, depth int) reply.Reply {
-	switch k := reply.Kind(shape % 8); k {
-	case reply.Array:
+	switch k := reply.Kind(shape % 11); k {
+	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		if depth == 0 {
 			return reply.NewInt(n)
 		}
-		return reply.NewArray(build(s, n, shape/8, depth-1), build(s, n+1, shape/3, depth-1))
+		items := []reply.Reply{build(s, n, shape/8, depth-1), build(s, n+1, shape/3, depth-1)}
+		if shape%2 == 1 { // odd item counts must not break the stream
+			items = append(items, reply.NewBulk(s))
+		}
+		return reply.Reply{Kind: k, Arr: items}
 	case reply.Int:
 		return reply.NewInt(n)
 	case reply.Double:
@@ -140,6 +149,10 @@ func checkValue(t *testing.T, r reply.Reply, v Value, proto int) {
 		}
 		for i := range r.Arr {
 			checkValue(t, r.Arr[i], v.Elems[i], proto)
+		}
+	case reply.Map, reply.Set, reply.Pairs:
+		if len(v.Elems) > len(r.Arr) {
+			t.Fatalf("RESP%d: %d items from %d", proto, len(v.Elems), len(r.Arr))
 		}
 	}
 }

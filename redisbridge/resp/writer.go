@@ -181,8 +181,11 @@ func (w *Writer) WriteReply(r reply.Reply) {
 			w.WriteReply(e)
 		}
 	case reply.Map:
-		w.WriteMapLen(len(r.Arr) / 2)
-		for _, e := range r.Arr {
+		// An odd trailing item would desynchronise the stream: never
+		// write more items than the header announces.
+		n := len(r.Arr) / 2
+		w.WriteMapLen(n)
+		for _, e := range r.Arr[:2*n] {
 			w.WriteReply(e)
 		}
 	case reply.Set:
@@ -192,8 +195,9 @@ func (w *Writer) WriteReply(r reply.Reply) {
 		}
 	case reply.Pairs:
 		if w.Proto < 3 {
-			w.WriteArrayLen(len(r.Arr))
-			for _, e := range r.Arr {
+			n := len(r.Arr) &^ 1
+			w.WriteArrayLen(n)
+			for _, e := range r.Arr[:n] {
 				w.WriteReply(e)
 			}
 			break
