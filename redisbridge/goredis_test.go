@@ -71,6 +71,12 @@ func TestVariadicCommands(t *testing.T) {
 	if n, err := c.HSet(ctx, "h", "a", "1", "b", "2", "c", "3").Result(); err != nil || n != 3 {
 		t.Fatalf("HSET 3 pairs = %d %v", n, err)
 	}
+	for _, proto := range []int{2, 3} { // a RESP3 map, a RESP2 flat array
+		m, err := goRedis(t, s, proto).HGetAll(ctx, "h").Result()
+		if err != nil || len(m) != 3 || m["b"] != "2" {
+			t.Fatalf("RESP%d HGETALL = %v %v", proto, m, err)
+		}
+	}
 	if err := c.HSet(ctx, "h", "a", "1", "b").Err(); err == nil {
 		t.Fatal("HSET with an odd field list succeeded")
 	}
