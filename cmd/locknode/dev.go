@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/locknode/locknode/cluster"
@@ -44,6 +43,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	respBase := fs.Int("resp-base-port", 0, "RESP port of the first node, the others follow (0: any free port)")
 	raftBase := fs.Int("raft-base-port", 0, "raft port of the first node, the others follow (0: any free port; with --data, the first run's ports are reused)")
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
+	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,6 +58,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log, err := newLogger(stderr, *logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "dev:", err)
+		return 2
+	}
+	mirror, err := parseMirrorFlag(*mirrorURL)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev: --mirror:", err)
 		return 2
 	}
 	dir := *data
@@ -116,20 +121,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	var respMu sync.Mutex
-	respAddrs := make([]string, *nodes)
-	respPeers := func() []string {
-		respMu.Lock()
-		defer respMu.Unlock()
-		var out []string
-		for _, a := range respAddrs {
-			if a != "" {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
-
 	procs := make([]*proc, 0, *nodes)
 	defer func() {
 		// The leader first: it hands over to a live follower at once,
@@ -154,11 +145,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Peers = peers
 		cfg.Logger = log.With("node", peers[i].ID)
 		p, err := startProc(ctx, procConfig{
-			Cluster:   cfg,
-			HTTPAddr:  port(*httpBase, i),
-			RESPAddr:  port(*respBase, i),
-			Logger:    cfg.Logger,
-			RESPPeers: respPeers,
+			Cluster:  cfg,
+			HTTPAddr: port(*httpBase, i),
+			RESPAddr: port(*respBase, i),
+			Logger:   cfg.Logger,
+			Mirror:   mirror,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)
@@ -168,9 +159,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		procs = append(procs, p)
-		respMu.Lock()
-		respAddrs[i] = p.RESPAddr()
-		respMu.Unlock()
 		fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), peers[i].Addr)
 	}
 

@@ -22,30 +22,39 @@ type procConfig struct {
 	Cluster  cluster.Config
 	HTTPAddr string // listen address of the HTTP API and /metrics
 	RESPAddr string // listen address of the Redis protocol bridge
-	Logger   hclog.Logger
-	// RESPPeers returns the RESP addresses of the live members (for
-	// SENTINEL and INFO); nil: only this node.
-	RESPPeers func() []string
+	// HTTPAdvertise and RESPAdvertise are the addresses other members
+	// hand to clients (SENTINEL, INFO); default: the bound address, with
+	// the raft address's host when bound to a wildcard.
+	HTTPAdvertise string
+	RESPAdvertise string
+	// Mirror, when set, mirrors the lock table into that Redis (every
+	// node runs a mirror; only the leader's writes).
+	Mirror *redisbridge.MirrorConfig
+	Logger hclog.Logger
 }
 
-// proc is one running node with its HTTP and RESP servers.
+// proc is one running node with its HTTP and RESP servers and mirror.
 type proc struct {
-	node     *cluster.Node
-	httpLn   net.Listener
-	httpSrv  *http.Server
-	respLn   net.Listener
-	resp     *redisbridge.Server
-	httpDone chan struct{}
-	respDone chan struct{}
-	log      hclog.Logger
+	node       *cluster.Node
+	httpLn     net.Listener
+	httpSrv    *http.Server
+	respLn     net.Listener
+	resp       *redisbridge.Server
+	mirror     *redisbridge.Mirror
+	mirrorStop context.CancelFunc
+	httpDone   chan struct{}
+	respDone   chan struct{}
+	mirrorDone chan struct{}
+	log        hclog.Logger
 }
 
-// startProc starts the node and, once it runs, its servers. ctx bounds
-// the start-up (joining a cluster).
+// startProc starts the node and, once it runs, its mirror and servers.
+// ctx bounds the start-up (joining a cluster).
 func startProc(ctx context.Context, pc procConfig) (*proc, error) {
-	p := &proc{log: pc.Logger, httpDone: make(chan struct{}), respDone: make(chan struct{})}
+	p := &proc{log: pc.Logger}
 	var err error
-	// Listen first so a port that is taken fails before raft starts.
+	// Listen first so a port that is taken fails before raft starts, and
+	// so the node can advertise the ports actually bound.
 	if p.httpLn, err = net.Listen("tcp", pc.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("http listen: %w", err)
 	}
@@ -53,22 +62,58 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		p.httpLn.Close()
 		return nil, fmt.Errorf("resp listen: %w", err)
 	}
+	raftHost := raftAdvertiseHost(pc.Cluster)
+	pc.Cluster.Advertised = cluster.ClientAddrs{
+		HTTP: advertiseAddr(pc.HTTPAdvertise, p.httpLn.Addr(), raftHost),
+		RESP: advertiseAddr(pc.RESPAdvertise, p.respLn.Addr(), raftHost),
+	}
 	if p.node, err = cluster.Start(ctx, pc.Cluster); err != nil {
 		p.httpLn.Close()
 		p.respLn.Close()
 		return nil, err
 	}
-	httpAddr, respAddr := p.httpLn.Addr().String(), p.respLn.Addr().String()
+	adv := pc.Cluster.Advertised
+
+	if pc.Mirror != nil {
+		mc := *pc.Mirror
+		mc.Logger = pc.Logger
+		if p.mirror, err = redisbridge.NewMirror(mc, p.node); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("mirror: %w", err)
+		}
+		for _, c := range p.mirror.Collectors() {
+			if err := p.node.Metrics().Register(c); err != nil {
+				p.mirror = nil
+				p.Close()
+				return nil, fmt.Errorf("mirror metrics: %w", err)
+			}
+		}
+		var mctx context.Context
+		mctx, p.mirrorStop = context.WithCancel(context.Background())
+		p.mirrorDone = make(chan struct{})
+		// Ends when Close cancels mctx (Run then returns), or at once if
+		// the mirror cannot start.
+		go func() {
+			defer close(p.mirrorDone)
+			if err := p.mirror.Run(mctx); err != nil {
+				p.log.Error("mirror stopped", "error", err)
+			}
+		}()
+	}
 
 	h := httpapi.New(p.node, httpapi.Config{
 		Logger:  pc.Logger.Named("http"),
 		Metrics: promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{}),
 		Extra: func(s *api.Status) {
-			s.HTTPAddr, s.RESPAddr = httpAddr, respAddr
+			s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
+			if p.mirror != nil {
+				s.Mirror = p.mirror.Status().Map()
+			}
 		},
 	})
 	// No WriteTimeout: a blocking acquire long-polls up to api.MaxWait.
 	p.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	p.httpDone = make(chan struct{})
 	// Ends when Close shuts the server down.
 	go func() {
 		defer close(p.httpDone)
@@ -77,20 +122,20 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}
 	}()
 
-	peers := pc.RESPPeers
-	if peers == nil {
-		peers = func() []string { return []string{respAddr} }
-	}
-	p.resp, err = redisbridge.New(p.node, redisbridge.Config{
-		Addr:   respAddr,
+	rc := redisbridge.Config{
+		Addr:   adv.RESP,
 		NodeID: pc.Cluster.ID,
 		Logger: pc.Logger.Named("resp"),
-		Peers:  peers,
-	})
-	if err != nil {
+		Peers:  p.respPeers,
+	}
+	if p.mirror != nil {
+		rc.ExtraInfo = p.mirror.InfoText
+	}
+	if p.resp, err = redisbridge.New(p.node, rc); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("resp: %w", err)
 	}
+	p.respDone = make(chan struct{})
 	// Ends when Close closes the bridge.
 	go func() {
 		defer close(p.respDone)
@@ -101,11 +146,62 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	return p, nil
 }
 
+// respPeers returns the RESP addresses of the members that answer
+// (cluster.Node.PeerAddrs), this node included, for SENTINEL and INFO.
+func (p *proc) respPeers() []string {
+	// A member never asked before is waited for at most this long; known
+	// ones answer from the node's cache.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out []string
+	for _, a := range p.node.PeerAddrs(ctx) {
+		if a.Reachable && a.RESP != "" {
+			out = append(out, a.RESP)
+		}
+	}
+	return out
+}
+
+// raftAdvertiseHost is the host other nodes reach this node's raft
+// port on, or "" when only a wildcard is known.
+func raftAdvertiseHost(c cluster.Config) string {
+	addr := c.Advertise
+	if addr == "" && c.Transport != nil {
+		addr = c.Transport.Addr().String()
+	}
+	if addr == "" {
+		addr = c.BindAddr
+	}
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil || isWildcard(h) {
+		return ""
+	}
+	return h
+}
+
+// advertiseAddr is explicit if given, else bound; a wildcard host in
+// bound is replaced by host (when known).
+func advertiseAddr(explicit string, bound net.Addr, host string) string {
+	if explicit != "" {
+		return explicit
+	}
+	h, port, err := net.SplitHostPort(bound.String())
+	if err != nil || !isWildcard(h) || host == "" {
+		return bound.String()
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func isWildcard(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
 func (p *proc) HTTPAddr() string { return p.httpLn.Addr().String() }
 func (p *proc) RESPAddr() string { return p.respLn.Addr().String() }
 
 // Close stops the servers (in-flight requests get a few seconds), then
-// the node (gracefully: a leader hands over first).
+// the mirror, then the node (gracefully: a leader hands over first).
 func (p *proc) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -120,6 +216,13 @@ func (p *proc) Close() error {
 			p.httpSrv.Close()
 		}
 		<-p.httpDone
+	} else {
+		p.httpLn.Close()
+	}
+	// The mirror reads the node; it must be gone before the node closes.
+	if p.mirrorStop != nil {
+		p.mirrorStop()
+		<-p.mirrorDone
 	}
 	return p.node.Close()
 }

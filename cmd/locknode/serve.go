@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/redisbridge"
 )
 
 func init() {
@@ -45,6 +46,18 @@ func parsePeers(s string) ([]cluster.Peer, error) {
 	return out, nil
 }
 
+// parseMirrorFlag reads a --mirror value; "" is no mirror.
+func parseMirrorFlag(s string) (*redisbridge.MirrorConfig, error) {
+	if s == "" {
+		return nil, nil
+	}
+	mc, err := redisbridge.ParseMirrorURL(s)
+	if err != nil {
+		return nil, err
+	}
+	return &mc, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, x := range strings.Split(s, ",") {
@@ -74,6 +87,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
 	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "addresses of running members to join through: host:port,...")
 	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
+	httpAdvertise := fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
+	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
+	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
 	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -90,6 +106,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	pl, err := parsePeers(*peers)
 	if err != nil {
 		fmt.Fprintln(stderr, "serve: --peers:", err)
+		return 2
+	}
+	mirror, err := parseMirrorFlag(*mirrorURL)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve: --mirror:", err)
 		return 2
 	}
 	if len(pl) > 0 && !*bootstrap {
@@ -112,7 +133,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
-	p, err := startProc(sctx, procConfig{Cluster: cfg, HTTPAddr: *httpAddr, RESPAddr: *respAddr, Logger: log})
+	p, err := startProc(sctx, procConfig{
+		Cluster:       cfg,
+		HTTPAddr:      *httpAddr,
+		RESPAddr:      *respAddr,
+		HTTPAdvertise: *httpAdvertise,
+		RESPAdvertise: *respAdvertise,
+		Mirror:        mirror,
+		Logger:        log,
+	})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
