@@ -4,16 +4,26 @@ package fsm
 // lua*.go) call to treat a native lock as a Redis string whose value is
 // the holder's token (DESIGN.md "One key space").
 
-// tombstone remembers the last token that released a key by its own
-// Redis release (compare-and-delete), until that lease's old deadline, so
-// a Redlock client repeating its compare-and-delete on another node of the
-// same cluster is answered as the release was. Native releases (OpRelease)
+// tombstone remembers the last few tokens that released a key by their
+// own Redis release (compare-and-delete), each until that lease's old
+// deadline, so a Redlock client repeating its compare-and-delete on
+// another node of the same cluster is answered as the release was — even
+// when another client took and released the key in between (redsync sends
+// its unlocks to every node in parallel). Native releases (OpRelease)
 // leave none.
 type tombstone struct {
+	recent []tombEntry // oldest first, at most maxTombsPerKey
+	due    int64       // time of the pending dueTombstone item = min until
+}
+
+type tombEntry struct {
 	owner string
 	until int64
-	due   int64 // time of the pending dueTombstone item; 0 = none
 }
+
+// maxTombsPerKey bounds the tokens remembered per key; a Redlock round
+// finishes long before this many other holders come and go.
+const maxTombsPerKey = 8
 
 // tombstone records owner's release of key (until = the hold's deadline).
 func (t *Table) tombstone(key, owner string, until int64) {
@@ -21,36 +31,67 @@ func (t *Table) tombstone(key, owner string, until int64) {
 		return
 	}
 	tb := t.ext.tombs[key]
-	tb.owner, tb.until = owner, until
-	if tb.due == 0 || tb.due > until {
-		tb.due = until
-		t.schedule(until, dueTombstone, key)
+	kept := tb.recent[:0:0]
+	for _, e := range tb.recent {
+		if e.owner != owner {
+			kept = append(kept, e)
+		}
+	}
+	kept = append(kept, tombEntry{owner: owner, until: until})
+	if len(kept) > maxTombsPerKey {
+		kept = kept[len(kept)-maxTombsPerKey:]
+	}
+	tb.recent = kept
+	if m := tb.minUntil(); tb.due == 0 || m < tb.due {
+		tb.due = m
+		t.schedule(m, dueTombstone, key)
 	}
 	t.ext.tombs[key] = tb
 }
 
-// expireTombstone forgets key's tombstone once it fell due.
+func (tb tombstone) minUntil() int64 {
+	var m int64
+	for i, e := range tb.recent {
+		if i == 0 || e.until < m {
+			m = e.until
+		}
+	}
+	return m
+}
+
+// expireTombstone forgets key's tombstones that fell due. Only the item
+// matching tb.due acts, so the original and a restored table (whose heap
+// holds no stale items) clean up at the same times.
 func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 	tb, ok := t.ext.tombs[key]
-	if !ok {
+	if !ok || tb.due != ctx.at {
 		return
 	}
-	if tb.until <= ctx.at {
+	kept := tb.recent[:0:0]
+	for _, e := range tb.recent {
+		if e.until > ctx.at {
+			kept = append(kept, e)
+		}
+	}
+	if len(kept) == 0 {
 		delete(t.ext.tombs, key)
 		return
 	}
-	if tb.due == ctx.at {
-		tb.due = tb.until
-		t.schedule(tb.until, dueTombstone, key)
-		t.ext.tombs[key] = tb
-	}
+	tb.recent = kept
+	tb.due = tb.minUntil()
+	t.schedule(tb.due, dueTombstone, key)
+	t.ext.tombs[key] = tb
 }
 
 // redisTombstone reports whether token released key by its own release
 // and that lease's old deadline has not passed at now.
 func (t *Table) redisTombstone(key, token string, now int64) bool {
-	tb, ok := t.ext.tombs[key]
-	return ok && tb.owner == token && tb.until > now
+	for _, e := range t.ext.tombs[key].recent {
+		if e.owner == token && e.until > now {
+			return true
+		}
+	}
+	return false
 }
 
 // redisLockToken returns the exclusive holder's owner token of a lock

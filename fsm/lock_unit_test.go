@@ -424,3 +424,48 @@ func TestStaleDueEntriesAfterRestore(t *testing.T) {
 		t.Fatalf("%s", fmtResult(ra))
 	}
 }
+
+// A redsync Unlock goes to every node in parallel; another client may take
+// and release the key between the first and a late repeat. The late
+// repeat must still be answered as the release was.
+func TestTombstonesKeepRecentReleasers(t *testing.T) {
+	h := newHarness(t)
+	ctx := func() *applyCtx {
+		h.idx++
+		return &applyCtx{index: h.idx, now: h.tab.now, at: h.tab.now}
+	}
+	tab := h.tab
+	for i, tok := range []string{"a", "b", "c"} {
+		if !tab.redisSetNX(ctx(), "k", tok, int64(1000*(i+1))) || !tab.redisReleaseByToken(ctx(), "k", tok) {
+			t.Fatalf("cycle %s", tok)
+		}
+	}
+	for _, tok := range []string{"a", "b", "c"} {
+		if !tab.redisTombstone("k", tok, 500) {
+			t.Fatalf("tombstone of %s forgotten", tok)
+		}
+	}
+	if err := checkRoundTrip(tab); err != nil {
+		t.Fatal(err)
+	}
+	h.apply(Command{Op: OpTick, Time: 1000}) // a's lease would have ended
+	if tab.redisTombstone("k", "a", 1000) || !tab.redisTombstone("k", "b", 1000) {
+		t.Fatal("expiry of the oldest tombstone")
+	}
+	if err := checkRoundTrip(tab); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < maxTombsPerKey+2; i++ {
+		tok := string(rune('d' + i))
+		if !tab.redisSetNX(ctx(), "k", tok, 5000) || !tab.redisReleaseByToken(ctx(), "k", tok) {
+			t.Fatalf("cycle %s", tok)
+		}
+	}
+	if n := len(tab.ext.tombs["k"].recent); n != maxTombsPerKey {
+		t.Fatalf("%d tombstones kept, want %d", n, maxTombsPerKey)
+	}
+	h.apply(Command{Op: OpTick, Time: 10_000})
+	if len(tab.ext.tombs) != 0 {
+		t.Fatal("tombstones outlived their leases")
+	}
+}

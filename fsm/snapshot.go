@@ -25,7 +25,7 @@ import (
 //	sessions count, then in id order: id, ttl, deadline
 //	fences   count, then per resource in order: resource, token
 //	reqids   count, then oldest first: id, op, owner, expiry, result
-//	tombs    count, then per key in order: key, owner, until
+//	tombs    count, then per key in order: key, count, then (owner, until) oldest first
 //	scripts  count, then script texts (the Redis side's cache, sorted)
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
@@ -179,8 +179,11 @@ func (t *Table) Snapshot(w io.Writer) error {
 	for _, k := range tkeys {
 		tb := t.ext.tombs[k]
 		s.str(k)
-		s.str(tb.owner)
-		s.varint(tb.until)
+		s.uvarint(uint64(len(tb.recent)))
+		for _, e := range tb.recent {
+			s.str(e.owner)
+			s.varint(e.until)
+		}
 	}
 
 	scripts := t.rx.snapshotScripts()
@@ -547,10 +550,17 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	nt := d.count()
 	for i := 0; i < nt && d.err == nil; i++ {
 		k := d.str()
-		tb := tombstone{owner: d.str(), until: d.varint()}
-		tb.due = tb.until
+		var tb tombstone
+		ne := d.count()
+		for j := 0; j < ne && d.err == nil; j++ {
+			tb.recent = append(tb.recent, tombEntry{owner: d.str(), until: d.varint()})
+		}
+		if len(tb.recent) == 0 {
+			continue
+		}
+		tb.due = tb.minUntil()
 		n.ext.tombs[k] = tb
-		sched(tb.until, dueTombstone, k)
+		sched(tb.due, dueTombstone, k)
 	}
 	if d.err != nil {
 		return d.err
