@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/locknode/locknode/fsm/reply"
@@ -246,9 +247,52 @@ func (t *Table) exec(ctx *applyCtx, watch []WatchKey, multi [][][]byte) reply.Re
 	}
 	out := make([]reply.Reply, 0, len(multi))
 	for _, args := range multi {
+		if r, ok := t.execScript(ctx, args); ok {
+			out = append(out, r)
+			continue
+		}
 		out = append(out, t.redis(ctx, args))
 	}
 	return reply.NewArray(out...)
+}
+
+// execScript runs EVAL, EVALSHA and their _RO forms queued inside MULTI
+// (Spring sends its lock scripts that way). EVALSHA finds its text in the
+// replicated script cache. ok is false for any other command.
+func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
+	if len(args) == 0 {
+		return reply.Reply{}, false
+	}
+	var sha bool
+	switch strings.ToLower(string(args[0])) {
+	case "eval", "eval_ro":
+	case "evalsha", "evalsha_ro":
+		sha = true
+	default:
+		return reply.Reply{}, false
+	}
+	if len(args) < 3 {
+		return reply.NewError("ERR wrong number of arguments for '" + strings.ToLower(string(args[0])) + "' command"), true
+	}
+	n, err := strconv.ParseInt(string(args[2]), 10, 64)
+	switch {
+	case err != nil:
+		return reply.NewError("ERR value is not an integer or out of range"), true
+	case n < 0:
+		return reply.NewError("ERR Number of keys can't be negative"), true
+	case n > int64(len(args)-3):
+		return reply.NewError("ERR Number of keys can't be greater than number of args"), true
+	}
+	script := args[1]
+	if sha {
+		s, found := t.rx.scripts[strings.ToLower(string(args[1]))]
+		if !found {
+			return reply.NewError("NOSCRIPT No matching script. Please use EVAL."), true
+		}
+		script = s
+	}
+	rest := args[3:]
+	return t.eval(ctx, script, rest[:n:n], rest[n:]), true
 }
 
 // lookup returns the live value at key for a Redis command: nil when

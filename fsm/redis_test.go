@@ -244,6 +244,27 @@ func TestRedisExecAndWatch(t *testing.T) {
 	}
 }
 
+func TestRedisExecRunsScripts(t *testing.T) {
+	r := newRT(t)
+	cad := `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+	sha := ScriptSHA([]byte(cad))
+	m := [][][]byte{
+		bargs("SET", "k", "v"),
+		bargs("EVALSHA", sha, "1", "k", "v"), // not cached yet: NOSCRIPT
+		bargs("EVAL", cad, "1", "k", "other"),
+		bargs("evalsha_ro", sha, "1", "k", "v"), // EVAL cached it
+		bargs("EVAL", cad, "2", "k"),
+		bargs("EVAL", cad),
+		bargs("EXISTS", "k"),
+	}
+	got := fmtReply(r.apply(&Command{Op: OpExec, Multi: m}).Reply)
+	want := `[+OK -NOSCRIPT No matching script. Please use EVAL. :0 :1 ` +
+		`-ERR Number of keys can't be greater than number of args -ERR wrong number of arguments for 'eval' command :0]`
+	if got != want {
+		t.Fatalf("exec = %s\nwant   %s", got, want)
+	}
+}
+
 func TestRedisPublishEvent(t *testing.T) {
 	r := newRT(t)
 	res := r.apply(&Command{Op: OpRedis, Args: bargs("PUBLISH", "ch", "msg")})

@@ -46,10 +46,10 @@ func commandTable() map[string]*command {
 		{"sentinel", -2, 0, cmdSentinel},
 
 		// scripting (cmd_script.go)
-		{"eval", -3, 0, cmdEval},
-		{"evalsha", -3, 0, cmdEvalSHA},
-		{"eval_ro", -3, 0, cmdEval},
-		{"evalsha_ro", -3, 0, cmdEvalSHA},
+		{"eval", -3, flagQueue, cmdEval},
+		{"evalsha", -3, flagQueue, cmdEvalSHA},
+		{"eval_ro", -3, flagQueue, cmdEval},
+		{"evalsha_ro", -3, flagQueue, cmdEvalSHA},
 		{"script", -2, 0, cmdScript},
 
 		// pub/sub (cmd_pubsub.go)

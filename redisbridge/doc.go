@@ -61,6 +61,7 @@
 //     write is committed: a committed entry is on a quorum and will reach
 //     every live member. WAITAOF replies [1, that number].
 //   - Inside MULTI only commands that can run in the one OpExec entry are
-//     queued (the FSM's Redis commands, PING, PUBLISH); others (EVAL,
-//     LOCK.*, INFO, ...) are refused and abort the transaction.
+//     queued (the FSM's Redis commands, PING, PUBLISH, EVAL and EVALSHA
+//     — the latter resolved from the replicated script cache at EXEC);
+//     others (LOCK.*, INFO, ...) are refused and abort the transaction.
 package redisbridge
