@@ -20,6 +20,7 @@ import (
 func main() {
 	n := flag.Int("n", 1_000_000, "locks to hold")
 	prof := flag.String("heapprofile", "", "write a heap profile here")
+	cpuprof := flag.String("restoreprofile", "", "write a CPU profile of Restore here")
 	flag.Parse()
 	heap := func() uint64 {
 		runtime.GC()
@@ -52,7 +53,17 @@ func main() {
 	snapTime := time.Since(start)
 	start = time.Now()
 	t2 := fsm.New(fsm.DefaultConfig())
-	if err := t2.Restore(bytes.NewReader(buf.Bytes())); err != nil {
+	if *cpuprof != "" {
+		if f, err := os.Create(*cpuprof); err == nil {
+			_ = pprof.StartCPUProfile(f)
+			defer f.Close()
+		}
+	}
+	err := t2.Restore(bytes.NewReader(buf.Bytes()))
+	if *cpuprof != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "restore:", err)
 		os.Exit(1)
 	}

@@ -72,7 +72,7 @@ func run() int {
 	flag.BoolVar(&o.compare, "compare", false, "run locknode and every peer backend (default: locknode only)")
 	flag.StringVar(&o.backends, "backends", "", "comma-separated backends (default: locknode-resp,locknode-http; with -compare all of "+strings.Join(allBackends, ",")+")")
 	flag.IntVar(&o.runs, "runs", 0, "runs of each backend, alternating; the median is reported (default 1, with -compare 3)")
-	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring window of each workload phase")
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "measuring window of each workload phase")
 	flag.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured warm-up before each window")
 	flag.StringVar(&o.concurrency, "concurrency", "1,16,64", "worker counts of the uncontended workload")
 	flag.IntVar(&o.contended, "contended-workers", 16, "workers of the contended workload (one lock, hold 0)")
@@ -167,7 +167,11 @@ func run() int {
 	rep := &report{opts: &o, start: time.Now()}
 	rep.meta = collectMeta(o.repo)
 	rep.meta.Fsync = probeFsync(tmp, 300)
-	rep.meta.Command = strings.Join(os.Args, " ")
+	argv := append([]string{os.Args[0]}, os.Args[1:]...)
+	if strings.Contains(argv[0], "go-build") { // go run's temporary binary
+		argv[0] = "go run ./cmd/lockbench"
+	}
+	rep.meta.Command = strings.Join(argv, " ")
 	if wd, err := os.Getwd(); err == nil {
 		rep.meta.Dir = wd
 	}
