@@ -188,10 +188,10 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 // Read runs fn against the local table once it is linearizable to read:
 // this node has applied everything the leader had committed when the
 // read began (the leader confirms it still leads first, a ReadIndex). now
-// is the leader's cluster clock at that moment, for evaluating
-// deadlines. stale=true skips the leader and runs at once with this
-// node's estimate of the clock. fn runs under the table's read lock: it
-// must not block, keep t, or mutate it.
+// is the cluster time to evaluate deadlines at: see readTime for why it
+// is not simply the leader's clock. stale=true skips the leader and runs
+// at once with this node's estimate of the clock. fn runs under the
+// table's read lock: it must not block, keep t, or mutate it.
 func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	var now int64
 	if stale {
@@ -223,11 +223,45 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 	}
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	if t := n.table.Now(); t > now {
-		now = t
+	if stale {
+		now = max(now, n.table.Now())
+	} else {
+		now = readTime(n.table, now)
 	}
 	fn(n.table, now)
 	return nil
+}
+
+// readTime is the cluster time a linearizable read of t is evaluated at,
+// given the leader's clock: the leader's clock, but never at or past a
+// deadline the log has not reached yet.
+//
+// The leader's clock runs ahead of the log between commands, and nothing
+// commits it: a new leader continues from the last committed time (the
+// time rule), not from what the old one's clock showed. A read at the
+// old leader's clock could therefore call a hold expired that every
+// later write, stamped by the new leader, still finds alive: the owner's
+// extend succeeds, or the lock is granted to another only after the
+// owner released it (DESIGN.md properties 4 and 6 would conflict).
+//
+// Every later entry carries a time >= t.Now() (the FSM's clock only moves
+// forward, and a new leader starts from it). Every deadline that decides
+// what a read sees (leases, waits, sessions, value TTLs, lock-delays) is
+// in the due schedule, so no deadline lies in (t.Now(), NextDeadline):
+// any time in that range gives the same answers as t.Now() itself, an
+// instant every later write comes after. Past it, the read waits for the
+// leader's Tick like every write does. Remaining TTLs are reported at the
+// later time, so they are never longer than the leader's clock implies
+// by more than the Tick that is due.
+func readTime(t *fsm.Table, leaderNow int64) int64 {
+	applied := t.Now()
+	if leaderNow <= applied {
+		return applied
+	}
+	if at, ok := t.NextDeadline(); ok && at <= leaderNow {
+		return max(applied, at-1)
+	}
+	return leaderNow
 }
 
 // readIndexAsLeader returns an index that covers every write committed
