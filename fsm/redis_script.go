@@ -245,7 +245,11 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 		}
 	}
 	if !has || cur != token {
-		if t.redisTombstone(key, token, ctx.now) {
+		repeat := t.redisTombstone
+		if fam == famCAPE || fam == famCAPE1 {
+			repeat = t.redisTombstoneLatest
+		}
+		if repeat(key, token, ctx.now) {
 			return reply.NewInt(1), true
 		}
 		if !has && fam == famCADMissing {
