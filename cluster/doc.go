@@ -38,5 +38,9 @@
 // Elections are locks: election E is the exclusive lock "election/E"
 // (ElectionPrefix), owned by the leader's value and bound to its session.
 //
+// Members learn each other's client addresses (Config.Advertised: HTTP,
+// RESP) with PeerAddrs, a cached node-info RPC to every member; the RESP
+// bridge uses it for Sentinel discovery and INFO (see nodeinfo.go).
+//
 // Metrics are on a per-node Prometheus registry (Node.Metrics).
 package cluster
