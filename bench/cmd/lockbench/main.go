@@ -225,6 +225,7 @@ func run() int {
 			rep.commands(name, cmds)
 			for _, r := range res {
 				r.Type, r.Run = "run", run
+				r.Metrics["loadavg_1m"] = loadavg1()
 				rep.add(r)
 			}
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +81,19 @@ func probeFsync(dir string, n int) map[string]float64 {
 	}
 	slices.Sort(lat)
 	return map[string]float64{"p50": ms(pct(lat, 50)), "p99": ms(pct(lat, 99)), "samples": float64(n)}
+}
+
+// loadavg1 is the 1-minute load average (2 means both cores busy).
+func loadavg1() float64 {
+	f := strings.Fields(loadavg())
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
 }
 
 func loadavg() string {
@@ -402,7 +416,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 
 	cs := strings.Split(r.opts.concurrency, ",")
 	b.WriteString("\n## Uncontended (each worker its own lock, acquire → release)\n\n")
-	b.WriteString("| backend | workers | cycles/s | acquire p50 ms | acquire p99 ms | release p50 ms | release p99 ms | requests/cycle | errors |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| backend | workers | cycles/s | acquire p50 ms | acquire p99 ms | release p50 ms | release p99 ms | requests/cycle | errors | load avg |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, be := range r.backends {
 		for _, c := range cs {
 			s := med[[2]string{be, "uncontended-c" + strings.TrimSpace(c)}]
@@ -410,8 +424,8 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 				continue
 			}
 			x := s.Metrics
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", be, c, f(x["cycles_per_s"], 0), f(x["acquire_p50_ms"], 3), f(x["acquire_p99_ms"], 3),
-				f(x["release_p50_ms"], 3), f(x["release_p99_ms"], 3), f(x["requests_per_cycle"], 2), s.Errors)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |\n", be, c, f(x["cycles_per_s"], 0), f(x["acquire_p50_ms"], 3), f(x["acquire_p99_ms"], 3),
+				f(x["release_p50_ms"], 3), f(x["release_p99_ms"], 3), f(x["requests_per_cycle"], 2), s.Errors, f(x["loadavg_1m"], 1))
 		}
 	}
 	fmt.Fprintf(&b, "\n## Contended (%d workers, one lock, hold 0)\n\n", r.opts.contended)
