@@ -187,8 +187,14 @@ func stepOne(s lockState, op Op) []lockState {
 			return []lockState{s}
 		}
 		if op.Holder == "" {
-			// Every hold can have expired by the read's (unknown) time.
-			return []lockState{s.cleared()}
+			// The hold, if any, expired by the read's (unknown) time, so
+			// that time, and every later write's, is past its end: a read
+			// must never see as ended a lease that a later write still
+			// finds alive. (A maybe-hold that never was is stepOne's
+			// cleared start, where end() is 0.)
+			n := s.cleared()
+			n.Now = max(s.Now, s.end())
+			return []lockState{n}
 		}
 		if s.Holder != op.Holder {
 			return nil
