@@ -33,7 +33,10 @@
 //     reachable.
 //  7. Linearizable reads: Read asks the leader for a read index after it
 //     confirmed its leadership with a quorum, waits until the local table
-//     reached it, and evaluates deadlines with the leader's clock.
+//     reached it, and evaluates deadlines with the leader's clock, but
+//     never at or past a scheduled deadline that no committed entry has
+//     reached (readTime): a new leader continues from the log's time, so
+//     a read must not call a lease ended that later writes find alive.
 //
 // Elections are locks: election E is the exclusive lock "election/E"
 // (ElectionPrefix), owned by the leader's value and bound to its session.
