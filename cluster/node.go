@@ -176,8 +176,16 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.rtrans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  n.tr.RaftStreamLayer(),
 		MaxPool: 3,
-		Timeout: cfg.RaftIOTimeout,
-		Logger:  cfg.Logger.Named("raft-net"),
+		// 1 disables raft's pipelined replication: with the default (2)
+		// its channels are unbuffered, and when pipelineDecode stops (a
+		// refused append, a higher term after a leadership transfer) the
+		// send loop can park forever on one more send, hanging that
+		// follower's replication and raft.Shutdown (seen as a hung
+		// graceful Close; grafana/pyroscope#5518 analyses the same stacks).
+		// Pipelining buys little with group commit (hashicorp/raft#541).
+		MaxRPCsInFlight: 1,
+		Timeout:         cfg.RaftIOTimeout,
+		Logger:          cfg.Logger.Named("raft-net"),
 	})
 
 	rc := raft.DefaultConfig()
