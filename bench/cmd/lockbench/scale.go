@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,35 +47,9 @@ func fillLocks(ctx context.Context, addr string, n, conns, pipe int, byScript bo
 			defer wg.Done()
 			for lo := c * pipe; lo < n; lo += conns * pipe {
 				hi := min(lo+pipe, n)
-				if byScript {
-					keys, toks := make([]string, 0, hi-lo), make([]any, 0, hi-lo+1)
-					toks = append(toks, scaleTTL.Milliseconds())
-					for k := lo; k < hi; k++ {
-						keys = append(keys, scaleKey(k))
-						toks = append(toks, scaleToken(k))
-					}
-					n, err := fillScript.Run(ctx, rdb, keys, toks...).Int()
-					if err != nil || n != hi-lo {
-						errc <- fmt.Errorf("fill script: %d of %d locks: %v", n, hi-lo, err)
-						return
-					}
-					continue
-				}
-				cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-					for k := lo; k < hi; k++ {
-						p.SetNX(ctx, scaleKey(k), scaleToken(k), scaleTTL)
-					}
-					return nil
-				})
-				if err != nil {
+				if err := retry(ctx, func() error { return fillBatchOnce(ctx, rdb, lo, hi, byScript) }); err != nil {
 					errc <- err
 					return
-				}
-				for _, cmd := range cmds {
-					if ok, err := cmd.(*redis.BoolCmd).Result(); err != nil || !ok {
-						errc <- fmt.Errorf("SET NX %v: %v %v", cmd.Args()[1], ok, err)
-						return
-					}
 				}
 			}
 		}()
@@ -82,6 +57,55 @@ func fillLocks(ctx context.Context, addr string, n, conns, pipe int, byScript bo
 	wg.Wait()
 	close(errc)
 	return <-errc
+}
+
+// retries counts batches the scale workload had to send again (no leader
+// for a moment: TRYAGAIN); SET NX by the same token is idempotent.
+var retries atomic.Int64
+
+// retry runs f until it succeeds, for up to a minute.
+func retry(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		retries.Add(1)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fillBatchOnce takes the locks lo..hi-1 once.
+func fillBatchOnce(ctx context.Context, rdb *redis.Client, lo, hi int, byScript bool) error {
+	if byScript {
+		keys, toks := make([]string, 0, hi-lo), make([]any, 0, hi-lo+1)
+		toks = append(toks, scaleTTL.Milliseconds())
+		for k := lo; k < hi; k++ {
+			keys = append(keys, scaleKey(k))
+			toks = append(toks, scaleToken(k))
+		}
+		n, err := fillScript.Run(ctx, rdb, keys, toks...).Int()
+		if err != nil || n != hi-lo {
+			return fmt.Errorf("fill script: %d of %d locks: %v", n, hi-lo, err)
+		}
+		return nil
+	}
+	cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k := lo; k < hi; k++ {
+			p.SetNX(ctx, scaleKey(k), scaleToken(k), scaleTTL)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, cmd := range cmds {
+		if ok, err := cmd.(*redis.BoolCmd).Result(); err != nil || !ok {
+			return fmt.Errorf("SET NX %v: %v %v", cmd.Args()[1], ok, err)
+		}
+	}
+	return nil
 }
 
 func scaleKey(k int) string   { return fmt.Sprintf("bench/held/%07d", k) }
@@ -172,6 +196,7 @@ func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait
 		r.Note = werr.Error()
 	}
 	r.Metrics["snapshot_wait_s"] = time.Since(snapStart).Seconds()
+	r.Metrics["batches_retried_no_leader"] = float64(retries.Load())
 	var maxRSS float64
 	for i, nd := range c.nodes {
 		size, idx := c.latestSnapshot(i)
@@ -246,12 +271,15 @@ func churn(ctx context.Context, addr string, n int) error {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 60 * time.Second})
 	defer rdb.Close()
 	for done := 0; done < n; done += 500 {
-		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for k := 0; k < 250; k++ {
-				p.Set(ctx, "bench/churn", "x", time.Minute)
-				p.Del(ctx, "bench/churn")
-			}
-			return nil
+		err := retry(ctx, func() error {
+			_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for k := 0; k < 250; k++ {
+					p.Set(ctx, "bench/churn", "x", time.Minute)
+					p.Del(ctx, "bench/churn")
+				}
+				return nil
+			})
+			return err
 		})
 		if err != nil {
 			return err
