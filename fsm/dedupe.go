@@ -1,5 +1,10 @@
 package fsm
 
+import (
+	"errors"
+	"slices"
+)
+
 // Exactly-once. A command of a remembered op that carries a ReqID is
 // applied once; a later command with the same ReqID (a client retry, or a
 // leader re-proposing after a failover) gets the first result, without
@@ -23,19 +28,107 @@ package fsm
 // first). Both are functions of the log alone, so every node forgets the
 // same ids at the same index.
 
+// reqEntry is what a retry needs: the op and owner it must match, when
+// the entry is forgotten, and the first result. A remembered result never
+// carries an error of its own (refusals are not remembered); only a
+// waiter's end gives an acquire entry one, always a sentinel.
 type reqEntry struct {
-	id      string
-	op      Op
-	owner   string // a retry must come from the same owner
-	expires int64
-
-	err      error
-	granted  bool
-	queued   bool
-	released bool
+	id       string
+	owner    string // a retry must come from the same owner
+	expires  int64
 	fence    uint64
 	deadline int64
 	count    int
+	op       Op
+	flags    uint8 // reqGranted | reqQueued | reqReleased
+	err      uint8 // 1 + index in errCodes; 0 = none
+}
+
+const (
+	reqGranted uint8 = 1 << iota
+	reqQueued
+	reqReleased
+)
+
+// reqTable holds the remembered entries by value, oldest first, in a
+// queue (fifo[head:]), and indexes them by id: an entry costs its slot,
+// its map slot and its id, no allocation of its own. An entry's number
+// (seq) is its position counted from the first entry ever remembered;
+// first is the number of fifo[0].
+type reqTable struct {
+	ids   map[string]uint64 // id -> seq of its live entry
+	fifo  []reqEntry
+	head  int
+	first uint64
+	due   int64 // time of the pending dueReqID item; 0 = none
+}
+
+func (x *reqTable) init(n int) {
+	x.ids = make(map[string]uint64, n)
+	x.fifo = make([]reqEntry, 0, n)
+}
+
+func (x *reqTable) len() int { return len(x.ids) }
+
+// get returns id's live entry, or nil. The pointer is valid until the
+// next add.
+func (x *reqTable) get(id string) *reqEntry {
+	seq, ok := x.ids[id]
+	if !ok {
+		return nil
+	}
+	return &x.fifo[seq-x.first]
+}
+
+// forget drops id's entry from the index; its slot is reclaimed when it
+// reaches the head of the queue.
+func (x *reqTable) forget(id string) { delete(x.ids, id) }
+
+// add appends e; its expiry is >= every remembered one.
+func (x *reqTable) add(e reqEntry) {
+	if x.head > 0 && x.head >= len(x.fifo)/2 && len(x.fifo) == cap(x.fifo) {
+		// Reuse the popped half instead of growing.
+		n := copy(x.fifo, x.fifo[x.head:])
+		clear(x.fifo[n:])
+		x.fifo = x.fifo[:n]
+		x.first += uint64(x.head)
+		x.head = 0
+	}
+	x.ids[e.id] = x.first + uint64(len(x.fifo))
+	x.fifo = append(x.fifo, e)
+}
+
+// oldest returns the entry at the head of the queue (live or not).
+func (x *reqTable) oldest() *reqEntry {
+	if x.head == len(x.fifo) {
+		return nil
+	}
+	return &x.fifo[x.head]
+}
+
+// pop removes the head of the queue, and its id unless that id was
+// remembered again since.
+func (x *reqTable) pop() {
+	e := &x.fifo[x.head]
+	if seq, ok := x.ids[e.id]; ok && seq == x.first+uint64(x.head) {
+		delete(x.ids, e.id)
+	}
+	*e = reqEntry{}
+	x.head++
+	if x.head == len(x.fifo) {
+		x.first += uint64(len(x.fifo))
+		x.fifo, x.head = x.fifo[:0], 0
+	}
+}
+
+// live calls f for each live entry, oldest first.
+func (x *reqTable) live(f func(e *reqEntry)) {
+	for i := x.head; i < len(x.fifo); i++ {
+		e := &x.fifo[i]
+		if seq, ok := x.ids[e.id]; ok && seq == x.first+uint64(i) {
+			f(e)
+		}
+	}
 }
 
 func rememberedOp(op Op) bool {
@@ -47,8 +140,24 @@ func rememberedOp(op Op) bool {
 }
 
 func (e *reqEntry) result() Result {
-	return Result{Err: e.err, Granted: e.granted, Queued: e.queued, Released: e.released,
-		Fence: e.fence, Deadline: e.deadline, Count: e.count}
+	r := Result{Granted: e.flags&reqGranted != 0, Queued: e.flags&reqQueued != 0,
+		Released: e.flags&reqReleased != 0, Fence: e.fence, Deadline: e.deadline, Count: e.count}
+	if e.err != 0 {
+		r.Err = errCodes[e.err-1]
+	}
+	return r
+}
+
+// errCode returns err's code for a reqEntry: 1 + the index in errCodes
+// of its sentinel. Waiters end with sentinels only (ErrCancelled,
+// ErrSessionUnknown), so the first result is kept exactly.
+func errCode(err error) uint8 {
+	for i, base := range errCodes {
+		if errors.Is(err, base) {
+			return uint8(i + 1)
+		}
+	}
+	return uint8(slices.Index(errCodes, ErrCancelled) + 1)
 }
 
 // dedupe answers a command whose ReqID was already applied.
@@ -59,7 +168,7 @@ func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 	if len(cmd.ReqID) > t.cfg.MaxOwnerBytes {
 		return Result{Index: ctx.index, Err: errf(ErrLimit, "request id longer than %d bytes", t.cfg.MaxOwnerBytes)}, true
 	}
-	e := t.ext.reqs[cmd.ReqID]
+	e := t.ext.reqs.get(cmd.ReqID)
 	if e == nil {
 		return Result{}, false
 	}
@@ -76,57 +185,54 @@ func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
 	if cmd.ReqID == "" || !rememberedOp(cmd.Op) || len(cmd.ReqID) > t.cfg.MaxOwnerBytes || r.Err != nil {
 		return
 	}
-	if t.ext.reqs[cmd.ReqID] != nil {
+	if t.ext.reqs.get(cmd.ReqID) != nil {
 		return
 	}
-	e := &reqEntry{id: cmd.ReqID, op: cmd.Op, owner: cmd.Owner, expires: ctx.now + t.cfg.ReqIDWindow,
-		err: r.Err, granted: r.Granted, queued: r.Queued, released: r.Released,
-		fence: r.Fence, deadline: r.Deadline, count: r.Count}
-	t.addReq(e)
+	var flags uint8
+	if r.Granted {
+		flags |= reqGranted
+	}
+	if r.Queued {
+		flags |= reqQueued
+	}
+	if r.Released {
+		flags |= reqReleased
+	}
+	t.addReq(reqEntry{id: cmd.ReqID, op: cmd.Op, owner: cmd.Owner, expires: ctx.now + t.cfg.ReqIDWindow,
+		flags: flags, fence: r.Fence, deadline: r.Deadline, count: r.Count})
 }
 
 // addReq appends e (whose expiry is >= every remembered one) and forgets
 // the oldest entries over MaxReqIDs.
-func (t *Table) addReq(e *reqEntry) {
-	x := &t.ext
-	x.reqs[e.id] = e
-	x.reqFIFO = append(x.reqFIFO, e)
-	for len(x.reqs) > t.cfg.MaxReqIDs {
-		t.popReq()
+func (t *Table) addReq(e reqEntry) {
+	x := &t.ext.reqs
+	x.add(e)
+	for x.len() > t.cfg.MaxReqIDs {
+		x.pop()
 	}
-	if x.reqDue == 0 {
-		x.reqDue = x.reqFIFO[0].expires
-		t.schedule(x.reqDue, dueReqID, "")
-	}
-}
-
-func (t *Table) popReq() {
-	x := &t.ext
-	e := x.reqFIFO[0]
-	x.reqFIFO[0] = nil
-	x.reqFIFO = x.reqFIFO[1:]
-	if x.reqs[e.id] == e {
-		delete(x.reqs, e.id)
+	if x.due == 0 {
+		x.due = x.oldest().expires
+		t.schedule(x.due, dueReqID, "")
 	}
 }
 
 // expireReqIDs forgets the entries that expired by ctx.at.
 func (t *Table) expireReqIDs(ctx *applyCtx) {
-	x := &t.ext
-	x.reqDue = 0
-	for len(x.reqFIFO) > 0 && x.reqFIFO[0].expires <= ctx.at {
-		t.popReq()
+	x := &t.ext.reqs
+	x.due = 0
+	for e := x.oldest(); e != nil && e.expires <= ctx.at; e = x.oldest() {
+		x.pop()
 	}
-	if len(x.reqFIFO) > 0 {
-		x.reqDue = x.reqFIFO[0].expires
-		t.schedule(x.reqDue, dueReqID, "")
+	if e := x.oldest(); e != nil {
+		x.due = e.expires
+		t.schedule(x.due, dueReqID, "")
 	}
 }
 
 // reqWaiterGranted updates the acquire entry of waiter id with its grant.
 func (t *Table) reqWaiterGranted(id string, r Result) {
-	if e := t.ext.reqs[id]; e != nil && e.op == OpAcquire {
-		e.queued, e.granted = false, true
+	if e := t.ext.reqs.get(id); e != nil && e.op == OpAcquire {
+		e.flags = e.flags&^reqQueued | reqGranted
 		e.fence, e.deadline, e.count = r.Fence, r.Deadline, r.Count
 	}
 }
@@ -134,13 +240,14 @@ func (t *Table) reqWaiterGranted(id string, r Result) {
 // reqWaiterEnded updates the acquire entry of waiter id that left the
 // queue without the lock; a timed-out one is forgotten (see above).
 func (t *Table) reqWaiterEnded(id string, err error) {
-	e := t.ext.reqs[id]
+	e := t.ext.reqs.get(id)
 	if e == nil || e.op != OpAcquire {
 		return
 	}
 	if err == ErrWaitTimeout {
-		delete(t.ext.reqs, id)
+		t.ext.reqs.forget(id)
 		return
 	}
-	e.queued, e.err, e.deadline = false, err, 0
+	e.flags &^= reqQueued
+	e.err, e.deadline = errCode(err), 0
 }

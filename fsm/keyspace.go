@@ -1,7 +1,5 @@
 package fsm
 
-import "container/heap"
-
 // Key-space primitives shared by the lock table (lock*.go) and the Redis
 // commands (redis*.go). Every mutation goes through put, setDeadline and
 // del so that deadlines are scheduled, versions bumped and waiters handed
@@ -64,6 +62,7 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 	}
 	delete(t.keys, key)
 	if v.Kind == KindLock {
+		t.dropLock(key, v.Lock)
 		for _, h := range v.Lock.Holders {
 			t.holdEnded(ctx, key, h, reason)
 		}
@@ -73,10 +72,12 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 	return true
 }
 
-// Due work: one min-heap of (time, kind, id), ordered totally so the pop
-// order does not depend on the heap's layout. Entries are hints: each
-// handler re-checks the state, so a stale entry (a lease that was
-// extended, a waiter already granted) is dropped. The heap is derived
+// Due work: one min-heap per kind of (time, id); together they pop in
+// (time, kind, id) order, a total order, so the pop order does not depend
+// on the heaps' layout. A heap per kind keeps an item at 24 bytes (a
+// million held locks keep a million dueHold items). Entries are hints:
+// each handler re-checks the state, so a stale entry (a lease that was
+// extended, a waiter already granted) is dropped. The heaps are derived
 // state, rebuilt on Restore and never part of a snapshot.
 
 type dueKind uint8
@@ -89,42 +90,98 @@ const (
 	dueSession                      // session id may have expired
 	dueReqID                        // remembered request ids may be forgotten
 	dueTombstone                    // the release tombstone at id may have ended
+	dueKinds     = iota             // heaps in a dueQueue (index = kind-1)
 )
 
 type dueItem struct {
-	at   int64
-	kind dueKind
-	id   string
+	at int64
+	id string
 }
 
-type dueHeap []dueItem
-
-func (h dueHeap) Len() int { return len(h) }
-func (h dueHeap) Less(i, j int) bool {
-	a, b := h[i], h[j]
+func (a dueItem) less(b dueItem) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
-	if a.kind != b.kind {
-		return a.kind < b.kind
-	}
 	return a.id < b.id
 }
-func (h dueHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)   { *h = append(*h, x.(dueItem)) }
 
-// Pop drops the last item; callers read the minimum before heap.Pop, so no
-// item is boxed into an interface (an allocation per due item).
-func (h *dueHeap) Pop() any {
-	*h = (*h)[:len(*h)-1]
-	return nil
+// dueHeap is a min-heap of one kind's items, ordered by (at, id).
+type dueHeap []dueItem
+
+func (h dueHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !h[j].less(h[i]) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+func (h dueHeap) down(i int) {
+	n := len(h)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			return
+		}
+		if r := j + 1; r < n && h[r].less(h[j]) {
+			j = r
+		}
+		if !h[j].less(h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+func (h *dueHeap) push(it dueItem) {
+	*h = append(*h, it)
+	h.up(len(*h) - 1)
+}
+
+// pop removes the minimum (the caller read it from (*h)[0]).
+func (h *dueHeap) pop() {
+	old := *h
+	n := len(old) - 1
+	old[0] = old[n]
+	old[n] = dueItem{} // drop the id's reference
+	*h = old[:n]
+	if n > 0 {
+		h.down(0)
+	}
+}
+
+// init establishes the heap order of items appended in any order.
+func (h dueHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+// dueQueue holds a heap per kind.
+type dueQueue [dueKinds]dueHeap
+
+// next returns the kind whose head comes first in (at, kind, id) order;
+// ok is false when every heap is empty.
+func (q *dueQueue) next() (kind dueKind, it dueItem, ok bool) {
+	for i := range q {
+		if len(q[i]) == 0 {
+			continue
+		}
+		// Kinds are visited in order, so only an earlier time wins.
+		if h := q[i][0]; !ok || h.at < it.at {
+			kind, it, ok = dueKind(i+1), h, true
+		}
+	}
+	return kind, it, ok
 }
 
 // schedule asks for a due check of (kind, id) at FSM time at.
 func (t *Table) schedule(at int64, kind dueKind, id string) {
-	// append + Fix instead of heap.Push: no boxing into an interface.
-	t.due = append(t.due, dueItem{at: at, kind: kind, id: id})
-	heap.Fix(&t.due, len(t.due)-1)
+	t.due[kind-1].push(dueItem{at: at, id: id})
 }
 
 // NextDeadline returns the earliest FSM time at which something may fall
@@ -132,20 +189,21 @@ func (t *Table) schedule(at int64, kind dueKind, id string) {
 // leader proposes a Tick when it passes. ok is false when nothing is
 // scheduled. It may be a stale hint; a Tick for it is harmless.
 func (t *Table) NextDeadline() (at int64, ok bool) {
-	if len(t.due) == 0 {
-		return 0, false
-	}
-	return t.due[0].at, true
+	_, it, ok := t.due.next()
+	return it.at, ok
 }
 
 // expireDue runs every due item with time <= ctx.now, in (time, kind, id)
 // order, at the start of each Apply, so every command sees only live state.
 func (t *Table) expireDue(ctx *applyCtx) {
-	for len(t.due) > 0 && t.due[0].at <= ctx.now {
-		it := t.due[0]
-		heap.Pop(&t.due)
+	for {
+		kind, it, ok := t.due.next()
+		if !ok || it.at > ctx.now {
+			break
+		}
+		t.due[kind-1].pop()
 		ctx.at = it.at
-		switch it.kind {
+		switch kind {
 		case dueKey:
 			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.Deadline != 0 && v.Deadline <= it.at {
 				t.del(ctx, it.id, ReasonExpired)

@@ -16,13 +16,12 @@ const maxLockKeys = 1024
 type tableExt struct {
 	// Exactly-once (dedupe.go): remembered results by request id, and the
 	// same entries in the order they were remembered (= expiry order).
-	reqs    map[string]*reqEntry
-	reqFIFO []*reqEntry
-	reqDue  int64 // time of the pending dueReqID item; 0 = none
+	reqs reqTable
 
-	// holdDue is the time of the earliest pending dueHold item per key, so
-	// a lock acquired and released in a loop keeps one heap entry, not
-	// one per grant. Derived; rebuilt on Restore.
+	// holdDue is the time of the pending dueHold item of keys whose lock
+	// is gone while the item is not (Lock.holdDue holds it while the lock
+	// exists), so a lock acquired and released in a loop keeps one heap
+	// entry, not one per grant. Derived.
 	holdDue map[string]int64
 
 	// Session indexes (session.go), derived from holds and waiters.
@@ -34,7 +33,7 @@ type tableExt struct {
 }
 
 func (x *tableExt) init() {
-	x.reqs = make(map[string]*reqEntry)
+	x.reqs.init(0)
 	x.holdDue = make(map[string]int64)
 	x.sessHolds = make(map[string]map[holdRef]struct{})
 	x.sessWaiters = make(map[string]map[string]struct{})
@@ -348,7 +347,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
 				if w.TTL != 0 && old.Session == "" {
 					if d := capAt(ctx.now+w.TTL, old.HardLimit); d > old.Deadline {
 						old.Deadline = d
-						t.scheduleHold(key, d)
+						t.scheduleHold(key, l, d)
 					}
 				}
 				t.touch(ctx, key, v)
@@ -378,7 +377,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
 		h.Deadline = capAt(ctx.now+w.TTL, h.HardLimit)
 	}
 	if h.Deadline != 0 {
-		t.scheduleHold(key, h.Deadline)
+		t.scheduleHold(key, l, h.Deadline)
 	}
 	if ctx.index > l.Fence {
 		l.Fence = ctx.index
@@ -394,11 +393,29 @@ func capAt(d, limit int64) int64 {
 	return d
 }
 
-// scheduleHold makes sure a dueHold item for key exists at or before at.
-func (t *Table) scheduleHold(key string, at int64) {
-	if cur, ok := t.ext.holdDue[key]; ok && cur <= at {
+// scheduleHold makes sure a dueHold item for key (whose lock is l) exists
+// at or before at.
+func (t *Table) scheduleHold(key string, l *Lock, at int64) {
+	if l.holdDue == 0 {
+		// An item scheduled for an earlier lock at key may still be
+		// pending (see dropLock); this lock takes it over.
+		if cur, ok := t.ext.holdDue[key]; ok {
+			delete(t.ext.holdDue, key)
+			l.holdDue = cur
+		}
+	}
+	if l.holdDue != 0 && l.holdDue <= at {
 		return
 	}
-	t.ext.holdDue[key] = at
+	l.holdDue = at
 	t.schedule(at, dueHold, key)
+}
+
+// dropLock is called when the lock l leaves key: its pending dueHold item
+// stays in the heap, so it is remembered per key and a lock taken and
+// released in a loop keeps one heap item, not one per grant.
+func (t *Table) dropLock(key string, l *Lock) {
+	if l.holdDue != 0 {
+		t.ext.holdDue[key] = l.holdDue
+	}
 }

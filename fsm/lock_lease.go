@@ -46,6 +46,7 @@ func (t *Table) settle(ctx *applyCtx, key string) {
 	if v := t.keys[key]; v != nil && v.Kind == KindLock {
 		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil <= ctx.now {
 			delete(t.keys, key)
+			t.dropLock(key, l)
 			ctx.emit(Event{Kind: EvChanged, Key: key})
 		} else {
 			t.touch(ctx, key, v)
@@ -176,7 +177,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 				ttl = h.TTL
 			}
 			h.Deadline = capAt(ctx.now+ttl, h.HardLimit)
-			t.scheduleHold(k, h.Deadline)
+			t.scheduleHold(k, v.Lock, h.Deadline)
 		}
 		if cmd.TTL != 0 {
 			h.TTL = cmd.TTL
@@ -197,14 +198,19 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 
 // expireHolds ends the holds on key whose own deadline fell due by ctx.at.
 func (t *Table) expireHolds(ctx *applyCtx, key string) {
-	if t.ext.holdDue[key] == ctx.at {
-		delete(t.ext.holdDue, key)
-	}
 	v := t.keys[key]
 	if v == nil || v.Kind != KindLock {
+		if t.ext.holdDue[key] == ctx.at {
+			delete(t.ext.holdDue, key)
+		}
 		return
 	}
 	l := v.Lock
+	if l.holdDue == ctx.at {
+		l.holdDue = 0
+	} else if t.ext.holdDue[key] == ctx.at {
+		delete(t.ext.holdDue, key)
+	}
 	ended := false
 	for i := 0; i < len(l.Holders); {
 		if d := l.Holders[i].Deadline; d != 0 && d <= ctx.at {
@@ -225,7 +231,7 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 			}
 		}
 		if next != 0 {
-			t.scheduleHold(key, next)
+			t.scheduleHold(key, v.Lock, next)
 		}
 	}
 }

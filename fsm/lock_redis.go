@@ -178,7 +178,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	}
 	for _, h := range l.Holders {
 		h.Deadline = capAt(at, h.HardLimit)
-		t.scheduleHold(key, h.Deadline)
+		t.scheduleHold(key, l, h.Deadline)
 	}
 	t.touch(ctx, key, v)
 }

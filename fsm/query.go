@@ -174,7 +174,7 @@ func (h *keyHeap) Pop() any {
 // Stats counts the table's contents as of the last applied entry.
 func (t *Table) Stats() Stats {
 	s := Stats{Keys: len(t.keys), Waiters: len(t.waiters), Sessions: len(t.sessions),
-		ReqIDs: len(t.ext.reqs), Fences: len(t.fences)}
+		ReqIDs: t.ext.reqs.len(), Fences: len(t.fences)}
 	for _, v := range t.keys {
 		if v.Kind == KindLock {
 			s.Locks++

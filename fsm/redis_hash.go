@@ -24,7 +24,7 @@ func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply,
 	if r, ok := t.canCreate(key); !ok {
 		return nil, r, false
 	}
-	v := &Value{Kind: kind}
+	v := newValue(kind)
 	switch kind {
 	case KindHash:
 		v.Hash = map[string][]byte{}

@@ -212,7 +212,7 @@ func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, dea
 		t.del(c, key, ReasonExpired)
 		return
 	}
-	t.put(c, key, &Value{Kind: KindString, Str: bytes.Clone(val), Deadline: deadline})
+	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: bytes.Clone(val)}, Deadline: deadline})
 }
 
 func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -568,7 +568,7 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	if r, ok := t.canCreate(key); !ok {
 		return r
 	}
-	t.put(c, key, &Value{Kind: KindString, Str: s})
+	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: s}})
 	return reply.NewInt(cur)
 }
 

@@ -2,16 +2,14 @@ package fsm
 
 import (
 	"bufio"
-	"container/heap"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 )
 
-// Snapshot format, version 1. Integers are varints (signed: zig-zag),
+// Snapshot format, version 2. Integers are varints (signed: zig-zag),
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
@@ -24,27 +22,20 @@ import (
 //	queues   count, then per key in order: key, waiter ids in queue order
 //	sessions count, then in id order: id, ttl, deadline
 //	fences   count, then per resource in order: resource, token
-//	reqids   count, then oldest first: id, op, owner, expiry, result
+//	reqids   count, then oldest first: id, op, owner, expiry, error code
+//	         (1 + index in errCodes; 0 = none), flags (granted 1, queued 2,
+//	         released 4), fence, deadline, count
 //	tombs    count, then per key in order: key, count, then (owner, until) oldest first
 //	scripts  count, then script texts (the Redis side's cache, sorted)
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
-const snapVersion = 1
+const snapVersion = 2
 
-// errCodes numbers the sentinels a remembered result can carry.
+// errCodes numbers the sentinels a remembered result can carry; the
+// order is part of the snapshot format (append only).
 var errCodes = []error{ErrBadCommand, ErrLocked, ErrNotOwner, ErrNotHeld, ErrNoSuchKey,
 	ErrWaitTimeout, ErrCancelled, ErrPermits, ErrWrongType, ErrSessionUnknown,
 	ErrSessionExists, ErrLimit, ErrBadTTL, ErrStaleFence, ErrLockDelay, ErrBadVersion, ErrMaxHold}
-
-// codedErr is a remembered error rebuilt from a snapshot: same text, same
-// sentinel for errors.Is.
-type codedErr struct {
-	base error
-	msg  string
-}
-
-func (e *codedErr) Error() string { return e.msg }
-func (e *codedErr) Unwrap() error { return e.base }
 
 type snapWriter struct {
 	w   *bufio.Writer
@@ -141,38 +132,19 @@ func (t *Table) Snapshot(w io.Writer) error {
 		s.uvarint(t.fences[k])
 	}
 
-	live := 0
-	for _, e := range t.ext.reqFIFO {
-		if t.ext.reqs[e.id] == e {
-			live++
-		}
-	}
-	s.uvarint(uint64(live))
-	for _, e := range t.ext.reqFIFO {
-		if t.ext.reqs[e.id] != e {
-			continue
-		}
+	x := &t.ext.reqs
+	s.uvarint(uint64(x.len()))
+	x.live(func(e *reqEntry) {
 		s.str(e.id)
 		s.uvarint(uint64(e.op))
 		s.str(e.owner)
 		s.varint(e.expires)
-		code, msg := 0, ""
-		if e.err != nil {
-			code, msg = len(errCodes)+1, e.err.Error()
-			for i, base := range errCodes {
-				if errors.Is(e.err, base) {
-					code = i + 1
-					break
-				}
-			}
-		}
-		s.uvarint(uint64(code))
-		s.str(msg)
-		s.uvarint(b2u(e.granted) | b2u(e.queued)<<1 | b2u(e.released)<<2)
+		s.uvarint(uint64(e.err))
+		s.uvarint(uint64(e.flags))
 		s.uvarint(e.fence)
 		s.varint(e.deadline)
 		s.varint(int64(e.count))
-	}
+	})
 
 	tkeys := sortedKeys(t.ext.tombs)
 	s.uvarint(uint64(len(tkeys)))
@@ -389,11 +361,14 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 	n.now = d.varint()
 	n.applied = d.uvarint()
-	var due dueHeap
-	sched := func(at int64, kind dueKind, id string) { due = append(due, dueItem{at, kind, id}) }
+	var due dueQueue
+	sched := func(at int64, kind dueKind, id string) {
+		due[kind-1] = append(due[kind-1], dueItem{at: at, id: id})
+	}
 
 	nk := d.count()
 	n.keys = make(map[string]*Value, capHint(nk))
+	due[dueHold-1] = make(dueHeap, 0, capHint(nk))
 	prev := ""
 	for i := 0; i < nk && d.err == nil; i++ {
 		k := d.str()
@@ -417,7 +392,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 				}
 			}
 			if next != 0 {
-				// holdDue stays empty: it only saves duplicate pushes.
+				v.Lock.holdDue = next
 				sched(next, dueHold, k)
 			}
 			if v.Lock.DelayUntil != 0 {
@@ -510,41 +485,29 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nr := d.count()
+	x := &n.ext.reqs
+	x.init(capHint(nr))
 	for i := 0; i < nr && d.err == nil; i++ {
-		e := &reqEntry{id: d.str(), op: Op(d.uvarint()), owner: d.str(), expires: d.varint()}
-		code := d.count()
-		msg := d.str()
-		flags := d.uvarint()
+		e := reqEntry{id: d.str(), op: Op(d.uvarint()), owner: d.str(), expires: d.varint()}
+		code, flags := d.uvarint(), d.uvarint()
 		e.fence = d.uvarint()
 		e.deadline = d.varint()
 		e.count = int(d.varint())
-		e.granted, e.queued, e.released = flags&1 != 0, flags&2 != 0, flags&4 != 0
-		switch {
-		case code == 0:
-		case code <= len(errCodes):
-			base := errCodes[code-1]
-			if msg == base.Error() {
-				e.err = base
-			} else {
-				e.err = &codedErr{base: base, msg: msg}
-			}
-		case code == len(errCodes)+1:
-			e.err = errors.New(msg)
-		default:
-			return bad("bad error code %d", code)
-		}
 		if d.err != nil {
 			break
 		}
-		if n.ext.reqs[e.id] != nil || (len(n.ext.reqFIFO) > 0 && e.expires < n.ext.reqFIFO[len(n.ext.reqFIFO)-1].expires) {
+		if code > uint64(len(errCodes)) || flags > uint64(reqGranted|reqQueued|reqReleased) {
+			return bad("request id %q: bad error code %d or flags %d", e.id, code, flags)
+		}
+		e.err, e.flags = uint8(code), uint8(flags)
+		if x.get(e.id) != nil || (len(x.fifo) > 0 && e.expires < x.fifo[len(x.fifo)-1].expires) {
 			return bad("bad request id %q", e.id)
 		}
-		n.ext.reqs[e.id] = e
-		n.ext.reqFIFO = append(n.ext.reqFIFO, e)
+		x.add(e)
 	}
-	if len(n.ext.reqFIFO) > 0 {
-		n.ext.reqDue = n.ext.reqFIFO[0].expires
-		sched(n.ext.reqDue, dueReqID, "")
+	if e := x.oldest(); e != nil {
+		x.due = e.expires
+		sched(x.due, dueReqID, "")
 	}
 
 	nt := d.count()
@@ -565,7 +528,9 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	if d.err != nil {
 		return d.err
 	}
-	heap.Init(&due)
+	for i := range due {
+		due[i].init()
+	}
 	n.due = due
 	return nil
 }
@@ -574,6 +539,9 @@ func (d *snapReader) value() *Value {
 	kind := Kind(d.byte1())
 	deadline, version := d.varint(), d.uvarint()
 	v := &Value{Kind: kind, Deadline: deadline, Version: version}
+	if kind != KindLock {
+		v.valueData = &valueData{}
+	}
 	switch kind {
 	case KindString:
 		v.Str = d.bytes()

@@ -67,41 +67,59 @@ const (
 	KindLock
 )
 
-// Value is what one key holds. Exactly the field matching Kind is used.
-// Deadline is absolute FSM ms (0 = none); a value whose deadline is <= now
-// is gone for every read and write.
+// Value is what one key holds: a lock (Lock) or a Redis value (the
+// fields of valueData, which only Redis values allocate). Deadline is
+// absolute FSM ms (0 = none); a value whose deadline is <= now is gone for
+// every read and write. Kept small: a million held locks are a million
+// Values.
 type Value struct {
 	Kind     Kind
 	Deadline int64
 	Version  uint64 // raft index of the last change (WATCH)
-	Str      []byte
-	Hash     map[string][]byte
-	Set      map[string]struct{}
-	ZSet     map[string]float64
-	List     [][]byte
 	Lock     *Lock
+	*valueData
+}
+
+// valueData is the body of a Redis value; exactly the field matching the
+// Value's Kind is used.
+type valueData struct {
+	Str  []byte
+	Hash map[string][]byte
+	Set  map[string]struct{}
+	ZSet map[string]float64
+	List [][]byte
+}
+
+// newValue returns an empty Redis value of kind.
+func newValue(kind Kind) *Value {
+	return &Value{Kind: kind, valueData: &valueData{}}
 }
 
 // Lock is a native lock value: holders in grant order.
 type Lock struct {
-	Permits    int     // semaphore size; 0 for mutex / reader-writer locks
 	Holders    []*Hold // grant order
 	Fence      uint64  // highest fence granted on this key
 	DelayUntil int64   // FSM ms: no grant before this (lock-delay); 0 = none
+	Permits    int     // semaphore size; 0 for mutex / reader-writer locks
+
+	// holdDue is the time of the earliest pending dueHold item for this
+	// key (0 = none; scheduleHold), so a lease extended in a loop keeps
+	// one heap item. Derived; rebuilt on Restore.
+	holdDue int64
 }
 
-// Hold is one owner's hold on a lock.
+// Hold is one owner's hold on a lock. Fields are ordered to keep it small.
 type Hold struct {
 	Owner     string
-	Mode      Mode
-	Count     int // reentrant hold count (>= 1)
-	Reentrant bool
+	Session   string
 	Fence     uint64
 	Deadline  int64 // lease end, FSM ms
 	TTL       int64 // lease length used by extend, ms
-	Session   string
 	LockDelay int64
 	HardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+	Count     int   // reentrant hold count (>= 1)
+	Mode      Mode
+	Reentrant bool
 }
 
 // Waiter is a queued acquire (possibly over several keys).
@@ -165,7 +183,7 @@ type Table struct {
 	waiters  map[string]*Waiter
 	sessions map[string]*Session
 	fences   map[string]uint64 // fence registry (CheckAndAdvance)
-	due      dueHeap           // derived: what falls due when (keyspace.go)
+	due      dueQueue          // derived: what falls due when (keyspace.go)
 
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
@@ -213,7 +231,7 @@ func (t *Table) reset() {
 	t.waiters = make(map[string]*Waiter)
 	t.sessions = make(map[string]*Session)
 	t.fences = make(map[string]uint64)
-	t.due = nil
+	t.due = dueQueue{}
 	t.ext = tableExt{}
 	t.ext.init()
 	t.rx = redisExt{}
