@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -226,11 +227,15 @@ func (s *snapWriter) value(v *Value) {
 	}
 }
 
-// snapReader decodes; the first error sticks and later reads return zero.
+// snapReader decodes from a window over r; the first error sticks and
+// later reads return zero. Varints and short strings are decoded straight
+// from the window, without a call per byte.
 type snapReader struct {
-	r       *bufio.Reader
-	err     error
-	scratch []byte
+	r   io.Reader
+	buf []byte // buf[pos:] is read but not yet decoded
+	pos int
+	eof bool // r is exhausted
+	err error
 }
 
 func (d *snapReader) fail(err error) {
@@ -242,24 +247,49 @@ func (d *snapReader) fail(err error) {
 	}
 }
 
+// fill makes at least n bytes available in the window, unless r ends
+// first; n must not exceed the window's capacity.
+func (d *snapReader) fill(n int) {
+	if len(d.buf)-d.pos >= n || d.eof {
+		return
+	}
+	m := copy(d.buf[:cap(d.buf)], d.buf[d.pos:])
+	d.buf, d.pos = d.buf[:m], 0
+	for len(d.buf) < n && !d.eof {
+		k, err := d.r.Read(d.buf[len(d.buf):cap(d.buf)])
+		d.buf = d.buf[:len(d.buf)+k]
+		if err == io.EOF {
+			d.eof = true
+		} else if err != nil {
+			d.fail(err)
+			d.eof = true
+		}
+	}
+}
+
 func (d *snapReader) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
-	v, err := binary.ReadUvarint(d.r)
-	if err != nil {
-		d.fail(err)
+	d.fill(binary.MaxVarintLen64)
+	v, n := binary.Uvarint(d.buf[d.pos:])
+	if n <= 0 {
+		if n == 0 {
+			d.fail(io.ErrUnexpectedEOF)
+		} else {
+			d.fail(errors.New("varint overflows 64 bits"))
+		}
+		return 0
 	}
+	d.pos += n
 	return v
 }
 
 func (d *snapReader) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(d.r)
-	if err != nil {
-		d.fail(err)
+	u := d.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
 	return v
 }
@@ -268,11 +298,20 @@ func (d *snapReader) byte1() byte {
 	if d.err != nil {
 		return 0
 	}
-	b, err := d.r.ReadByte()
-	if err != nil {
-		d.fail(err)
+	d.fill(1)
+	if d.pos == len(d.buf) {
+		d.fail(io.ErrUnexpectedEOF)
+		return 0
 	}
+	b := d.buf[d.pos]
+	d.pos++
 	return b
+}
+
+// atEOF reports whether every byte of r was decoded.
+func (d *snapReader) atEOF() bool {
+	d.fill(1)
+	return d.pos == len(d.buf)
 }
 
 // count reads a collection length; it bounds only preallocation, since a
@@ -290,6 +329,8 @@ func (d *snapReader) count() int {
 // corrupt count cannot make Restore allocate much before it fails.
 func capHint(n int) int { return min(n, 1<<21) }
 
+// raw returns the next length-prefixed bytes; they alias the window
+// until the next read.
 func (d *snapReader) raw() []byte {
 	n := d.uvarint()
 	if d.err != nil {
@@ -299,13 +340,20 @@ func (d *snapReader) raw() []byte {
 		d.fail(fmt.Errorf("length %d too large", n))
 		return nil
 	}
-	var b []byte
-	if int(n) <= cap(d.scratch) {
-		b = d.scratch[:n]
-	} else {
-		b = make([]byte, n)
+	if int(n) <= cap(d.buf) {
+		d.fill(int(n))
+		if len(d.buf)-d.pos < int(n) {
+			d.fail(io.ErrUnexpectedEOF)
+			return nil
+		}
+		b := d.buf[d.pos : d.pos+int(n)]
+		d.pos += int(n)
+		return b
 	}
-	if _, err := io.ReadFull(d.r, b); err != nil {
+	b := make([]byte, n)
+	m := copy(b, d.buf[d.pos:])
+	d.pos = len(d.buf)
+	if _, err := io.ReadFull(d.r, b[m:]); err != nil {
 		d.fail(err)
 		return nil
 	}
@@ -325,7 +373,7 @@ func (d *snapReader) bytes() []byte {
 // Restore replaces the table's state with a snapshot written by Snapshot.
 // On error the table is unchanged.
 func (t *Table) Restore(r io.Reader) error {
-	d := &snapReader{r: bufio.NewReaderSize(r, 1<<20), scratch: make([]byte, 4096)}
+	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
 	if v := d.byte1(); d.err == nil && v != snapVersion {
 		return fmt.Errorf("%w: %d", ErrBadVersion, v)
 	}
@@ -342,7 +390,7 @@ func (t *Table) Restore(r io.Reader) error {
 	if d.err != nil {
 		return fmt.Errorf("fsm: restore: %w", d.err)
 	}
-	if _, err := d.r.ReadByte(); err != io.EOF {
+	if !d.atEOF() {
 		return fmt.Errorf("fsm: restore: trailing data")
 	}
 	// The Redis side's state stays in place (it may point back at t); only
@@ -500,10 +548,13 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			return bad("request id %q: bad error code %d or flags %d", e.id, code, flags)
 		}
 		e.err, e.flags = uint8(code), uint8(flags)
-		if x.get(e.id) != nil || (len(x.fifo) > 0 && e.expires < x.fifo[len(x.fifo)-1].expires) {
-			return bad("bad request id %q", e.id)
+		if len(x.fifo) > 0 && e.expires < x.fifo[len(x.fifo)-1].expires {
+			return bad("request id %q out of order", e.id)
 		}
-		x.add(e)
+		before := x.len()
+		if x.add(e); x.len() == before {
+			return bad("request id %q twice", e.id)
+		}
 	}
 	if e := x.oldest(); e != nil {
 		x.due = e.expires
@@ -563,12 +614,13 @@ func (d *snapReader) value() *Value {
 		v.ZSet = make(map[string]float64, capHint(c))
 		for i := 0; i < c && d.err == nil; i++ {
 			m := d.str()
-			var b [8]byte
-			if _, err := io.ReadFull(d.r, b[:]); err != nil {
-				d.fail(err)
+			d.fill(8)
+			if len(d.buf)-d.pos < 8 {
+				d.fail(io.ErrUnexpectedEOF)
 				break
 			}
-			v.ZSet[m] = math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
+			v.ZSet[m] = math.Float64frombits(binary.LittleEndian.Uint64(d.buf[d.pos:]))
+			d.pos += 8
 		}
 	case KindList:
 		c := d.count()
