@@ -2,8 +2,8 @@ package fsm
 
 import (
 	"bufio"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
