@@ -48,12 +48,12 @@ type holdRef struct{ key, owner string }
 type lockAlloc struct {
 	v  Value
 	l  Lock
-	h  Hold
-	hs [1]*Hold
+	h  hold
+	hs [1]*hold
 }
 
 // holdOf returns owner's hold on l, or nil.
-func (l *Lock) holdOf(owner string) *Hold {
+func (l *Lock) holdOf(owner string) *hold {
 	for _, h := range l.Holders {
 		if h.Owner == owner {
 			return h
@@ -65,12 +65,12 @@ func (l *Lock) holdOf(owner string) *Hold {
 // holdDeadline is when h ends if nothing changes: its own deadline, or for
 // a hold bound to a session the session's deadline capped by the hold's
 // own (HardLimit, or a Redis PEXPIRE). 0 = none.
-func (t *Table) holdDeadline(h *Hold) int64 {
-	if h.Session == "" {
+func (t *Table) holdDeadline(h *hold) int64 {
+	if h.opt == nil || h.opt.session == "" {
 		return h.Deadline
 	}
 	var d int64
-	if s := t.sessions[h.Session]; s != nil {
+	if s := t.sessions[h.opt.session]; s != nil {
 		d = s.Deadline
 	}
 	if h.Deadline != 0 && (d == 0 || h.Deadline < d) {
@@ -269,7 +269,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 		return errf(ErrLocked, "%q holds a Redis value", key)
 	}
 	l := v.Lock
-	if l.Permits != w.Permits {
+	if l.Permits() != w.Permits {
 		return errPermits
 	}
 	if h := l.holdOf(w.Owner); h != nil {
@@ -278,8 +278,8 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 		}
 		return nil
 	}
-	if l.DelayUntil > t.now {
-		return errf(ErrLockDelay, "%q until %d", key, l.DelayUntil)
+	if d := l.DelayUntil(); d > t.now {
+		return errf(ErrLockDelay, "%q until %d", key, d)
 	}
 	n := len(l.Holders)
 	switch w.Mode {
@@ -292,7 +292,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 			return ErrLocked
 		}
 	case Semaphore:
-		if n >= l.Permits {
+		if n >= l.Permits() {
 			return ErrLocked
 		}
 	}
@@ -326,15 +326,17 @@ func (t *Table) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
 }
 
 // grantKey gives key to w and returns the hold.
-func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
+func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	v := t.keys[key]
-	var h *Hold
+	var h *hold
 	if v == nil {
 		la := &lockAlloc{}
 		v, h = &la.v, &la.h
 		v.Kind = KindLock
 		v.Lock = &la.l
-		la.l.Permits = w.Permits
+		if w.Permits != 0 {
+			la.l.opt = &lockOpts{permits: w.Permits}
+		}
 		la.hs[0] = h
 		la.l.Holders = la.hs[:1:1]
 		t.put(ctx, key, v)
@@ -344,8 +346,8 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
 			if w.Reentrant {
 				old.Count++
 				old.Reentrant = true
-				if w.TTL != 0 && old.Session == "" {
-					if d := capAt(ctx.now+w.TTL, old.HardLimit); d > old.Deadline {
+				if w.TTL != 0 && old.session() == "" {
+					if d := capAt(ctx.now+w.TTL, old.hardLimit()); d > old.Deadline {
 						old.Deadline = d
 						t.scheduleHold(key, l, d)
 					}
@@ -354,7 +356,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
 			}
 			return old
 		}
-		h = &Hold{}
+		h = &hold{}
 		l.Holders = append(l.Holders, h)
 		t.touch(ctx, key, v)
 	}
@@ -365,16 +367,16 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *Hold {
 	h.Reentrant = w.Reentrant
 	h.Fence = ctx.index
 	h.TTL = w.TTL
-	h.Session = w.Session
-	h.LockDelay = w.LockDelay
+	var hardLimit int64
 	if w.MaxHold > 0 {
-		h.HardLimit = ctx.now + w.MaxHold
+		hardLimit = ctx.now + w.MaxHold
 	}
+	h.setOpts(w.Session, w.LockDelay, hardLimit)
 	if w.Session != "" {
-		h.Deadline = h.HardLimit
+		h.Deadline = hardLimit
 		t.sessAddHold(w.Session, key, w.Owner)
 	} else {
-		h.Deadline = capAt(ctx.now+w.TTL, h.HardLimit)
+		h.Deadline = capAt(ctx.now+w.TTL, hardLimit)
 	}
 	if h.Deadline != 0 {
 		t.scheduleHold(key, l, h.Deadline)

@@ -254,7 +254,7 @@ func checkInvariants(t *Table) error {
 			continue
 		}
 		l := v.Lock
-		if len(l.Holders) == 0 && l.DelayUntil <= t.now {
+		if len(l.Holders) == 0 && l.DelayUntil() <= t.now {
 			return fmt.Errorf("%q: empty lock kept", k)
 		}
 		owners := map[string]bool{}
@@ -270,11 +270,11 @@ func checkInvariants(t *Table) error {
 			if h.Deadline != 0 && h.Deadline <= t.now {
 				return fmt.Errorf("%q: hold of %q past its deadline", k, h.Owner)
 			}
-			if h.Session != "" {
-				if t.sessions[h.Session] == nil {
+			if h.session() != "" {
+				if t.sessions[h.session()] == nil {
 					return fmt.Errorf("%q: hold bound to dead session", k)
 				}
-				if _, ok := t.ext.sessHolds[h.Session][holdRef{k, h.Owner}]; !ok {
+				if _, ok := t.ext.sessHolds[h.session()][holdRef{k, h.Owner}]; !ok {
 					return fmt.Errorf("%q: session index misses hold", k)
 				}
 			} else if h.Deadline == 0 {
@@ -286,13 +286,13 @@ func checkInvariants(t *Table) error {
 			case Shared:
 				shared++
 			case Semaphore:
-				if l.Permits == 0 {
+				if l.Permits() == 0 {
 					return fmt.Errorf("%q: semaphore hold on a plain lock", k)
 				}
 			}
 		}
-		if l.Permits > 0 && (excl+shared > 0 || len(l.Holders) > l.Permits) {
-			return fmt.Errorf("%q: semaphore of %d with holders %d/%d/%d", k, l.Permits, excl, shared, len(l.Holders))
+		if l.Permits() > 0 && (excl+shared > 0 || len(l.Holders) > l.Permits()) {
+			return fmt.Errorf("%q: semaphore of %d with holders %d/%d/%d", k, l.Permits(), excl, shared, len(l.Holders))
 		}
 		if excl > 1 || (excl == 1 && shared > 0) {
 			return fmt.Errorf("%q: %d writers with %d readers", k, excl, shared)
@@ -327,7 +327,7 @@ func checkInvariants(t *Table) error {
 	for id, hs := range t.ext.sessHolds {
 		for r := range hs {
 			v := t.keys[r.key]
-			if v == nil || v.Kind != KindLock || v.Lock.holdOf(r.owner) == nil || v.Lock.holdOf(r.owner).Session != id {
+			if v == nil || v.Kind != KindLock || v.Lock.holdOf(r.owner) == nil || v.Lock.holdOf(r.owner).session() != id {
 				return fmt.Errorf("session index has stale hold %+v", r)
 			}
 		}

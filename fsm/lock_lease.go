@@ -12,9 +12,9 @@ func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason
 	l.Holders[len(l.Holders)-1] = nil
 	l.Holders = l.Holders[:len(l.Holders)-1]
 	t.holdGone(ctx, key, h, reason)
-	if (reason == ReasonExpired || reason == ReasonSession) && h.LockDelay > 0 {
-		if until := ctx.now + h.LockDelay; until > l.DelayUntil {
-			l.DelayUntil = until
+	if d := h.lockDelay(); (reason == ReasonExpired || reason == ReasonSession) && d > 0 {
+		if until := ctx.now + d; until > l.DelayUntil() {
+			l.setDelayUntil(until)
 			t.schedule(until, dueDelay, key)
 		}
 	}
@@ -23,7 +23,7 @@ func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason
 // holdEnded is called by del for each hold of a lock it removed: a Redis
 // command ended it. When that was its owner's own release
 // (compare-and-delete), a tombstone remembers it (lock_redis.go).
-func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {
+func (t *Table) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason) {
 	if reason == ReasonRelease {
 		t.tombstone(key, h.Owner, t.holdDeadline(h))
 	}
@@ -33,10 +33,10 @@ func (t *Table) holdEnded(ctx *applyCtx, key string, h *Hold, reason Reason) {
 // holdGone is the bookkeeping of a hold that ended: the event and the
 // session index. Native releases leave no tombstone: only Redlock clients
 // vote by repeating a release on several nodes.
-func (t *Table) holdGone(ctx *applyCtx, key string, h *Hold, reason Reason) {
+func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
-	if h.Session != "" {
-		t.sessDelHold(h.Session, key, h.Owner)
+	if s := h.session(); s != "" {
+		t.sessDelHold(s, key, h.Owner)
 	}
 }
 
@@ -44,7 +44,7 @@ func (t *Table) holdGone(ctx *applyCtx, key string, h *Hold, reason Reason) {
 // active, marks it changed otherwise, then offers the key to its waiters.
 func (t *Table) settle(ctx *applyCtx, key string) {
 	if v := t.keys[key]; v != nil && v.Kind == KindLock {
-		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil <= ctx.now {
+		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
 			t.dropLock(key, l)
 			ctx.emit(Event{Kind: EvChanged, Key: key})
@@ -155,10 +155,10 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 		if h == nil {
 			return Result{Err: errf(ErrNotOwner, "%q", k)}
 		}
-		if h.HardLimit != 0 && t.holdDeadline(h) >= h.HardLimit {
-			return Result{Err: errf(ErrMaxHold, "%q at %d", k, h.HardLimit)}
+		if hl := h.hardLimit(); hl != 0 && t.holdDeadline(h) >= hl {
+			return Result{Err: errf(ErrMaxHold, "%q at %d", k, hl)}
 		}
-		if h.Session == "" && cmd.TTL == 0 && h.TTL == 0 {
+		if h.session() == "" && cmd.TTL == 0 && h.TTL == 0 {
 			return Result{Err: errf(ErrBadTTL, "no ttl to extend %q by", k)}
 		}
 	}
@@ -166,17 +166,17 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 	for i, k := range keys {
 		v := t.keys[k]
 		h := v.Lock.holdOf(cmd.Owner)
-		if h.Session != "" {
-			if s := t.sessions[h.Session]; s != nil {
+		if sid := h.session(); sid != "" {
+			if s := t.sessions[sid]; s != nil {
 				t.keepAlive(ctx, s, 0)
 			}
-			h.Deadline = h.HardLimit
+			h.Deadline = h.hardLimit()
 		} else {
 			ttl := cmd.TTL
 			if ttl == 0 {
 				ttl = h.TTL
 			}
-			h.Deadline = capAt(ctx.now+ttl, h.HardLimit)
+			h.Deadline = capAt(ctx.now+ttl, h.hardLimit())
 			t.scheduleHold(k, v.Lock, h.Deadline)
 		}
 		if cmd.TTL != 0 {
@@ -242,8 +242,8 @@ func (t *Table) delayEnded(ctx *applyCtx, key string) {
 	if v == nil || v.Kind != KindLock {
 		return
 	}
-	if l := v.Lock; l.DelayUntil != 0 && l.DelayUntil <= ctx.at {
-		l.DelayUntil = 0
+	if l := v.Lock; l.DelayUntil() != 0 && l.DelayUntil() <= ctx.at {
+		l.setDelayUntil(0)
 		t.settle(ctx, key)
 	}
 }

@@ -177,7 +177,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 		return
 	}
 	for _, h := range l.Holders {
-		h.Deadline = capAt(at, h.HardLimit)
+		h.Deadline = capAt(at, h.hardLimit())
 		t.scheduleHold(key, l, h.Deadline)
 	}
 	t.touch(ctx, key, v)

@@ -42,9 +42,9 @@ func (t *Table) readNow(now int64) int64 {
 }
 
 // liveHold returns a copy of h as seen at now, or false if it ended.
-func (t *Table) liveHold(h *Hold, now int64) (Hold, bool) {
-	if h.Session != "" {
-		if s := t.sessions[h.Session]; s == nil || s.Deadline <= now {
+func (t *Table) liveHold(h *hold, now int64) (Hold, bool) {
+	if sid := h.session(); sid != "" {
+		if s := t.sessions[sid]; s == nil || s.Deadline <= now {
 			return Hold{}, false
 		}
 	}
@@ -52,7 +52,7 @@ func (t *Table) liveHold(h *Hold, now int64) (Hold, bool) {
 	if d != 0 && d <= now {
 		return Hold{}, false
 	}
-	c := *h
+	c := h.view()
 	c.Deadline = d
 	return c, true
 }
@@ -73,7 +73,7 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 	}
 	if v != nil && v.Kind == KindLock {
 		l := v.Lock
-		li.Permits, li.Fence = l.Permits, l.Fence
+		li.Permits, li.Fence = l.Permits(), l.Fence
 		for _, h := range l.Holders {
 			if c, ok := t.liveHold(h, now); ok {
 				li.Holders = append(li.Holders, c)
@@ -82,8 +82,8 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 				}
 			}
 		}
-		if l.DelayUntil > now {
-			li.DelayUntil = l.DelayUntil
+		if d := l.DelayUntil(); d > now {
+			li.DelayUntil = d
 		}
 		if len(li.Holders) == 0 && li.DelayUntil == 0 {
 			li.Kind, li.Permits, li.Fence = KindNone, 0, 0

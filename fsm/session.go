@@ -137,7 +137,7 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			}
 			l := v.Lock
 			for i, h := range l.Holders {
-				if h.Owner == r.owner && h.Session == s.ID {
+				if h.Owner == r.owner && h.session() == s.ID {
 					t.endHold(ctx, r.key, l, i, reason)
 					add(r.key)
 					break

@@ -208,9 +208,9 @@ func (s *snapWriter) value(v *Value) {
 		}
 	case KindLock:
 		l := v.Lock
-		s.varint(int64(l.Permits))
+		s.varint(int64(l.Permits()))
 		s.uvarint(l.Fence)
-		s.varint(l.DelayUntil)
+		s.varint(l.DelayUntil())
 		s.uvarint(uint64(len(l.Holders)))
 		for _, h := range l.Holders {
 			s.str(h.Owner)
@@ -220,9 +220,9 @@ func (s *snapWriter) value(v *Value) {
 			s.uvarint(h.Fence)
 			s.varint(h.Deadline)
 			s.varint(h.TTL)
-			s.str(h.Session)
-			s.varint(h.LockDelay)
-			s.varint(h.HardLimit)
+			s.str(h.session())
+			s.varint(h.lockDelay())
+			s.varint(h.hardLimit())
 		}
 	}
 }
@@ -435,16 +435,16 @@ func (n *Table) restoreFrom(d *snapReader) error {
 				if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
 					next = h.Deadline
 				}
-				if h.Session != "" {
-					n.sessAddHold(h.Session, k, h.Owner)
+				if s := h.session(); s != "" {
+					n.sessAddHold(s, k, h.Owner)
 				}
 			}
 			if next != 0 {
 				v.Lock.holdDue = next
 				sched(next, dueHold, k)
 			}
-			if v.Lock.DelayUntil != 0 {
-				sched(v.Lock.DelayUntil, dueDelay, k)
+			if d := v.Lock.DelayUntil(); d != 0 {
+				sched(d, dueDelay, k)
 			}
 		} else if v.Deadline != 0 {
 			sched(v.Deadline, dueKey, k)
@@ -637,7 +637,7 @@ func (d *snapReader) value() *Value {
 			d.fail(fmt.Errorf("empty lock"))
 		}
 		for i := 0; i < c && d.err == nil; i++ {
-			var h *Hold
+			var h *hold
 			if i == 0 {
 				la := &lockAlloc{}
 				v = &la.v
@@ -645,7 +645,7 @@ func (d *snapReader) value() *Value {
 				la.hs[0] = h
 				v.Lock.Holders = la.hs[:1:1]
 			} else {
-				h = &Hold{}
+				h = &hold{}
 				v.Lock.Holders = append(v.Lock.Holders, h)
 			}
 			h.Owner = d.str()
@@ -655,9 +655,7 @@ func (d *snapReader) value() *Value {
 			h.Fence = d.uvarint()
 			h.Deadline = d.varint()
 			h.TTL = d.varint()
-			h.Session = d.str()
-			h.LockDelay = d.varint()
-			h.HardLimit = d.varint()
+			h.setOpts(d.str(), d.varint(), d.varint())
 			if h.Mode > Semaphore || h.Count < 1 || h.Owner == "" {
 				d.fail(fmt.Errorf("bad hold %q", h.Owner))
 			}
@@ -666,7 +664,10 @@ func (d *snapReader) value() *Value {
 			v.Lock = &Lock{}
 		}
 		v.Deadline, v.Version = deadline, version
-		v.Lock.Permits, v.Lock.Fence, v.Lock.DelayUntil = permits, fence, delay
+		v.Lock.Fence = fence
+		if permits != 0 || delay != 0 {
+			v.Lock.opt = &lockOpts{permits: permits, delayUntil: delay}
+		}
 	default:
 		d.fail(fmt.Errorf("unknown value kind %d", kind))
 	}

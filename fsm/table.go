@@ -95,12 +95,12 @@ func newValue(kind Kind) *Value {
 	return &Value{Kind: kind, valueData: &valueData{}}
 }
 
-// Lock is a native lock value: holders in grant order.
+// Lock is a native lock value: holders in grant order. What most locks
+// leave zero (a semaphore's size, a lock-delay) is behind one pointer.
 type Lock struct {
-	Holders    []*Hold // grant order
-	Fence      uint64  // highest fence granted on this key
-	DelayUntil int64   // FSM ms: no grant before this (lock-delay); 0 = none
-	Permits    int     // semaphore size; 0 for mutex / reader-writer locks
+	Holders []*hold // grant order
+	Fence   uint64  // highest fence granted on this key
+	opt     *lockOpts
 
 	// holdDue is the time of the earliest pending dueHold item for this
 	// key (0 = none; scheduleHold), so a lease extended in a loop keeps
@@ -108,18 +108,105 @@ type Lock struct {
 	holdDue int64
 }
 
-// Hold is one owner's hold on a lock. Fields are ordered to keep it small.
+type lockOpts struct {
+	permits    int   // semaphore size; 0 for mutex / reader-writer locks
+	delayUntil int64 // FSM ms: no grant before this (lock-delay); 0 = none
+}
+
+// Permits is the semaphore size; 0 for mutex / reader-writer locks.
+func (l *Lock) Permits() int {
+	if l.opt == nil {
+		return 0
+	}
+	return l.opt.permits
+}
+
+// DelayUntil is the FSM ms before which nothing is granted (lock-delay);
+// 0 = none.
+func (l *Lock) DelayUntil() int64 {
+	if l.opt == nil {
+		return 0
+	}
+	return l.opt.delayUntil
+}
+
+func (l *Lock) setDelayUntil(at int64) {
+	if l.opt == nil {
+		if at == 0 {
+			return
+		}
+		l.opt = &lockOpts{}
+	}
+	l.opt.delayUntil = at
+}
+
+// Hold is one owner's hold on a lock, as queries return it.
 type Hold struct {
 	Owner     string
-	Session   string
+	Mode      Mode
+	Count     int // reentrant hold count (>= 1)
+	Reentrant bool
 	Fence     uint64
 	Deadline  int64 // lease end, FSM ms
 	TTL       int64 // lease length used by extend, ms
+	Session   string
 	LockDelay int64
 	HardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+}
+
+// hold is a Hold as the table stores it: what most holds leave zero (a
+// session, a lock-delay, a hard limit) is behind one pointer.
+type hold struct {
+	Owner     string
+	Fence     uint64
+	Deadline  int64 // lease end, FSM ms
+	TTL       int64 // lease length used by extend, ms
 	Count     int   // reentrant hold count (>= 1)
+	opt       *holdOpts
 	Mode      Mode
 	Reentrant bool
+}
+
+type holdOpts struct {
+	session   string
+	lockDelay int64
+	hardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+}
+
+func (h *hold) session() string {
+	if h.opt == nil {
+		return ""
+	}
+	return h.opt.session
+}
+
+func (h *hold) lockDelay() int64 {
+	if h.opt == nil {
+		return 0
+	}
+	return h.opt.lockDelay
+}
+
+func (h *hold) hardLimit() int64 {
+	if h.opt == nil {
+		return 0
+	}
+	return h.opt.hardLimit
+}
+
+// setOpts sets the rarely used fields, allocating only when one is set.
+func (h *hold) setOpts(session string, lockDelay, hardLimit int64) {
+	if session == "" && lockDelay == 0 && hardLimit == 0 {
+		h.opt = nil
+		return
+	}
+	h.opt = &holdOpts{session: session, lockDelay: lockDelay, hardLimit: hardLimit}
+}
+
+// view returns h as a Hold.
+func (h *hold) view() Hold {
+	return Hold{Owner: h.Owner, Mode: h.Mode, Count: h.Count, Reentrant: h.Reentrant, Fence: h.Fence,
+		Deadline: h.Deadline, TTL: h.TTL, Session: h.session(), LockDelay: h.lockDelay(), HardLimit: h.hardLimit()}
 }
 
 // Waiter is a queued acquire (possibly over several keys).
