@@ -40,7 +40,7 @@ type reqEntry struct {
 	deadline int64
 	count    int
 	op       Op
-	flags    uint8 // reqGranted | reqQueued | reqReleased
+	flags    uint8 // reqGranted | reqQueued | reqReleased | reqDead
 	err      uint8 // 1 + index in errCodes; 0 = none
 }
 
@@ -48,6 +48,10 @@ const (
 	reqGranted uint8 = 1 << iota
 	reqQueued
 	reqReleased
+	// reqDead marks a queue slot whose id was forgotten early (a timed
+	// out waiter): no longer indexed, reclaimed at the head. Never in a
+	// snapshot.
+	reqDead
 )
 
 // reqTable holds the remembered entries by value, oldest first, in a
@@ -82,7 +86,12 @@ func (x *reqTable) get(id string) *reqEntry {
 
 // forget drops id's entry from the index; its slot is reclaimed when it
 // reaches the head of the queue.
-func (x *reqTable) forget(id string) { delete(x.ids, id) }
+func (x *reqTable) forget(id string) {
+	if e := x.get(id); e != nil {
+		e.flags |= reqDead
+		delete(x.ids, id)
+	}
+}
 
 // add appends e; its expiry is >= every remembered one.
 func (x *reqTable) add(e reqEntry) {
@@ -106,11 +115,11 @@ func (x *reqTable) oldest() *reqEntry {
 	return &x.fifo[x.head]
 }
 
-// pop removes the head of the queue, and its id unless that id was
-// remembered again since.
+// pop removes the head of the queue, and its id unless it was forgotten
+// (the id may be remembered again since).
 func (x *reqTable) pop() {
 	e := &x.fifo[x.head]
-	if seq, ok := x.ids[e.id]; ok && seq == x.first+uint64(x.head) {
+	if e.flags&reqDead == 0 {
 		delete(x.ids, e.id)
 	}
 	*e = reqEntry{}
@@ -124,8 +133,7 @@ func (x *reqTable) pop() {
 // live calls f for each live entry, oldest first.
 func (x *reqTable) live(f func(e *reqEntry)) {
 	for i := x.head; i < len(x.fifo); i++ {
-		e := &x.fifo[i]
-		if seq, ok := x.ids[e.id]; ok && seq == x.first+uint64(i) {
+		if e := &x.fifo[i]; e.flags&reqDead == 0 {
 			f(e)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Snapshot format, version 2. Integers are varints (signed: zig-zag),
@@ -78,11 +79,20 @@ func (t *Table) Snapshot(w io.Writer) error {
 	s.varint(t.now)
 	s.uvarint(t.applied)
 
-	keys := sortedKeys(t.keys)
-	s.uvarint(uint64(len(keys)))
-	for _, k := range keys {
-		s.str(k)
-		s.value(t.keys[k])
+	// Pairs, not keys: sorting them saves a map lookup per key.
+	type kv struct {
+		k string
+		v *Value
+	}
+	kvs := make([]kv, 0, len(t.keys))
+	for k, v := range t.keys {
+		kvs = append(kvs, kv{k, v})
+	}
+	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	s.uvarint(uint64(len(kvs)))
+	for _, e := range kvs {
+		s.str(e.k)
+		s.value(e.v)
 	}
 
 	ids := sortedKeys(t.waiters)
