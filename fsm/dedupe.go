@@ -95,8 +95,11 @@ func (x *reqTable) forget(id string) {
 
 // add appends e; its expiry is >= every remembered one.
 func (x *reqTable) add(e reqEntry) {
-	if x.head > 0 && x.head >= len(x.fifo)/2 && len(x.fifo) == cap(x.fifo) {
-		// Reuse the popped half instead of growing.
+	if len(x.fifo) == cap(x.fifo) && x.head > 0 && x.head >= len(x.fifo)/8 {
+		// Reuse the popped slots instead of growing: at the MaxReqIDs
+		// bound every add pops one, so the queue stays within about
+		// 1.25x of the bound (append's growth) while each entry is
+		// copied at most about 7 times over its life.
 		n := copy(x.fifo, x.fifo[x.head:])
 		clear(x.fifo[n:])
 		x.fifo = x.fifo[:n]
