@@ -277,6 +277,7 @@ func run() int {
 	}
 	if ctx.Err() != nil {
 		logf("interrupted; writing what was measured")
+		rep.failures = append(rep.failures, "interrupted: the phase that was running when the signal came is incomplete")
 	}
 	rep.elapsed = time.Since(rep.start)
 	if err := rep.write(o.out, o.name); err != nil {
