@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/transport"
@@ -159,7 +160,14 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.tr = tr
 	}
 
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	// NoFreelistSync: bolt rebuilds its freelist on open instead of
+	// writing it on every commit, so each log append writes (and fsyncs)
+	// fewer pages; the map freelist keeps that rebuild and allocation
+	// fast as the file grows. Consul and Nomad run raft-boltdb this way.
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft store: %w", err)
 	}
