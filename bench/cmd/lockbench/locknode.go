@@ -15,6 +15,9 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
+// nodeLogLevel is --log-level of every locknode process (-node-log-level).
+var nodeLogLevel = "warn"
+
 // lnNode is one `locknode serve` process of a cluster.
 type lnNode struct {
 	id, raft, http, resp string
@@ -66,7 +69,7 @@ func (c *lnCluster) peers() string {
 func (c *lnCluster) argv(i int) []string {
 	n := c.nodes[i]
 	return []string{c.bin, "serve", "--id", n.id, "--data", n.data, "--raft-addr", n.raft,
-		"--http-addr", n.http, "--resp-addr", n.resp, "--bootstrap", "--peers", c.peers(), "--log-level", "warn"}
+		"--http-addr", n.http, "--resp-addr", n.resp, "--bootstrap", "--peers", c.peers(), "--log-level", nodeLogLevel}
 }
 
 // startNode starts node i and waits until it prints its address line.

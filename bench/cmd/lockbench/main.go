@@ -50,6 +50,7 @@ type options struct {
 	scaleLocks     int
 	scaleRedis     bool
 	snapWait       time.Duration
+	keep           bool
 	scaleFill      string
 	install        bool
 	out            string
@@ -94,6 +95,8 @@ func run() int {
 	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
 	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
 	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
+	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data and logs) and print its path")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "lockbench: unexpected arguments %q\n", flag.Args())
@@ -162,7 +165,13 @@ func run() int {
 		logf("%v", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if o.keep {
+			logf("kept %s", tmp)
+			return
+		}
+		os.RemoveAll(tmp)
+	}()
 
 	rep := &report{opts: &o, start: time.Now()}
 	rep.meta = collectMeta(o.repo)
@@ -232,7 +241,9 @@ func run() int {
 				logf("run %d: %s: %v", run, name, err)
 				rep.failures = append(rep.failures, fmt.Sprintf("run %d %s: %v", run, name, err))
 			}
-			os.RemoveAll(dir)
+			if !o.keep {
+				os.RemoveAll(dir)
+			}
 		}
 	}
 	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
@@ -262,7 +273,9 @@ func run() int {
 			rep.failures = append(rep.failures, "scale locknode: "+err.Error())
 		}
 		killAll()
-		os.RemoveAll(dir)
+		if !o.keep {
+			os.RemoveAll(dir)
+		}
 		if o.scaleRedis && ctx.Err() == nil {
 			dir, _ := os.MkdirTemp(tmp, "scale-redis-")
 			r, cmds, err := scaleRedis(ctx, &o.settings, dir, o.scaleLocks)

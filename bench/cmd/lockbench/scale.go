@@ -314,7 +314,8 @@ func scaleRedis(ctx context.Context, s *settings, dir string, n int) (result, []
 	r.Metrics["fill_locks_per_s"] = float64(n) / time.Since(t0).Seconds()
 	rss, _ := rssBytes(p.pid())
 	r.Metrics["rss_mb_max"] = float64(rss) / (1 << 20)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	// SAVE of a million keys blocks for seconds: no 3s read timeout here.
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: 5 * time.Minute})
 	if err := rdb.Save(ctx).Err(); err != nil {
 		rdb.Close()
 		return r, cmds, err
