@@ -47,6 +47,45 @@ func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
 	t.touch(c, key, v)
 }
 
+// removeMembers is HDEL, SREM and ZREM: it deletes the named members from
+// the collection coll picks out of the kind-typed value at args[1], replies
+// how many were present, and deletes the key when that emptied it.
+func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, coll func(*Value) map[string]V) reply.Reply {
+	key := string(args[1])
+	v, bad := t.typed(c, key, kind)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	m := coll(v)
+	var n int64
+	for _, f := range args[2:] {
+		if _, ok := m[string(f)]; ok {
+			delete(m, string(f))
+			n++
+		}
+	}
+	if n > 0 {
+		t.emptied(c, key, v, len(m))
+	}
+	return reply.NewInt(n)
+}
+
+// card is HLEN, SCARD, ZCARD and LLEN: size of the kind-typed value at
+// key, 0 when absent.
+func (t *Table) card(c *applyCtx, key []byte, kind Kind, size func(*Value) int) reply.Reply {
+	v, bad := t.typed(c, string(key), kind)
+	if bad {
+		return wrongType
+	}
+	if v == nil {
+		return reply.NewInt(0)
+	}
+	return reply.NewInt(int64(size(v)))
+}
+
 func cmdHget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindHash)
 	if bad {
@@ -171,36 +210,11 @@ func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 func cmdHdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	key := string(args[1])
-	v, bad := t.typed(c, key, KindHash)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	var n int64
-	for _, f := range args[2:] {
-		if _, ok := v.Hash[string(f)]; ok {
-			delete(v.Hash, string(f))
-			n++
-		}
-	}
-	if n > 0 {
-		t.emptied(c, key, v, len(v.Hash))
-	}
-	return reply.NewInt(n)
+	return removeMembers(t, c, args, KindHash, func(v *Value) map[string][]byte { return v.Hash })
 }
 
 func cmdHlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	v, bad := t.typed(c, string(args[1]), KindHash)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	return reply.NewInt(int64(len(v.Hash)))
+	return t.card(c, args[1], KindHash, func(v *Value) int { return len(v.Hash) })
 }
 
 // hashReply renders a hash's fields, values or both in field order.
@@ -286,25 +300,7 @@ func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 func cmdSrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	key := string(args[1])
-	v, bad := t.typed(c, key, KindSet)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	var n int64
-	for _, m := range args[2:] {
-		if _, ok := v.Set[string(m)]; ok {
-			delete(v.Set, string(m))
-			n++
-		}
-	}
-	if n > 0 {
-		t.emptied(c, key, v, len(v.Set))
-	}
-	return reply.NewInt(n)
+	return removeMembers(t, c, args, KindSet, func(v *Value) map[string]struct{} { return v.Set })
 }
 
 func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -321,14 +317,7 @@ func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 func cmdScard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	v, bad := t.typed(c, string(args[1]), KindSet)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	return reply.NewInt(int64(len(v.Set)))
+	return t.card(c, args[1], KindSet, func(v *Value) int { return len(v.Set) })
 }
 
 func cmdSmembers(t *Table, c *applyCtx, args [][]byte) reply.Reply {

@@ -199,12 +199,5 @@ func cmdLrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 func cmdLlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	v, bad := t.typed(c, string(args[1]), KindList)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	return reply.NewInt(int64(len(v.List)))
+	return t.card(c, args[1], KindList, func(v *Value) int { return len(v.List) })
 }

@@ -151,36 +151,11 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 }
 
 func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	key := string(args[1])
-	v, bad := t.typed(c, key, KindZSet)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	var n int64
-	for _, m := range args[2:] {
-		if _, ok := v.ZSet[string(m)]; ok {
-			delete(v.ZSet, string(m))
-			n++
-		}
-	}
-	if n > 0 {
-		t.emptied(c, key, v, len(v.ZSet))
-	}
-	return reply.NewInt(n)
+	return removeMembers(t, c, args, KindZSet, func(v *Value) map[string]float64 { return v.ZSet })
 }
 
 func cmdZcard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	v, bad := t.typed(c, string(args[1]), KindZSet)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		return reply.NewInt(0)
-	}
-	return reply.NewInt(int64(len(v.ZSet)))
+	return t.card(c, args[1], KindZSet, func(v *Value) int { return len(v.ZSet) })
 }
 
 func cmdZscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
