@@ -312,17 +312,23 @@ func (t *Table) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
 	r := Result{Granted: true}
 	for i, k := range keys {
 		h := t.grantKey(ctx, k, w)
-		if h.Fence > r.Fence {
-			r.Fence = h.Fence
-		}
-		if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
-			r.Deadline = d
-		}
-		if i == 0 {
-			r.Count = h.Count
-		}
+		t.foldHold(&r, i, h)
 	}
 	return r
+}
+
+// foldHold adds the hold on the i-th key of a multi-key grant or extend
+// to r: the highest fence, the earliest deadline and the first key's count.
+func (t *Table) foldHold(r *Result, i int, h *hold) {
+	if h.Fence > r.Fence {
+		r.Fence = h.Fence
+	}
+	if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
+		r.Deadline = d
+	}
+	if i == 0 {
+		r.Count = h.Count
+	}
 }
 
 // grantKey gives key to w and returns the hold.

@@ -183,15 +183,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 			h.TTL = cmd.TTL
 		}
 		t.touch(ctx, k, v)
-		if h.Fence > r.Fence {
-			r.Fence = h.Fence
-		}
-		if d := t.holdDeadline(h); i == 0 || (d != 0 && (r.Deadline == 0 || d < r.Deadline)) {
-			r.Deadline = d
-		}
-		if i == 0 {
-			r.Count = h.Count
-		}
+		t.foldHold(&r, i, h)
 	}
 	return r
 }
