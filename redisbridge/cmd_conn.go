@@ -402,16 +402,26 @@ func cmdWait(c *conn, args [][]byte) {
 		c.w.WriteError(msgNotInt)
 		return
 	}
-	ms, err := strconv.ParseInt(string(args[2]), 10, 64)
-	if err != nil {
-		c.w.WriteError(msgTimeoutNotInt)
-		return
-	}
-	if ms < 0 {
-		c.w.WriteError(msgTimeoutNeg)
+	ms, ok := c.waitTimeout(args[2])
+	if !ok {
 		return
 	}
 	c.w.WriteInt(c.waitReplicas(ms))
+}
+
+// waitTimeout parses the timeout of WAIT and WAITAOF (milliseconds, 0 for
+// no limit), replying the error and false when it is not one.
+func (c *conn) waitTimeout(arg []byte) (int64, bool) {
+	ms, err := strconv.ParseInt(string(arg), 10, 64)
+	if err != nil {
+		c.w.WriteError(msgTimeoutNotInt)
+		return 0, false
+	}
+	if ms < 0 {
+		c.w.WriteError(msgTimeoutNeg)
+		return 0, false
+	}
+	return ms, true
 }
 
 func (c *conn) waitReplicas(ms int64) int64 {
@@ -437,13 +447,8 @@ func cmdWaitAOF(c *conn, args [][]byte) {
 			return
 		}
 	}
-	ms, err := strconv.ParseInt(string(args[3]), 10, 64)
-	if err != nil {
-		c.w.WriteError(msgTimeoutNotInt)
-		return
-	}
-	if ms < 0 {
-		c.w.WriteError(msgTimeoutNeg)
+	ms, ok := c.waitTimeout(args[3])
+	if !ok {
 		return
 	}
 	n := c.waitReplicas(ms)
