@@ -103,12 +103,8 @@ func New(l api.Locker, cfg Config) http.Handler {
 // ---- locks ----
 
 func (s *server) acquire(w http.ResponseWriter, r *http.Request) {
-	var req api.AcquireRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	if err := validateAcquire(req); err != nil {
-		s.fail(w, r, err)
+	req, ok := s.acquireRequest(w, r)
+	if !ok {
 		return
 	}
 	if req.WaitMs == 0 {
@@ -122,16 +118,26 @@ func (s *server) acquire(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) try(w http.ResponseWriter, r *http.Request) {
-	var req api.AcquireRequest
-	if !s.decode(w, r, &req) {
-		return
-	}
-	if err := validateAcquire(req); err != nil {
-		s.fail(w, r, err)
+	req, ok := s.acquireRequest(w, r)
+	if !ok {
 		return
 	}
 	lease, err := s.l.TryAcquire(r.Context(), req)
 	s.reply(w, r, lease, err)
+}
+
+// acquireRequest decodes and checks the body of acquire and try. On
+// failure it has answered.
+func (s *server) acquireRequest(w http.ResponseWriter, r *http.Request) (api.AcquireRequest, bool) {
+	var req api.AcquireRequest
+	if !s.decode(w, r, &req) {
+		return req, false
+	}
+	if err := validateAcquire(req); err != nil {
+		s.fail(w, r, err)
+		return req, false
+	}
+	return req, true
 }
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
