@@ -25,15 +25,12 @@ type bridgeNode struct {
 	srv  *Server
 }
 
-// startBridgeCluster starts n bootstrapped nodes over loopback, each with
-// a bridge whose Peers are all the bridges' addresses, and waits for a
-// leader.
-func startBridgeCluster(t *testing.T, n int) []*bridgeNode {
+// startRaftCluster starts n bootstrapped nodes over loopback; they are
+// killed at cleanup.
+func startRaftCluster(t *testing.T, n int) []*cluster.Node {
 	t.Helper()
 	var peers []cluster.Peer
 	trs := make([]*transport.Transport, n)
-	lns := make([]net.Listener, n)
-	var respAddrs []string
 	for i := range n {
 		tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
 		if err != nil {
@@ -41,10 +38,8 @@ func startBridgeCluster(t *testing.T, n int) []*bridgeNode {
 		}
 		trs[i] = tr
 		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()})
-		lns[i] = listenLocal(t)
-		respAddrs = append(respAddrs, lns[i].Addr().String())
 	}
-	out := make([]*bridgeNode, n)
+	nodes := make([]*cluster.Node, n)
 	for i := range n {
 		cfg := cluster.DefaultConfig()
 		cfg.ID = peers[i].ID
@@ -57,8 +52,27 @@ func startBridgeCluster(t *testing.T, n int) []*bridgeNode {
 		if err != nil {
 			t.Fatal(err)
 		}
+		nodes[i] = nd
 		t.Cleanup(func() { _ = nd.Kill() })
-		out[i] = &bridgeNode{node: nd, srv: testServerOnListener(t, nd, Config{NodeID: cfg.ID,
+	}
+	return nodes
+}
+
+// startBridgeCluster starts n bootstrapped nodes over loopback, each with
+// a bridge whose Peers are all the bridges' addresses, and waits for a
+// leader.
+func startBridgeCluster(t *testing.T, n int) []*bridgeNode {
+	t.Helper()
+	nodes := startRaftCluster(t, n)
+	lns := make([]net.Listener, n)
+	var respAddrs []string
+	for i := range n {
+		lns[i] = listenLocal(t)
+		respAddrs = append(respAddrs, lns[i].Addr().String())
+	}
+	out := make([]*bridgeNode, n)
+	for i, nd := range nodes {
+		out[i] = &bridgeNode{node: nd, srv: testServerOnListener(t, nd, Config{NodeID: fmt.Sprintf("n%d", i+1),
 			Peers: func() []string { return respAddrs }}, lns[i])}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

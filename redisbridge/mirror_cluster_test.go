@@ -9,7 +9,6 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/cluster"
-	"github.com/locknode/locknode/transport"
 )
 
 // The mirror against a real raft cluster: *cluster.Node is its source.
@@ -19,39 +18,6 @@ var _ MirrorSource = (*cluster.Node)(nil)
 // as this test reads it: nodes estimate the cluster clock differently, by
 // up to an election's length (see mirrorMismatch).
 const mirrorClusterPXSlack = 2000
-
-// startMirrorCluster starts n bootstrapped nodes over loopback; they are killed
-// at cleanup.
-func startMirrorCluster(t *testing.T, n int) []*cluster.Node {
-	t.Helper()
-	var peers []cluster.Peer
-	trs := make([]*transport.Transport, n)
-	for i := range n {
-		tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()})
-	}
-	nodes := make([]*cluster.Node, n)
-	for i := range n {
-		cfg := cluster.DefaultConfig()
-		cfg.ID = peers[i].ID
-		cfg.DataDir = t.TempDir()
-		cfg.Transport = trs[i]
-		cfg.Bootstrap = true
-		cfg.Peers = peers
-		cfg.BindAddr = peers[i].Addr
-		nd, err := cluster.Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = nd
-		t.Cleanup(func() { _ = nd.Kill() })
-	}
-	return nodes
-}
 
 // mirrorClusterLeader waits until one live node leads.
 func mirrorClusterLeader(t *testing.T, nodes []*cluster.Node) *cluster.Node {
@@ -76,7 +42,7 @@ func TestMirrorRealCluster(t *testing.T) {
 	r := startMirrorRedis(t)
 	c := r.client(t)
 	ctx := context.Background()
-	nodes := startMirrorCluster(t, 3)
+	nodes := startRaftCluster(t, 3)
 	mirrors := make(map[*cluster.Node]*Mirror)
 	for _, n := range nodes {
 		mirrors[n] = runMirror(t, n, r.addr(), nil)
