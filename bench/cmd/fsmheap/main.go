@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -21,6 +22,7 @@ func main() {
 	n := flag.Int("n", 1_000_000, "locks to hold")
 	prof := flag.String("heapprofile", "", "write a heap profile here")
 	cpuprof := flag.String("restoreprofile", "", "write a CPU profile of Restore here")
+	fromFile := flag.Bool("restore-from-file", false, "restore from the snapshot written to a temporary file (an *os.File, as raft hands it over) instead of from memory")
 	flag.Parse()
 	heap := func() uint64 {
 		runtime.GC()
@@ -59,7 +61,26 @@ func main() {
 			defer f.Close()
 		}
 	}
-	err := t2.Restore(bytes.NewReader(buf.Bytes()))
+	var src io.Reader = bytes.NewReader(buf.Bytes())
+	if *fromFile {
+		f, err := os.CreateTemp("", "fsmheap-snap-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer os.Remove(f.Name())
+		if _, err := f.Write(buf.Bytes()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		src = f
+	}
+	start = time.Now()
+	err := t2.Restore(src)
 	if *cpuprof != "" {
 		pprof.StopCPUProfile()
 	}
