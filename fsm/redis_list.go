@@ -125,7 +125,21 @@ func cmdLrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	if v == nil {
 		return reply.NewArray()
 	}
-	n := int64(len(v.List))
+	start, end, ok := rangeIndices(start, end, int64(len(v.List)))
+	if !ok {
+		return reply.NewArray()
+	}
+	out := make([]string, 0, end-start+1)
+	for _, e := range v.List[start : end+1] {
+		out = append(out, string(e))
+	}
+	return bulkArray(out)
+}
+
+// rangeIndices applies Redis' LRANGE/ZRANGE index rules to start..end
+// over n elements (negative counts from the end, clamped to the ends); ok
+// is false when the range is empty.
+func rangeIndices(start, end, n int64) (lo, hi int64, ok bool) {
 	if start < 0 {
 		start += n
 	}
@@ -134,16 +148,12 @@ func cmdLrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	}
 	start = max(start, 0)
 	if start > end || start >= n {
-		return reply.NewArray()
+		return 0, 0, false
 	}
 	if end >= n {
 		end = n - 1
 	}
-	out := make([]string, 0, end-start+1)
-	for _, e := range v.List[start : end+1] {
-		out = append(out, string(e))
-	}
-	return bulkArray(out)
+	return start, end, true
 }
 
 // cmdLrem removes count occurrences: from the head when count > 0, from

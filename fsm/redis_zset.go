@@ -318,21 +318,11 @@ func (t *Table) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
 			sel = sel[:limit]
 		}
 	} else {
-		n := int64(len(all))
-		if start < 0 {
-			start += n
-		}
-		if end < 0 {
-			end += n
-		}
-		start = max(start, 0)
-		if start > end || start >= n {
+		lo, hi, ok := rangeIndices(start, end, int64(len(all)))
+		if !ok {
 			return reply.NewArray()
 		}
-		if end >= n {
-			end = n - 1
-		}
-		sel = all[start : end+1]
+		sel = all[lo : hi+1]
 	}
 	out := make([]reply.Reply, 0, len(sel)*2)
 	for _, e := range sel {
