@@ -37,6 +37,20 @@ func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply,
 	return v, reply.Reply{}, true
 }
 
+// typedOrCreate is typed for a command that writes: an absent key gets a
+// new empty value of kind. When ok is false, r is the reply (WRONGTYPE or
+// a limit).
+func (t *Table) typedOrCreate(c *applyCtx, key string, kind Kind) (v *Value, r reply.Reply, ok bool) {
+	v, bad := t.typed(c, key, kind)
+	if bad {
+		return nil, wrongType, false
+	}
+	if v == nil {
+		return t.create(c, key, kind)
+	}
+	return v, reply.Reply{}, true
+}
+
 // emptied deletes key when its collection became empty, as Redis does;
 // otherwise it marks it changed.
 func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
@@ -115,16 +129,9 @@ func cmdHmset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 func (t *Table) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
 	key := string(args[1])
-	v, bad := t.typed(c, key, KindHash)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		var r reply.Reply
-		var ok bool
-		if v, r, ok = t.create(c, key, KindHash); !ok {
-			return r
-		}
+	v, r, ok := t.typedOrCreate(c, key, KindHash)
+	if !ok {
+		return r
 	}
 	var added int64
 	for i := 2; i < len(args); i += 2 {
@@ -275,16 +282,9 @@ func cmdHmget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
-	v, bad := t.typed(c, key, KindSet)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		var r reply.Reply
-		var ok bool
-		if v, r, ok = t.create(c, key, KindSet); !ok {
-			return r
-		}
+	v, r, ok := t.typedOrCreate(c, key, KindSet)
+	if !ok {
+		return r
 	}
 	var n int64
 	for _, m := range args[2:] {

@@ -13,16 +13,9 @@ func cmdRpush(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.push(
 
 func (t *Table) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	key := string(args[1])
-	v, bad := t.typed(c, key, KindList)
-	if bad {
-		return wrongType
-	}
-	if v == nil {
-		var r reply.Reply
-		var ok bool
-		if v, r, ok = t.create(c, key, KindList); !ok {
-			return r
-		}
+	v, r, ok := t.typedOrCreate(c, key, KindList)
+	if !ok {
+		return r
 	}
 	for _, e := range args[2:] {
 		e = bytes.Clone(e)
