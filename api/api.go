@@ -250,7 +250,8 @@ type Locker interface {
 }
 
 // MaxWait is the longest wait a blocking acquire accepts in one request
-// when the caller gives none (WaitMs 0 with Acquire): the client
-// re-issues the request with the same request id after it, so a server
+// when the caller gives none (WaitMs 0 with Acquire): after it the server
+// answers ErrWaitTimeout and the client re-issues the request (with a new
+// request id: the old one names a waiter that has ended), so a server
 // never keeps a waiter for a client that went away.
 const MaxWait = 5 * time.Minute
