@@ -118,6 +118,17 @@ type mirrorLog struct {
 	nodes []*mirrorNode
 }
 
+// leaderMirrorSetup starts a redis-server and a fake source that leads:
+// the set-up most mirror tests share.
+func leaderMirrorSetup(t testing.TB) (*mirrorRedisProc, *redis.Client, *mirrorLog, *mirrorNode) {
+	t.Helper()
+	r := startMirrorRedis(t)
+	log := newMirrorLog()
+	n := log.node()
+	n.leader.Store(true)
+	return r, r.client(t), log, n
+}
+
 func newMirrorLog() *mirrorLog { return &mirrorLog{start: time.Now()} }
 
 // now is the cluster clock: ms since the log started, from a monotonic

@@ -17,12 +17,8 @@ import (
 )
 
 func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
 
 	res := log.acquire(t, "lock:a", "tok-1", 30_000)
@@ -61,12 +57,8 @@ func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
 }
 
 func TestMirrorSetNXCannotTakeClusterLock(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
 
 	log.acquire(t, "job:1", "owner-A", 20_000)
@@ -85,12 +77,8 @@ func TestMirrorSetNXCannotTakeClusterLock(t *testing.T) {
 }
 
 func TestMirrorSharedAndSemaphore(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
 
 	for _, o := range []string{"r1", "r2"} {
@@ -125,12 +113,8 @@ func TestMirrorSharedAndSemaphore(t *testing.T) {
 }
 
 func TestMirrorPrefixAndFilter(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	// A foreign key under the prefix and a stale mirrored key: the start-up
 	// resync removes both; keys outside the prefix stay.
 	c.Set(ctx, "mx:job:stale", "old", 0)
@@ -151,12 +135,8 @@ func TestMirrorPrefixAndFilter(t *testing.T) {
 }
 
 func TestMirrorEmptyPrefixLeavesUnmarkedKeys(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, _, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	// With no prefix only keys carrying a mirror meta hash are the
 	// mirror's: a stale mirrored lock goes, an application's key stays.
 	c.Set(ctx, "gone", "old-owner", 0)
@@ -173,12 +153,8 @@ func TestMirrorEmptyPrefixLeavesUnmarkedKeys(t *testing.T) {
 }
 
 func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = 30 * time.Millisecond })
 	log.acquire(t, "a", "owner-a", 30_000)
 	log.acquire(t, "b", "owner-b", 30_000)
@@ -214,12 +190,8 @@ func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
 }
 
 func TestMirrorRedisRestartAndFlushAll(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), nil)
 	for i := range 20 {
 		log.acquire(t, fmt.Sprintf("k%d", i), fmt.Sprintf("o%d", i), 60_000)
@@ -310,12 +282,8 @@ func TestMirrorQueueOverflowResyncs(t *testing.T) {
 }
 
 func TestMirrorOnDemandResync(t *testing.T) {
-	r := startMirrorRedis(t)
-	c := r.client(t)
+	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	log := newMirrorLog()
-	n := log.node()
-	n.leader.Store(true)
 	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = -1 })
 	log.acquire(t, "d", "owner-d", 60_000)
 	waitMirrored(t, c, m, n, "", "")
