@@ -44,6 +44,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	raftBase := fs.Int("raft-base-port", 0, "raft port of the first node, the others follow (0: any free port; with --data, the first run's ports are reused)")
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
+	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
+	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -64,6 +66,26 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "dev: --mirror:", err)
 		return 2
+	}
+	if *pprofAddr != "" {
+		if err := checkPprofAddr(*pprofAddr); err != nil {
+			fmt.Fprintln(stderr, "dev: --pprof:", err)
+			return 2
+		}
+	}
+	memPlan, err := memoryLimit(*memLimit)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev: --memory-limit:", err)
+		return 2
+	}
+	memPlan.apply(log)
+	if *pprofAddr != "" {
+		pp, err := startPprof(*pprofAddr, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "dev: --pprof:", err)
+			return 1
+		}
+		defer pp.Close()
 	}
 	dir := *data
 	if dir == "" {

@@ -91,6 +91,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
 	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
 	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
+	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
+	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -117,6 +119,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --peers only makes sense with --bootstrap")
 		return 2
 	}
+	if *pprofAddr != "" {
+		if err := checkPprofAddr(*pprofAddr); err != nil {
+			fmt.Fprintln(stderr, "serve: --pprof:", err)
+			return 2
+		}
+	}
+	memPlan, err := memoryLimit(*memLimit)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve: --memory-limit:", err)
+		return 2
+	}
 
 	cfg := cluster.DefaultConfig()
 	cfg.ID = *id
@@ -130,6 +143,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
+	}
+
+	memPlan.apply(log)
+	// pprof first: a restore or join that takes long is worth profiling.
+	var pp *pprofServer
+	if *pprofAddr != "" {
+		if pp, err = startPprof(*pprofAddr, log); err != nil {
+			fmt.Fprintln(stderr, "serve: --pprof:", err)
+			return 1
+		}
+		defer pp.Close()
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
