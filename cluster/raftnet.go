@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// raftNet is raft's NetworkTransport with pipelined replication made safe
+// to stop. Everything but AppendEntriesPipeline is the embedded transport's
+// (Close, PreVote and the rest are promoted, so raft sees the same optional
+// interfaces).
+//
+// Why: with pipelining (NetworkTransportConfig.MaxRPCsInFlight >= 2) the
+// hashicorp/raft v1.7.3 pipeline can deadlock, and v1.8.0 has the same
+// code (net_transport.go netPipeline, replication.go pipelineReplicate).
+// The leader's pipelineDecode goroutine returns as soon as a response says
+// Success=false (a follower refused the append: log gap, failed disk write)
+// or carries a higher term, or the connection failed; it was the only
+// reader of the pipeline's Consumer channel. The send loop in
+// pipelineReplicate does not notice at once: its select may pick a ready
+// trigger over the closed finishCh and send again. The netPipeline's
+// decoder then decodes that response and parks on the now unread doneCh,
+// and the next send parks on inprogressCh (both channels have
+// MaxRPCsInFlight-2 slots: none at the default 2). Only netPipeline.Close
+// unparks them, and that is deferred in the parked pipelineReplicate
+// itself. That follower gets no more entries (heartbeats continue, so
+// nothing notices) and raft.Shutdown waits forever for the goroutine — a
+// hung graceful Close (grafana/pyroscope#5518 shows the same stacks).
+//
+// The fix is the smallest one on our side of the Transport interface: a
+// pipeline wrapper whose own goroutine forwards the responses to raft and,
+// right after handing over the response that makes pipelineDecode return
+// (it applies the same test), closes the inner pipeline. That closes
+// shutdownCh, so the parked send returns ErrPipelineShutdown, raft's send
+// loop stops and falls back to plain AppendEntries as it was designed to.
+// Upgrading raft does not help (v1.8.0 is unchanged here); writing our own
+// AppendPipeline would duplicate raft's wire format.
+type raftNet struct {
+	*raft.NetworkTransport
+}
+
+var (
+	_ raft.Transport   = (*raftNet)(nil)
+	_ raft.WithClose   = (*raftNet)(nil)
+	_ raft.WithPreVote = (*raftNet)(nil)
+)
+
+func newRaftNet(nt *raft.NetworkTransport) *raftNet { return &raftNet{NetworkTransport: nt} }
+
+// AppendEntriesPipeline implements raft.Transport.
+func (t *raftNet) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return newStoppingPipeline(p), nil
+}
+
+// stoppingPipeline forwards an inner pipeline's responses and closes it
+// once raft's reader has stopped reading them; see raftNet.
+type stoppingPipeline struct {
+	inner     raft.AppendPipeline
+	out       chan raft.AppendFuture
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newStoppingPipeline(inner raft.AppendPipeline) *stoppingPipeline {
+	p := &stoppingPipeline{
+		inner:  inner,
+		out:    make(chan raft.AppendFuture),
+		closed: make(chan struct{}),
+	}
+	// Ends after forwarding the response that stops raft's reader, or
+	// when raft closes the pipeline (it always does, deferred in
+	// pipelineReplicate).
+	go p.forward()
+	return p
+}
+
+func (p *stoppingPipeline) forward() {
+	in := p.inner.Consumer()
+	for {
+		var f raft.AppendFuture
+		select {
+		case f = <-in:
+		case <-p.closed:
+			return
+		}
+		// Decide before handing f over: Error caches its result in f,
+		// and raft reads f as soon as it has it.
+		last := stopsReader(f)
+		select {
+		case p.out <- f:
+		case <-p.closed:
+			return
+		}
+		if last {
+			// After the hand-over, so raft still sees the response
+			// (a higher term makes the leader step down).
+			_ = p.inner.Close()
+			return
+		}
+	}
+}
+
+// stopsReader reports whether raft's pipelineDecode returns after reading
+// f (hashicorp/raft replication.go). A failed round trip counts too: its
+// response is not Success, and the connection is useless anyway.
+func stopsReader(f raft.AppendFuture) bool {
+	if f.Error() != nil {
+		return true
+	}
+	req, resp := f.Request(), f.Response()
+	return resp.Term > req.Term || !resp.Success
+}
+
+// AppendEntries implements raft.AppendPipeline.
+func (p *stoppingPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	return p.inner.AppendEntries(args, resp)
+}
+
+// Consumer implements raft.AppendPipeline.
+func (p *stoppingPipeline) Consumer() <-chan raft.AppendFuture { return p.out }
+
+// Close implements raft.AppendPipeline.
+func (p *stoppingPipeline) Close() error {
+	p.closeOnce.Do(func() { close(p.closed) })
+	return p.inner.Close()
+}
