@@ -15,24 +15,40 @@ func (t *Table) get(key string) *Value { return t.keys[key] }
 // <= now (see liveHolds).
 func (t *Table) getAt(key string, now int64) *Value {
 	v := t.keys[key]
-	if v == nil || (v.Deadline != 0 && v.Deadline <= now) {
+	if v == nil || (v.deadline() != 0 && v.deadline() <= now) {
 		return nil
 	}
 	return v
 }
 
-// put stores v at key, replacing whatever was there without events (the
-// caller deletes a lock first with del when it replaces one), bumps the
-// version and schedules v.Deadline.
+// put stores the Redis value v at key, replacing whatever was there
+// without events (the caller deletes a held lock first with del; a lock
+// kept only for its waiters or lock-delay is dropped silently), bumps the
+// version and schedules v's deadline.
 func (t *Table) put(ctx *applyCtx, key string, v *Value) {
+	if old := t.keys[key]; old != nil && old.Kind == KindLock {
+		t.countLock(old, -1)
+	}
 	v.Version = ctx.index
 	t.keys[key] = v
-	if v.Deadline != 0 && v.Kind != KindLock {
-		t.schedule(v.Deadline, dueKey, key)
+	if d := v.deadline(); d != 0 {
+		t.schedule(d, dueKey, key)
 	}
-	if v.Kind == KindLock {
-		ctx.emit(Event{Kind: EvChanged, Key: key})
-	}
+}
+
+// putLock stores the new lock v at key, where nothing is.
+func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
+	v.Version = ctx.index
+	t.keys[key] = v
+	t.countLock(v, 1)
+	ctx.emit(Event{Kind: EvChanged, Key: key})
+}
+
+// countLock adds (sign 1) or removes (sign -1) the lock v and its holds
+// to the counts Stats reports.
+func (t *Table) countLock(v *Value, sign int) {
+	t.nLocks += sign
+	t.nHolds += sign * v.lk.numHolders()
 }
 
 // touch marks v (stored at key) as changed by this entry.
@@ -45,7 +61,7 @@ func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
 
 // setDeadline sets a non-lock value's deadline (0 = persist).
 func (t *Table) setDeadline(ctx *applyCtx, key string, v *Value, at int64) {
-	v.Deadline = at
+	v.valueData.deadline = at
 	t.touch(ctx, key, v)
 	if at != 0 {
 		t.schedule(at, dueKey, key)
@@ -62,9 +78,11 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 	}
 	delete(t.keys, key)
 	if v.Kind == KindLock {
-		t.dropLock(key, v.Lock)
-		for _, h := range v.Lock.Holders {
-			t.holdEnded(ctx, key, h, reason)
+		l := v.lock()
+		t.countLock(v, -1)
+		t.dropLock(key, l)
+		for i := 0; i < l.numHolders(); i++ {
+			t.holdEnded(ctx, key, l.holder(i), reason)
 		}
 		ctx.emit(Event{Kind: EvChanged, Key: key})
 	}
@@ -205,7 +223,7 @@ func (t *Table) expireDue(ctx *applyCtx) {
 		ctx.at = it.at
 		switch kind {
 		case dueKey:
-			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.Deadline != 0 && v.Deadline <= it.at {
+			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
 				t.del(ctx, it.id, ReasonExpired)
 			}
 		case dueHold:

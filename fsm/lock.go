@@ -43,23 +43,27 @@ func (x *tableExt) init() {
 // holdRef names one hold: owner's hold on key.
 type holdRef struct{ key, owner string }
 
-// lockAlloc lets a new lock value, its lock and its first hold share one
-// allocation: acquiring a free key costs one allocation.
-type lockAlloc struct {
-	v  Value
-	l  Lock
-	h  hold
-	hs [1]*hold
-}
-
 // holdOf returns owner's hold on l, or nil.
 func (l *Lock) holdOf(owner string) *hold {
-	for _, h := range l.Holders {
-		if h.Owner == owner {
-			return h
-		}
+	if i := l.holdIndex(owner); i >= 0 {
+		return l.holder(i)
 	}
 	return nil
+}
+
+// holdIndex returns the position of owner's hold on l, or -1.
+func (l *Lock) holdIndex(owner string) int {
+	if l.h0.Owner == owner && owner != "" {
+		return 0
+	}
+	if l.x != nil {
+		for i, h := range l.x.more {
+			if h.Owner == owner {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }
 
 // holdDeadline is when h ends if nothing changes: its own deadline, or for
@@ -185,7 +189,7 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 			if len(t.queues[k]) > 0 && !t.ownerHolds(k, w.Owner) {
 				err = errf(ErrLocked, "%q has waiters ahead", k)
 			}
-		case errUpgrade, errPermits:
+		case errUpgrade, errPermits, errCount:
 			return Result{Err: err}
 		}
 		if err != nil && block == nil {
@@ -256,6 +260,7 @@ func (t *Table) checkAcquire(cmd *Command) error {
 var (
 	errUpgrade = errf(ErrLocked, "the owner holds the lock in another mode")
 	errPermits = errf(ErrPermits, "the lock exists with another size or kind")
+	errCount   = errf(ErrLimit, "reentrant hold count at its limit")
 )
 
 // keyBlock says why w cannot take key now, ignoring the key's queue; nil if
@@ -268,7 +273,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 	if v.Kind != KindLock {
 		return errf(ErrLocked, "%q holds a Redis value", key)
 	}
-	l := v.Lock
+	l := v.lock()
 	if l.Permits() != w.Permits {
 		return errPermits
 	}
@@ -276,19 +281,22 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 		if h.Mode != w.Mode {
 			return errUpgrade
 		}
+		if w.Reentrant && h.Count >= maxHoldCount {
+			return errCount
+		}
 		return nil
 	}
 	if d := l.DelayUntil(); d > t.now {
 		return errf(ErrLockDelay, "%q until %d", key, d)
 	}
-	n := len(l.Holders)
+	n := l.numHolders()
 	switch w.Mode {
 	case Exclusive:
 		if n > 0 {
 			return ErrLocked
 		}
 	case Shared:
-		if n > 0 && l.Holders[0].Mode != Shared {
+		if n > 0 && l.h0.Mode != Shared {
 			return ErrLocked
 		}
 	case Semaphore:
@@ -301,7 +309,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 
 func (t *Table) ownerHolds(key, owner string) bool {
 	v := t.keys[key]
-	return v != nil && v.Kind == KindLock && v.Lock.holdOf(owner) != nil
+	return v != nil && v.Kind == KindLock && v.lock().holdIndex(owner) >= 0
 }
 
 // grantAll gives w every one of its keys (the caller checked they fit).
@@ -327,27 +335,23 @@ func (t *Table) foldHold(r *Result, i int, h *hold) {
 		r.Deadline = d
 	}
 	if i == 0 {
-		r.Count = h.Count
+		r.Count = int(h.Count)
 	}
 }
 
 // grantKey gives key to w and returns the hold.
 func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	v := t.keys[key]
-	var h *hold
+	var l *Lock
 	if v == nil {
-		la := &lockAlloc{}
-		v, h = &la.v, &la.h
-		v.Kind = KindLock
-		v.Lock = &la.l
+		v = &Value{Kind: KindLock}
+		l = v.lock()
 		if w.Permits != 0 {
-			la.l.opt = &lockOpts{permits: w.Permits}
+			l.ext().permits = w.Permits
 		}
-		la.hs[0] = h
-		la.l.Holders = la.hs[:1:1]
-		t.put(ctx, key, v)
+		t.putLock(ctx, key, v)
 	} else {
-		l := v.Lock
+		l = v.lock()
 		if old := l.holdOf(w.Owner); old != nil {
 			if w.Reentrant {
 				old.Count++
@@ -362,11 +366,10 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 			}
 			return old
 		}
-		h = &hold{}
-		l.Holders = append(l.Holders, h)
 		t.touch(ctx, key, v)
 	}
-	l := v.Lock
+	h := l.addHolder()
+	t.nHolds++
 	h.Owner = w.Owner
 	h.Mode = w.Mode
 	h.Count = 1
@@ -386,9 +389,6 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	}
 	if h.Deadline != 0 {
 		t.scheduleHold(key, l, h.Deadline)
-	}
-	if ctx.index > l.Fence {
-		l.Fence = ctx.index
 	}
 	return h
 }

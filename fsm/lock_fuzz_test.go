@@ -107,7 +107,8 @@ func holdFences(t *Table) map[string]uint64 {
 	m := make(map[string]uint64)
 	for k, v := range t.keys {
 		if v.Kind == KindLock {
-			for _, h := range v.Lock.Holders {
+			for i := 0; i < v.lock().numHolders(); i++ {
+				h := v.lock().holder(i)
 				m[k+"\x00"+h.Owner] = h.Fence
 			}
 		}

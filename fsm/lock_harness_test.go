@@ -249,23 +249,39 @@ func TestGolden(t *testing.T) {
 // checkInvariants checks the table's safety properties and the
 // consistency of its indexes after an Apply.
 func checkInvariants(t *Table) error {
+	// Stats keeps its counts as the table changes: they must equal a
+	// full recount.
+	var recount Stats
+	for _, v := range t.keys {
+		if v.Kind == KindLock {
+			recount.Locks++
+			recount.Holds += v.lock().numHolders()
+		}
+	}
+	if s := t.Stats(); s.Locks != recount.Locks || s.Holds != recount.Holds || s.Keys != len(t.keys) {
+		return fmt.Errorf("stats %+v, recount %d locks %d holds", s, recount.Locks, recount.Holds)
+	}
 	for k, v := range t.keys {
 		if v.Kind != KindLock {
 			continue
 		}
-		l := v.Lock
-		if len(l.Holders) == 0 && l.DelayUntil() <= t.now {
+		l := v.lock()
+		if l.numHolders() == 0 && l.DelayUntil() <= t.now {
 			return fmt.Errorf("%q: empty lock kept", k)
+		}
+		if l.x != nil && len(l.x.more) == 0 && l.x.more != nil {
+			return fmt.Errorf("%q: empty holder list kept", k)
 		}
 		owners := map[string]bool{}
 		excl, shared := 0, 0
-		for _, h := range l.Holders {
+		for i := 0; i < l.numHolders(); i++ {
+			h := l.holder(i)
 			if owners[h.Owner] {
 				return fmt.Errorf("%q: owner %q twice", k, h.Owner)
 			}
 			owners[h.Owner] = true
-			if h.Count < 1 || h.Fence > l.Fence || h.Fence == 0 {
-				return fmt.Errorf("%q: bad hold %+v (lock fence %d)", k, *h, l.Fence)
+			if h.Count < 1 || h.Fence > l.Fence() || h.Fence == 0 {
+				return fmt.Errorf("%q: bad hold %+v (lock fence %d)", k, *h, l.Fence())
 			}
 			if h.Deadline != 0 && h.Deadline <= t.now {
 				return fmt.Errorf("%q: hold of %q past its deadline", k, h.Owner)
@@ -291,8 +307,8 @@ func checkInvariants(t *Table) error {
 				}
 			}
 		}
-		if l.Permits() > 0 && (excl+shared > 0 || len(l.Holders) > l.Permits()) {
-			return fmt.Errorf("%q: semaphore of %d with holders %d/%d/%d", k, l.Permits(), excl, shared, len(l.Holders))
+		if l.Permits() > 0 && (excl+shared > 0 || l.numHolders() > l.Permits()) {
+			return fmt.Errorf("%q: semaphore of %d with holders %d/%d/%d", k, l.Permits(), excl, shared, l.numHolders())
 		}
 		if excl > 1 || (excl == 1 && shared > 0) {
 			return fmt.Errorf("%q: %d writers with %d readers", k, excl, shared)
@@ -327,7 +343,7 @@ func checkInvariants(t *Table) error {
 	for id, hs := range t.ext.sessHolds {
 		for r := range hs {
 			v := t.keys[r.key]
-			if v == nil || v.Kind != KindLock || v.Lock.holdOf(r.owner) == nil || v.Lock.holdOf(r.owner).session() != id {
+			if v == nil || v.Kind != KindLock || v.lock().holdOf(r.owner) == nil || v.lock().holdOf(r.owner).session() != id {
 				return fmt.Errorf("session index has stale hold %+v", r)
 			}
 		}

@@ -3,20 +3,20 @@ package fsm
 // Ending and renewing holds: release, extend, expiry, lock-delay, and the
 // fence registry.
 
-// endHold removes l.Holders[i] (the lock at key) with reason. Lock-delay
-// applies when the hold was lost (expiry, session loss), never after a
-// clean release. The caller settles the key afterwards.
+// endHold removes the i-th hold of l (the lock at key) with reason.
+// Lock-delay applies when the hold was lost (expiry, session loss), never
+// after a clean release. The caller settles the key afterwards.
 func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
-	h := l.Holders[i]
-	copy(l.Holders[i:], l.Holders[i+1:])
-	l.Holders[len(l.Holders)-1] = nil
-	l.Holders = l.Holders[:len(l.Holders)-1]
-	t.holdGone(ctx, key, h, reason)
+	h := l.removeHolder(i)
+	t.nHolds--
+	t.holdGone(ctx, key, &h, reason)
 	if d := h.lockDelay(); (reason == ReasonExpired || reason == ReasonSession) && d > 0 {
 		if until := ctx.now + d; until > l.DelayUntil() {
 			l.setDelayUntil(until)
 			t.schedule(until, dueDelay, key)
 		}
+		// The lock stays for its lock-delay, with its fence.
+		l.keepFence(h.Fence)
 	}
 }
 
@@ -44,8 +44,9 @@ func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 // active, marks it changed otherwise, then offers the key to its waiters.
 func (t *Table) settle(ctx *applyCtx, key string) {
 	if v := t.keys[key]; v != nil && v.Kind == KindLock {
-		if l := v.Lock; len(l.Holders) == 0 && l.DelayUntil() <= ctx.now {
+		if l := v.lock(); l.numHolders() == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
+			t.countLock(v, -1)
 			t.dropLock(key, l)
 			ctx.emit(Event{Kind: EvChanged, Key: key})
 		} else {
@@ -64,7 +65,7 @@ func (t *Table) lockAt(key string) (*Value, error) {
 		return nil, errf(ErrNotHeld, "%q", key)
 	case v.Kind != KindLock:
 		return nil, errf(ErrWrongType, "%q holds a Redis value", key)
-	case len(v.Lock.Holders) == 0:
+	case v.lock().numHolders() == 0:
 		return nil, errf(ErrNotHeld, "%q", key)
 	}
 	return v, nil
@@ -87,43 +88,39 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		if !cmd.Force && v.Lock.holdOf(cmd.Owner) == nil {
+		if !cmd.Force && v.lock().holdIndex(cmd.Owner) < 0 {
 			return Result{Err: errf(ErrNotOwner, "%q", k)}
 		}
 	}
 	r := Result{Released: true}
 	for i, k := range keys {
-		l := t.keys[k].Lock
+		l := t.keys[k].lock()
 		if cmd.Force {
 			if i == 0 {
-				r.Fence = l.Holders[0].Fence
+				r.Fence = l.h0.Fence
 			}
-			for len(l.Holders) > 0 {
+			for l.numHolders() > 0 {
 				t.endHold(ctx, k, l, 0, ReasonForced)
 			}
 			t.settle(ctx, k)
 			continue
 		}
-		for j, h := range l.Holders {
-			if h.Owner != cmd.Owner {
-				continue
-			}
-			if i == 0 {
-				r.Fence = h.Fence
-			}
-			if cmd.Reentrant && h.Count > 1 {
-				h.Count--
-				if i == 0 {
-					r.Count = h.Count
-				}
-				r.Released = false
-				t.touch(ctx, k, t.keys[k])
-				break
-			}
-			t.endHold(ctx, k, l, j, ReasonRelease)
-			t.settle(ctx, k)
-			break
+		j := l.holdIndex(cmd.Owner)
+		h := l.holder(j)
+		if i == 0 {
+			r.Fence = h.Fence
 		}
+		if cmd.Reentrant && h.Count > 1 {
+			h.Count--
+			if i == 0 {
+				r.Count = int(h.Count)
+			}
+			r.Released = false
+			t.touch(ctx, k, t.keys[k])
+			continue
+		}
+		t.endHold(ctx, k, l, j, ReasonRelease)
+		t.settle(ctx, k)
 	}
 	return r
 }
@@ -151,7 +148,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 		if err != nil {
 			return Result{Err: err}
 		}
-		h := v.Lock.holdOf(cmd.Owner)
+		h := v.lock().holdOf(cmd.Owner)
 		if h == nil {
 			return Result{Err: errf(ErrNotOwner, "%q", k)}
 		}
@@ -165,7 +162,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 	r := Result{Granted: true}
 	for i, k := range keys {
 		v := t.keys[k]
-		h := v.Lock.holdOf(cmd.Owner)
+		h := v.lock().holdOf(cmd.Owner)
 		if sid := h.session(); sid != "" {
 			if s := t.sessions[sid]; s != nil {
 				t.keepAlive(ctx, s, 0)
@@ -177,7 +174,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 				ttl = h.TTL
 			}
 			h.Deadline = capAt(ctx.now+ttl, h.hardLimit())
-			t.scheduleHold(k, v.Lock, h.Deadline)
+			t.scheduleHold(k, v.lock(), h.Deadline)
 		}
 		if cmd.TTL != 0 {
 			h.TTL = cmd.TTL
@@ -197,15 +194,15 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 		}
 		return
 	}
-	l := v.Lock
+	l := v.lock()
 	if l.holdDue == ctx.at {
 		l.holdDue = 0
 	} else if t.ext.holdDue[key] == ctx.at {
 		delete(t.ext.holdDue, key)
 	}
 	ended := false
-	for i := 0; i < len(l.Holders); {
-		if d := l.Holders[i].Deadline; d != 0 && d <= ctx.at {
+	for i := 0; i < l.numHolders(); {
+		if d := l.holder(i).Deadline; d != 0 && d <= ctx.at {
 			t.endHold(ctx, key, l, i, ReasonExpired)
 			ended = true
 			continue
@@ -216,14 +213,8 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 		t.settle(ctx, key)
 	}
 	if v := t.keys[key]; v != nil && v.Kind == KindLock {
-		var next int64
-		for _, h := range v.Lock.Holders {
-			if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
-				next = h.Deadline
-			}
-		}
-		if next != 0 {
-			t.scheduleHold(key, v.Lock, next)
+		if next := v.lock().nextDeadline(); next != 0 {
+			t.scheduleHold(key, v.lock(), next)
 		}
 	}
 }
@@ -234,7 +225,7 @@ func (t *Table) delayEnded(ctx *applyCtx, key string) {
 	if v == nil || v.Kind != KindLock {
 		return
 	}
-	if l := v.Lock; l.DelayUntil() != 0 && l.DelayUntil() <= ctx.at {
+	if l := v.lock(); l.DelayUntil() != 0 && l.DelayUntil() <= ctx.at {
 		l.setDelayUntil(0)
 		t.settle(ctx, key)
 	}

@@ -107,8 +107,8 @@ func (t *Table) redisTombstone(key, token string, now int64) bool {
 // redisLockToken returns the exclusive holder's owner token of a lock
 // value (GET on a lock key); ok=false if it has no single exclusive holder.
 func (t *Table) redisLockToken(l *Lock) (string, bool) {
-	if len(l.Holders) == 1 && l.Holders[0].Mode == Exclusive {
-		return l.Holders[0].Owner, true
+	if l.numHolders() == 1 && l.h0.Mode == Exclusive {
+		return l.h0.Owner, true
 	}
 	return "", false
 }
@@ -117,8 +117,8 @@ func (t *Table) redisLockToken(l *Lock) (string, bool) {
 // at now (-1 if none).
 func (t *Table) redisLockPTTL(l *Lock, now int64) int64 {
 	var latest int64
-	for _, h := range l.Holders {
-		if d := t.holdDeadline(h); d > latest {
+	for i := 0; i < l.numHolders(); i++ {
+		if d := t.holdDeadline(l.holder(i)); d > latest {
 			latest = d
 		}
 	}
@@ -146,7 +146,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 	}
 	if v := t.keys[key]; v != nil {
 		if v.Kind == KindLock {
-			if h := v.Lock.holdOf(token); h != nil && h.Mode == Exclusive {
+			if h := v.lock().holdOf(token); h != nil && h.Mode == Exclusive {
 				return true
 			}
 		}
@@ -168,15 +168,16 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	if v == nil || v.Kind != KindLock {
 		return
 	}
-	l := v.Lock
+	l := v.lock()
 	if at <= ctx.now {
-		for len(l.Holders) > 0 {
+		for l.numHolders() > 0 {
 			t.endHold(ctx, key, l, 0, ReasonExpired)
 		}
 		t.settle(ctx, key)
 		return
 	}
-	for _, h := range l.Holders {
+	for i := 0; i < l.numHolders(); i++ {
+		h := l.holder(i)
 		h.Deadline = capAt(at, h.hardLimit())
 		t.scheduleHold(key, l, h.Deadline)
 	}
@@ -190,14 +191,13 @@ func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
 	if v == nil || v.Kind != KindLock {
 		return false
 	}
-	l := v.Lock
-	for i, h := range l.Holders {
-		if h.Owner == token {
-			t.tombstone(key, token, t.holdDeadline(h))
-			t.endHold(ctx, key, l, i, ReasonRelease)
-			t.settle(ctx, key)
-			return true
-		}
+	l := v.lock()
+	i := l.holdIndex(token)
+	if i < 0 {
+		return false
 	}
-	return false
+	t.tombstone(key, token, t.holdDeadline(l.holder(i)))
+	t.endHold(ctx, key, l, i, ReasonRelease)
+	t.settle(ctx, key)
+	return true
 }

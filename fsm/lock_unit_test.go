@@ -225,9 +225,9 @@ func TestRedisHelpers(t *testing.T) {
 	if tab.redisSetNX(ctx(), "k", "other", 1000) {
 		t.Fatal("SET NX by another token succeeded")
 	}
-	l := tab.keys["k"].Lock
-	if tok, ok := tab.redisLockToken(l); !ok || tok != "tok" || l.Holders[0].Fence != 1 {
-		t.Fatalf("token %q %v fence %d", tok, ok, l.Holders[0].Fence)
+	l := tab.keys["k"].lock()
+	if tok, ok := tab.redisLockToken(l); !ok || tok != "tok" || l.h0.Fence != 1 {
+		t.Fatalf("token %q %v fence %d", tok, ok, l.h0.Fence)
 	}
 	if p := tab.redisLockPTTL(l, 400); p != 600 {
 		t.Fatalf("pttl %d", p)

@@ -69,13 +69,13 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 	v := t.getAt(key, now)
 	if v != nil {
 		li.Kind = v.Kind
-		li.Deadline = v.Deadline
+		li.Deadline = v.deadline()
 	}
 	if v != nil && v.Kind == KindLock {
-		l := v.Lock
-		li.Permits, li.Fence = l.Permits(), l.Fence
-		for _, h := range l.Holders {
-			if c, ok := t.liveHold(h, now); ok {
+		l := v.lock()
+		li.Permits, li.Fence = l.Permits(), l.Fence()
+		for i := 0; i < l.numHolders(); i++ {
+			if c, ok := t.liveHold(l.holder(i), now); ok {
 				li.Holders = append(li.Holders, c)
 				if c.Deadline > li.Deadline {
 					li.Deadline = c.Deadline
@@ -173,15 +173,8 @@ func (h *keyHeap) Pop() any {
 
 // Stats counts the table's contents as of the last applied entry.
 func (t *Table) Stats() Stats {
-	s := Stats{Keys: len(t.keys), Waiters: len(t.waiters), Sessions: len(t.sessions),
-		ReqIDs: t.ext.reqs.len(), Fences: len(t.fences)}
-	for _, v := range t.keys {
-		if v.Kind == KindLock {
-			s.Locks++
-			s.Holds += len(v.Lock.Holders)
-		}
-	}
-	return s
+	return Stats{Keys: len(t.keys), Locks: t.nLocks, Holds: t.nHolds, Waiters: len(t.waiters),
+		Sessions: len(t.sessions), ReqIDs: t.ext.reqs.len(), Fences: len(t.fences)}
 }
 
 // Session returns session id if it is alive at now.
@@ -210,7 +203,7 @@ func (t *Table) HoldOf(key, owner string, now int64) (Hold, bool) {
 	if v == nil || v.Kind != KindLock {
 		return Hold{}, false
 	}
-	if h := v.Lock.holdOf(owner); h != nil {
+	if h := v.lock().holdOf(owner); h != nil {
 		return t.liveHold(h, now)
 	}
 	return Hold{}, false

@@ -301,7 +301,7 @@ func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 // clients that key does not exist).
 func (t *Table) lookup(ctx *applyCtx, key string) *Value {
 	v := t.getAt(key, ctx.now)
-	if v != nil && v.Kind == KindLock && !t.lockLive(v.Lock, ctx.now) {
+	if v != nil && v.Kind == KindLock && !t.lockLive(v.lock(), ctx.now) {
 		return nil
 	}
 	return v
@@ -310,8 +310,8 @@ func (t *Table) lookup(ctx *applyCtx, key string) *Value {
 // lockLive reports whether some hold of l is still running at now (inside
 // Apply expired holds are gone already; Read may look past t.now).
 func (t *Table) lockLive(l *Lock, now int64) bool {
-	for _, h := range l.Holders {
-		if d := t.holdDeadline(h); d == 0 || d > now {
+	for i := 0; i < l.numHolders(); i++ {
+		if d := t.holdDeadline(l.holder(i)); d == 0 || d > now {
 			return true
 		}
 	}
@@ -338,7 +338,7 @@ func (t *Table) stringOf(v *Value) (s string, hasVal, ok bool) {
 	case KindString:
 		return string(v.Str), true, true
 	case KindLock:
-		tok, has := t.redisLockToken(v.Lock)
+		tok, has := t.redisLockToken(v.lock())
 		return tok, has, true
 	}
 	return "", false, false

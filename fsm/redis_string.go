@@ -191,11 +191,11 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	case hasExp:
 		deadline = at
 	case o.keepTTL && v != nil && v.Kind == KindLock:
-		if p := t.redisLockPTTL(v.Lock, c.now); p > 0 {
+		if p := t.redisLockPTTL(v.lock(), c.now); p > 0 {
 			deadline = c.now + p
 		}
 	case o.keepTTL && v != nil:
-		deadline = v.Deadline
+		deadline = v.deadline()
 	}
 	t.storeString(c, key, v, val, deadline)
 	return okReply
@@ -212,7 +212,7 @@ func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, dea
 		t.del(c, key, ReasonExpired)
 		return
 	}
-	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: bytes.Clone(val)}, Deadline: deadline})
+	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: bytes.Clone(val), deadline: deadline}})
 }
 
 func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -339,11 +339,11 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 	}
 	cur := int64(-1) // current absolute deadline, -1 = none
 	if v.Kind == KindLock {
-		if p := t.redisLockPTTL(v.Lock, c.now); p >= 0 {
+		if p := t.redisLockPTTL(v.lock(), c.now); p >= 0 {
 			cur = c.now + p
 		}
-	} else if v.Deadline != 0 {
-		cur = v.Deadline
+	} else if v.deadline() != 0 {
+		cur = v.deadline()
 	}
 	switch {
 	case nx && cur != -1,
@@ -371,11 +371,11 @@ func (t *Table) pttlOf(c *applyCtx, key string) int64 {
 	case v == nil:
 		return -2
 	case v.Kind == KindLock:
-		return t.redisLockPTTL(v.Lock, c.now)
-	case v.Deadline == 0:
+		return t.redisLockPTTL(v.lock(), c.now)
+	case v.deadline() == 0:
 		return -1
 	}
-	return max(v.Deadline-c.now, 0)
+	return max(v.deadline()-c.now, 0)
 }
 
 func cmdPttl(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -395,7 +395,7 @@ func cmdTTL(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 func cmdPersist(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v := t.lookup(c, key)
-	if v == nil || v.Kind == KindLock || v.Deadline == 0 {
+	if v == nil || v.Kind == KindLock || v.deadline() == 0 {
 		return reply.NewInt(0)
 	}
 	t.setDeadline(c, key, v, 0)

@@ -135,13 +135,10 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			if v == nil || v.Kind != KindLock {
 				continue
 			}
-			l := v.Lock
-			for i, h := range l.Holders {
-				if h.Owner == r.owner && h.session() == s.ID {
-					t.endHold(ctx, r.key, l, i, reason)
-					add(r.key)
-					break
-				}
+			l := v.lock()
+			if i := l.holdIndex(r.owner); i >= 0 && l.holder(i).session() == s.ID {
+				t.endHold(ctx, r.key, l, i, reason)
+				add(r.key)
 			}
 		}
 	}

@@ -186,7 +186,7 @@ func b2u(b bool) uint64 {
 
 func (s *snapWriter) value(v *Value) {
 	s.w.WriteByte(byte(v.Kind))
-	s.varint(v.Deadline)
+	s.varint(v.deadline())
 	s.uvarint(v.Version)
 	switch v.Kind {
 	case KindString:
@@ -217,12 +217,13 @@ func (s *snapWriter) value(v *Value) {
 			s.bytes(it)
 		}
 	case KindLock:
-		l := v.Lock
+		l := v.lock()
 		s.varint(int64(l.Permits()))
-		s.uvarint(l.Fence)
+		s.uvarint(l.Fence())
 		s.varint(l.DelayUntil())
-		s.uvarint(uint64(len(l.Holders)))
-		for _, h := range l.Holders {
+		s.uvarint(uint64(l.numHolders()))
+		for i := 0; i < l.numHolders(); i++ {
+			h := l.holder(i)
 			s.str(h.Owner)
 			s.w.WriteByte(byte(h.Mode))
 			s.varint(int64(h.Count))
@@ -408,6 +409,7 @@ func (t *Table) Restore(r io.Reader) error {
 	t.now, t.applied = n.now, n.applied
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
+	t.nLocks, t.nHolds = n.nLocks, n.nHolds
 	t.rx.restoreScripts(scripts)
 	return nil
 }
@@ -440,24 +442,22 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		}
 		n.keys[k] = v
 		if v.Kind == KindLock {
-			var next int64
-			for _, h := range v.Lock.Holders {
-				if h.Deadline != 0 && (next == 0 || h.Deadline < next) {
-					next = h.Deadline
-				}
-				if s := h.session(); s != "" {
-					n.sessAddHold(s, k, h.Owner)
+			l := v.lock()
+			n.countLock(v, 1)
+			for j := 0; j < l.numHolders(); j++ {
+				if h := l.holder(j); h.session() != "" {
+					n.sessAddHold(h.session(), k, h.Owner)
 				}
 			}
-			if next != 0 {
-				v.Lock.holdDue = next
+			if next := l.nextDeadline(); next != 0 {
+				l.holdDue = next
 				sched(next, dueHold, k)
 			}
-			if d := v.Lock.DelayUntil(); d != 0 {
+			if d := l.DelayUntil(); d != 0 {
 				sched(d, dueDelay, k)
 			}
-		} else if v.Deadline != 0 {
-			sched(v.Deadline, dueKey, k)
+		} else if d := v.deadline(); d != 0 {
+			sched(d, dueKey, k)
 		}
 	}
 
@@ -599,9 +599,9 @@ func (n *Table) restoreFrom(d *snapReader) error {
 func (d *snapReader) value() *Value {
 	kind := Kind(d.byte1())
 	deadline, version := d.varint(), d.uvarint()
-	v := &Value{Kind: kind, Deadline: deadline, Version: version}
+	v := &Value{Kind: kind, Version: version}
 	if kind != KindLock {
-		v.valueData = &valueData{}
+		v.valueData = &valueData{deadline: deadline}
 	}
 	switch kind {
 	case KindString:
@@ -639,47 +639,42 @@ func (d *snapReader) value() *Value {
 			v.List = append(v.List, d.bytes())
 		}
 	case KindLock:
-		permits := int(d.varint())
-		fence := d.uvarint()
-		delay := d.varint()
-		c := d.count()
-		if c == 0 && delay == 0 && d.err == nil {
-			d.fail(fmt.Errorf("empty lock"))
-		}
-		for i := 0; i < c && d.err == nil; i++ {
-			var h *hold
-			if i == 0 {
-				la := &lockAlloc{}
-				v = &la.v
-				v.Kind, v.Lock, h = kind, &la.l, &la.h
-				la.hs[0] = h
-				v.Lock.Holders = la.hs[:1:1]
-			} else {
-				h = &hold{}
-				v.Lock.Holders = append(v.Lock.Holders, h)
-			}
-			h.Owner = d.str()
-			h.Mode = Mode(d.byte1())
-			h.Count = int(d.varint())
-			h.Reentrant = d.uvarint() != 0
-			h.Fence = d.uvarint()
-			h.Deadline = d.varint()
-			h.TTL = d.varint()
-			h.setOpts(d.str(), d.varint(), d.varint())
-			if h.Mode > Semaphore || h.Count < 1 || h.Owner == "" {
-				d.fail(fmt.Errorf("bad hold %q", h.Owner))
-			}
-		}
-		if c == 0 {
-			v.Lock = &Lock{}
-		}
-		v.Deadline, v.Version = deadline, version
-		v.Lock.Fence = fence
-		if permits != 0 || delay != 0 {
-			v.Lock.opt = &lockOpts{permits: permits, delayUntil: delay}
-		}
+		d.lock(v.lock(), deadline)
 	default:
 		d.fail(fmt.Errorf("unknown value kind %d", kind))
 	}
 	return v
+}
+
+// lock decodes a lock's body into l (deadline is the value's, which a
+// lock never has).
+func (d *snapReader) lock(l *Lock, deadline int64) {
+	permits := int(d.varint())
+	fence := d.uvarint()
+	delay := d.varint()
+	c := d.count()
+	if d.err == nil && ((c == 0 && delay == 0) || deadline != 0 || permits < 0) {
+		d.fail(fmt.Errorf("bad lock (%d holders, lock-delay %d, deadline %d, permits %d)", c, delay, deadline, permits))
+	}
+	if permits != 0 || delay != 0 {
+		l.x = &lockExt{permits: permits, delayUntil: delay}
+	}
+	for i := 0; i < c && d.err == nil; i++ {
+		h := l.addHolder()
+		h.Owner = d.str()
+		h.Mode = Mode(d.byte1())
+		count := d.varint()
+		h.Reentrant = d.uvarint() != 0
+		h.Fence = d.uvarint()
+		h.Deadline = d.varint()
+		h.TTL = d.varint()
+		h.setOpts(d.str(), d.varint(), d.varint())
+		if h.Mode > Semaphore || count < 1 || count > maxHoldCount || h.Owner == "" || (i > 0 && l.holdIndex(h.Owner) != i) {
+			d.fail(fmt.Errorf("bad hold %q", h.Owner))
+		}
+		h.Count = int32(count)
+	}
+	if d.err == nil {
+		l.keepFence(fence)
+	}
 }

@@ -73,27 +73,39 @@ const (
 	KindLock
 )
 
-// Value is what one key holds: a lock (Lock) or a Redis value (the
-// fields of valueData, which only Redis values allocate). Deadline is
-// absolute FSM ms (0 = none); a value whose deadline is <= now is gone for
-// every read and write. Kept small: a million held locks are a million
-// Values.
+// Value is what one key holds: a lock (its state inline, so a held lock
+// is one allocation besides its key and owner strings) or a Redis value
+// (its body and deadline behind valueData, which only Redis values
+// allocate). Kept small: a million held locks are a million Values.
 type Value struct {
-	Kind     Kind
-	Deadline int64
-	Version  uint64 // raft index of the last change (WATCH)
-	Lock     *Lock
+	Kind    Kind
+	Version uint64 // raft index of the last change (WATCH)
+	lk      Lock   // KindLock only
 	*valueData
+}
+
+// lock returns the lock state of a KindLock value.
+func (v *Value) lock() *Lock { return &v.lk }
+
+// deadline is a Redis value's expiry, absolute FSM ms (0 = none); a value
+// whose deadline is <= now is gone for every read and write. A lock has
+// none of its own (its holds have leases).
+func (v *Value) deadline() int64 {
+	if v.valueData == nil {
+		return 0
+	}
+	return v.valueData.deadline
 }
 
 // valueData is the body of a Redis value; exactly the field matching the
 // Value's Kind is used.
 type valueData struct {
-	Str  []byte
-	Hash map[string][]byte
-	Set  map[string]struct{}
-	ZSet map[string]float64
-	List [][]byte
+	deadline int64
+	Str      []byte
+	Hash     map[string][]byte
+	Set      map[string]struct{}
+	ZSet     map[string]float64
+	List     [][]byte
 }
 
 // newValue returns an empty Redis value of kind.
@@ -101,49 +113,149 @@ func newValue(kind Kind) *Value {
 	return &Value{Kind: kind, valueData: &valueData{}}
 }
 
-// Lock is a native lock value: holders in grant order. What most locks
-// leave zero (a semaphore's size, a lock-delay) is behind one pointer.
+// Lock is a native lock value: holders in grant order, the first one
+// inline (most locks have exactly one). What most locks leave zero (more
+// holders, a semaphore's size, a lock-delay) is behind one pointer.
 type Lock struct {
-	Holders []*hold // grant order
-	Fence   uint64  // highest fence granted on this key
-	opt     *lockOpts
+	h0 hold // the first holder; h0.Owner == "" when there is none
 
 	// holdDue is the time of the earliest pending dueHold item for this
 	// key (0 = none; scheduleHold), so a lease extended in a loop keeps
 	// one heap item. Derived; rebuilt on Restore.
 	holdDue int64
+
+	x *lockExt
 }
 
-type lockOpts struct {
-	permits    int   // semaphore size; 0 for mutex / reader-writer locks
-	delayUntil int64 // FSM ms: no grant before this (lock-delay); 0 = none
+type lockExt struct {
+	more       []*hold // holders after the first, grant order
+	permits    int     // semaphore size; 0 for mutex / reader-writer locks
+	delayUntil int64   // FSM ms: no grant before this (lock-delay); 0 = none
+	// fence is the highest fence of a hold that ended while the lock
+	// stayed: the lock's fence is the highest of it and its holders'.
+	fence uint64
+}
+
+// ext returns l's rarely used state, allocating it.
+func (l *Lock) ext() *lockExt {
+	if l.x == nil {
+		l.x = &lockExt{}
+	}
+	return l.x
+}
+
+// numHolders is the number of holds on l.
+func (l *Lock) numHolders() int {
+	switch {
+	case l.h0.Owner == "":
+		return 0
+	case l.x == nil:
+		return 1
+	}
+	return 1 + len(l.x.more)
+}
+
+// holder returns the i-th hold in grant order (0 <= i < numHolders). The
+// pointer is valid until a hold is added or removed.
+func (l *Lock) holder(i int) *hold {
+	if i == 0 {
+		return &l.h0
+	}
+	return l.x.more[i-1]
+}
+
+// Fence is the highest fence granted on this key while the lock exists.
+func (l *Lock) Fence() uint64 {
+	var f uint64
+	if l.x != nil {
+		f = l.x.fence
+		for _, h := range l.x.more {
+			f = max(f, h.Fence)
+		}
+	}
+	return max(f, l.h0.Fence)
+}
+
+// nextDeadline is the earliest of l's holds' own deadlines; 0 = none.
+func (l *Lock) nextDeadline() int64 {
+	var next int64
+	for i := 0; i < l.numHolders(); i++ {
+		if d := l.holder(i).Deadline; d != 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return next
+}
+
+// addHolder appends a zero hold and returns it.
+func (l *Lock) addHolder() *hold {
+	if l.h0.Owner == "" {
+		l.h0 = hold{}
+		return &l.h0
+	}
+	h := &hold{}
+	x := l.ext()
+	x.more = append(x.more, h)
+	return h
+}
+
+// removeHolder removes the i-th hold and returns it. The lock keeps its
+// fence when it stays (other holders, or a lock-delay: see keepFence).
+func (l *Lock) removeHolder(i int) hold {
+	h := *l.holder(i)
+	switch {
+	case l.x == nil || len(l.x.more) == 0:
+		l.h0 = hold{}
+	case i == 0:
+		l.h0 = *l.x.more[0]
+		l.x.more = dropAt(l.x.more, 0)
+	default:
+		l.x.more = dropAt(l.x.more, i-1)
+	}
+	if l.numHolders() > 0 || l.x != nil {
+		l.keepFence(h.Fence)
+	}
+	return h
+}
+
+func dropAt(s []*hold, i int) []*hold {
+	copy(s[i:], s[i+1:])
+	s[len(s)-1] = nil
+	if s = s[:len(s)-1]; len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// keepFence records the fence of a hold that ended while the lock stays.
+func (l *Lock) keepFence(f uint64) {
+	if f > l.Fence() {
+		l.ext().fence = f
+	}
 }
 
 // Permits is the semaphore size; 0 for mutex / reader-writer locks.
 func (l *Lock) Permits() int {
-	if l.opt == nil {
+	if l.x == nil {
 		return 0
 	}
-	return l.opt.permits
+	return l.x.permits
 }
 
 // DelayUntil is the FSM ms before which nothing is granted (lock-delay);
 // 0 = none.
 func (l *Lock) DelayUntil() int64 {
-	if l.opt == nil {
+	if l.x == nil {
 		return 0
 	}
-	return l.opt.delayUntil
+	return l.x.delayUntil
 }
 
 func (l *Lock) setDelayUntil(at int64) {
-	if l.opt == nil {
-		if at == 0 {
-			return
-		}
-		l.opt = &lockOpts{}
+	if l.x == nil && at == 0 {
+		return
 	}
-	l.opt.delayUntil = at
+	l.ext().delayUntil = at
 }
 
 // Hold is one owner's hold on a lock, as queries return it.
@@ -160,6 +272,9 @@ type Hold struct {
 	HardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
 }
 
+// maxHoldCount bounds a reentrant hold's count (it is stored in 32 bits).
+const maxHoldCount = 1<<31 - 1
+
 // hold is a Hold as the table stores it: what most holds leave zero (a
 // session, a lock-delay, a hard limit) is behind one pointer.
 type hold struct {
@@ -167,8 +282,8 @@ type hold struct {
 	Fence     uint64
 	Deadline  int64 // lease end, FSM ms
 	TTL       int64 // lease length used by extend, ms
-	Count     int   // reentrant hold count (>= 1)
 	opt       *holdOpts
+	Count     int32 // reentrant hold count (1..maxHoldCount)
 	Mode      Mode
 	Reentrant bool
 }
@@ -211,7 +326,7 @@ func (h *hold) setOpts(session string, lockDelay, hardLimit int64) {
 
 // view returns h as a Hold.
 func (h *hold) view() Hold {
-	return Hold{Owner: h.Owner, Mode: h.Mode, Count: h.Count, Reentrant: h.Reentrant, Fence: h.Fence,
+	return Hold{Owner: h.Owner, Mode: h.Mode, Count: int(h.Count), Reentrant: h.Reentrant, Fence: h.Fence,
 		Deadline: h.Deadline, TTL: h.TTL, Session: h.session(), LockDelay: h.lockDelay(), HardLimit: h.hardLimit()}
 }
 
@@ -278,6 +393,10 @@ type Table struct {
 	fences   map[string]uint64 // fence registry (CheckAndAdvance)
 	due      dueQueue          // derived: what falls due when (keyspace.go)
 
+	// nLocks and nHolds count the lock values in keys and their holds,
+	// kept as they change (countLock) so Stats is O(1). Derived.
+	nLocks, nHolds int
+
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
@@ -325,6 +444,7 @@ func (t *Table) reset() {
 	t.sessions = make(map[string]*Session)
 	t.fences = make(map[string]uint64)
 	t.due = dueQueue{}
+	t.nLocks, t.nHolds = 0, 0
 	t.ext = tableExt{}
 	t.ext.init()
 	t.rx = redisExt{}
