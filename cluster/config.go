@@ -37,10 +37,20 @@ var SystemClock Clock = systemClock{}
 type Config struct {
 	// ID is this node's raft server id; required, unique in the cluster.
 	ID string
-	// DataDir holds raft.db (raft log and stable store, one bolt file) and
-	// snapshots/. Required. Restarting with the same DataDir resumes the
-	// node with every lock, session and waiter.
+	// DataDir holds the raft log (wal/, see LogStore), raft.db (the
+	// stable store: term and vote, a bolt file) and snapshots/. Required.
+	// Restarting with the same DataDir resumes the node with every lock,
+	// session and waiter.
 	DataDir string
+	// LogStore is the raft log's format for a new DataDir: LogStoreWAL
+	// ("wal", the default: hashicorp/raft-wal segments in DataDir/wal,
+	// one fsync per appended batch) or LogStoreBolt ("bolt": the log in
+	// raft.db, the layout before "wal"; bbolt syncs twice per batch).
+	// A DataDir that already holds a log keeps its format whatever this
+	// says (Start logs which and why at Info): raft.db with log entries
+	// and no wal/ stays on bolt, so upgrading a node never hides an entry
+	// it acknowledged. Every node of a cluster may use either.
+	LogStore string
 
 	// BindAddr is where the node listens for raft and forwarded requests
 	// (one port, multiplexed). Default "127.0.0.1:0".
@@ -140,6 +150,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		BindAddr:           "127.0.0.1:0",
+		LogStore:           LogStoreWAL,
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
@@ -174,6 +185,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	setS(&c.BindAddr, d.BindAddr)
+	setS(&c.LogStore, d.LogStore)
 	setD(&c.HeartbeatTimeout, d.HeartbeatTimeout)
 	setD(&c.ElectionTimeout, d.ElectionTimeout)
 	setD(&c.LeaderLeaseTimeout, d.LeaderLeaseTimeout)
@@ -215,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("DataDir is required")
+	}
+	if c.LogStore != LogStoreWAL && c.LogStore != LogStoreBolt {
+		bad("LogStore must be %q or %q, not %q", LogStoreWAL, LogStoreBolt, c.LogStore)
 	}
 	if c.HeartbeatTimeout < 5*time.Millisecond || c.ElectionTimeout < c.HeartbeatTimeout {
 		bad("need 5ms <= HeartbeatTimeout <= ElectionTimeout")

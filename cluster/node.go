@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/transport"
@@ -56,8 +53,8 @@ type Node struct {
 	clock  Clock
 	tr     Transport
 	raft   *raft.Raft
-	store  *raftboltdb.BoltStore
-	logs   raft.LogStore
+	store  *raftStorage  // log and stable store (logstore.go)
+	logs   raft.LogStore // store.logs
 	rtrans *raft.NetworkTransport
 
 	// mu guards table: Apply takes it for writing, reads and snapshots
@@ -160,23 +157,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		n.tr = tr
 	}
 
-	// NoFreelistSync: bolt rebuilds its freelist on open instead of
-	// writing it on every commit, so each log append writes (and fsyncs)
-	// fewer pages; the map freelist keeps that rebuild and allocation
-	// fast as the file grows. Consul and Nomad run raft-boltdb this way.
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bbolt.Options{NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, n.log)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft store: %w", err)
+		return nil, err
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(512, store)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: log cache: %w", err)
-	}
-	n.logs = logs
+	n.logs = store.logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
@@ -212,12 +198,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	notify := make(chan bool, 8)
 	rc.NotifyCh = notify
 
-	hasState, err := raft.HasExistingState(logs, store, snaps)
+	hasState, err := raft.HasExistingState(n.logs, store.stable, snaps)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: reading raft state: %w", err)
 	}
 
-	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), logs, store, snaps, n.rtrans)
+	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), n.logs, store.stable, snaps, n.rtrans)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft: %w", err)
 	}
