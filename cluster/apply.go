@@ -80,28 +80,47 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 	case <-n.closed:
 		return fsm.Result{}, outcomeDone, ErrClosed
 	}
+	f := n.propose(l, cmd)
+	if err := n.await(f); err != nil {
+		oc, err := classifyProposal(err)
+		return fsm.Result{}, oc, err
+	}
+	res, err := proposalResult(f)
+	return res, outcomeDone, err
+}
+
+// propose stamps cmd with the term's clock and hands it to raft without
+// waiting. Proposals made one after another from one goroutine get log
+// indexes in that order (raft queues them on one channel).
+func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposals.WithLabelValues(opName(c.Op)).Inc()
-	f := n.raft.Apply(c.AppendBinary(make([]byte, 0, 64)), 0)
-	if err := n.await(f); err != nil {
-		switch {
-		case isRaftNotLeader(err):
-			return fsm.Result{}, outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
-		case errors.Is(err, ErrClosed):
-			return fsm.Result{}, outcomeDone, err
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return fsm.Result{}, outcomeDone, fmt.Errorf("%w: %w", ErrClosed, err)
-		default:
-			return fsm.Result{}, outcomeUnknown, fmt.Errorf("%w: %w", errLeaderLost, err)
-		}
+	return n.raft.Apply(c.AppendBinary(make([]byte, 0, 64)), 0)
+}
+
+// classifyProposal says what a failed raft apply future means.
+func classifyProposal(err error) (outcome, error) {
+	switch {
+	case isRaftNotLeader(err):
+		return outcomeNotReached, fmt.Errorf("%w: %w", errNotLeader, err)
+	case errors.Is(err, ErrClosed):
+		return outcomeDone, err
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return outcomeDone, fmt.Errorf("%w: %w", ErrClosed, err)
+	default:
+		return outcomeUnknown, fmt.Errorf("%w: %w", errLeaderLost, err)
 	}
-	// The one place the FSM's response is type-asserted.
+}
+
+// proposalResult is a committed proposal's FSM result: the one place the
+// FSM's response is type-asserted.
+func proposalResult(f raft.ApplyFuture) (fsm.Result, error) {
 	res, ok := f.Response().(fsm.Result)
 	if !ok {
-		return fsm.Result{}, outcomeDone, fmt.Errorf("cluster: unexpected fsm response %T", f.Response())
+		return fsm.Result{}, fmt.Errorf("cluster: unexpected fsm response %T", f.Response())
 	}
-	return res, outcomeDone, nil
+	return res, nil
 }
 
 // forward sends req to the leader this node knows of. A stOK body is

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// ApplyFuture is ApplyAsync's pending outcome. It is an alias of an
+// interface literal so that a consumer (redisbridge.Backend) can name the
+// same type without importing this package.
+type ApplyFuture = interface {
+	// Done is closed once Result will not block on the log. It may stay
+	// open forever for a proposal raft abandoned at shutdown; Result
+	// returns then (ErrClosed) all the same.
+	Done() <-chan struct{}
+	// Result waits for the outcome: Apply's result and errors.
+	Result() (fsm.Result, error)
+}
+
+// ApplyAsync proposes cmd like Apply but does not wait for the commit on
+// the leader: it returns as soon as the proposal is queued, and commands
+// proposed one after another from one goroutine are committed in that
+// order (so a connection's pipeline group-commits: one log write and one
+// replication round for many commands). Result waits for the outcome.
+//
+// Only a ready leader proposes asynchronously. Elsewhere (a follower,
+// which forwards, or a leader still setting up its term) ApplyAsync runs
+// Apply to the end before it returns, which keeps the order too.
+//
+// Unlike Apply, an asynchronous proposal is not retried when raft refuses
+// it because leadership was lost before it was stored: a later command of
+// the same goroutine may already be committed by then, and a retry would
+// reorder them. Such a refusal (the command was not applied) wraps
+// api.ErrNoLeader; a lost leadership after the proposal was stored wraps
+// ErrUnknownOutcome as with Apply.
+func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
+	if l := n.lead.Load(); l != nil {
+		select {
+		case <-l.ready:
+			return n.proposeAsync(l, cmd)
+		default:
+		}
+	}
+	r, err := n.Apply(ctx, cmd)
+	return &applyFuture{n: n, done: closedChan, res: r, err: err}
+}
+
+// closedChan is the Done of futures complete from the start.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+func (n *Node) proposeAsync(l *leadership, cmd *fsm.Command) *applyFuture {
+	f := &applyFuture{n: n, done: make(chan struct{})}
+	start := time.Now()
+	rf := n.propose(l, cmd)
+	// Ends when raft answers rf: at once if it was refused, else after the
+	// commit. Raft never answers a proposal still queued when it shuts
+	// down; this goroutine then stays blocked (as await's does), and
+	// Result returns on n.closed.
+	go func() {
+		f.complete(rf)
+		n.metrics.applyLatency.Observe(time.Since(start).Seconds())
+		close(f.done)
+	}()
+	return f
+}
+
+// applyFuture implements ApplyFuture; res and err are written once,
+// before done closes.
+type applyFuture struct {
+	n    *Node
+	done chan struct{}
+	res  fsm.Result
+	err  error
+}
+
+func (f *applyFuture) complete(rf raft.ApplyFuture) {
+	if err := rf.Error(); err != nil {
+		switch oc, err := classifyProposal(err); oc {
+		case outcomeNotReached:
+			f.err = fmt.Errorf("%w: %w", api.ErrNoLeader, err)
+		case outcomeUnknown:
+			f.err = fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, err)
+		default:
+			f.err = err
+		}
+		return
+	}
+	f.res, f.err = proposalResult(rf)
+}
+
+func (f *applyFuture) Done() <-chan struct{} { return f.done }
+
+func (f *applyFuture) Result() (fsm.Result, error) {
+	select {
+	case <-f.done:
+	case <-f.n.closed:
+		select {
+		case <-f.done: // answered before the close: report it
+		default:
+			return fsm.Result{}, fmt.Errorf("%w: %w", ErrClosed, raft.ErrRaftShutdown)
+		}
+	}
+	if f.err != nil {
+		return fsm.Result{}, f.err
+	}
+	return f.res, nil
+}
