@@ -32,3 +32,23 @@ type Backend interface {
 	// included).
 	api.Locker
 }
+
+// asyncBackend is a Backend that can propose without waiting for the
+// commit (*cluster.Node): the bridge then group-commits a connection's
+// pipelined writes (pipeline.go). Commands proposed one after another
+// from one goroutine must be applied in that order, or not at all (an
+// error reply); a backend that cannot propose at once (a follower
+// forwarding) may finish the Apply inside ApplyAsync.
+type asyncBackend interface {
+	ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture
+}
+
+// ApplyFuture is a pending Apply. An alias of an interface literal, like
+// cluster.ApplyFuture, so both name the same type.
+type ApplyFuture = interface {
+	// Done is closed once Result will not block (it may never close for
+	// a proposal abandoned at shutdown; Result still returns then).
+	Done() <-chan struct{}
+	// Result waits for the outcome, as Apply returns it.
+	Result() (fsm.Result, error)
+}

@@ -27,7 +27,7 @@ type bridgeNode struct {
 
 // startRaftCluster starts n bootstrapped nodes over loopback; they are
 // killed at cleanup.
-func startRaftCluster(t *testing.T, n int) []*cluster.Node {
+func startRaftCluster(t testing.TB, n int) []*cluster.Node {
 	t.Helper()
 	var peers []cluster.Peer
 	trs := make([]*transport.Transport, n)
@@ -61,7 +61,7 @@ func startRaftCluster(t *testing.T, n int) []*cluster.Node {
 // startBridgeCluster starts n bootstrapped nodes over loopback, each with
 // a bridge whose Peers are all the bridges' addresses, and waits for a
 // leader.
-func startBridgeCluster(t *testing.T, n int) []*bridgeNode {
+func startBridgeCluster(t testing.TB, n int) []*bridgeNode {
 	t.Helper()
 	nodes := startRaftCluster(t, n)
 	lns := make([]net.Listener, n)
@@ -233,3 +233,6 @@ func TestClusterBridge(t *testing.T) {
 		retry("SET after crash", func() error { return other.Set(ctx, "durable", "v2", 0).Err() })
 	})
 }
+
+// The bridge group-commits pipelines through cluster.Node.ApplyAsync.
+var _ asyncBackend = (*cluster.Node)(nil)

@@ -40,7 +40,7 @@ func cmdEvalSHA(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	sha := strings.ToLower(string(args[1]))
+	sha := lowerSHA(args[1])
 	script, found := c.s.scripts.get(sha)
 	if !found && len(sha) == 40 {
 		ctx, cancel := c.ctx()
@@ -66,29 +66,47 @@ func cmdEvalSHA(c *conn, args [][]byte) {
 	c.eval(script, keys, argv)
 }
 
-// scriptArgs splits EVAL's arguments into KEYS and ARGV.
+// scriptArgs splits EVAL's arguments into KEYS and ARGV, or writes the
+// error.
 func (c *conn) scriptArgs(args [][]byte) (keys, argv [][]byte, ok bool) {
+	keys, argv, msg := parseScriptArgs(args)
+	if msg != "" {
+		c.w.WriteError(msg)
+		return nil, nil, false
+	}
+	return keys, argv, true
+}
+
+// parseScriptArgs splits EVAL's arguments (copied) into KEYS and ARGV, or
+// returns the error reply's text.
+func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
 	n, err := strconv.ParseInt(string(args[2]), 10, 64)
 	switch {
 	case err != nil:
-		c.w.WriteError(msgNumKeysNotInt)
-		return nil, nil, false
+		return nil, nil, msgNumKeysNotInt
 	case n < 0:
-		c.w.WriteError(msgNumKeysNeg)
-		return nil, nil, false
+		return nil, nil, msgNumKeysNeg
 	case n > int64(len(args)-3):
-		c.w.WriteError(msgNumKeysBig)
-		return nil, nil, false
+		return nil, nil, msgNumKeysBig
 	}
 	rest := resp.CloneArgs(args[3:])
-	return rest[:n:n], rest[n:], true
+	return rest[:n:n], rest[n:], ""
 }
 
 func (c *conn) eval(script []byte, keys, argv [][]byte) {
-	cmd := &fsm.Command{Op: fsm.OpEval, Script: append([]byte(nil), script...), KeysB: keys, Args: argv}
-	if r, ok := c.apply(cmd); ok {
+	if r, ok := c.apply(evalCommand(script, keys, argv)); ok {
 		c.w.WriteReply(r.Reply)
 	}
+}
+
+// evalCommand is EVAL's log entry (script copied).
+func evalCommand(script []byte, keys, argv [][]byte) *fsm.Command {
+	return &fsm.Command{Op: fsm.OpEval, Script: append([]byte(nil), script...), KeysB: keys, Args: argv}
+}
+
+// lowerSHA is a script SHA1 as the caches key it.
+func lowerSHA(b []byte) string {
+	return strings.ToLower(string(b))
 }
 
 // SCRIPT LOAD|EXISTS|FLUSH|KILL

@@ -45,7 +45,13 @@ type conn struct {
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
 
-	busy   bool // running a command (guarded by s.mu, for Close)
+	// Pipelined writes in flight (pipeline.go), guarded by pipeMu;
+	// pipeCond (on pipeMu) signals every change.
+	pipeMu   sync.Mutex
+	pipeCond sync.Cond
+	pipe     pipeline
+
+	busy   bool // running a command or replies in flight (guarded by s.mu, for Close)
 	closed bool // shutdown asked (guarded by s.mu)
 }
 
@@ -61,6 +67,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		done:   make(chan struct{}),
 	}
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
+	c.pipeCond.L = &c.pipeMu
 	return c
 }
 
@@ -98,6 +105,10 @@ func (c *conn) shutdown() {
 
 func (c *conn) serve() {
 	defer func() {
+		c.endPipe()
+		c.wmu.Lock()
+		c.flush()
+		c.wmu.Unlock()
 		c.closeOnce.Do(func() { close(c.done) })
 		c.s.hub.unsubscribeAll(c)
 		c.nc.Close()
@@ -107,10 +118,7 @@ func (c *conn) serve() {
 		closing := c.closed
 		c.s.mu.Unlock()
 		if closing {
-			c.wmu.Lock()
-			c.flush()
-			c.wmu.Unlock()
-			return
+			return // the deferred flush sends the replies of what ran
 		}
 		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 {
 			var d time.Time // subscribers wait for messages: no idle limit
@@ -123,6 +131,7 @@ func (c *conn) serve() {
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
+				c.drainPipe()
 				c.wmu.Lock()
 				c.w.WriteError(pe.Msg)
 				c.flush()
@@ -130,43 +139,37 @@ func (c *conn) serve() {
 			} else if err != io.EOF && !errors.Is(err, net.ErrClosed) {
 				c.s.cfg.Logger.Debug("resp connection read failed", "remote", c.nc.RemoteAddr().String(), "error", err)
 			}
-			c.wmu.Lock()
-			c.flush() // best effort: replies of a pipeline cut by Close
-			c.wmu.Unlock()
-			return
+			return // the deferred flush: best effort, replies of a pipeline cut by Close
 		}
 		c.s.mu.Lock()
 		closing = c.closed
 		c.busy = true
 		c.s.mu.Unlock()
 		if closing { // Close came while a pipeline was in progress: reply to what ran
-			c.wmu.Lock()
-			c.flush()
-			c.wmu.Unlock()
 			return
 		}
 
-		c.wmu.Lock()
-		c.drainPushes()
-		c.dispatch(args)
 		var werr error
-		if c.rd.Buffered() == 0 || c.quit || c.w.Buffered() > 64<<10 {
-			werr = c.flush()
+		if !c.proposeAsync(args) {
+			c.drainPipe() // replies go out in command order
+			c.wmu.Lock()
+			c.drainPushes()
+			c.dispatch(args)
+			if c.rd.Buffered() == 0 || c.quit || c.w.Buffered() > 64<<10 {
+				werr = c.flush()
+			}
+			c.wmu.Unlock()
 		}
-		c.wmu.Unlock()
 
 		// Between pipelined commands the connection stays busy: its replies
-		// may not be flushed yet, so Close must not cut it.
+		// may not be flushed (or its writes committed) yet, so Close must
+		// not cut it.
+		busy := c.rd.Buffered() > 0 || c.pipelining()
 		c.s.mu.Lock()
-		c.busy = c.rd.Buffered() > 0
+		c.busy = busy
 		closing = c.closed
 		c.s.mu.Unlock()
 		if c.quit || closing || werr != nil {
-			if werr == nil {
-				c.wmu.Lock()
-				c.flush()
-				c.wmu.Unlock()
-			}
 			return
 		}
 	}
@@ -256,18 +259,32 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	r, err := c.s.b.Apply(ctx, cmd)
+	return r, c.noteResult(r, err)
+}
+
+// noteResult records an applied write's index (for WAIT) and writes the
+// error reply of a failed one; it reports success. Call with wmu held.
+func (c *conn) noteResult(r fsm.Result, err error) bool {
 	if err != nil {
 		c.writeErr(err)
-		return r, false
+		return false
 	}
 	if r.Index > c.lastWrite {
 		c.lastWrite = r.Index
 	}
 	if r.Err != nil {
 		c.writeErr(r.Err)
-		return r, false
+		return false
 	}
-	return r, true
+	return true
+}
+
+// writeResult writes the whole reply of an applied entry. Call with wmu
+// held.
+func (c *conn) writeResult(r fsm.Result, err error) {
+	if c.noteResult(r, err) {
+		c.w.WriteReply(r.Reply)
+	}
 }
 
 // applyRedis proposes one Redis command (args owned by the caller's

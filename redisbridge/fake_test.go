@@ -20,14 +20,15 @@ import (
 // something falls due, like the leader does. Commands go through the
 // binary codec as they would through the log.
 type fakeBackend struct {
-	mu      sync.Mutex
-	t       *fsm.Table
-	index   uint64
-	start   time.Time
-	subs    map[int]func(uint64, []fsm.Event)
-	nextSub int
-	waiters map[string]chan fsm.Event
-	reqSeq  atomic.Int64
+	mu       sync.Mutex
+	t        *fsm.Table
+	index    uint64
+	start    time.Time
+	subs     map[int]func(uint64, []fsm.Event)
+	nextSub  int
+	waiters  map[string]chan fsm.Event
+	reqSeq   atomic.Int64
+	asyncSeq atomic.Int64
 
 	noLeader atomic.Bool // every call fails with api.ErrNoLeader
 	applies  atomic.Int64
@@ -115,6 +116,30 @@ func (f *fakeBackend) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, 
 	}
 	f.applies.Add(1)
 	return f.apply(cmd), nil
+}
+
+// ApplyAsync applies cmd at once, in call order, like Apply; its future
+// reports done a little later (up to 200µs, varying), so replies wait
+// for commits as they do over raft.
+func (f *fakeBackend) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
+	fut := &fakeFuture{done: make(chan struct{})}
+	fut.res, fut.err = f.Apply(ctx, cmd)
+	delay := time.Duration(f.asyncSeq.Add(1)%5) * 50 * time.Microsecond
+	time.AfterFunc(delay, func() { close(fut.done) })
+	return fut
+}
+
+type fakeFuture struct {
+	done chan struct{}
+	res  fsm.Result
+	err  error
+}
+
+func (f *fakeFuture) Done() <-chan struct{} { return f.done }
+
+func (f *fakeFuture) Result() (fsm.Result, error) {
+	<-f.done
+	return f.res, f.err
 }
 
 func (f *fakeBackend) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {

@@ -22,6 +22,7 @@ var (
 // Server serves RESP clients over a Backend.
 type Server struct {
 	b        Backend
+	async    asyncBackend // b, when it can propose without waiting; else nil
 	cfg      Config
 	rcfg     resp.Config
 	commands map[string]*command
@@ -67,6 +68,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),
 	}
+	s.async, _ = b.(asyncBackend)
 	s.scripts.init()
 	s.commands = commandTable()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
