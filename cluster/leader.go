@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/locknode/locknode/fsm"
@@ -19,6 +21,105 @@ type leadership struct {
 	// Set before ready is closed, read only after.
 	t0 int64     // cluster clock (FSM ms) when the term's clock was set
 	m0 time.Time // this node's monotonic reading at that moment
+
+	// handoff holds back queued acquires until the release that hands
+	// the lock on is proposed (see deferQueuedAcquire).
+	handoff handoffGate
+}
+
+// handoffGate lets blocking acquires of a busy lock wait, per key, for
+// the next release of that key to be proposed on this leader, so that
+// both share one log write. Without it the previous holder's re-queue
+// (its next acquire) and the new holder's release race to the leader:
+// whichever comes first is written alone and the other waits for that
+// write, on the leader and again on the follower, which adds most of a
+// commit to every contended hand-off.
+type handoffGate struct {
+	mu       sync.Mutex
+	keys     map[string]*handoffWait
+	maxDefer time.Duration // 0: handoffMaxDefer (tests raise it)
+}
+
+// handoffWait is one key's held-back acquires: ch closes when they may go.
+type handoffWait struct {
+	ch chan struct{}
+	n  int // acquires between wait and leave
+}
+
+// wait returns a channel that closes at the next open of key, and how
+// long to wait for it at most. Every wait is followed by a leave.
+func (g *handoffGate) wait(key string) (<-chan struct{}, time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.keys == nil {
+		g.keys = make(map[string]*handoffWait)
+	}
+	w, ok := g.keys[key]
+	if !ok {
+		w = &handoffWait{ch: make(chan struct{})}
+		g.keys[key] = w
+	}
+	w.n++
+	d := g.maxDefer
+	if d == 0 {
+		d = handoffMaxDefer
+	}
+	return w.ch, d
+}
+
+// leave ends a wait on key that returned ch, so that keys nobody waits
+// for are not kept.
+func (g *handoffGate) leave(key string, ch <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w, ok := g.keys[key]; ok && w.ch == ch {
+		if w.n--; w.n == 0 {
+			delete(g.keys, key)
+		}
+	}
+}
+
+// waiting reports how many acquires wait on key.
+func (g *handoffGate) waiting(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w, ok := g.keys[key]; ok {
+		return w.n
+	}
+	return 0
+}
+
+// open releases every acquire held back on key.
+func (g *handoffGate) open(key string) {
+	g.mu.Lock()
+	if w, ok := g.keys[key]; ok {
+		close(w.ch)
+		delete(g.keys, key)
+	}
+	g.mu.Unlock()
+}
+
+// openFreed releases the acquires held back on keys an applied entry
+// left free: a release or expiry that granted nobody (no waiter queued,
+// or the lock was freed by a Redis command, a script or a tick rather
+// than by a release proposed here), so the held-back acquire is granted
+// at once instead of after handoffMaxDefer.
+func (g *handoffGate) openFreed(events []fsm.Event) {
+	for _, e := range events {
+		if e.Kind != fsm.EvReleased {
+			continue
+		}
+		granted := false
+		for _, o := range events {
+			if o.Kind == fsm.EvGranted && (o.Key == e.Key || slices.Contains(o.Keys, e.Key)) {
+				granted = true
+				break
+			}
+		}
+		if !granted {
+			g.open(e.Key)
+		}
+	}
 }
 
 // now is the cluster clock as this leader stamps it: t0 plus the
@@ -98,6 +199,9 @@ func (n *Node) leadTerm(l *leadership) {
 		t0 = m0.UnixMilli()
 	}
 	l.t0, l.m0 = t0, m0
+	// Called on the apply path until the term's tick loop returns.
+	unsub := n.Subscribe(func(_ uint64, events []fsm.Event) { l.handoff.openFreed(events) })
+	defer unsub()
 	close(l.ready)
 	n.log.Info("leader clock set", "t0", t0)
 	n.broadcastLeader()

@@ -53,6 +53,12 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		if l == nil {
 			return []byte{stNotLeader}, nil
 		}
+		switch cmd.Op {
+		case fsm.OpAcquire:
+			n.deferQueuedAcquire(ctx, cmd)
+		case fsm.OpRelease:
+			n.openHandoff(cmd)
+		}
 		res, oc, err := n.applyAsLeader(ctx, l, cmd)
 		switch oc {
 		case outcomeDone:
