@@ -26,7 +26,7 @@ func (t *Table) getAt(key string, now int64) *Value {
 // kept only for its waiters or lock-delay is dropped silently), bumps the
 // version and schedules v's deadline.
 func (t *Table) put(ctx *applyCtx, key string, v *Value) {
-	if old := t.keys[key]; old != nil && old.Kind == KindLock {
+	if old := t.keys[key]; old != nil && old.Kind() == KindLock {
 		t.countLock(old, -1)
 	}
 	v.Version = ctx.index
@@ -48,20 +48,20 @@ func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
 // to the counts Stats reports.
 func (t *Table) countLock(v *Value, sign int) {
 	t.nLocks += sign
-	t.nHolds += sign * v.lk.numHolders()
+	t.nHolds += sign * v.numHolders()
 }
 
 // touch marks v (stored at key) as changed by this entry.
 func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
 	v.Version = ctx.index
-	if v.Kind == KindLock {
+	if v.Kind() == KindLock {
 		ctx.emit(Event{Kind: EvChanged, Key: key})
 	}
 }
 
 // setDeadline sets a non-lock value's deadline (0 = persist).
 func (t *Table) setDeadline(ctx *applyCtx, key string, v *Value, at int64) {
-	v.valueData.deadline = at
+	v.valueData.expireAt = at
 	t.touch(ctx, key, v)
 	if at != 0 {
 		t.schedule(at, dueKey, key)
@@ -77,7 +77,7 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 		return false
 	}
 	delete(t.keys, key)
-	if v.Kind == KindLock {
+	if v.Kind() == KindLock {
 		l := v.lock()
 		t.countLock(v, -1)
 		t.dropLock(key, l)
@@ -223,7 +223,7 @@ func (t *Table) expireDue(ctx *applyCtx) {
 		ctx.at = it.at
 		switch kind {
 		case dueKey:
-			if v := t.keys[it.id]; v != nil && v.Kind != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
+			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
 				t.del(ctx, it.id, ReasonExpired)
 			}
 		case dueHold:

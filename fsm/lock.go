@@ -56,8 +56,8 @@ func (l *Lock) holdIndex(owner string) int {
 	if l.h0.Owner == owner && owner != "" {
 		return 0
 	}
-	if l.x != nil {
-		for i, h := range l.x.more {
+	if x := l.xt(); x != nil {
+		for i, h := range x.more {
 			if h.Owner == owner {
 				return i + 1
 			}
@@ -270,7 +270,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 	if v == nil {
 		return nil
 	}
-	if v.Kind != KindLock {
+	if v.Kind() != KindLock {
 		return errf(ErrLocked, "%q holds a Redis value", key)
 	}
 	l := v.lock()
@@ -309,7 +309,7 @@ func (t *Table) keyBlock(key string, w *Waiter) error {
 
 func (t *Table) ownerHolds(key, owner string) bool {
 	v := t.keys[key]
-	return v != nil && v.Kind == KindLock && v.lock().holdIndex(owner) >= 0
+	return v != nil && v.Kind() == KindLock && v.lock().holdIndex(owner) >= 0
 }
 
 // grantAll gives w every one of its keys (the caller checked they fit).
@@ -344,7 +344,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	v := t.keys[key]
 	var l *Lock
 	if v == nil {
-		v = &Value{Kind: KindLock}
+		v = &Value{}
 		l = v.lock()
 		if w.Permits != 0 {
 			l.ext().permits = w.Permits

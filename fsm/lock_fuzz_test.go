@@ -106,7 +106,7 @@ func decodeOps(data []byte) []Command {
 func holdFences(t *Table) map[string]uint64 {
 	m := make(map[string]uint64)
 	for k, v := range t.keys {
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			for i := 0; i < v.lock().numHolders(); i++ {
 				h := v.lock().holder(i)
 				m[k+"\x00"+h.Owner] = h.Fence

@@ -253,7 +253,7 @@ func checkInvariants(t *Table) error {
 	// full recount.
 	var recount Stats
 	for _, v := range t.keys {
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			recount.Locks++
 			recount.Holds += v.lock().numHolders()
 		}
@@ -262,14 +262,14 @@ func checkInvariants(t *Table) error {
 		return fmt.Errorf("stats %+v, recount %d locks %d holds", s, recount.Locks, recount.Holds)
 	}
 	for k, v := range t.keys {
-		if v.Kind != KindLock {
+		if v.Kind() != KindLock {
 			continue
 		}
 		l := v.lock()
 		if l.numHolders() == 0 && l.DelayUntil() <= t.now {
 			return fmt.Errorf("%q: empty lock kept", k)
 		}
-		if l.x != nil && len(l.x.more) == 0 && l.x.more != nil {
+		if x := l.xt(); x != nil && len(x.more) == 0 && x.more != nil {
 			return fmt.Errorf("%q: empty holder list kept", k)
 		}
 		owners := map[string]bool{}
@@ -343,7 +343,7 @@ func checkInvariants(t *Table) error {
 	for id, hs := range t.ext.sessHolds {
 		for r := range hs {
 			v := t.keys[r.key]
-			if v == nil || v.Kind != KindLock || v.lock().holdOf(r.owner) == nil || v.lock().holdOf(r.owner).session() != id {
+			if v == nil || v.Kind() != KindLock || v.lock().holdOf(r.owner) == nil || v.lock().holdOf(r.owner).session() != id {
 				return fmt.Errorf("session index has stale hold %+v", r)
 			}
 		}

@@ -43,7 +43,7 @@ func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 // settle deletes the lock at key if nothing holds it and no lock-delay is
 // active, marks it changed otherwise, then offers the key to its waiters.
 func (t *Table) settle(ctx *applyCtx, key string) {
-	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+	if v := t.keys[key]; v != nil && v.Kind() == KindLock {
 		if l := v.lock(); l.numHolders() == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
 			t.countLock(v, -1)
@@ -63,7 +63,7 @@ func (t *Table) lockAt(key string) (*Value, error) {
 	switch {
 	case v == nil:
 		return nil, errf(ErrNotHeld, "%q", key)
-	case v.Kind != KindLock:
+	case v.Kind() != KindLock:
 		return nil, errf(ErrWrongType, "%q holds a Redis value", key)
 	case v.lock().numHolders() == 0:
 		return nil, errf(ErrNotHeld, "%q", key)
@@ -188,7 +188,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 // expireHolds ends the holds on key whose own deadline fell due by ctx.at.
 func (t *Table) expireHolds(ctx *applyCtx, key string) {
 	v := t.keys[key]
-	if v == nil || v.Kind != KindLock {
+	if v == nil || v.Kind() != KindLock {
 		if t.ext.holdDue[key] == ctx.at {
 			delete(t.ext.holdDue, key)
 		}
@@ -212,7 +212,7 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 	if ended {
 		t.settle(ctx, key)
 	}
-	if v := t.keys[key]; v != nil && v.Kind == KindLock {
+	if v := t.keys[key]; v != nil && v.Kind() == KindLock {
 		if next := v.lock().nextDeadline(); next != 0 {
 			t.scheduleHold(key, v.lock(), next)
 		}
@@ -222,7 +222,7 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 // delayEnded clears key's lock-delay once it fell due.
 func (t *Table) delayEnded(ctx *applyCtx, key string) {
 	v := t.keys[key]
-	if v == nil || v.Kind != KindLock {
+	if v == nil || v.Kind() != KindLock {
 		return
 	}
 	if l := v.lock(); l.DelayUntil() != 0 && l.DelayUntil() <= ctx.at {

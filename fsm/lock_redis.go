@@ -145,7 +145,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 		ttl = t.cfg.MinTTL
 	}
 	if v := t.keys[key]; v != nil {
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			if h := v.lock().holdOf(token); h != nil && h.Mode == Exclusive {
 				return true
 			}
@@ -165,7 +165,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 // of its own); at <= now ends them (ReasonExpired, lock-delay applies).
 func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	v := t.keys[key]
-	if v == nil || v.Kind != KindLock {
+	if v == nil || v.Kind() != KindLock {
 		return
 	}
 	l := v.lock()
@@ -188,7 +188,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 // key and that hold ended (ReasonRelease, leaving a tombstone).
 func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
 	v := t.keys[key]
-	if v == nil || v.Kind != KindLock {
+	if v == nil || v.Kind() != KindLock {
 		return false
 	}
 	l := v.lock()

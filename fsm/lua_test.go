@@ -124,7 +124,7 @@ func TestLuaLocksViaScripts(t *testing.T) {
 	if got := fmtReply(r.eval(`return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', 1000)`, 1, "k", "tok")); got != "+OK" {
 		t.Fatal(got)
 	}
-	if v := r.t.keys["k"]; v == nil || v.Kind != KindLock {
+	if v := r.t.keys["k"]; v == nil || v.Kind() != KindLock {
 		t.Fatalf("script SET NX made %+v", v)
 	}
 	if got := fmtReply(r.eval(`return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('TYPE', KEYS[1])}`, 1, "k")); got != `["tok" :1000 +string]` {

@@ -68,10 +68,10 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 	li := LockInfo{Key: key}
 	v := t.getAt(key, now)
 	if v != nil {
-		li.Kind = v.Kind
+		li.Kind = v.Kind()
 		li.Deadline = v.deadline()
 	}
-	if v != nil && v.Kind == KindLock {
+	if v != nil && v.Kind() == KindLock {
 		l := v.lock()
 		li.Permits, li.Fence = l.Permits(), l.Fence()
 		for i := 0; i < l.numHolders(); i++ {
@@ -128,7 +128,7 @@ func (t *Table) List(prefix, after string, limit int, now int64) (infos []LockIn
 	// The limit+1 smallest matching keys, in a max-heap.
 	var h keyHeap
 	for k, v := range t.keys {
-		if v.Kind != KindLock || k <= after || !strings.HasPrefix(k, prefix) {
+		if v.Kind() != KindLock || k <= after || !strings.HasPrefix(k, prefix) {
 			continue
 		}
 		if len(h) > limit && k >= h[0] {
@@ -200,7 +200,7 @@ func (t *Table) Waiter(id string) (Waiter, bool) {
 func (t *Table) HoldOf(key, owner string, now int64) (Hold, bool) {
 	now = t.readNow(now)
 	v := t.getAt(key, now)
-	if v == nil || v.Kind != KindLock {
+	if v == nil || v.Kind() != KindLock {
 		return Hold{}, false
 	}
 	if h := v.lock().holdOf(owner); h != nil {

@@ -301,7 +301,7 @@ func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 // clients that key does not exist).
 func (t *Table) lookup(ctx *applyCtx, key string) *Value {
 	v := t.getAt(key, ctx.now)
-	if v != nil && v.Kind == KindLock && !t.lockLive(v.lock(), ctx.now) {
+	if v != nil && v.Kind() == KindLock && !t.lockLive(v.lock(), ctx.now) {
 		return nil
 	}
 	return v
@@ -334,7 +334,7 @@ func (t *Table) canCreate(key string) (reply.Reply, bool) {
 // hasVal is false when the value reads as nil (a lock without an
 // exclusive holder).
 func (t *Table) stringOf(v *Value) (s string, hasVal, ok bool) {
-	switch v.Kind {
+	switch v.Kind() {
 	case KindString:
 		return string(v.Str), true, true
 	case KindLock:

@@ -13,7 +13,7 @@ import (
 // true (reply WRONGTYPE) when the key holds another kind, a lock included.
 func (t *Table) typed(c *applyCtx, key string, kind Kind) (v *Value, bad bool) {
 	v = t.lookup(c, key)
-	if v != nil && v.Kind != kind {
+	if v != nil && v.Kind() != kind {
 		return nil, true
 	}
 	return v, false

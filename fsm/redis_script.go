@@ -259,14 +259,14 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 	}
 	switch fam {
 	case famCAD, famCADMissing, famCAD1:
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			t.redisReleaseByToken(ctx, key, token)
 		} else {
 			t.del(ctx, key, ReasonForced)
 		}
 	case famCAPE, famCAPE1:
 		at := ctx.now + ms
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			t.redisLockExpire(ctx, key, at)
 		} else {
 			t.setDeadline(ctx, key, v, at)

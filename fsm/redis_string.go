@@ -140,7 +140,7 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		// SET lock token IFEQ token PX ms is StackExchange.Redis'
 		// LockExtend: extend the lease natively instead of turning the
 		// lock into a string.
-		if v.Kind == KindLock && bytes.Equal(val, o.ifeq) {
+		if v.Kind() == KindLock && bytes.Equal(val, o.ifeq) {
 			switch {
 			case hasExp && at > c.now:
 				t.redisLockExpire(c, key, at)
@@ -154,7 +154,7 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		return abortReply
 	}
 	if o.nx {
-		if v != nil && v.Kind != KindLock {
+		if v != nil && v.Kind() != KindLock {
 			return abortReply
 		}
 		// SET NX on an absent key (or by the holder of a lock) is a lock
@@ -190,7 +190,7 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	switch {
 	case hasExp:
 		deadline = at
-	case o.keepTTL && v != nil && v.Kind == KindLock:
+	case o.keepTTL && v != nil && v.Kind() == KindLock:
 		if p := t.redisLockPTTL(v.lock(), c.now); p > 0 {
 			deadline = c.now + p
 		}
@@ -205,14 +205,14 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // string val. A lock there is force-released first, so its waiters see
 // the key taken by a foreign value.
 func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, deadline int64) {
-	if old != nil && old.Kind == KindLock {
+	if old != nil && old.Kind() == KindLock {
 		t.del(c, key, ReasonForced)
 	}
 	if deadline != 0 && deadline <= c.now {
 		t.del(c, key, ReasonExpired)
 		return
 	}
-	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: bytes.Clone(val), deadline: deadline}})
+	t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: bytes.Clone(val), expireAt: deadline}})
 }
 
 func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -258,7 +258,7 @@ func cmdDelex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		if eq != (cond == "ifeq") {
 			return reply.NewInt(0)
 		}
-		if v.Kind == KindLock && cond == "ifeq" {
+		if v.Kind() == KindLock && cond == "ifeq" {
 			if t.redisReleaseByToken(c, key, s) {
 				return reply.NewInt(1)
 			}
@@ -338,7 +338,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 		return reply.NewInt(0)
 	}
 	cur := int64(-1) // current absolute deadline, -1 = none
-	if v.Kind == KindLock {
+	if v.Kind() == KindLock {
 		if p := t.redisLockPTTL(v.lock(), c.now); p >= 0 {
 			cur = c.now + p
 		}
@@ -356,7 +356,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 		t.del(c, key, ReasonForced)
 		return reply.NewInt(1)
 	}
-	if v.Kind == KindLock {
+	if v.Kind() == KindLock {
 		t.redisLockExpire(c, key, when)
 		return reply.NewInt(1)
 	}
@@ -370,7 +370,7 @@ func (t *Table) pttlOf(c *applyCtx, key string) int64 {
 	switch {
 	case v == nil:
 		return -2
-	case v.Kind == KindLock:
+	case v.Kind() == KindLock:
 		return t.redisLockPTTL(v.lock(), c.now)
 	case v.deadline() == 0:
 		return -1
@@ -395,7 +395,7 @@ func cmdTTL(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 func cmdPersist(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v := t.lookup(c, key)
-	if v == nil || v.Kind == KindLock || v.deadline() == 0 {
+	if v == nil || v.Kind() == KindLock || v.deadline() == 0 {
 		return reply.NewInt(0)
 	}
 	t.setDeadline(c, key, v, 0)
@@ -407,7 +407,7 @@ func cmdType(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	if v == nil {
 		return reply.NewStatus("none")
 	}
-	return reply.NewStatus(kindName(v.Kind))
+	return reply.NewStatus(kindName(v.Kind()))
 }
 
 func cmdGetrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -547,7 +547,7 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	v := t.lookup(c, key)
 	var cur int64
 	if v != nil {
-		if v.Kind != KindString {
+		if v.Kind() != KindString {
 			return wrongType
 		}
 		var ok bool
@@ -568,7 +568,7 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	if r, ok := t.canCreate(key); !ok {
 		return r
 	}
-	t.put(c, key, &Value{Kind: KindString, valueData: &valueData{Str: s}})
+	t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: s}})
 	return reply.NewInt(cur)
 }
 

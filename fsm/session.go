@@ -132,7 +132,7 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 	if hs := t.ext.sessHolds[s.ID]; len(hs) > 0 {
 		for _, r := range sortedRefs(hs) {
 			v := t.keys[r.key]
-			if v == nil || v.Kind != KindLock {
+			if v == nil || v.Kind() != KindLock {
 				continue
 			}
 			l := v.lock()

@@ -185,10 +185,10 @@ func b2u(b bool) uint64 {
 }
 
 func (s *snapWriter) value(v *Value) {
-	s.w.WriteByte(byte(v.Kind))
+	s.w.WriteByte(byte(v.Kind()))
 	s.varint(v.deadline())
 	s.uvarint(v.Version)
-	switch v.Kind {
+	switch v.Kind() {
 	case KindString:
 		s.bytes(v.Str)
 	case KindHash:
@@ -441,7 +441,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			break
 		}
 		n.keys[k] = v
-		if v.Kind == KindLock {
+		if v.Kind() == KindLock {
 			l := v.lock()
 			n.countLock(v, 1)
 			for j := 0; j < l.numHolders(); j++ {
@@ -599,9 +599,9 @@ func (n *Table) restoreFrom(d *snapReader) error {
 func (d *snapReader) value() *Value {
 	kind := Kind(d.byte1())
 	deadline, version := d.varint(), d.uvarint()
-	v := &Value{Kind: kind, Version: version}
+	v := &Value{Version: version}
 	if kind != KindLock {
-		v.valueData = &valueData{deadline: deadline}
+		v.valueData = &valueData{kind: kind, expireAt: deadline}
 	}
 	switch kind {
 	case KindString:
@@ -657,7 +657,7 @@ func (d *snapReader) lock(l *Lock, deadline int64) {
 		d.fail(fmt.Errorf("bad lock (%d holders, lock-delay %d, deadline %d, permits %d)", c, delay, deadline, permits))
 	}
 	if permits != 0 || delay != 0 {
-		l.x = &lockExt{permits: permits, delayUntil: delay}
+		*l.ext() = lockExt{permits: permits, delayUntil: delay}
 	}
 	for i := 0; i < c && d.err == nil; i++ {
 		h := l.addHolder()

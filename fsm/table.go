@@ -73,19 +73,40 @@ const (
 	KindLock
 )
 
-// Value is what one key holds: a lock (its state inline, so a held lock
-// is one allocation besides its key and owner strings) or a Redis value
-// (its body and deadline behind valueData, which only Redis values
-// allocate). Kept small: a million held locks are a million Values.
+// Value is what one key holds. A lock keeps its state and first hold
+// inline, so a held lock is one 80-byte allocation besides its key and
+// owner strings; a Redis value's kind, deadline and body are behind
+// valueData, which plain locks leave nil. A million held locks are a
+// million Values.
 type Value struct {
-	Kind    Kind
 	Version uint64 // raft index of the last change (WATCH)
-	lk      Lock   // KindLock only
+
+	// The lock state (KindLock only); see Lock.
+	h0 hold // the first holder; h0.Owner == "" when there is none
+	// holdDue is the time of the earliest pending dueHold item for this
+	// key (0 = none; scheduleHold), so a lease extended in a loop keeps
+	// one heap item. Derived; rebuilt on Restore.
+	holdDue int64
+
 	*valueData
 }
 
-// lock returns the lock state of a KindLock value.
-func (v *Value) lock() *Lock { return &v.lk }
+// Lock is a Value of KindLock seen as a native lock: holders in grant
+// order, the first one inline (most locks have exactly one). What most
+// locks leave zero (more holders, a semaphore's size, a lock-delay) is
+// behind valueData.lx.
+type Lock = Value
+
+// Kind is the type of the value.
+func (v *Value) Kind() Kind {
+	if v.valueData == nil {
+		return KindLock
+	}
+	return v.valueData.kind
+}
+
+// lock returns a KindLock value as a lock.
+func (v *Value) lock() *Lock { return v }
 
 // deadline is a Redis value's expiry, absolute FSM ms (0 = none); a value
 // whose deadline is <= now is gone for every read and write. A lock has
@@ -94,37 +115,25 @@ func (v *Value) deadline() int64 {
 	if v.valueData == nil {
 		return 0
 	}
-	return v.valueData.deadline
+	return v.valueData.expireAt
 }
 
-// valueData is the body of a Redis value; exactly the field matching the
-// Value's Kind is used.
+// valueData is the body of a Redis value (exactly the field matching its
+// kind is used), or a lock's rarely used state (lx).
 type valueData struct {
-	deadline int64
+	kind     Kind
+	expireAt int64 // a Redis value's deadline, see Value.deadline
 	Str      []byte
 	Hash     map[string][]byte
 	Set      map[string]struct{}
 	ZSet     map[string]float64
 	List     [][]byte
+	lx       *lockExt
 }
 
 // newValue returns an empty Redis value of kind.
 func newValue(kind Kind) *Value {
-	return &Value{Kind: kind, valueData: &valueData{}}
-}
-
-// Lock is a native lock value: holders in grant order, the first one
-// inline (most locks have exactly one). What most locks leave zero (more
-// holders, a semaphore's size, a lock-delay) is behind one pointer.
-type Lock struct {
-	h0 hold // the first holder; h0.Owner == "" when there is none
-
-	// holdDue is the time of the earliest pending dueHold item for this
-	// key (0 = none; scheduleHold), so a lease extended in a loop keeps
-	// one heap item. Derived; rebuilt on Restore.
-	holdDue int64
-
-	x *lockExt
+	return &Value{valueData: &valueData{kind: kind}}
 }
 
 type lockExt struct {
@@ -136,23 +145,34 @@ type lockExt struct {
 	fence uint64
 }
 
+// xt returns l's rarely used state, or nil.
+func (l *Lock) xt() *lockExt {
+	if l.valueData == nil {
+		return nil
+	}
+	return l.valueData.lx
+}
+
 // ext returns l's rarely used state, allocating it.
 func (l *Lock) ext() *lockExt {
-	if l.x == nil {
-		l.x = &lockExt{}
+	if l.valueData == nil {
+		l.valueData = &valueData{kind: KindLock}
 	}
-	return l.x
+	if l.valueData.lx == nil {
+		l.valueData.lx = &lockExt{}
+	}
+	return l.valueData.lx
 }
 
 // numHolders is the number of holds on l.
 func (l *Lock) numHolders() int {
-	switch {
-	case l.h0.Owner == "":
+	if l.h0.Owner == "" {
 		return 0
-	case l.x == nil:
-		return 1
 	}
-	return 1 + len(l.x.more)
+	if x := l.xt(); x != nil {
+		return 1 + len(x.more)
+	}
+	return 1
 }
 
 // holder returns the i-th hold in grant order (0 <= i < numHolders). The
@@ -161,15 +181,15 @@ func (l *Lock) holder(i int) *hold {
 	if i == 0 {
 		return &l.h0
 	}
-	return l.x.more[i-1]
+	return l.xt().more[i-1]
 }
 
 // Fence is the highest fence granted on this key while the lock exists.
 func (l *Lock) Fence() uint64 {
 	var f uint64
-	if l.x != nil {
-		f = l.x.fence
-		for _, h := range l.x.more {
+	if x := l.xt(); x != nil {
+		f = x.fence
+		for _, h := range x.more {
 			f = max(f, h.Fence)
 		}
 	}
@@ -203,16 +223,17 @@ func (l *Lock) addHolder() *hold {
 // fence when it stays (other holders, or a lock-delay: see keepFence).
 func (l *Lock) removeHolder(i int) hold {
 	h := *l.holder(i)
+	x := l.xt()
 	switch {
-	case l.x == nil || len(l.x.more) == 0:
+	case x == nil || len(x.more) == 0:
 		l.h0 = hold{}
 	case i == 0:
-		l.h0 = *l.x.more[0]
-		l.x.more = dropAt(l.x.more, 0)
+		l.h0 = *x.more[0]
+		x.more = dropAt(x.more, 0)
 	default:
-		l.x.more = dropAt(l.x.more, i-1)
+		x.more = dropAt(x.more, i-1)
 	}
-	if l.numHolders() > 0 || l.x != nil {
+	if l.numHolders() > 0 || x != nil {
 		l.keepFence(h.Fence)
 	}
 	return h
@@ -236,23 +257,23 @@ func (l *Lock) keepFence(f uint64) {
 
 // Permits is the semaphore size; 0 for mutex / reader-writer locks.
 func (l *Lock) Permits() int {
-	if l.x == nil {
-		return 0
+	if x := l.xt(); x != nil {
+		return x.permits
 	}
-	return l.x.permits
+	return 0
 }
 
 // DelayUntil is the FSM ms before which nothing is granted (lock-delay);
 // 0 = none.
 func (l *Lock) DelayUntil() int64 {
-	if l.x == nil {
-		return 0
+	if x := l.xt(); x != nil {
+		return x.delayUntil
 	}
-	return l.x.delayUntil
+	return 0
 }
 
 func (l *Lock) setDelayUntil(at int64) {
-	if l.x == nil && at == 0 {
+	if l.xt() == nil && at == 0 {
 		return
 	}
 	l.ext().delayUntil = at
