@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -86,25 +85,30 @@ func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// Snapshot encodes the table under the node's read lock into memory;
-// Persist then writes it while new entries are applied.
+// Snapshot encodes the table under the node's read lock into an
+// unlinked file in DataDir; Persist copies it into raft's sink while
+// new entries are applied (snapshot.go says why this way).
 func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	n := (*Node)(f)
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	var buf bytes.Buffer
-	if err := n.table.Snapshot(&buf); err != nil {
+	s, err := snapshotTo(n.cfg.DataDir, n.table.Snapshot)
+	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
-	return &fsmSnapshot{data: buf.Bytes()}, nil
+	return s, nil
 }
 
-// Restore replaces the table with the snapshot's state.
+// Restore replaces the table with the snapshot's state. Collection is
+// paused while the new table is built (snapshot.go says why).
 func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n := (*Node)(f)
 	defer rc.Close()
 	t := fsm.New(n.cfg.FSM)
-	if err := t.Restore(rc); err != nil {
+	resume := pauseGC()
+	err := t.Restore(rc)
+	resume()
+	if err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
 	n.mu.Lock()
@@ -114,18 +118,6 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.setApplied(idx, now, true)
 	return nil
 }
-
-type fsmSnapshot struct{ data []byte }
-
-func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
-		_ = sink.Cancel()
-		return err
-	}
-	return sink.Close()
-}
-
-func (s *fsmSnapshot) Release() {}
 
 // setApplied publishes a new applied index (force: even a smaller one,
 // after a restore) and the clock estimate for stale reads.

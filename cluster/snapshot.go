@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// Snapshots, and why they are built the way they are.
+//
+// hashicorp/raft calls FSM.Snapshot on the FSM goroutine (no Apply runs
+// meanwhile) and then FSMSnapshot.Persist on another goroutine while
+// later entries are applied; what Persist writes must be the state at
+// the Snapshot call, or a restore would replay entries the snapshot
+// already holds. fsm.Table has no cheap immutable view (it is a set of
+// maps mutated in place), so the point-in-time copy is the encoded table
+// itself, made under the node's read lock in Snapshot.
+//
+// That encoding used to go into a bytes.Buffer: 60 MB for 1M locks, and
+// up to twice that while the buffer grew by doubling, on top of the
+// table. It now goes into an unlinked temporary file in DataDir (page
+// cache, not heap: the transient heap cost is the encoder's 1 MiB
+// buffer), and Persist copies the file into raft's sink with no lock
+// held. The file is removed from the directory as soon as it is created,
+// so a crash leaves nothing behind; its pages are usually dropped before
+// writeback, since it lives for seconds.
+//
+// The alternative — hold the read lock from Snapshot until Persist ends
+// and encode straight into the sink — saves the extra copy but is worse
+// here: (1) the lock would be held across raft's hand-off between the
+// two calls, in which raft's main loop must answer a configuration
+// request; if the FSM goroutine is then blocked on our lock and raft's
+// 128-deep apply channel fills, raft deadlocks; (2) ApplyBatch waiting
+// for the write lock blocks every new reader (sync.RWMutex), so reads
+// would stall too, where today only applies do; (3) the stall would grow
+// by the sink's CRC and write time. The stall that remains is the
+// encoding itself (fsm.Table.Snapshot: sorting and writing every key),
+// the same as before; shrinking it needs a copy-on-write table in fsm.
+
+// fileSnapshot is a point-in-time encoded table in an unlinked file.
+type fileSnapshot struct {
+	f    *os.File
+	name string // still to remove on Release when unlinking early failed
+	size int64
+
+	mu       sync.Mutex
+	released bool
+}
+
+var _ raft.FSMSnapshot = (*fileSnapshot)(nil)
+
+// snapshotTo encodes with encode into a new unlinked file in dir.
+func snapshotTo(dir string, encode func(io.Writer) error) (*fileSnapshot, error) {
+	f, err := os.CreateTemp(dir, ".fsm-snapshot-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	s := &fileSnapshot{f: f}
+	if err := os.Remove(f.Name()); err != nil {
+		// Not on every OS can an open file be unlinked; Release
+		// removes it then.
+		s.name = f.Name()
+	}
+	cw := &countingWriter{w: f}
+	if err := encode(cw); err != nil {
+		s.Release()
+		return nil, err
+	}
+	s.size = cw.n
+	return s, nil
+}
+
+// Persist copies the encoded table into sink; it reads only the file,
+// so applies go on meanwhile. The file is read through ReadAt, so a
+// failed Persist can be retried on the same snapshot.
+func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		_ = sink.Cancel()
+		return errors.New("cluster: snapshot already released")
+	}
+	// The sink buffers 4 KiB writes; a larger buffer here means fewer
+	// and larger reads from the page cache.
+	w := bufio.NewWriterSize(sink, 1<<20)
+	_, err := io.Copy(w, io.NewSectionReader(s.f, 0, s.size))
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("cluster: persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release closes (and so frees) the file. Raft always calls it, also
+// when it never calls Persist.
+func (s *fileSnapshot) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released {
+		return
+	}
+	s.released = true
+	_ = s.f.Close()
+	if s.name != "" {
+		_ = os.Remove(s.name)
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Restores and the garbage collector.
+//
+// A restore builds the whole table in one go, and nearly everything it
+// allocates stays live: collecting while it runs finds little garbage
+// but marks an ever-growing heap of pointer-rich values again and again
+// (about 30 % of a 1M-lock restore's CPU in profiles). Collection is
+// therefore switched off for its duration. The peak heap is then the
+// old table plus what the restore allocates, which is lower than what
+// GOGC=100 allows anyway (twice the live heap). A memory limit
+// (--memory-limit, GOMEMLIMIT) still applies: with GC off the runtime
+// collects when the heap reaches the limit. Several nodes of one process
+// (locknode dev, tests) may restore at once, so the setting is counted.
+var restoreGC struct {
+	mu     sync.Mutex
+	active int
+	prev   int // GC percent before the first active restore
+}
+
+// pauseGC switches collection off until the returned function is
+// called.
+func pauseGC() (resume func()) {
+	restoreGC.mu.Lock()
+	if restoreGC.active == 0 {
+		restoreGC.prev = debug.SetGCPercent(-1)
+	}
+	restoreGC.active++
+	restoreGC.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			restoreGC.mu.Lock()
+			restoreGC.active--
+			if restoreGC.active == 0 {
+				debug.SetGCPercent(restoreGC.prev)
+			}
+			restoreGC.mu.Unlock()
+		})
+	}
+}
