@@ -19,8 +19,12 @@ type Config struct {
 	Endpoints []string
 	// HTTPClient sends the requests. Default: a client with its own
 	// transport and no overall timeout (acquire and campaign long-poll;
-	// per-attempt deadlines come from RequestTimeout and the wait).
-	// A Timeout set here caps every request, long polls included.
+	// per-attempt deadlines come from RequestTimeout and the wait), that
+	// keeps up to defaultIdlePerHost idle connections per node: every
+	// blocked Lock holds a connection, and the stock limit of 2 would
+	// close and re-dial nearly every connection once more goroutines than
+	// that lock at a time. A Timeout set here caps every request, long
+	// polls included.
 	HTTPClient *http.Client
 	// Logger gets retries, fail-overs and lock state changes. Default: null.
 	Logger hclog.Logger
@@ -79,9 +83,15 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// defaultIdlePerHost is the default client's idle connections per node.
+const defaultIdlePerHost = 256
+
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = defaultIdlePerHost
+		t.MaxIdleConns = 4 * defaultIdlePerHost
+		c.HTTPClient = &http.Client{Transport: t}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
