@@ -72,13 +72,17 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 // applyAsLeader stamps and proposes cmd on this node as leader of term l.
 func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
 	select {
-	case <-l.ready:
-	case <-l.done:
-		return fsm.Result{}, outcomeNotReached, errNotLeader
-	case <-ctx.Done():
-		return fsm.Result{}, outcomeDone, ctx.Err()
-	case <-n.closed:
-		return fsm.Result{}, outcomeDone, ErrClosed
+	case <-l.ready: // the usual case, checked alone: asking ctx for Done allocates
+	default:
+		select {
+		case <-l.ready:
+		case <-l.done:
+			return fsm.Result{}, outcomeNotReached, errNotLeader
+		case <-ctx.Done():
+			return fsm.Result{}, outcomeDone, ctx.Err()
+		case <-n.closed:
+			return fsm.Result{}, outcomeDone, ErrClosed
+		}
 	}
 	f := n.propose(l, cmd)
 	if err := n.await(f); err != nil {
@@ -96,7 +100,33 @@ func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposals.WithLabelValues(opName(c.Op)).Inc()
-	return n.raft.Apply(c.AppendBinary(make([]byte, 0, 64)), 0)
+	return n.raft.Apply(c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))), 0)
+}
+
+// encodedSizeHint is a little more than cmd's encoded size (fixed fields
+// and varint lengths are guessed high), so the proposal is encoded into
+// one allocation.
+func encodedSizeHint(c *fsm.Command) int {
+	n := 64 + len(c.ReqID) + len(c.Key) + len(c.Owner) + len(c.Session) + len(c.Script)
+	for _, k := range c.Keys {
+		n += len(k) + 5
+	}
+	for _, a := range c.Args {
+		n += len(a) + 5
+	}
+	for _, a := range c.KeysB {
+		n += len(a) + 5
+	}
+	for _, m := range c.Multi {
+		for _, a := range m {
+			n += len(a) + 5
+		}
+		n += 5
+	}
+	for _, w := range c.Watch {
+		n += len(w.Key) + 15
+	}
+	return n
 }
 
 // classifyProposal says what a failed raft apply future means.
