@@ -1,6 +1,7 @@
 package redisbridge
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 
@@ -28,7 +29,7 @@ func cmdEval(c *conn, args [][]byte) {
 		return
 	}
 	c.s.scripts.put(fsm.ScriptSHA(args[1]), args[1])
-	c.eval(args[1], keys, argv)
+	c.eval(bytes.Clone(args[1]), keys, argv)
 }
 
 // EVALSHA sha1 numkeys [key ...] [arg ...] (and EVALSHA_RO): the script
@@ -63,7 +64,7 @@ func cmdEvalSHA(c *conn, args [][]byte) {
 		c.w.WriteError(msgNoScript)
 		return
 	}
-	c.eval(script, keys, argv)
+	c.eval(script, keys, argv) // script: the cache's copy, or read's
 }
 
 // scriptArgs splits EVAL's arguments into KEYS and ARGV, or writes the
@@ -99,9 +100,10 @@ func (c *conn) eval(script []byte, keys, argv [][]byte) {
 	}
 }
 
-// evalCommand is EVAL's log entry (script copied).
+// evalCommand is EVAL's log entry. script must be the caller's to give
+// away: a copy, or the script cache's (never modified).
 func evalCommand(script []byte, keys, argv [][]byte) *fsm.Command {
-	return &fsm.Command{Op: fsm.OpEval, Script: append([]byte(nil), script...), KeysB: keys, Args: argv}
+	return &fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv}
 }
 
 // lowerSHA is a script SHA1 as the caches key it.

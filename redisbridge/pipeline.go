@@ -1,6 +1,8 @@
 package redisbridge
 
 import (
+	"bytes"
+
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
@@ -87,9 +89,10 @@ func (c *conn) asyncCommand(args [][]byte) *fsm.Command {
 		if msg != "" {
 			return nil
 		}
-		script := args[1]
+		var script []byte
 		if name == "eval" || name == "eval_ro" {
-			c.s.scripts.put(fsm.ScriptSHA(script), script)
+			c.s.scripts.put(fsm.ScriptSHA(args[1]), args[1])
+			script = bytes.Clone(args[1])
 		} else {
 			var ok bool
 			if script, ok = c.s.scripts.get(lowerSHA(args[1])); !ok {
