@@ -247,6 +247,8 @@ type snapReader struct {
 	pos int
 	eof bool // r is exhausted
 	err error
+
+	scratch []byte // reused to build strings from several pieces
 }
 
 func (d *snapReader) fail(err error) {
@@ -430,16 +432,17 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	n.keys = make(map[string]*Value, capHint(nk))
 	due[dueHold-1] = make(dueHeap, 0, capHint(nk))
 	prev := ""
+	var kb []byte // the key being read, copied out of the window
 	for i := 0; i < nk && d.err == nil; i++ {
-		k := d.str()
-		if i > 0 && k <= prev {
-			return bad("keys out of order at %q", k)
+		kb = append(kb[:0], d.raw()...)
+		if i > 0 && string(kb) <= prev {
+			return bad("keys out of order at %q", kb)
 		}
-		prev = k
-		v := d.value()
+		v, k := d.value(kb)
 		if d.err != nil {
 			break
 		}
+		prev = k
 		n.keys[k] = v
 		if v.Kind() == KindLock {
 			l := v.lock()
@@ -596,7 +599,10 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	return nil
 }
 
-func (d *snapReader) value() *Value {
+// value decodes the value stored at the key kb and returns it with the
+// key as a string (for a lock, sharing one allocation with its first
+// holder's owner).
+func (d *snapReader) value(kb []byte) (*Value, string) {
 	kind := Kind(d.byte1())
 	deadline, version := d.varint(), d.uvarint()
 	v := &Value{Version: version}
@@ -639,16 +645,18 @@ func (d *snapReader) value() *Value {
 			v.List = append(v.List, d.bytes())
 		}
 	case KindLock:
-		d.lock(v.lock(), deadline)
+		return v, d.lock(v.lock(), deadline, kb)
 	default:
 		d.fail(fmt.Errorf("unknown value kind %d", kind))
 	}
-	return v
+	return v, string(kb)
 }
 
 // lock decodes a lock's body into l (deadline is the value's, which a
-// lock never has).
-func (d *snapReader) lock(l *Lock, deadline int64) {
+// lock never has) and returns its key kb as a string, sharing one
+// allocation with the first holder's owner, as redisSetNX makes them.
+func (d *snapReader) lock(l *Lock, deadline int64, kb []byte) string {
+	key := ""
 	permits := int(d.varint())
 	fence := d.uvarint()
 	delay := d.varint()
@@ -661,7 +669,13 @@ func (d *snapReader) lock(l *Lock, deadline int64) {
 	}
 	for i := 0; i < c && d.err == nil; i++ {
 		h := l.addHolder()
-		h.Owner = d.str()
+		if i == 0 {
+			d.scratch = append(append(d.scratch[:0], kb...), d.raw()...)
+			ko := string(d.scratch)
+			key, h.Owner = ko[:len(kb)], ko[len(kb):]
+		} else {
+			h.Owner = d.str()
+		}
 		h.Mode = Mode(d.byte1())
 		count := d.varint()
 		h.Reentrant = d.uvarint() != 0
@@ -677,4 +691,8 @@ func (d *snapReader) lock(l *Lock, deadline int64) {
 	if d.err == nil {
 		l.keepFence(fence)
 	}
+	if key == "" {
+		key = string(kb)
+	}
+	return key
 }

@@ -2,6 +2,10 @@
 // (SET key token NX PX, as the scale workload takes them) and the size of
 // its snapshot, in one process: the part of a node's RSS that is the
 // table itself. With -heapprofile it writes a heap profile (go tool pprof).
+// Snapshot and restore are timed in wall time and in CPU time of the
+// process (user+sys, GC workers included), which the load of other
+// processes on a shared machine disturbs less; restored_heap is the live
+// heap of the restored table alone.
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/locknode/locknode/fsm"
@@ -46,13 +51,23 @@ func main() {
 	applyTime := time.Since(start)
 	live := heap() - base
 	st := t.Stats()
+	if *prof != "" {
+		// The table as the applies built it.
+		f, err := os.Create(*prof)
+		if err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	var buf bytes.Buffer
 	start = time.Now()
+	cpu0 := cpuTime()
 	if err := t.Snapshot(&buf); err != nil {
 		fmt.Fprintln(os.Stderr, "snapshot:", err)
 		os.Exit(1)
 	}
-	snapTime := time.Since(start)
+	snapTime, snapCPU := time.Since(start), cpuTime()-cpu0
+	snapLen := buf.Len()
 	start = time.Now()
 	t2 := fsm.New(fsm.DefaultConfig())
 	if *cpuprof != "" {
@@ -80,7 +95,9 @@ func main() {
 		src = f
 	}
 	start = time.Now()
+	cpu0 = cpuTime()
 	err := t2.Restore(src)
+	restoreCPU := cpuTime() - cpu0
 	if *cpuprof != "" {
 		pprof.StopCPUProfile()
 	}
@@ -89,17 +106,26 @@ func main() {
 		os.Exit(1)
 	}
 	restoreTime := time.Since(start)
-	fmt.Printf("locks=%d keys=%d live_heap=%.1fMB (%.0f B/lock) apply=%v snapshot=%.1fMB in %v restore=%v\n",
-		st.Locks, st.Keys, float64(live)/(1<<20), float64(live)/float64(*n), applyTime.Round(time.Millisecond),
-		float64(buf.Len())/(1<<20), snapTime.Round(time.Millisecond), restoreTime.Round(time.Millisecond))
-	if *prof != "" {
-		t2 = nil
-		f, err := os.Create(*prof)
-		if err == nil {
-			runtime.GC()
-			_ = pprof.WriteHeapProfile(f)
-			f.Close()
-		}
+	if st2 := t2.Stats(); st2 != st {
+		fmt.Fprintf(os.Stderr, "restored stats %+v, want %+v\n", st2, st)
+		os.Exit(1)
 	}
-	runtime.KeepAlive(t)
+	// The restored table alone: the original and the snapshot go.
+	t, buf = nil, bytes.Buffer{}
+	src = nil
+	restored := heap() - base
+	fmt.Printf("locks=%d keys=%d live_heap=%.1fMB (%.0f B/lock) apply=%v snapshot=%.1fMB in %v (cpu %v) restore=%v (cpu %v) restored_heap=%.0f B/lock\n",
+		st.Locks, st.Keys, float64(live)/(1<<20), float64(live)/float64(*n), applyTime.Round(time.Millisecond),
+		float64(snapLen)/(1<<20), snapTime.Round(time.Millisecond), snapCPU.Round(time.Millisecond),
+		restoreTime.Round(time.Millisecond), restoreCPU.Round(time.Millisecond), float64(restored)/float64(*n))
+	runtime.KeepAlive(t2)
+}
+
+// cpuTime is the CPU time (user+sys) the process used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
