@@ -55,7 +55,7 @@ type Node struct {
 	raft   *raft.Raft
 	store  *raftStorage  // log and stable store (logstore.go)
 	logs   raft.LogStore // store.logs
-	rtrans *raft.NetworkTransport
+	rtrans *raftNet
 
 	// mu guards table: Apply takes it for writing, reads and snapshots
 	// for reading.
@@ -167,20 +167,17 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
-	n.rtrans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  n.tr.RaftStreamLayer(),
-		MaxPool: 3,
-		// 1 disables raft's pipelined replication: with the default (2)
-		// its channels are unbuffered, and when pipelineDecode stops (a
-		// refused append, a higher term after a leadership transfer) the
-		// send loop can park forever on one more send, hanging that
-		// follower's replication and raft.Shutdown (seen as a hung
-		// graceful Close; grafana/pyroscope#5518 analyses the same stacks).
-		// Pipelining buys little with group commit (hashicorp/raft#541).
-		MaxRPCsInFlight: 1,
+	// Pipelined replication (MaxRPCsInFlight 2, raft's default): a
+	// follower's disk write and the next batch's send overlap. raftNet
+	// wraps raft's pipeline so that it cannot hang when raft stops reading
+	// its responses (the hang is explained in raftnet.go).
+	n.rtrans = newRaftNet(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:          n.tr.RaftStreamLayer(),
+		MaxPool:         3,
+		MaxRPCsInFlight: 2,
 		Timeout:         cfg.RaftIOTimeout,
 		Logger:          cfg.Logger.Named("raft-net"),
-	})
+	}))
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
