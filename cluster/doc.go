@@ -8,9 +8,11 @@
 //
 // What the node is responsible for:
 //
-//  1. Storage: the raft log and stable store in DataDir/raft.db (bbolt),
-//     snapshots in DataDir/snapshots. Restarting on the same DataDir
-//     resumes every lock, session and waiter.
+//  1. Storage: the raft log in DataDir/wal (hashicorp/raft-wal, one
+//     fsync per appended batch; Config.LogStore, logstore.go), the stable
+//     store in DataDir/raft.db (bbolt), snapshots in DataDir/snapshots.
+//     Restarting on the same DataDir resumes every lock, session and
+//     waiter.
 //  2. Any node accepts any request. A follower forwards commands and read
 //     indexes to the leader over the transport and, before answering,
 //     waits until it applied the entry itself, so its local waiters and
