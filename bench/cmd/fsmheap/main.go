@@ -1,7 +1,7 @@
 // Command fsmheap measures the live heap of an fsm.Table holding n locks
-// (SET key token NX PX, as the scale workload takes them) and the size of
-// its snapshot, in one process: the part of a node's RSS that is the
-// table itself. With -heapprofile it writes a heap profile (go tool pprof).
+// (SET key token NX PX, as the scale workload takes them: one per command,
+// or -eval of them per EVAL script) and the size of its snapshot, in one
+// process: the part of a node's RSS that is the table itself. With -heapprofile it writes a heap profile (go tool pprof).
 // Snapshot and restore are timed in wall time and in CPU time of the
 // process (user+sys, GC workers included), which the load of other
 // processes on a shared machine disturbs less; restored_heap is the live
@@ -10,6 +10,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,12 +22,22 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/reply"
 )
+
+// fillScript is cmd/lockbench's: one lock per key, SET KEYS[i] ARGV[i+1]
+// NX PX ARGV[1].
+const fillScript = `local n = 0
+for i = 1, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[i+1], 'NX', 'PX', ARGV[1]) then n = n + 1 end
+end
+return n`
 
 func main() {
 	n := flag.Int("n", 1_000_000, "locks to hold")
 	prof := flag.String("heapprofile", "", "write a heap profile here")
 	cpuprof := flag.String("restoreprofile", "", "write a CPU profile of Restore here")
+	eval := flag.Int("eval", 0, "take the locks by EVAL scripts of this many SET NX PX each (the scale workload's fill); 0 = one SET NX PX per command")
 	fromFile := flag.Bool("restore-from-file", false, "restore from the snapshot written to a temporary file (an *os.File, as raft hands it over) instead of from memory")
 	flag.Parse()
 	heap := func() uint64 {
@@ -39,14 +50,35 @@ func main() {
 	t := fsm.New(fsm.DefaultConfig())
 	now := time.Now().UnixMilli()
 	start := time.Now()
-	for k := 0; k < *n; k++ {
-		cmd := &fsm.Command{Op: fsm.OpRedis, Time: now, Args: [][]byte{
-			[]byte("SET"), fmt.Appendf(nil, "bench/held/%07d", k), fmt.Appendf(nil, "owner-%07d", k),
-			[]byte("NX"), []byte("PX"), []byte(strconv.Itoa(3600_000))}}
-		if r := t.Apply(uint64(k+1), cmd); r.Err != nil {
+	var index uint64
+	apply := func(cmd *fsm.Command) {
+		index++
+		r := t.Apply(index, cmd)
+		if r.Err == nil && r.Reply.Kind == reply.Error {
+			r.Err = errors.New(r.Reply.Str)
+		}
+		if r.Err != nil {
 			fmt.Fprintln(os.Stderr, "apply:", r.Err)
 			os.Exit(1)
 		}
+	}
+	ttl := []byte(strconv.Itoa(3600_000))
+	for k := 0; k < *n; {
+		if *eval > 0 {
+			// One EVAL of up to -eval SET NX PX, as lockbench's scale
+			// workload fills (cmd/lockbench/scale.go fillScript).
+			cmd := &fsm.Command{Op: fsm.OpEval, Time: now, Script: []byte(fillScript), Args: [][]byte{ttl}}
+			for ; k < *n && len(cmd.KeysB) < *eval; k++ {
+				cmd.KeysB = append(cmd.KeysB, fmt.Appendf(nil, "bench/held/%07d", k))
+				cmd.Args = append(cmd.Args, fmt.Appendf(nil, "owner-%07d", k))
+			}
+			apply(cmd)
+			continue
+		}
+		apply(&fsm.Command{Op: fsm.OpRedis, Time: now, Args: [][]byte{
+			[]byte("SET"), fmt.Appendf(nil, "bench/held/%07d", k), fmt.Appendf(nil, "owner-%07d", k),
+			[]byte("NX"), []byte("PX"), ttl}})
+		k++
 	}
 	applyTime := time.Since(start)
 	live := heap() - base
