@@ -2,9 +2,12 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strconv"
 	"testing"
+
+	"github.com/locknode/locknode/fsm/reply"
 )
 
 // Tests of the compact representations (mem_bench_test.go measures them):
@@ -125,5 +128,67 @@ func TestOptionsBehindPointers(t *testing.T) {
 	}
 	if r := h.apply(Command{Op: OpAcquire, Key: "sem", Owner: "p", Mode: Semaphore, Permits: 2, TTL: 100, Time: 121}); !r.Granted {
 		t.Fatalf("after lock-delay (a new lock, any size): %+v", r)
+	}
+}
+
+// TestReentrantCountLimit: the count is stored in 32 bits; one more
+// reentrant acquire at the limit is refused and changes nothing, and a
+// snapshot holding a count beyond it does not restore.
+func TestReentrantCountLimit(t *testing.T) {
+	h := newHarness(t)
+	acq := Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 100, Reentrant: true, Time: 1}
+	if r := h.apply(acq); !r.Granted {
+		t.Fatalf("acquire: %+v", r)
+	}
+	h.tab.keys["k"].h0.Count = maxHoldCount
+	before := *h.tab.keys["k"]
+	if r := h.apply(acq); !errors.Is(r.Err, ErrLimit) {
+		t.Fatalf("acquire at the limit: %+v", r)
+	}
+	if *h.tab.keys["k"] != before {
+		t.Fatal("refused acquire changed the lock")
+	}
+	if r := h.apply(Command{Op: OpRelease, Key: "k", Owner: "o", Reentrant: true, Time: 2}); r.Released || r.Count != maxHoldCount-1 {
+		t.Fatalf("release: %+v", r)
+	}
+	h.tab.keys["k"].h0.Count = maxHoldCount
+	var buf bytes.Buffer
+	if err := h.tab.Snapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	// The count is the only varint equal to maxHoldCount: bump it by one.
+	b := buf.Bytes()
+	enc := binary.AppendVarint(nil, maxHoldCount)
+	over := binary.AppendVarint(nil, maxHoldCount+1)
+	i := bytes.Index(b, enc)
+	if i < 0 || len(enc) != len(over) {
+		t.Fatal("count not found in the snapshot")
+	}
+	bad := append(append(append([]byte(nil), b[:i]...), over...), b[i+len(enc):]...)
+	if err := New(Config{}).Restore(bytes.NewReader(bad)); err == nil {
+		t.Fatal("a count over the limit restored")
+	}
+}
+
+// TestStatsWhenRedisReplacesKeptLock: a lock kept only by its lock-delay
+// is invisible to Redis; a value written there replaces it, and the lock
+// counts follow.
+func TestStatsWhenRedisReplacesKeptLock(t *testing.T) {
+	h := newHarness(t)
+	h.apply(Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, LockDelay: 1000, Time: 1})
+	h.apply(Command{Op: OpTick, Time: 20})
+	if s := h.tab.Stats(); s.Locks != 1 || s.Holds != 0 {
+		t.Fatalf("kept by its lock-delay: %+v", s)
+	}
+	c := rcmd("HSET", "k", "f", "v")
+	c.Time = 30
+	if r := h.apply(c); r.Reply.Kind != reply.Int {
+		t.Fatalf("HSET: %+v", r.Reply)
+	}
+	if s := h.tab.Stats(); s.Locks != 0 || s.Holds != 0 || s.Keys != 1 {
+		t.Fatalf("after HSET: %+v", s)
+	}
+	if err := checkInvariants(h.tab); err != nil {
+		t.Fatal(err)
 	}
 }

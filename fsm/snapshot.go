@@ -465,6 +465,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nw := d.count()
+	n.waiters = make(map[string]*Waiter, capHint(nw))
 	for i := 0; i < nw && d.err == nil; i++ {
 		w := &Waiter{ID: d.str()}
 		kc := d.count()
@@ -495,6 +496,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nq := d.count()
+	n.queues = make(map[string][]*Waiter, capHint(nq))
 	queued := 0
 	for i := 0; i < nq && d.err == nil; i++ {
 		k := d.str()
@@ -523,6 +525,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	ns := d.count()
+	n.sessions = make(map[string]*Session, capHint(ns))
 	for i := 0; i < ns && d.err == nil; i++ {
 		s := &Session{ID: d.str(), TTL: d.varint(), Deadline: d.varint()}
 		n.sessions[s.ID] = s
@@ -540,6 +543,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nf := d.count()
+	n.fences = make(map[string]uint64, capHint(nf))
 	for i := 0; i < nf && d.err == nil; i++ {
 		k := d.str()
 		n.fences[k] = d.uvarint()
@@ -575,6 +579,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nt := d.count()
+	n.ext.tombs = make(map[string]tombstone, capHint(nt))
 	for i := 0; i < nt && d.err == nil; i++ {
 		k := d.str()
 		var tb tombstone
