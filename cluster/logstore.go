@@ -41,6 +41,11 @@ const (
 // (MaxAppendEntries 256).
 const logCacheSize = 512
 
+// walSegmentSize is the size of raft-wal's segment files (its default,
+// 64 MiB, preallocated). Tests shrink it to make segments rotate and
+// head truncation delete whole segments.
+var walSegmentSize = wal.DefaultSegmentSize
+
 // raftStorage is a node's raft storage: the log (LogStoreWAL or
 // LogStoreBolt) and the stable store (term, vote; always raft.db).
 //
@@ -66,6 +71,11 @@ const logCacheSize = 512
 //   - DeleteRange supports only a prefix (head truncation after a
 //     snapshot: whole sealed segments are deleted, so disk is reclaimed
 //     a segment at a time) or a suffix (a follower's conflicting tail).
+//     After a head truncation, entries below the new FirstIndex that
+//     are still in a kept segment stay readable by GetLog (the segment
+//     readers do not check MinIndex). That is harmless: they are the
+//     committed entries that were there, and a leader then sends a
+//     lagging follower those entries instead of a snapshot.
 //     The WAL is a raft.MonotonicLogStore (LogCache passes that on): after
 //     installing a snapshot raft deletes the whole log instead of
 //     leaving a gap.
@@ -120,7 +130,8 @@ func openRaftStorage(dataDir, want string, logger hclog.Logger) (_ *raftStorage,
 			return nil, fmt.Errorf("cluster: wal dir: %w", err)
 		}
 		s.walDB = &metadb.BoltMetaDB{}
-		w, err := wal.Open(dir, wal.WithMetaStore(s.walDB), wal.WithLogger(logger.Named("wal")))
+		w, err := wal.Open(dir, wal.WithMetaStore(s.walDB), wal.WithLogger(logger.Named("wal")),
+			wal.WithSegmentSize(walSegmentSize))
 		if err != nil {
 			return nil, fmt.Errorf("cluster: wal log store: %w", err)
 		}

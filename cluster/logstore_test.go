@@ -345,3 +345,77 @@ func freeLoopbackAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// A follower too far behind catches up by installing the leader's
+// snapshot. raft-wal is a MonotonicLogStore, so raft then deletes the
+// follower's whole log and appends after the snapshot index; the
+// follower must take new entries, and restart from that log. Small
+// segments make the leader's segments rotate and its head truncation
+// delete the entries the follower misses (entries of a kept segment
+// stay readable, see raftStorage).
+func TestFollowerInstallsSnapshotOnWAL(t *testing.T) {
+	old := walSegmentSize
+	walSegmentSize = 16 << 10
+	t.Cleanup(func() { walSegmentSize = old })
+	tc := newTestCluster(t, 3, func(c *Config) { c.TrailingLogs = 2 })
+	ctx := ctxT(t, 60*time.Second)
+	l := tc.leader(10 * time.Second)
+	victim := tc.index(tc.follower())
+	acquire := func(from, to int) []uint64 {
+		t.Helper()
+		fences := make([]uint64, to)
+		for i := from; i < to; i++ {
+			g, err := l.TryAcquire(ctx, api.AcquireRequest{Key: fmt.Sprintf("k%d", i), Owner: "o", TTLMs: 600000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fences[i] = g.Fence
+		}
+		return fences
+	}
+	before := acquire(0, 10)
+	tc.kill(victim)
+	during := acquire(10, 400)
+	if err := l.Raft().Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	n := tc.restart(victim)
+	if n.store.kind != LogStoreWAL {
+		t.Fatalf("kind %q", n.store.kind)
+	}
+	after := acquire(400, 420)
+	want := l.AppliedIndex()
+	tc.eventually(15*time.Second, "follower caught up", func() bool { return n.AppliedIndex() >= want })
+	if s := n.Raft().Stats()["last_snapshot_index"]; s == "0" {
+		t.Fatalf("follower caught up without installing a snapshot (last_snapshot_index %s)", s)
+	}
+	if first, _ := n.logs.FirstIndex(); first <= 400 {
+		t.Errorf("follower log starts at %d, before the snapshot", first)
+	}
+
+	// Restart it from that log.
+	tc.kill(victim)
+	n = tc.restart(victim)
+	tc.eventually(15*time.Second, "follower caught up again", func() bool { return n.AppliedIndex() >= want })
+	all := make([]uint64, 420)
+	for _, fs := range [][]uint64{before, during, after} {
+		for i, f := range fs {
+			if f != 0 {
+				all[i] = f
+			}
+		}
+	}
+	var problems []string
+	if err := n.Read(ctx, true, func(tb *fsm.Table, now int64) {
+		for i, f := range all {
+			if h, ok := tb.HoldOf(fmt.Sprintf("k%d", i), "o", now); !ok || h.Fence != f {
+				problems = append(problems, fmt.Sprintf("k%d", i))
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("follower lost %v", problems)
+	}
+}
