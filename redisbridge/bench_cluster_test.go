@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +66,7 @@ func BenchmarkClusterLockCycle(b *testing.B) {
 			lat := make([][]time.Duration, workers)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU()
 			start := time.Now()
 			var wg sync.WaitGroup
 			for w := range workers {
@@ -91,8 +93,10 @@ func BenchmarkClusterLockCycle(b *testing.B) {
 			}
 			wg.Wait()
 			el := time.Since(start)
+			cpu := processCPU() - cpu0
 			b.StopTimer()
 			reportLatency(b, lat, "acq")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 			b.ReportMetric(float64(b.N)/el.Seconds(), "cycles/s")
 		})
 	}
@@ -110,6 +114,7 @@ func BenchmarkClusterPipelineSetNX(b *testing.B) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.ResetTimer()
+	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for w := range conns {
@@ -143,8 +148,10 @@ func BenchmarkClusterPipelineSetNX(b *testing.B) {
 	}
 	wg.Wait()
 	el := time.Since(start)
+	cpu := processCPU() - cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/el.Seconds(), "locks/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
 }
 
 func reportLatency(b *testing.B, lat [][]time.Duration, name string) {
@@ -158,4 +165,14 @@ func reportLatency(b *testing.B, lat [][]time.Duration, name string) {
 	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
 	b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, name+"-p50-ms")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds())/1000, name+"-p99-ms")
+}
+
+// processCPU is the CPU time (user + system) this process used so far:
+// CPU per operation is steadier than throughput on a shared machine.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -20,15 +20,16 @@ import (
 // something falls due, like the leader does. Commands go through the
 // binary codec as they would through the log.
 type fakeBackend struct {
-	mu       sync.Mutex
-	t        *fsm.Table
-	index    uint64
-	start    time.Time
-	subs     map[int]func(uint64, []fsm.Event)
-	nextSub  int
-	waiters  map[string]chan fsm.Event
-	reqSeq   atomic.Int64
-	asyncSeq atomic.Int64
+	mu          sync.Mutex
+	t           *fsm.Table
+	index       uint64
+	start       time.Time
+	subs        map[int]func(uint64, []fsm.Event)
+	nextSub     int
+	waiters     map[string]chan fsm.Event
+	reqSeq      atomic.Int64
+	asyncSeq    atomic.Int64
+	asyncDelays atomic.Bool // ApplyAsync's futures complete late
 
 	noLeader atomic.Bool // every call fails with api.ErrNoLeader
 	applies  atomic.Int64
@@ -118,12 +119,16 @@ func (f *fakeBackend) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, 
 	return f.apply(cmd), nil
 }
 
-// ApplyAsync applies cmd at once, in call order, like Apply; its future
-// reports done a little later (up to 200µs, varying), so replies wait
-// for commits as they do over raft.
+// ApplyAsync applies cmd at once, in call order, like Apply. With
+// asyncDelays its future reports done a little later (0-200µs, varying),
+// so replies wait for commits as they do over raft; else at once.
 func (f *fakeBackend) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
 	fut := &fakeFuture{done: make(chan struct{})}
 	fut.res, fut.err = f.Apply(ctx, cmd)
+	if !f.asyncDelays.Load() {
+		close(fut.done)
+		return fut
+	}
 	delay := time.Duration(f.asyncSeq.Add(1)%5) * 50 * time.Microsecond
 	time.AfterFunc(delay, func() { close(fut.done) })
 	return fut

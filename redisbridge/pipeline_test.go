@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // pipelineStep is one command of an ordering pipeline and the reply it
@@ -91,7 +92,8 @@ func runPipeline(t *testing.T, c *rawConn, steps []pipelineStep) {
 // those of its commands run one at a time, over the fake backend whose
 // futures complete with varying delays.
 func TestPipelineOrderFake(t *testing.T) {
-	s, _ := testServer(t, Config{})
+	s, f := testServer(t, Config{})
+	f.asyncDelays.Store(true)
 	c := dialRaw(t, s)
 	for round := range 3 {
 		runPipeline(t, c, orderingPipeline(fmt.Sprintf("r%d:", round)))
@@ -198,5 +200,50 @@ func TestPipelineGroupCommit(t *testing.T) {
 	t.Logf("%d pipelined SET NX in %v, at most %d in flight", n, time.Since(start), in.max.Load())
 	if m := in.max.Load(); m < 10 {
 		t.Fatalf("at most %d proposals in flight: the pipeline waited for commits", m)
+	}
+}
+
+// TestPipelineClose: Close while pipelined writes are in flight returns,
+// and what the client reads is the replies of a prefix of its commands,
+// in order (a write the server proposed is answered before the
+// connection closes).
+func TestPipelineClose(t *testing.T) {
+	s, f := testServer(t, Config{})
+	f.asyncDelays.Store(true)
+	c := dialRaw(t, s)
+	const n = 300
+	c.send(strings.Repeat(cmdBytes("INCR", "closing"), n))
+	if got := c.read().String(); got != "1" {
+		t.Fatalf("first reply %s", got)
+	}
+	closed := make(chan error, 1)
+	// Ends when Close returns.
+	go func() { closed <- s.Close() }()
+	got := 1
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		v, err := resp.ReadValue(c.br)
+		if err != nil {
+			break
+		}
+		got++
+		if v.String() != fmt.Sprint(got) {
+			t.Fatalf("reply %d: %s", got, v)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	var applied int64
+	if err := f.Read(context.Background(), true, func(tb *fsm.Table, now int64) {
+		r, _ := tb.Read(now, [][]byte{[]byte("GET"), []byte("closing")})
+		fmt.Sscan(r.Str, &applied)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if int64(got) != applied {
+		t.Fatalf("%d replies read, %d writes applied", got, applied)
 	}
 }
