@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -79,16 +80,7 @@ func (t *Table) Snapshot(w io.Writer) error {
 	s.varint(t.now)
 	s.uvarint(t.applied)
 
-	// Pairs, not keys: sorting them saves a map lookup per key.
-	type kv struct {
-		k string
-		v *Value
-	}
-	kvs := make([]kv, 0, len(t.keys))
-	for k, v := range t.keys {
-		kvs = append(kvs, kv{k, v})
-	}
-	slices.SortFunc(kvs, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+	kvs := sortedValues(t.keys)
 	s.uvarint(uint64(len(kvs)))
 	for _, e := range kvs {
 		s.str(e.k)
@@ -175,6 +167,62 @@ func (t *Table) Snapshot(w io.Writer) error {
 		s.bytes(sc)
 	}
 	return s.w.Flush()
+}
+
+// keyValue is one key of the key space as Snapshot sorts them: p is
+// the 8 bytes of the key after the prefix every key shares, big-endian
+// and zero-padded, so most comparisons are of two integers in the slice
+// rather than of two strings scattered over the heap.
+type keyValue struct {
+	p uint64
+	k string
+	v *Value
+}
+
+// sortedValues returns the key space in key order.
+func sortedValues(keys map[string]*Value) []keyValue {
+	kvs := make([]keyValue, 0, len(keys))
+	common := -1 // length of the prefix all keys share
+	var first string
+	for k, v := range keys {
+		kvs = append(kvs, keyValue{k: k, v: v})
+		if common < 0 {
+			first, common = k, len(k)
+			continue
+		}
+		n := min(common, len(k))
+		i := 0
+		for i < n && k[i] == first[i] {
+			i++
+		}
+		common = i
+	}
+	for i := range kvs {
+		kvs[i].p = prefix8(kvs[i].k, max(common, 0))
+	}
+	// Equal prefixes fall back to comparing the keys: a key whose rest is
+	// shorter than 8 bytes pads with zeros, so p orders like the keys do
+	// (a difference in p is a difference in the first 8 bytes after the
+	// shared prefix, or a key ending before the other).
+	slices.SortFunc(kvs, func(a, b keyValue) int {
+		if a.p != b.p {
+			return cmp.Compare(a.p, b.p)
+		}
+		return strings.Compare(a.k, b.k)
+	})
+	return kvs
+}
+
+// prefix8 is k[from:from+8] as a big-endian integer, zero-padded.
+func prefix8(k string, from int) uint64 {
+	var p uint64
+	for i := 0; i < 8; i++ {
+		p <<= 8
+		if j := from + i; j < len(k) {
+			p |= uint64(k[j])
+		}
+	}
+	return p
 }
 
 func b2u(b bool) uint64 {

@@ -3,7 +3,9 @@ package fsm
 import (
 	"bytes"
 	"flag"
+	"math/rand"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -111,5 +113,47 @@ func TestSnapshotV2Golden(t *testing.T) {
 	}
 	if a, b := tab.Stats(), n.Stats(); a != b {
 		t.Errorf("stats: restored %+v, original %+v", b, a)
+	}
+}
+
+// TestSortedValues: Snapshot's key order (an integer prefix after the
+// shared prefix, then the keys) is plain string order, for keys that
+// share prefixes, end inside the 8 bytes, hold zero and 0xff bytes, and
+// for random keys.
+func TestSortedValues(t *testing.T) {
+	sets := [][]string{
+		{"a"},
+		{"bench/held/0000001", "bench/held/0000000", "bench/held/00000001", "bench/held/0000000\x00", "bench/held/"},
+		{"x", "x\x00", "x\x00\x00", "x\xff", "x\xff\xff\xff\xff\xff\xff\xff\xff", "x\xff\xff\xff\xff\xff\xff\xff", "xa", "xa\x00"},
+		{"abcdefgh1", "abcdefgh0", "abcdefgh", "abcdefg", "abcdefgh\x00", "b", "\x00", "\xff"},
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 20; i++ {
+		var keys []string
+		prefix := strings.Repeat("p", rng.Intn(12))
+		for j := 0; j < 200; j++ {
+			b := make([]byte, rng.Intn(12))
+			for k := range b {
+				b[k] = "\x00\x01a\xfe\xff"[rng.Intn(5)]
+			}
+			keys = append(keys, prefix+string(b))
+		}
+		sets = append(sets, keys)
+	}
+	for _, keys := range sets {
+		m := map[string]*Value{}
+		for _, k := range keys {
+			m[k] = &Value{}
+		}
+		want := sortedKeys(m)
+		got := sortedValues(m)
+		if len(got) != len(want) {
+			t.Fatalf("%d keys, want %d", len(got), len(want))
+		}
+		for i := range got {
+			if got[i].k != want[i] || got[i].v != m[want[i]] {
+				t.Fatalf("%q: position %d is %q, want %q", keys, i, got[i].k, want[i])
+			}
+		}
 	}
 }
