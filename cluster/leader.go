@@ -100,10 +100,14 @@ func (g *handoffGate) open(key string) {
 }
 
 // openFreed releases the acquires held back on keys an applied entry
-// left free: a release or expiry that granted nobody (no waiter queued,
-// or the lock was freed by a Redis command, a script or a tick rather
-// than by a release proposed here), so the held-back acquire is granted
-// at once instead of after handoffMaxDefer.
+// left free: a hold that ended (release, expiry, Redis DEL, script)
+// without granting a waiter, so a held-back acquire is granted at once
+// instead of after handoffMaxDefer. A hand-off to a queued waiter opens
+// nothing here: opening then would send the held-back acquires off just
+// as the new holder sends its release, the race the gate is for. A
+// release through the lock API opens the key when it is proposed
+// (openHandoff); one by a Redis DEL or script that hands the lock on
+// leaves the held-back acquires to handoffMaxDefer.
 func (g *handoffGate) openFreed(events []fsm.Event) {
 	for _, e := range events {
 		if e.Kind != fsm.EvReleased {
