@@ -38,7 +38,7 @@ type reqEntry struct {
 	expires  int64
 	fence    uint64
 	deadline int64
-	count    int
+	count    int32 // a hold's count fits (maxHoldCount)
 	op       Op
 	flags    uint8 // reqGranted | reqQueued | reqReleased | reqDead
 	err      uint8 // 1 + index in errCodes; 0 = none
@@ -152,7 +152,7 @@ func rememberedOp(op Op) bool {
 
 func (e *reqEntry) result() Result {
 	r := Result{Granted: e.flags&reqGranted != 0, Queued: e.flags&reqQueued != 0,
-		Released: e.flags&reqReleased != 0, Fence: e.fence, Deadline: e.deadline, Count: e.count}
+		Released: e.flags&reqReleased != 0, Fence: e.fence, Deadline: e.deadline, Count: int(e.count)}
 	if e.err != 0 {
 		r.Err = errCodes[e.err-1]
 	}
@@ -210,7 +210,7 @@ func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
 		flags |= reqReleased
 	}
 	t.addReq(reqEntry{id: cmd.ReqID, op: cmd.Op, owner: cmd.Owner, expires: ctx.now + t.cfg.ReqIDWindow,
-		flags: flags, fence: r.Fence, deadline: r.Deadline, count: r.Count})
+		flags: flags, fence: r.Fence, deadline: r.Deadline, count: int32(r.Count)})
 }
 
 // addReq appends e (whose expiry is >= every remembered one) and forgets
@@ -244,7 +244,7 @@ func (t *Table) expireReqIDs(ctx *applyCtx) {
 func (t *Table) reqWaiterGranted(id string, r Result) {
 	if e := t.ext.reqs.get(id); e != nil && e.op == OpAcquire {
 		e.flags = e.flags&^reqQueued | reqGranted
-		e.fence, e.deadline, e.count = r.Fence, r.Deadline, r.Count
+		e.fence, e.deadline, e.count = r.Fence, r.Deadline, int32(r.Count)
 	}
 }
 

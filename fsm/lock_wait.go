@@ -139,7 +139,7 @@ func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result {
 		return Result{Queued: true}
 	}
 	if e := t.ext.reqs.get(cmd.ReqID); e != nil && e.op == OpAcquire && e.flags&reqGranted != 0 {
-		return Result{Granted: true, Fence: e.fence, Deadline: e.deadline, Count: e.count}
+		return Result{Granted: true, Fence: e.fence, Deadline: e.deadline, Count: int(e.count)}
 	}
 	return Result{}
 }

@@ -605,13 +605,14 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		code, flags := d.uvarint(), d.uvarint()
 		e.fence = d.uvarint()
 		e.deadline = d.varint()
-		e.count = int(d.varint())
+		count := d.varint()
 		if d.err != nil {
 			break
 		}
-		if code > uint64(len(errCodes)) || flags > uint64(reqGranted|reqQueued|reqReleased) {
-			return bad("request id %q: bad error code %d or flags %d", e.id, code, flags)
+		if code > uint64(len(errCodes)) || flags > uint64(reqGranted|reqQueued|reqReleased) || count < 0 || count > maxHoldCount {
+			return bad("request id %q: bad error code %d, flags %d or count %d", e.id, code, flags, count)
 		}
+		e.count = int32(count)
 		e.err, e.flags = uint8(code), uint8(flags)
 		if len(x.fifo) > 0 && e.expires < x.fifo[len(x.fifo)-1].expires {
 			return bad("request id %q out of order", e.id)
