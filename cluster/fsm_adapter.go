@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -90,12 +91,17 @@ func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
 // new entries are applied (snapshot.go says why this way).
 func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	n := (*Node)(f)
+	start := time.Now()
 	n.mu.RLock()
-	defer n.mu.RUnlock()
 	s, err := snapshotTo(n.cfg.DataDir, n.table.Snapshot)
+	idx := n.table.AppliedIndex()
+	n.mu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
+	// Applies wait this long: worth seeing next to raft's own snapshot
+	// lines.
+	n.log.Info("snapshot encoded", "index", idx, "bytes", s.size, "applies_paused", time.Since(start))
 	return s, nil
 }
 
