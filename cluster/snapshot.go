@@ -42,6 +42,13 @@ import (
 // by the sink's CRC and write time. The stall that remains is the
 // encoding itself (fsm.Table.Snapshot: sorting and writing every key),
 // the same as before; shrinking it needs a copy-on-write table in fsm.
+//
+// Measured with TestSnapshotCost at 1M locks (54 MB encoded), 2 cores at
+// load 5-16: transient heap +136-160 MB with the buffer, +24-32 MB now
+// (fsm's own sort slice); applies paused 0.75-1.56 s (median 0.99 s)
+// with the buffer, 0.69-1.35 s (median 1.13 s) now, i.e. unchanged
+// within the noise; Persist's copy takes 7-13 ms. Profile of the pause:
+// ~70 % collecting and sorting the keys, ~25 % encoding, ~4 % the file.
 
 // fileSnapshot is a point-in-time encoded table in an unlinked file.
 type fileSnapshot struct {
