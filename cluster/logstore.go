@@ -49,7 +49,7 @@ var walSegmentSize = wal.DefaultSegmentSize
 // raftStorage is a node's raft storage: the log (LogStoreWAL or
 // LogStoreBolt) and the stable store (term, vote; always raft.db).
 //
-// Durability of the wal log (hashicorp/raft-wal v0.4.0, read from its
+// Durability of the wal log (hashicorp/raft-wal v0.4.2, read from its
 // source: wal.go, segment/writer.go, fs/):
 //   - WAL.StoreLogs encodes the batch, writes it with a commit frame
 //     (CRC of the batch) in one WriteAt to the tail segment and calls
@@ -76,13 +76,16 @@ var walSegmentSize = wal.DefaultSegmentSize
 //     readers do not check MinIndex). That is harmless: they are the
 //     committed entries that were there, and a leader then sends a
 //     lagging follower those entries instead of a snapshot.
-//     The WAL is a raft.MonotonicLogStore (LogCache passes that on): after
-//     installing a snapshot raft deletes the whole log instead of
-//     leaving a gap.
-//   - WAL.Close does not close wal-meta.db (a bbolt file holding an
-//     flock) in v0.4.0, so we open that store ourselves and close it
-//     after the WAL; otherwise a restart in the same process would
-//     block on the lock.
+//     A suffix truncation seals the tail segment (index block, fsync)
+//     and starts a new one at the next index. v0.4.0 sealed it without
+//     an index block, so the log could not be opened again
+//     (hashicorp/raft-wal#31, fixed in v0.4.1): a follower that dropped
+//     a conflicting tail could not restart. Hence v0.4.2, not v0.4.0.
+//     The WAL is a raft.MonotonicLogStore; raft sees it through walLog,
+//     which is not (see there).
+//   - wal-meta.db (segment list, bbolt, holds an flock) is opened by us
+//     and passed in, so that it is closed even when wal.Open fails
+//     (WAL.Close closes it too since v0.4.1; a second Close is a no-op).
 type raftStorage struct {
 	kind   string                // LogStoreWAL or LogStoreBolt, as opened
 	logs   raft.LogStore         // what raft uses: the cached log
@@ -136,7 +139,7 @@ func openRaftStorage(dataDir, want string, logger hclog.Logger) (_ *raftStorage,
 			return nil, fmt.Errorf("cluster: wal log store: %w", err)
 		}
 		s.wal = w
-		logs = w
+		logs = walLog{w}
 	}
 	if s.logs, err = raft.NewLogCache(logCacheSize, logs); err != nil {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
@@ -180,8 +183,9 @@ func (s *raftStorage) Close() error {
 		errs = append(errs, s.wal.Close())
 	}
 	if s.walDB != nil {
-		// After the WAL: its Close waits for an append or rotation that
-		// still uses the meta store.
+		// After the WAL (whose Close waits for an append or rotation that
+		// uses the meta store, then closes it): a no-op then, needed
+		// when wal.Open failed.
 		errs = append(errs, s.walDB.Close())
 	}
 	if s.stable != nil {
@@ -193,4 +197,42 @@ func (s *raftStorage) Close() error {
 		}
 	}
 	return nil
+}
+
+// walLog is the WAL as raft's log store, without raft.MonotonicLogStore.
+// With a monotonic store, raft v1.7.3 (and v1.8.0) empties the log after
+// installing a snapshot (removeOldLogs) but keeps its in-memory last log
+// index: a follower whose log ran past the snapshot index (it restarted
+// before the leader saw its last append) then accepts the next append
+// against that stale index and panics in processLogs, "log not found"
+// (hashicorp/raft#697; it happened here under kill -9 and restart).
+// Without it, raft compacts only the prefix the snapshot covers, as with
+// bolt. The price is that raft may append after a gap (the first entries
+// after a snapshot installed on a follower that lagged behind it), which
+// raft-wal refuses; StoreLogs then empties the log first, since raft
+// leaves a gap only after a snapshot that covers everything before it.
+type walLog struct{ *wal.WAL }
+
+// IsMonotonic hides the WAL's raft.MonotonicLogStore (see walLog).
+func (walLog) IsMonotonic() bool { return false }
+
+func (w walLog) StoreLog(l *raft.Log) error { return w.StoreLogs([]*raft.Log{l}) }
+
+func (w walLog) StoreLogs(logs []*raft.Log) error {
+	if len(logs) > 0 {
+		last, err := w.LastIndex()
+		if err != nil {
+			return err
+		}
+		if last > 0 && logs[0].Index > last+1 {
+			first, err := w.FirstIndex()
+			if err != nil {
+				return err
+			}
+			if err := w.DeleteRange(first, last); err != nil {
+				return fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
+			}
+		}
+	}
+	return w.WAL.StoreLogs(logs)
 }
