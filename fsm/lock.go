@@ -180,10 +180,11 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 	var block error
 	newKeys := 0
 	for _, k := range keys {
-		err := t.keyBlock(k, &w)
+		v := t.keys[k]
+		err := t.keyBlock(k, v, &w)
 		switch err {
 		case nil:
-			if t.keys[k] == nil {
+			if v == nil {
 				newKeys++
 			}
 			if len(t.queues[k]) > 0 && !t.ownerHolds(k, w.Owner) {
@@ -263,10 +264,10 @@ var (
 	errCount   = errf(ErrLimit, "reentrant hold count at its limit")
 )
 
-// keyBlock says why w cannot take key now, ignoring the key's queue; nil if
-// it can (free, compatible, or already held by w's owner in w's mode).
-func (t *Table) keyBlock(key string, w *Waiter) error {
-	v := t.keys[key]
+// keyBlock says why w cannot take key (whose value is v) now, ignoring
+// the key's queue; nil if it can (free, compatible, or already held by w's
+// owner in w's mode).
+func (t *Table) keyBlock(key string, v *Value, w *Waiter) error {
 	if v == nil {
 		return nil
 	}

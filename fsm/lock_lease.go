@@ -43,7 +43,12 @@ func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 // settle deletes the lock at key if nothing holds it and no lock-delay is
 // active, marks it changed otherwise, then offers the key to its waiters.
 func (t *Table) settle(ctx *applyCtx, key string) {
-	if v := t.keys[key]; v != nil && v.Kind() == KindLock {
+	t.settleValue(ctx, key, t.keys[key])
+}
+
+// settleValue is settle for the value v found at key.
+func (t *Table) settleValue(ctx *applyCtx, key string, v *Value) {
+	if v != nil && v.Kind() == KindLock {
 		if l := v.lock(); l.numHolders() == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
 			t.countLock(v, -1)
@@ -83,6 +88,7 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 			return Result{Err: err}
 		}
 	}
+	var single *Value // the value of a single-key release, looked up once
 	for _, k := range keys {
 		v, err := t.lockAt(k)
 		if err != nil {
@@ -91,10 +97,17 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 		if !cmd.Force && v.lock().holdIndex(cmd.Owner) < 0 {
 			return Result{Err: errf(ErrNotOwner, "%q", k)}
 		}
+		if len(keys) == 1 {
+			single = v
+		}
 	}
 	r := Result{Released: true}
 	for i, k := range keys {
-		l := t.keys[k].lock()
+		v := single
+		if v == nil {
+			v = t.keys[k]
+		}
+		l := v.lock()
 		if cmd.Force {
 			if i == 0 {
 				r.Fence = l.h0.Fence
@@ -102,7 +115,7 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 			for l.numHolders() > 0 {
 				t.endHold(ctx, k, l, 0, ReasonForced)
 			}
-			t.settle(ctx, k)
+			t.settleValue(ctx, k, v)
 			continue
 		}
 		j := l.holdIndex(cmd.Owner)
@@ -116,11 +129,11 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 				r.Count = int(h.Count)
 			}
 			r.Released = false
-			t.touch(ctx, k, t.keys[k])
+			t.touch(ctx, k, v)
 			continue
 		}
 		t.endHold(ctx, k, l, j, ReasonRelease)
-		t.settle(ctx, k)
+		t.settleValue(ctx, k, v)
 	}
 	return r
 }

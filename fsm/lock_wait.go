@@ -50,7 +50,7 @@ func (t *Table) waiterFits(w *Waiter) bool {
 		if q := t.queues[k]; len(q) == 0 || q[0] != w {
 			return false
 		}
-		if t.keyBlock(k, w) != nil {
+		if t.keyBlock(k, t.keys[k], w) != nil {
 			return false
 		}
 	}

@@ -207,10 +207,10 @@ func (l *Lock) nextDeadline() int64 {
 	return next
 }
 
-// addHolder appends a zero hold and returns it.
+// addHolder appends a hold and returns it; the caller sets every field
+// (h0 of a lock without holders is zero: removeHolder clears it).
 func (l *Lock) addHolder() *hold {
 	if l.h0.Owner == "" {
-		l.h0 = hold{}
 		return &l.h0
 	}
 	h := &hold{}
