@@ -105,16 +105,14 @@ func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	return s, nil
 }
 
-// Restore replaces the table with the snapshot's state. Collection is
-// paused while the new table is built (snapshot.go says why).
+// Restore replaces the table with the snapshot's state. raft hands over
+// a reader that serves fsm's 1 MiB window reads straight from the file
+// (its bufio.Reader passes large reads through), so no buffer is added.
 func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n := (*Node)(f)
 	defer rc.Close()
 	t := fsm.New(n.cfg.FSM)
-	resume := pauseGC()
-	err := t.Restore(rc)
-	resume()
-	if err != nil {
+	if err := t.Restore(rc); err != nil {
 		return fmt.Errorf("cluster: restore: %w", err)
 	}
 	n.mu.Lock()
