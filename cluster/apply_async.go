@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -71,29 +70,9 @@ var closedChan = func() chan struct{} {
 // filled 10,000 locks/s unbounded against 14,000 one at a time).
 const maxAsyncInFlight = 256
 
-// asyncWindows holds each node's window of asynchronous proposals: a
-// semaphore of maxAsyncInFlight slots, made at the node's first
-// ApplyAsync and dropped when it closes.
-var asyncWindows sync.Map // *Node → chan struct{}
-
-func (n *Node) asyncWindow() chan struct{} {
-	if w, ok := asyncWindows.Load(n); ok {
-		return w.(chan struct{})
-	}
-	w, loaded := asyncWindows.LoadOrStore(n, make(chan struct{}, maxAsyncInFlight))
-	if !loaded {
-		// Ends when the node closes.
-		go func() {
-			<-n.closed
-			asyncWindows.Delete(n)
-		}()
-	}
-	return w.(chan struct{})
-}
-
 func (n *Node) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command) *applyFuture {
 	f := &applyFuture{n: n, done: make(chan struct{})}
-	win := n.asyncWindow()
+	win := n.asyncWindow
 	select {
 	case win <- struct{}{}:
 	default:

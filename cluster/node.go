@@ -97,6 +97,10 @@ type Node struct {
 
 	peerInfo nodeInfoCache // PeerAddrs' answers (nodeinfo.go)
 
+	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
+	// asynchronous proposals not yet answered (apply_async.go).
+	asyncWindow chan struct{}
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup // background goroutines
@@ -133,6 +137,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		subs:      make(map[uint64]func(uint64, []fsm.Event)),
 		reqPrefix: cfg.ID + "-" + hex.EncodeToString(pfx[:]) + "-",
 		closed:    make(chan struct{}),
+
+		asyncWindow: make(chan struct{}, maxAsyncInFlight),
 	}
 	n.lastApplyMono = n.clock.Now()
 	n.metrics = newMetrics(n)
