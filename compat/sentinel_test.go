@@ -29,12 +29,17 @@ func TestGoRedisSentinelFailover(t *testing.T) {
 				DialTimeout:   time.Second,
 				ReadTimeout:   5 * time.Second,
 				WriteTimeout:  5 * time.Second,
+				// Only connections made count: go-redis keeps retrying the
+				// killed node's address as a Sentinel in the background.
 				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					mu.Lock()
-					dialed = append(dialed, addr)
-					mu.Unlock()
 					var d net.Dialer
-					return d.DialContext(ctx, network, addr)
+					conn, err := d.DialContext(ctx, network, addr)
+					if err == nil {
+						mu.Lock()
+						dialed = append(dialed, addr)
+						mu.Unlock()
+					}
+					return conn, err
 				},
 			})
 			t.Cleanup(func() { c.Close() })
