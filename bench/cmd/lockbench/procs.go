@@ -3,12 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,22 +179,35 @@ func waitEvery(ctx context.Context, timeout, maxEvery time.Duration, what string
 	}
 }
 
-// rssBytes reads VmRSS of pid from /proc.
-func rssBytes(pid int) (int64, error) {
+// rssBytes reads VmRSS of pid from /proc: the resident set now.
+func rssBytes(pid int) (int64, error) { return procStatusBytes(pid, "VmRSS") }
+
+// peakRSSBytes reads VmHWM of pid from /proc: the largest resident set
+// the process has had, so a transient peak between two samples (a
+// snapshot being written, a restore) is not missed.
+func peakRSSBytes(pid int) (int64, error) { return procStatusBytes(pid, "VmHWM") }
+
+// procStatusBytes reads one "<field>: N kB" line of /proc/<pid>/status.
+func procStatusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, err := strconv.ParseInt(f[1], 10, 64)
+	return parseStatusKB(string(b), field)
+}
+
+// parseStatusKB finds "<field>: N kB" in a /proc status text.
+func parseStatusKB(status, field string) (int64, error) {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, err := strconv.ParseInt(f[0], 10, 64)
 				return kb * 1024, err
 			}
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, fmt.Errorf("no %s", field)
 }
 
 // ensureBinary finds bin on PATH (or at its absolute path); when missing
@@ -246,20 +259,42 @@ func tail(s string, n int) string {
 
 // dirSize is the total size of the regular files under dir.
 func dirSize(dir string) int64 {
-	var n int64
+	n, _, _ := dirUsage(dir)
+	return n
+}
+
+// dirUsage walks dir and returns the regular files' total apparent size,
+// the bytes they occupy on disk (allocated blocks: a sparse or
+// preallocated file differs from its size) and how many there are.
+// A directory that does not exist is 0, 0, 0.
+func dirUsage(dir string) (size, disk int64, files int) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0
+		return 0, 0, 0
 	}
 	for _, e := range entries {
-		p := dir + "/" + e.Name()
+		p := filepath.Join(dir, e.Name())
 		if e.IsDir() {
-			n += dirSize(p)
+			s, d, f := dirUsage(p)
+			size, disk, files = size+s, disk+d, files+f
 			continue
 		}
-		if fi, err := e.Info(); err == nil {
-			n += fi.Size()
+		fi, err := e.Info()
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
 		}
+		size += fi.Size()
+		disk += allocated(fi)
+		files++
 	}
-	return n
+	return size, disk, files
+}
+
+// allocated is the bytes a file occupies on disk (st_blocks × 512), its
+// apparent size where the platform does not say.
+func allocated(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
+	}
+	return fi.Size()
 }

@@ -202,13 +202,25 @@ func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait
 		size, idx := c.latestSnapshot(i)
 		r.Metrics["snapshot_mb_"+nd.id] = float64(size) / (1 << 20)
 		r.Metrics["snapshot_index_"+nd.id] = float64(idx)
+		// The raft log is raft-wal's segment files (64 MiB, preallocated:
+		// their size says how many segments, the blocks how much is
+		// written) plus wal-meta.db under DataDir/wal; raft.db is only
+		// the stable store (term, vote).
+		walSize, walDisk, walFiles := dirUsage(filepath.Join(nd.data, "wal"))
+		r.Metrics["wal_mb_"+nd.id] = float64(walSize) / (1 << 20)
+		r.Metrics["wal_disk_mb_"+nd.id] = float64(walDisk) / (1 << 20)
+		r.Metrics["wal_files_"+nd.id] = float64(walFiles)
 		r.Metrics["raftdb_mb_"+nd.id] = float64(fileSize(filepath.Join(nd.data, "raft.db"))) / (1 << 20)
 		rss, _ := rssBytes(nd.proc.pid())
 		r.Metrics["rss_mb_"+nd.id] = float64(rss) / (1 << 20)
+		peak, _ := peakRSSBytes(nd.proc.pid())
+		r.Metrics["rss_peak_mb_"+nd.id] = float64(peak) / (1 << 20)
+		r.Metrics["rss_peak_mb_max"] = max(r.Metrics["rss_peak_mb_max"], float64(peak)/(1<<20))
 		maxRSS = max(maxRSS, float64(rss)/(1<<20))
 	}
 	r.Metrics["rss_mb_max"] = maxRSS
-	logf("scale: RSS per node max %.0f MB; snapshot %.1f MB", maxRSS, r.Metrics["snapshot_mb_"+c.nodes[l].id])
+	logf("scale: RSS per node max %.0f MB (peak so far %.0f MB); snapshot %.1f MB; wal %.0f MB (%.0f MB written)", maxRSS, r.Metrics["rss_peak_mb_max"],
+		r.Metrics["snapshot_mb_"+c.nodes[l].id], r.Metrics["wal_mb_"+c.nodes[l].id], r.Metrics["wal_disk_mb_"+c.nodes[l].id])
 
 	// Crash every node, start them all again, and time until serving.
 	for i := range c.nodes {
