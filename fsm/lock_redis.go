@@ -31,16 +31,23 @@ func (t *Table) tombstone(key, owner string, until int64) {
 		return
 	}
 	tb := t.ext.tombs[key]
-	kept := tb.recent[:0:0]
+	// Filtered in place: recent is never shared (snapshots copy entries
+	// out, restores build their own), and a key cycled by one client
+	// releases once per cycle, so a fresh slice each time was most of
+	// this table's allocation under a lock-cycling load.
+	kept := tb.recent[:0]
 	for _, e := range tb.recent {
 		if e.owner != owner {
 			kept = append(kept, e)
 		}
 	}
-	kept = append(kept, tombEntry{owner: owner, until: until})
-	if len(kept) > maxTombsPerKey {
-		kept = kept[len(kept)-maxTombsPerKey:]
+	clear(tb.recent[len(kept):]) // drop the removed owners' strings
+	if len(kept) == maxTombsPerKey {
+		copy(kept, kept[1:])
+		kept[len(kept)-1] = tombEntry{}
+		kept = kept[:len(kept)-1]
 	}
+	kept = append(kept, tombEntry{owner: owner, until: until})
 	tb.recent = kept
 	if m := tb.minUntil(); tb.due == 0 || m < tb.due {
 		tb.due = m

@@ -21,11 +21,41 @@ const maxScripts = 10000
 type redisExt struct {
 	scripts map[string][]byte // replicated: sha1 hex → script text
 	lua     *luaEngine        // derived: compiled scripts; never snapshotted
+	// shaOf memoises ScriptSHA of texts EVAL'd recently (derived, never
+	// snapshotted): a SHA1 plus its hex string for every EVAL of the same
+	// few lock scripts was a measurable part of an unlock's apply.
+	shaOf map[string]string
 }
+
+// maxSHAMemo bounds shaOf (it is emptied when full), maxSHAMemoText the
+// texts it keeps: lock scripts are a few hundred bytes.
+const (
+	maxSHAMemo     = 64
+	maxSHAMemoText = 4 << 10
+)
 
 func (x *redisExt) init() {
 	x.scripts = map[string][]byte{}
 	x.lua = newLuaEngine()
+	x.shaOf = map[string]string{}
+}
+
+// sha returns ScriptSHA(script), memoised.
+func (x *redisExt) sha(script []byte) string {
+	if s, ok := x.shaOf[string(script)]; ok {
+		return s
+	}
+	s := ScriptSHA(script)
+	if len(script) > maxSHAMemoText {
+		return s
+	}
+	if x.shaOf == nil {
+		x.shaOf = map[string]string{}
+	} else if len(x.shaOf) >= maxSHAMemo {
+		clear(x.shaOf)
+	}
+	x.shaOf[string(script)] = s
+	return s
 }
 
 // snapshotScripts returns the cached script texts sorted by SHA1, for the
@@ -95,7 +125,7 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte) reply.Re
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
-	sha := ScriptSHA(script)
+	sha := t.rx.sha(script)
 	fam := t.rx.lua.family(sha, script)
 	if r, ok := t.evalNative(ctx, fam, keys, args); ok {
 		t.cacheScript(sha, script)
