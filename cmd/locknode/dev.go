@@ -46,6 +46,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
+	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -78,7 +79,17 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dev: --memory-limit:", err)
 		return 2
 	}
+	gcPlan, err := gcPercent(*gcPct)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev: --gc-percent:", err)
+		return 2
+	}
 	memPlan.apply(log)
+	gcPlan.apply(log)
+	// dev starts the tuner at once: its nodes share one heap and start
+	// one after another, so there is no single restore to wait for.
+	stopGCTuner := gcPlan.startTuner()
+	defer stopGCTuner()
 	if *pprofAddr != "" {
 		pp, err := startPprof(*pprofAddr, log)
 		if err != nil {

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -304,5 +306,92 @@ func readLine(r io.Reader) (string, error) {
 			return string(b), nil
 		}
 		b = append(b, c[0])
+	}
+}
+
+func TestPlanGCPercent(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag, gogc string
+		want             gcPercentPlan
+		err              bool
+	}{
+		{"default auto", "", "", gcPercentPlan{auto: true}, false},
+		{"auto", "auto", "", gcPercentPlan{auto: true, flagSet: true}, false},
+		{"fixed", "80", "", gcPercentPlan{percent: 80, flagSet: true}, false},
+		{"off", "off", "", gcPercentPlan{percent: -1, flagSet: true}, false},
+		{"GOGC wins", "", "200", gcPercentPlan{auto: true, fromEnv: true}, false},
+		{"GOGC wins over flag", "80", "200", gcPercentPlan{percent: 80, fromEnv: true, flagSet: true}, false},
+		{"zero", "0", "", gcPercentPlan{}, true},
+		{"negative", "-5", "", gcPercentPlan{}, true},
+		{"too large", "10001", "", gcPercentPlan{}, true},
+		{"junk", "50%", "", gcPercentPlan{}, true},
+		{"junk even when GOGC wins", "fifty", "100", gcPercentPlan{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planGCPercent(tc.flag, tc.gogc)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want error %v", err, tc.err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAutoGCPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 100},         // nothing measured yet: Go's default
+		{8 * mib, 100},   // small heap: capped at Go's default
+		{64 * mib, 100},  // headroom = live
+		{128 * mib, 50},  // 64 MiB over 128 MiB
+		{200 * mib, 32},  // 1M locks: 64/200
+		{320 * mib, 20},  // at the floor
+		{4096 * mib, 20}, // never below the floor
+	} {
+		if got := autoGCPercent(tc.live, 64*mib, 20, 100); got != tc.want {
+			t.Errorf("live %d MiB: %d, want %d", tc.live/mib, got, tc.want)
+		}
+	}
+}
+
+func TestGCTunerFollowsLiveHeap(t *testing.T) {
+	var live atomic.Uint64
+	live.Store(8 << 20)
+	set := make(chan int, 16)
+	stop := startGCTuner(time.Millisecond, live.Load, func(p int) int { set <- p; return 0 })
+	defer stop()
+	wait := func(want int) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case p := <-set:
+				if p == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("percentage %d never set", want)
+			}
+		}
+	}
+	wait(100) // set at once, before the first tick
+	live.Store(autoGCHeadroom * 2)
+	wait(50)
+	live.Store(autoGCHeadroom * 100)
+	wait(autoGCMinPercent)
+	stop()
+	stop() // a second stop is harmless
+	// stop returned after the tuner goroutine ended, and live did not
+	// change since the last set: nothing may be pending.
+	live.Store(1)
+	select {
+	case p := <-set:
+		t.Fatalf("set %d after stop", p)
+	default:
 	}
 }

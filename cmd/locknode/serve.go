@@ -93,6 +93,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
 	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
+	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -130,6 +131,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --memory-limit:", err)
 		return 2
 	}
+	gcPlan, err := gcPercent(*gcPct)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve: --gc-percent:", err)
+		return 2
+	}
 
 	cfg := cluster.DefaultConfig()
 	cfg.ID = *id
@@ -146,6 +152,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	memPlan.apply(log)
+	gcPlan.apply(log)
 	// pprof first: a restore or join that takes long is worth profiling.
 	var pp *pprofServer
 	if *pprofAddr != "" {
@@ -171,6 +178,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve:", err)
 		return 1
 	}
+	stopGCTuner := gcPlan.startTuner()
+	defer stopGCTuner()
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")
