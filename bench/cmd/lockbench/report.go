@@ -478,14 +478,14 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 				how = "one pipelined SET NX PX 1h per lock, 128 connections"
 			}
 			fmt.Fprintf(&b, "\n## Scale: %d held locks (%s), 3-node locknode\n\n", r.opts.scaleLocks, how)
-			b.WriteString("| node | RSS after fill MB | RSS after snapshot MB | peak RSS before restart MB | snapshot MB | snapshot index | wal MB (files) | wal written MB | raft.db MB | RSS after restart MB |\n|---|---|---|---|---|---|---|---|---|---|\n")
+			b.WriteString("| node | RSS after fill MB | RSS after snapshot MB | peak RSS before restart MB | snapshot MB | snapshot index | wal MB (files) | wal on disk MB | raft.db MB | RSS after restart MB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, id := range []string{"n1", "n2", "n3"} {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s |\n", id, f(x["rss_mb_after_fill_"+id], 0), f(x["rss_mb_"+id], 0), f(x["rss_peak_mb_"+id], 0),
 					f(x["snapshot_mb_"+id], 1), f(x["snapshot_index_"+id], 0), f(x["wal_mb_"+id], 0), f(x["wal_files_"+id], 0), f(x["wal_disk_mb_"+id], 0),
 					f(x["raftdb_mb_"+id], 1), f(x["rss_mb_after_restart_"+id], 0))
 			}
 			b.WriteString("\nRSS after snapshot is the resident set when every node has a snapshot of every lock; peak is VmHWM at that moment (the largest resident set so far, fill and snapshot included). " +
-				"The raft log is DataDir/wal (raft-wal: 64 MiB preallocated segment files plus wal-meta.db; \"wal MB\" is the files' size, \"written\" the blocks allocated on disk); raft.db is only the stable store (term, vote).\n")
+				"The raft log is DataDir/wal (raft-wal: 64 MiB preallocated segment files plus wal-meta.db; \"wal MB\" is the files' size, \"on disk\" the blocks allocated, written or preallocated); raft.db is only the stable store (term, vote).\n")
 			fmt.Fprintf(&b, "\nfill %s locks/s (batches sent again after a leader loss: %s); locks after fill %s, after restart %s; restart of all 3 nodes (after kill -9) to serving: **%s s**\n",
 				f(x["fill_locks_per_s"], 0), f(x["batches_retried_no_leader"], 0), f(x["locks_after_fill"], 0), f(x["locks_after_restart"], 0), f(x["restart_to_serving_s"], 2))
 			for _, y := range r.runs {

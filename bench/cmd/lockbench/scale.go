@@ -219,7 +219,7 @@ func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait
 		maxRSS = max(maxRSS, float64(rss)/(1<<20))
 	}
 	r.Metrics["rss_mb_max"] = maxRSS
-	logf("scale: RSS per node max %.0f MB (peak so far %.0f MB); snapshot %.1f MB; wal %.0f MB (%.0f MB written)", maxRSS, r.Metrics["rss_peak_mb_max"],
+	logf("scale: RSS per node max %.0f MB (peak so far %.0f MB); snapshot %.1f MB; wal %.0f MB (%.0f MB on disk)", maxRSS, r.Metrics["rss_peak_mb_max"],
 		r.Metrics["snapshot_mb_"+c.nodes[l].id], r.Metrics["wal_mb_"+c.nodes[l].id], r.Metrics["wal_disk_mb_"+c.nodes[l].id])
 
 	// Crash every node, start them all again, and time until serving.
