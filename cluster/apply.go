@@ -99,7 +99,7 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
-	n.metrics.proposals.WithLabelValues(opName(c.Op)).Inc()
+	n.metrics.proposed(c.Op)
 	return n.raft.Apply(c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))), 0)
 }
 
@@ -146,11 +146,11 @@ func classifyProposal(err error) (outcome, error) {
 // proposalResult is a committed proposal's FSM result: the one place the
 // FSM's response is type-asserted.
 func proposalResult(f raft.ApplyFuture) (fsm.Result, error) {
-	res, ok := f.Response().(fsm.Result)
-	if !ok {
+	res, ok := f.Response().(*fsm.Result)
+	if !ok || res == nil {
 		return fsm.Result{}, fmt.Errorf("cluster: unexpected fsm response %T", f.Response())
 	}
-	return res, nil
+	return *res, nil
 }
 
 // forward sends req to the leader this node knows of. A stOK body is

@@ -31,6 +31,10 @@ type appliedEvents struct {
 func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n := (*Node)(f)
 	out := make([]interface{}, len(logs))
+	// One allocation for the batch's results; boxing a pointer into out
+	// allocates nothing (a Result boxed by value was one allocation per
+	// entry). proposalResult takes *fsm.Result.
+	results := make([]fsm.Result, len(logs))
 	var evs []appliedEvents
 	var grants, expiries, commands int
 
@@ -62,7 +66,8 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		if len(r.Events) > 0 {
 			evs = append(evs, appliedEvents{l.Index, r.Events})
 		}
-		out[i] = r
+		results[i] = r
+		out[i] = &results[i]
 	}
 	now := n.table.Now()
 	n.mu.Unlock()

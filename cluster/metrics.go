@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/locknode/locknode/fsm"
 )
 
 // metrics are the node's Prometheus collectors, on a registry of its own
@@ -12,6 +16,9 @@ type metrics struct {
 	isLeader     prometheus.Gauge
 	applyLatency prometheus.Histogram
 	proposals    *prometheus.CounterVec // by op, proposed by this node as leader
+	// proposalsBy caches proposals' child of each op: WithLabelValues
+	// hashes the label and takes the vector's lock on every proposal.
+	proposalsBy  [64]atomic.Pointer[prometheus.Counter]
 	forwardCalls *prometheus.CounterVec // RPCs this node sent to the leader, by kind
 	rpcServed    *prometheus.CounterVec // RPCs this node served, by kind
 	forwarded    prometheus.Counter     // commands this node forwarded and got answered
@@ -75,6 +82,21 @@ func newMetrics(n *Node) *metrics {
 		collectors.NewGoCollector(),
 	)
 	return m
+}
+
+// proposed counts one proposal of op.
+func (m *metrics) proposed(op fsm.Op) {
+	if int(op) >= len(m.proposalsBy) {
+		m.proposals.WithLabelValues(opName(op)).Inc()
+		return
+	}
+	p := m.proposalsBy[op].Load()
+	if p == nil {
+		c := m.proposals.WithLabelValues(opName(op))
+		p = &c
+		m.proposalsBy[op].Store(p) // a racing store holds the same child
+	}
+	(*p).Inc()
 }
 
 func (m *metrics) applied(commands, grants, expiries int) {

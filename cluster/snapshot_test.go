@@ -94,7 +94,7 @@ func applyLogs(n *Node, logs []*raft.Log) error {
 		b := logs[:min(len(logs), 64)]
 		logs = logs[len(b):]
 		for i, r := range f.ApplyBatch(b) {
-			if res, ok := r.(fsm.Result); !ok || res.Err != nil || res.Reply.IsError() {
+			if res, ok := r.(*fsm.Result); !ok || res.Err != nil || res.Reply.IsError() {
 				return fmt.Errorf("entry %d: %#v", b[i].Index, r)
 			}
 		}
