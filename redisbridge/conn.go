@@ -250,7 +250,7 @@ func arityOK(arity, n int) bool {
 // Close does not cancel it: a command in flight finishes and replies (only
 // blocking waits, which use baseCtx, are cut short).
 func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), c.s.cfg.RequestTimeout)
+	return newReqCtx(c.s.cfg.RequestTimeout)
 }
 
 // apply proposes cmd and returns the FSM's outcome; on failure it has
