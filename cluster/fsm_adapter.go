@@ -35,7 +35,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	// allocates nothing (a Result boxed by value was one allocation per
 	// entry). proposalResult takes *fsm.Result.
 	results := make([]fsm.Result, len(logs))
-	var evs []appliedEvents
+	var evs []appliedEvents // allocated at the first entry with events
 	var grants, expiries, commands int
 
 	n.mu.Lock()
@@ -64,6 +64,11 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			}
 		}
 		if len(r.Events) > 0 {
+			if evs == nil {
+				// Most lock commands emit events: room for the rest of
+				// the batch at once instead of growing by doubling.
+				evs = make([]appliedEvents, 0, len(logs)-i)
+			}
 			evs = append(evs, appliedEvents{l.Index, r.Events})
 		}
 		results[i] = r
