@@ -173,25 +173,38 @@ func (p memLimitPlan) apply(log hclog.Logger) {
 //
 // Why: a node's heap is almost all lock table, long-lived. At Go's
 // default GOGC=100 the heap grows to twice the live data before a
-// collection, so a node with 1M held locks (~200 MB live) sat at
-// 533-558 MB RSS. A fixed lower percentage is no answer: GOGC=50 gave
-// 389-432 MB at 1M locks but cost ~15 % of the uncontended 64-worker
-// throughput (lockbench, 3 alternating pairs, 6902/7331/7265 cycles/s at
-// 100 vs 5894/6318/5333 at 50, load 5-6), because with a small table
-// the heap is small, collections were twice as frequent and their fixed
-// cost dominates. A headroom in bytes keeps Go's 100 % while the heap
-// is small (the benchmark's case: nothing changes there) and collects
-// at a fixed number of allocated bytes once the table is large, where
-// each collection's cost is spread over many more allocations anyway.
-// Measured results: see README (configuration, --gc-percent).
+// collection, so with 1M held locks (~185 MiB live) a node sat at
+// 533-558 MB RSS (lockbench scale, RSS once every node has a snapshot).
+// A fixed lower percentage costs throughput: GOGC=50 gave 389-432 MB
+// but the uncontended 64-worker benchmark fell from a median 7084 to
+// 5858 cycles/s (4 alternating pairs, load 5-6), because with a small
+// table collections come twice as often for the same work. A headroom
+// in bytes keeps Go's 100 % while the live heap is under the headroom
+// (the throughput benchmark's case) and collects after a fixed number
+// of allocated bytes once the table is large, where each collection is
+// large anyway. Measured on the shared 2-core machine, lockbench
+// (3 nodes, RSS after the snapshot of 1M locks; uncontended 64 workers,
+// 4 alternating pairs against GOGC=100, medians):
+//   - headroom 64 MiB: 291-320 and 341-372 MB in two runs;
+//     5025 vs 5020 cycles/s (load 5-8.5);
+//   - headroom 40 MiB: 268-338 and 300-321 MB (VmHWM 333-353 MB);
+//     7094 vs 6007 cycles/s (load 2.6-5), i.e. no cost within the noise;
+//     fill 17709-24006 locks/s against 19404 at GOGC=100.
+//
+// The rest of the RSS is not the heap's headroom: ~35 MB of runtime and
+// binary (a restarted node holds the same table in 231 MB), the
+// snapshot's transient sort slice (fsm, 24-32 MB) and memory the
+// runtime has not yet returned to the OS after such a peak.
 const (
-	autoGCHeadroom   = 64 << 20
+	autoGCHeadroom   = 40 << 20
 	autoGCMinPercent = 20  // never collect more often than at 20 % growth
 	autoGCMaxPercent = 100 // never hold more than Go's default would
 	autoGCEvery      = 500 * time.Millisecond
 )
 
-const gcPercentUsage = "Go GC target: auto (a percentage that keeps the heap within about 64 MiB of the live data, 20-100), a percentage (heap growth over live data before a collection), or off; default auto. GOGC, if set, wins"
+var gcPercentUsage = fmt.Sprintf("Go GC target: auto (a percentage that keeps the heap within about %d MiB of the live data, %d-%d), "+
+	"a percentage (heap growth over live data before a collection, as GOGC), or off; default auto. GOGC, if set, wins",
+	autoGCHeadroom>>20, autoGCMinPercent, autoGCMaxPercent)
 
 // gcPercentPlan is what gcPercentPlan.apply will do.
 type gcPercentPlan struct {
