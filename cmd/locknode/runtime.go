@@ -174,24 +174,27 @@ func (p memLimitPlan) apply(log hclog.Logger) {
 // Why: a node's heap is almost all lock table, long-lived. At Go's
 // default GOGC=100 the heap grows to twice the live data before a
 // collection, so with 1M held locks (~185 MiB live) a node sat at
-// 533-558 MB RSS (lockbench scale, RSS once every node has a snapshot).
-// A fixed lower percentage costs throughput: GOGC=50 gave 389-432 MB
-// but the uncontended 64-worker benchmark fell from a median 7084 to
-// 5858 cycles/s (4 alternating pairs, load 5-6), because with a small
-// table collections come twice as often for the same work. A headroom
-// in bytes keeps Go's 100 % while the live heap is under the headroom
-// (the throughput benchmark's case) and collects after a fixed number
-// of allocated bytes once the table is large, where each collection is
-// large anyway. Measured on the shared 2-core machine, lockbench
-// (3 nodes, RSS after the snapshot of 1M locks; uncontended 64 workers,
-// 4 alternating pairs against GOGC=100, medians):
-//   - headroom 64 MiB: 291-320 and 341-372 MB in two runs;
-//     5025 vs 5020 cycles/s (load 5-8.5);
-//   - headroom 40 MiB: 268-338 and 300-321 MB (VmHWM 333-353 MB);
-//     7094 vs 6007 cycles/s (load 2.6-5), i.e. no cost within the noise;
-//     fill 17709-24006 locks/s against 19404 at GOGC=100.
+// 511-607 MB RSS (lockbench scale, RSS once every node has a snapshot,
+// four runs). A fixed lower percentage costs throughput: GOGC=50 gave
+// 389-432 MB but the uncontended 64-worker benchmark fell from a median
+// 7084 to 5858 cycles/s (4 alternating pairs, load 5-6), because with a
+// small table collections come twice as often for the same work. A
+// headroom in bytes keeps Go's 100 % while the live heap is under the
+// headroom (the throughput benchmark's case) and collects after a fixed
+// number of allocated bytes once the table is large. Measured on the
+// shared 2-core machine, lockbench (3 nodes):
+//   - headroom 40 MiB: 1M locks 266-339 MB per node in five runs
+//     (VmHWM 333-376 MB); uncontended 64 workers 7094 vs 6007 cycles/s
+//     for GOGC=100 (medians of 4 alternating pairs, load 2.6-5): no
+//     cost within the noise; restart to serving 1.77-1.85 s at load
+//     1.5-5 (GOGC=100: 1.84-2.29 s);
+//   - headroom 64 MiB: 291-372 MB, throughput 5025 vs 5020 cycles/s.
 //
-// The rest of the RSS is not the heap's headroom: ~35 MB of runtime and
+// The cost: filling 1M locks as fast as possible (128 connections)
+// collects a large heap often: 31247-32957 locks/s against
+// 43641-52257 at GOGC=100 on a quiet machine (load 1.5-2.5; 64 MiB:
+// 33939), i.e. ~35 % slower bulk writes once the table is large. The
+// rest of the RSS is not the heap's headroom: ~35 MB of runtime and
 // binary (a restarted node holds the same table in 231 MB), the
 // snapshot's transient sort slice (fsm, 24-32 MB) and memory the
 // runtime has not yet returned to the OS after such a peak.
