@@ -109,6 +109,7 @@ func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
+	s.freeMemory = n.cfg.FreeMemoryAfterSnapshot
 	// Applies wait this long: worth seeing next to raft's own snapshot
 	// lines.
 	n.log.Info("snapshot encoded", "index", idx, "bytes", s.size, "applies_paused", time.Since(start))

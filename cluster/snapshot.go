@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -55,6 +56,10 @@ type fileSnapshot struct {
 	name string // still to remove on Release when unlinking early failed
 	size int64
 
+	// freeMemory: return free heap to the OS once persisted
+	// (Config.FreeMemoryAfterSnapshot).
+	freeMemory bool
+
 	mu       sync.Mutex
 	released bool
 }
@@ -103,7 +108,14 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.freeMemory {
+		// On raft's snapshot goroutine, so no apply waits for it.
+		debug.FreeOSMemory()
+	}
+	return nil
 }
 
 // Release closes (and so frees) the file. Raft always calls it, also

@@ -67,6 +67,9 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		HTTP: advertiseAddr(pc.HTTPAdvertise, p.httpLn.Addr(), raftHost),
 		RESP: advertiseAddr(pc.RESPAdvertise, p.respLn.Addr(), raftHost),
 	}
+	// A node process owns its heap: give the snapshot's transient memory
+	// back to the OS (cluster.Config.FreeMemoryAfterSnapshot says why).
+	pc.Cluster.FreeMemoryAfterSnapshot = true
 	if p.node, err = cluster.Start(ctx, pc.Cluster); err != nil {
 		p.httpLn.Close()
 		p.respLn.Close()
