@@ -123,25 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if _, err := rand.Read(pfx[:]); err != nil {
 		return nil, fmt.Errorf("cluster: random: %w", err)
 	}
-	n := &Node{
-		cfg:       cfg,
-		id:        cfg.ID,
-		log:       cfg.Logger.Named("cluster").With("node", cfg.ID),
-		clock:     cfg.Clock,
-		table:     fsm.New(cfg.FSM),
-		limits:    fsm.New(cfg.FSM).Config(),
-		appliedCh: make(chan struct{}),
-		leaderCh:  make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		waiters:   make(map[string]chan fsm.Event),
-		subs:      make(map[uint64]func(uint64, []fsm.Event)),
-		reqPrefix: cfg.ID + "-" + hex.EncodeToString(pfx[:]) + "-",
-		closed:    make(chan struct{}),
-
-		asyncWindow: make(chan struct{}, maxAsyncInFlight),
-	}
-	n.lastApplyMono = n.clock.Now()
-	n.metrics = newMetrics(n)
+	n := newNode(cfg, cfg.ID+"-"+hex.EncodeToString(pfx[:])+"-")
 
 	ok := false
 	defer func() {
@@ -263,6 +245,31 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.log.Info("started", "raft", n.Addr(), "existing_state", hasState)
 	ok = true
 	return n, nil
+}
+
+// newNode is a Node's own state before raft and the transport are added
+// (tests build the FSM side alone from it). cfg has its defaults.
+func newNode(cfg Config, reqPrefix string) *Node {
+	n := &Node{
+		cfg:       cfg,
+		id:        cfg.ID,
+		log:       cfg.Logger.Named("cluster").With("node", cfg.ID),
+		clock:     cfg.Clock,
+		table:     fsm.New(cfg.FSM),
+		limits:    fsm.New(cfg.FSM).Config(),
+		appliedCh: make(chan struct{}),
+		leaderCh:  make(chan struct{}),
+		kick:      make(chan struct{}, 1),
+		waiters:   make(map[string]chan fsm.Event),
+		subs:      make(map[uint64]func(uint64, []fsm.Event)),
+		reqPrefix: reqPrefix,
+		closed:    make(chan struct{}),
+
+		asyncWindow: make(chan struct{}, maxAsyncInFlight),
+	}
+	n.lastApplyMono = n.clock.Now()
+	n.metrics = newMetrics(n)
+	return n
 }
 
 // ID returns the node's raft server id.

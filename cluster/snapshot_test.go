@@ -31,22 +31,7 @@ func adapterNode(t testing.TB) *Node {
 	cfg.DataDir = t.TempDir()
 	cfg.Logger = hclog.NewNullLogger()
 	cfg = cfg.withDefaults()
-	n := &Node{
-		cfg:       cfg,
-		id:        cfg.ID,
-		log:       cfg.Logger,
-		clock:     cfg.Clock,
-		table:     fsm.New(cfg.FSM),
-		limits:    fsm.New(cfg.FSM).Config(),
-		appliedCh: make(chan struct{}),
-		leaderCh:  make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		waiters:   make(map[string]chan fsm.Event),
-		subs:      make(map[uint64]func(uint64, []fsm.Event)),
-		closed:    make(chan struct{}),
-	}
-	n.lastApplyMono = n.clock.Now()
-	n.metrics = newMetrics(n)
+	n := newNode(cfg, "snap-")
 	return n
 }
 

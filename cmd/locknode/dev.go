@@ -68,20 +68,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dev: --mirror:", err)
 		return 2
 	}
-	if *pprofAddr != "" {
-		if err := checkPprofAddr(*pprofAddr); err != nil {
-			fmt.Fprintln(stderr, "dev: --pprof:", err)
-			return 2
-		}
-	}
-	memPlan, err := memoryLimit(*memLimit)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev: --memory-limit:", err)
-		return 2
-	}
-	gcPlan, err := gcPercent(*gcPct)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev: --gc-percent:", err)
+	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
+	if !ok {
 		return 2
 	}
 	memPlan.apply(log)

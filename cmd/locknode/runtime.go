@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -236,6 +237,28 @@ func planGCPercent(flagVal, gogc string) (gcPercentPlan, error) {
 	}
 	p.fromEnv = gogc != ""
 	return p, nil
+}
+
+// planRuntime checks the --pprof, --memory-limit and --gc-percent values
+// of command cmd; on a bad one it says so on stderr and returns false.
+func planRuntime(cmd string, stderr io.Writer, pprofAddr, memLimit, gcPct string) (memLimitPlan, gcPercentPlan, bool) {
+	if pprofAddr != "" {
+		if err := checkPprofAddr(pprofAddr); err != nil {
+			fmt.Fprintf(stderr, "%s: --pprof: %v\n", cmd, err)
+			return memLimitPlan{}, gcPercentPlan{}, false
+		}
+	}
+	memPlan, err := memoryLimit(memLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --memory-limit: %v\n", cmd, err)
+		return memLimitPlan{}, gcPercentPlan{}, false
+	}
+	gcPlan, err := gcPercent(gcPct)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: --gc-percent: %v\n", cmd, err)
+		return memLimitPlan{}, gcPercentPlan{}, false
+	}
+	return memPlan, gcPlan, true
 }
 
 // gcPercent plans the GC target from the flag and GOGC.

@@ -120,20 +120,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --peers only makes sense with --bootstrap")
 		return 2
 	}
-	if *pprofAddr != "" {
-		if err := checkPprofAddr(*pprofAddr); err != nil {
-			fmt.Fprintln(stderr, "serve: --pprof:", err)
-			return 2
-		}
-	}
-	memPlan, err := memoryLimit(*memLimit)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve: --memory-limit:", err)
-		return 2
-	}
-	gcPlan, err := gcPercent(*gcPct)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve: --gc-percent:", err)
+	memPlan, gcPlan, ok := planRuntime("serve", stderr, *pprofAddr, *memLimit, *gcPct)
+	if !ok {
 		return 2
 	}
 
