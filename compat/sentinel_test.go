@@ -3,8 +3,7 @@ package compat
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +18,6 @@ func TestGoRedisSentinelFailover(t *testing.T) {
 	for _, proto := range []int{3, 2} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
 			tc := newCluster(t, 3) // a fresh one: each run kills a node
-			var mu sync.Mutex
-			var dialed []string
 			c := redis.NewFailoverClient(&redis.FailoverOptions{
 				MasterName:    "any-name",
 				SentinelAddrs: tc.resp,
@@ -29,18 +26,6 @@ func TestGoRedisSentinelFailover(t *testing.T) {
 				DialTimeout:   time.Second,
 				ReadTimeout:   5 * time.Second,
 				WriteTimeout:  5 * time.Second,
-				// Only connections made count: go-redis keeps retrying the
-				// killed node's address as a Sentinel in the background.
-				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					var d net.Dialer
-					conn, err := d.DialContext(ctx, network, addr)
-					if err == nil {
-						mu.Lock()
-						dialed = append(dialed, addr)
-						mu.Unlock()
-					}
-					return conn, err
-				},
 			})
 			t.Cleanup(func() { c.Close() })
 			ctx := ctxT(t, 60*time.Second)
@@ -48,18 +33,10 @@ func TestGoRedisSentinelFailover(t *testing.T) {
 			if err := c.Set(ctx, key, "v1", 30*time.Second).Err(); err != nil {
 				t.Fatalf("SET through the failover client: %v", err)
 			}
-			mu.Lock()
-			first := dialed[len(dialed)-1]
-			mu.Unlock()
-			victim := -1
-			for i, a := range tc.resp {
-				if a == first {
-					victim = i
-				}
-			}
-			if victim < 0 {
-				t.Fatalf("the failover client dialed %q, not a node (%v)", first, tc.resp)
-			}
+			// The node the client's commands reach, asked over its own
+			// connection (its Sentinel connections may go elsewhere).
+			victim := servingNode(ctx, t, tc, c)
+			first := tc.resp[victim]
 			t.Logf("using node %d (%s); killing it", victim, first)
 			tc.kill(victim)
 
@@ -75,12 +52,33 @@ func TestGoRedisSentinelFailover(t *testing.T) {
 			if ok, err := c.SetNX(ctx, key+"-nx", "tok", 10*time.Second).Result(); err != nil || !ok {
 				t.Fatalf("SET NX after fail-over = %v, %v", ok, err)
 			}
-			mu.Lock()
-			last := dialed[len(dialed)-1]
-			mu.Unlock()
-			if last == first {
-				t.Fatalf("still dialing the killed node %s", first)
+			if now := servingNode(ctx, t, tc, c); now == victim {
+				t.Fatalf("still served by the killed node %s", first)
 			}
 		})
 	}
+}
+
+// servingNode returns the index of the node that answers c's commands,
+// by the tcp_port of INFO server.
+func servingNode(ctx context.Context, t *testing.T, tc *testCluster, c *redis.Client) int {
+	t.Helper()
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatalf("INFO server: %v", err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		port, ok := strings.CutPrefix(strings.TrimSpace(line), "tcp_port:")
+		if !ok {
+			continue
+		}
+		for i, a := range tc.resp {
+			if strings.HasSuffix(a, ":"+port) {
+				return i
+			}
+		}
+		t.Fatalf("INFO tcp_port %s is no node's (%v)", port, tc.resp)
+	}
+	t.Fatalf("INFO server has no tcp_port:\n%s", info)
+	return -1
 }
