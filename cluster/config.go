@@ -120,8 +120,8 @@ type Config struct {
 	TrailingLogs uint64
 	// SnapshotRetain, default 2: snapshots kept on disk.
 	SnapshotRetain int
-	// FreeMemoryAfterSnapshot, default false: after each snapshot is
-	// persisted, run debug.FreeOSMemory (a forced collection that returns
+	// FreeMemoryAfterSnapshot, default false: when each snapshot is
+	// written (before raft reports it done), run debug.FreeOSMemory (a forced collection that returns
 	// free heap pages to the OS), so the snapshot's transient sort list
 	// (24-32 MB at 1M locks) does not stay in the resident set. It is a
 	// process-wide collection once per snapshot, so it is off for

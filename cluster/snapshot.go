@@ -108,14 +108,13 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}
-	if err := sink.Close(); err != nil {
-		return err
-	}
 	if s.freeMemory {
-		// On raft's snapshot goroutine, so no apply waits for it.
+		// On raft's snapshot goroutine, so no apply waits for it; before
+		// the sink is closed, so a snapshot reported done has given its
+		// memory back.
 		debug.FreeOSMemory()
 	}
-	return nil
+	return sink.Close()
 }
 
 // Release closes (and so frees) the file. Raft always calls it, also
