@@ -219,15 +219,10 @@ func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
 	open, maxDefer := l.handoff.wait(cmd.Key)
 	defer l.handoff.leave(cmd.Key, open)
 	n.mu.RLock()
-	li, err := n.table.Inspect(cmd.Key, n.table.Now())
+	busy := n.table.HeldByOther(cmd.Key, cmd.Owner, n.table.Now())
 	n.mu.RUnlock()
-	if err != nil || li.Kind != fsm.KindLock || len(li.Holders) == 0 {
+	if !busy {
 		return
-	}
-	for _, h := range li.Holders {
-		if h.Owner == cmd.Owner {
-			return // reentrant or a repeat: answered at once
-		}
 	}
 	// Never more than a small part of the caller's own wait, which the
 	// FSM counts from when the acquire is proposed.

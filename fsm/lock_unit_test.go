@@ -472,3 +472,32 @@ func TestTombstonesKeepRecentReleasers(t *testing.T) {
 		t.Fatal("tombstones outlived their leases")
 	}
 }
+
+// HeldByOther answers as Inspect would: a live holder other than owner.
+func TestHeldByOther(t *testing.T) {
+	h := newHarness(t)
+	h.apply(Command{Op: OpAcquire, Key: "held", Owner: "o1", TTL: 1000, Time: 10})
+	h.apply(Command{Op: OpAcquire, Key: "sem", Owner: "o1", Mode: Semaphore, Permits: 2, TTL: 1000, Time: 10})
+	h.apply(Command{Op: OpAcquire, Key: "sem", Owner: "o2", Mode: Semaphore, Permits: 2, TTL: 1000, Time: 10})
+	h.apply(rcmd("SET", "str", "v"))
+	h.apply(rcmd("SET", "rlock", "tok", "NX", "PX", "1000"))
+	for _, c := range []struct {
+		key, owner string
+		now        int64
+		want       bool
+	}{
+		{"held", "o2", 20, true},
+		{"held", "o1", 20, false},   // its own hold
+		{"held", "o2", 2000, false}, // expired
+		{"sem", "o3", 20, true},
+		{"sem", "o2", 20, false}, // one of the holders
+		{"missing", "o1", 20, false},
+		{"str", "o1", 20, false}, // a Redis value, not a lock
+		{"rlock", "other", 20, true},
+		{"rlock", "tok", 20, false},
+	} {
+		if got := h.tab.HeldByOther(c.key, c.owner, c.now); got != c.want {
+			t.Errorf("HeldByOther(%q, %q, %d) = %v, want %v", c.key, c.owner, c.now, got, c.want)
+		}
+	}
+}

@@ -106,6 +106,29 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 	return li, true
 }
 
+// HeldByOther reports whether key is a lock with a live holder other
+// than owner at now. It is Inspect's answer to that one question without
+// copying holders and waiters (the leader asks it for every blocking
+// acquire of a busy lock).
+func (t *Table) HeldByOther(key, owner string, now int64) bool {
+	now = t.readNow(now)
+	v := t.getAt(key, now)
+	if v == nil || v.Kind() != KindLock {
+		return false
+	}
+	l := v.lock()
+	other := false
+	for i := 0; i < l.numHolders(); i++ {
+		if c, ok := t.liveHold(l.holder(i), now); ok {
+			if c.Owner == owner {
+				return false // reentrant or a repeat: answered at once
+			}
+			other = true
+		}
+	}
+	return other
+}
+
 // Inspect describes key: a lock with its holders and waiters, a Redis
 // value (Kind set, no holders), or only waiters (Kind KindNone).
 // ErrNoSuchKey if there is nothing.
