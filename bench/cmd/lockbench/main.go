@@ -51,6 +51,7 @@ type options struct {
 	scaleRedis     bool
 	snapWait       time.Duration
 	keep           bool
+	exclusive      string // flock file taken for the whole run ("" none)
 	scaleFill      string
 	install        bool
 	out            string
@@ -96,6 +97,7 @@ func run() int {
 	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
 	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
 	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
+	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data and logs) and print its path")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -159,6 +161,14 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.exclusive != "" {
+		unlock, err := lockMachine(ctx, o.exclusive)
+		if err != nil {
+			logf("-exclusive: %v", err)
+			return 1
+		}
+		defer unlock()
+	}
 	defer killAll()
 	tmp, err := os.MkdirTemp("", "lockbench-")
 	if err != nil {
