@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -204,6 +206,7 @@ func TestPprofServer(t *testing.T) {
 // created, the process's memory limit is unchanged).
 func TestRuntimeFlagsRejected(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
+	procsBefore := runtime.GOMAXPROCS(0)
 	cases := []struct {
 		cmd  string
 		args []string
@@ -214,6 +217,8 @@ func TestRuntimeFlagsRejected(t *testing.T) {
 		{"serve", []string{"--memory-limit", "lots"}, "--memory-limit"},
 		{"serve", []string{"--memory-limit", "300"}, "below the minimum"},
 		{"serve", []string{"--memory-limit", "150%"}, "percentage"},
+		{"serve", []string{"--gomaxprocs", "two"}, "--gomaxprocs"},
+		{"serve", []string{"--gomaxprocs", "-1"}, "--gomaxprocs"},
 		{"dev", []string{"--pprof", "nope"}, "--pprof"},
 		{"dev", []string{"--memory-limit", "1.5G"}, "--memory-limit"},
 	}
@@ -235,17 +240,27 @@ func TestRuntimeFlagsRejected(t *testing.T) {
 			if got := debug.SetMemoryLimit(-1); got != before {
 				t.Fatalf("memory limit changed to %d", got)
 			}
+			if got := runtime.GOMAXPROCS(0); got != procsBefore {
+				t.Fatalf("GOMAXPROCS changed to %d", got)
+			}
 		})
 	}
 }
 
-// serve applies --memory-limit and serves pprof on --pprof.
+// serve applies --memory-limit and --gomaxprocs and serves pprof on
+// --pprof.
 func TestServeRuntimeFlags(t *testing.T) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		t.Skip("GOMEMLIMIT is set; it wins over --memory-limit")
 	}
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set; it wins over --gomaxprocs")
+	}
 	before := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	procsBefore := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(procsBefore) })
+	wantProcs := procsBefore + 1 // differs from whatever the process had
 
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -254,7 +269,7 @@ func TestServeRuntimeFlags(t *testing.T) {
 	go func() { // ends when ctx is cancelled (runServe returns)
 		c := runServe(ctx, []string{"--id", "n1", "--data", t.TempDir(), "--bootstrap",
 			"--raft-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0",
-			"--pprof", "127.0.0.1:0", "--memory-limit", "3GiB"}, pw, &logs)
+			"--pprof", "127.0.0.1:0", "--memory-limit", "3GiB", "--gomaxprocs", strconv.Itoa(wantProcs)}, pw, &logs)
 		pw.Close()
 		code <- c
 	}()
@@ -272,6 +287,9 @@ func TestServeRuntimeFlags(t *testing.T) {
 
 	if got := debug.SetMemoryLimit(-1); got != 3<<30 {
 		t.Fatalf("memory limit %d, want %d", got, int64(3<<30))
+	}
+	if got := runtime.GOMAXPROCS(0); got != wantProcs {
+		t.Fatalf("GOMAXPROCS %d, want %d", got, wantProcs)
 	}
 	addr := ""
 	for _, l := range strings.Split(logs.String(), "\n") {
@@ -329,6 +347,39 @@ func TestPlanGCPercent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := planGCPercent(tc.flag, tc.gogc)
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want error %v", err, tc.err)
+			}
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanGOMAXPROCS(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag, env string
+		current         int
+		want            gomaxprocsPlan
+		err             bool
+	}{
+		{"default auto on 2 CPUs", "", "", 2, gomaxprocsPlan{procs: 1, auto: true}, false},
+		{"auto on 2 CPUs", "auto", "", 2, gomaxprocsPlan{procs: 1, auto: true, flagSet: true}, false},
+		{"auto on 1 CPU", "", "", 1, gomaxprocsPlan{}, false},
+		{"auto on 3 CPUs keeps Go's", "", "", 3, gomaxprocsPlan{}, false},
+		{"auto on 16 CPUs keeps Go's", "auto", "", 16, gomaxprocsPlan{flagSet: true}, false},
+		{"fixed", "2", "", 2, gomaxprocsPlan{procs: 2, flagSet: true}, false},
+		{"zero is Go's default", "0", "", 2, gomaxprocsPlan{flagSet: true}, false},
+		{"GOMAXPROCS wins", "", "2", 2, gomaxprocsPlan{fromEnv: true}, false},
+		{"GOMAXPROCS wins over flag", "1", "4", 4, gomaxprocsPlan{fromEnv: true, flagSet: true}, false},
+		{"negative", "-1", "", 2, gomaxprocsPlan{}, true},
+		{"too large", "4097", "", 2, gomaxprocsPlan{}, true},
+		{"junk", "two", "", 2, gomaxprocsPlan{}, true},
+		{"junk even when GOMAXPROCS wins", "1.5", "2", 2, gomaxprocsPlan{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planGOMAXPROCS(tc.flag, tc.env, tc.current)
 			if (err != nil) != tc.err {
 				t.Fatalf("error %v, want error %v", err, tc.err)
 			}

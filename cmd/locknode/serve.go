@@ -94,6 +94,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
+	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -124,6 +125,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if !ok {
 		return 2
 	}
+	procsPlan, err := gomaxprocs(*procs)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve: --gomaxprocs:", err)
+		return 2
+	}
 
 	cfg := cluster.DefaultConfig()
 	cfg.ID = *id
@@ -141,6 +147,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	memPlan.apply(log)
 	gcPlan.apply(log)
+	procsPlan.apply(log)
 	// pprof first: a restore or join that takes long is worth profiling.
 	var pp *pprofServer
 	if *pprofAddr != "" {
