@@ -85,7 +85,7 @@ func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease
 			body: func() any {
 				r := req
 				r.WaitMs = remaining().Milliseconds()
-				return r
+				return &r
 			},
 			wait: remaining(),
 			out:  &lease,
@@ -108,7 +108,7 @@ func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Le
 		req.RequestID = newID()
 	}
 	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: httpapi.PathTry, body: jsonBody(req), out: &lease})
+	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: httpapi.PathTry, body: jsonBody(&req), out: &lease})
 	return lease, sent, err
 }
 
@@ -118,7 +118,7 @@ func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		req.RequestID = newID()
 	}
 	var res api.ReleaseResult
-	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: httpapi.PathRelease, body: jsonBody(req), out: &res})
+	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: httpapi.PathRelease, body: jsonBody(&req), out: &res})
 	return res, err
 }
 
@@ -133,7 +133,7 @@ func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, 
 		req.RequestID = newID()
 	}
 	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: httpapi.PathExtend, body: jsonBody(req), out: &lease})
+	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: httpapi.PathExtend, body: jsonBody(&req), out: &lease})
 	return lease, sent, err
 }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/locknode/locknode/api"
@@ -84,7 +86,27 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 		if attempt == 0 {
 			sent = now
 		}
-		status, body, err := c.attempt(ctx, c.cfg.Endpoints[idx], cl)
+		var (
+			status int
+			e      *Error
+			decErr error
+		)
+		err := c.attempt(ctx, c.cfg.Endpoints[idx], cl, func(st int, body []byte) {
+			status = st
+			if st >= 200 && st < 300 {
+				if cl.out != nil && st != http.StatusNoContent && !httpapi.DecodeJSON(body, cl.out) {
+					decErr = json.Unmarshal(body, cl.out)
+				}
+				return
+			}
+			e = &Error{Status: st}
+			var eb api.ErrorBody
+			if json.Unmarshal(body, &eb) == nil {
+				e.Code, e.Message = eb.Code, eb.Message
+			} else {
+				e.Message = fmt.Sprintf("locknode: HTTP %d: %.200s", st, body)
+			}
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return sent, c.ctxErr(ctx, cl, err)
@@ -93,21 +115,12 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			c.log.Debug("request failed, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "attempt", attempt+1, "error", err)
 			continue
 		}
-		if status >= 200 && status < 300 {
+		if e == nil {
 			c.cur.Store(int32(idx))
-			if cl.out != nil && status != http.StatusNoContent {
-				if err := json.Unmarshal(body, cl.out); err != nil {
-					return sent, fmt.Errorf("client: %s: decoding answer: %w", cl.op, err)
-				}
+			if decErr != nil {
+				return sent, fmt.Errorf("client: %s: decoding answer: %w", cl.op, decErr)
 			}
 			return sent, nil
-		}
-		e := &Error{Status: status}
-		var eb api.ErrorBody
-		if json.Unmarshal(body, &eb) == nil {
-			e.Code, e.Message = eb.Code, eb.Message
-		} else {
-			e.Message = fmt.Sprintf("locknode: HTTP %d: %.200s", status, body)
 		}
 		if httpapi.Retryable(status) {
 			lastErr = e
@@ -132,34 +145,85 @@ func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
 	return fmt.Errorf("%w: %s: %w", api.ErrCancelled, cl.op, ctx.Err())
 }
 
-// attempt sends one request to one endpoint. A transport failure or an
-// attempt timeout is err; any HTTP answer is (status, body).
-func (c *Client) attempt(ctx context.Context, endpoint string, cl call) (int, []byte, error) {
+// attempt sends one request to one endpoint and hands the answer to
+// answer. A transport failure or an attempt timeout is err; any HTTP
+// answer is (status, body). body is only valid during answer (it is
+// pooled).
+func (c *Client) attempt(ctx context.Context, endpoint string, cl call, answer func(status int, body []byte)) error {
 	actx, cancel := context.WithTimeout(ctx, cl.wait+c.cfg.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
 	if cl.body != nil {
-		b, err := json.Marshal(cl.body())
-		if err != nil {
-			return 0, nil, err
+		v := cl.body()
+		// Not pooled: the transport may still read a request body after
+		// it returned the answer.
+		b, ok := httpapi.AppendJSON(make([]byte, 0, 256), v)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(v); err != nil {
+				return err
+			}
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(actx, cl.method, endpoint+cl.path, rd)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	if rd != nil {
-		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+		req.Header["Content-Type"] = jsonContentType
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, nil, err
+	buf := answerPool.Get().(*[]byte)
+	defer answerPool.Put(buf)
+	body, err := readAnswer(resp, (*buf)[:0])
+	if cap(body) <= maxPooledAnswer {
+		*buf = body[:0]
 	}
-	return resp.StatusCode, body, nil
+	if err != nil {
+		return err
+	}
+	answer(resp.StatusCode, body)
+	return nil
+}
+
+// jsonContentType is the Content-Type of every request body. Shared:
+// the transport only reads a request's header.
+var jsonContentType = []string{httpapi.ContentTypeJSON}
+
+// maxAnswer bounds the body of an answer that is read.
+const maxAnswer = 16 << 20
+
+// answerPool holds answer buffers (*[]byte); one that grew past
+// maxPooledAnswer (a large list) is dropped instead.
+var answerPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledAnswer = 64 << 10
+
+// readAnswer appends resp's body (at most maxAnswer bytes) to b, in one
+// read into a buffer of the right size when the length is declared.
+func readAnswer(resp *http.Response, b []byte) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxAnswer {
+		b = slices.Grow(b, int(n))[:n]
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
+	r := io.LimitReader(resp.Body, maxAnswer)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 512)
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }

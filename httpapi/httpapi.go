@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -114,7 +116,7 @@ func (s *server) acquire(w http.ResponseWriter, r *http.Request) {
 		req.WaitMs = api.MaxWait.Milliseconds()
 	}
 	lease, err := s.l.Acquire(r.Context(), req)
-	s.reply(w, r, lease, err)
+	s.reply(w, r, &lease, err)
 }
 
 func (s *server) try(w http.ResponseWriter, r *http.Request) {
@@ -123,7 +125,7 @@ func (s *server) try(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lease, err := s.l.TryAcquire(r.Context(), req)
-	s.reply(w, r, lease, err)
+	s.reply(w, r, &lease, err)
 }
 
 // acquireRequest decodes and checks the body of acquire and try. On
@@ -154,7 +156,7 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.l.Release(r.Context(), req)
-	s.reply(w, r, res, err)
+	s.reply(w, r, &res, err)
 }
 
 func (s *server) extend(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +177,7 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lease, err := s.l.Extend(r.Context(), req)
-	s.reply(w, r, lease, err)
+	s.reply(w, r, &lease, err)
 }
 
 func (s *server) inspect(w http.ResponseWriter, r *http.Request) {
@@ -418,8 +420,12 @@ func boolParam(r *http.Request, name string) (bool, error) {
 // decode reads exactly one JSON document into v, refusing unknown fields,
 // trailing data and bodies over MaxBodyBytes. On failure it has answered.
 func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-	b, err := io.ReadAll(body)
+	buf := bodyPool.Get().(*[]byte)
+	defer bodyPool.Put(buf)
+	b, err := s.readBody(w, r, (*buf)[:0])
+	if cap(b) <= maxPooledBody {
+		*buf = b[:0]
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -428,6 +434,11 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 			s.fail(w, r, fmt.Errorf("%w: reading body: %v", api.ErrBadRequest, err))
 		}
 		return false
+	}
+	// The fast path copies every string it keeps, so b can go back to
+	// the pool; so does encoding/json.
+	if DecodeJSON(b, v) {
+		return true
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -440,6 +451,42 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// bodyPool holds request body buffers (*[]byte); one that grew past
+// maxPooledBody is dropped instead, so a rare large body does not pin
+// memory.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+const maxPooledBody = 16 << 10
+
+// readBody appends the request body to b. A body whose length is declared
+// is read in one piece (no growing buffer); one over MaxBodyBytes is a
+// *http.MaxBytesError either way.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, b []byte) ([]byte, error) {
+	max := s.cfg.MaxBodyBytes
+	if n := r.ContentLength; n >= 0 {
+		if n > max {
+			return b, &http.MaxBytesError{Limit: max}
+		}
+		b = slices.Grow(b, int(n))[:n]
+		_, err := io.ReadFull(r.Body, b)
+		return b, err
+	}
+	body := http.MaxBytesReader(w, r.Body, max)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 512)
+		}
+		n, err := body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 func (s *server) reply(w http.ResponseWriter, r *http.Request, v any, err error) {
@@ -468,16 +515,36 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		log = s.cfg.Logger.Trace // the client left; nobody reads this
 	}
 	log("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-	writeJSON(w, status, api.ErrorBody{Code: code, Message: err.Error()})
+	writeJSON(w, status, &api.ErrorBody{Code: code, Message: err.Error()})
 }
 
+// jsonContentType is the Content-Type header value of every JSON answer,
+// shared: net/http copies handler headers before writing them and never
+// changes a value slice.
+var jsonContentType = []string{ContentTypeJSON}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		b, _ = json.Marshal(api.ErrorBody{Code: api.CodeInternal, Message: "encoding reply: " + err.Error()})
+	buf := replyPool.Get().(*[]byte)
+	defer replyPool.Put(buf)
+	b, ok := AppendJSON((*buf)[:0], v)
+	if !ok {
+		var err error
+		b, err = json.Marshal(v)
+		if err != nil {
+			status = http.StatusInternalServerError
+			b, _ = json.Marshal(api.ErrorBody{Code: api.CodeInternal, Message: "encoding reply: " + err.Error()})
+		}
 	}
-	w.Header().Set("Content-Type", ContentTypeJSON)
+	b = append(b, '\n')
+	if cap(b) <= maxPooledBody && ok {
+		*buf = b[:0]
+	}
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	// Write copies b into the response's buffer (or to the connection)
+	// before it returns, so b can go back to the pool.
+	_, _ = w.Write(b)
 }
+
+// replyPool holds reply encoding buffers (*[]byte).
+var replyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}

@@ -495,3 +495,39 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("members on a plain Locker: %d %+v", got, eb)
 	}
 }
+
+// TestChunkedBodies: a body without a declared length (curl -T -, a
+// streaming client) is read to its end like a declared one, and one over
+// MaxBodyBytes is still refused with "limit".
+func TestChunkedBodies(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{MaxBodyBytes: 256})
+	post := func(body string) (*http.Response, []byte) {
+		t.Helper()
+		// Hiding the reader's type hides its length: the request is chunked.
+		req, err := http.NewRequest("POST", srv.URL+httpapi.PathTry, struct{ io.Reader }{strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if req.ContentLength != 0 || req.TransferEncoding != nil {
+			t.Fatalf("request has a declared length %d", req.ContentLength)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp, raw
+	}
+	resp, raw := post(`{"key":"chunked","owner":"o",` + strings.Repeat(" ", 150) + `"ttl_ms":1000}`)
+	var lease api.Lease
+	if resp.StatusCode != 200 || json.Unmarshal(raw, &lease) != nil || lease.Key != "chunked" || lease.Owner != "o" {
+		t.Fatalf("chunked acquire: %d %s", resp.StatusCode, raw)
+	}
+	resp, raw = post(`{"key":"` + strings.Repeat("x", 300) + `","owner":"o","ttl_ms":1000}`)
+	var eb api.ErrorBody
+	if resp.StatusCode != 400 || json.Unmarshal(raw, &eb) != nil || eb.Code != api.CodeLimit {
+		t.Fatalf("oversized chunked body: %d %s", resp.StatusCode, raw)
+	}
+}
