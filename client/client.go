@@ -26,6 +26,8 @@ type Client struct {
 	log hclog.Logger
 	cur atomic.Int32 // index of the endpoint that answered last
 
+	eps []endpoint // parsed cfg.Endpoints, same order
+
 	mu        sync.Mutex
 	coalesced map[coalesceKey]*coalescer
 }
@@ -38,7 +40,11 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}, nil
+	c := &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
+	for _, e := range cfg.Endpoints {
+		c.eps = append(c.eps, parseEndpoint(e))
+	}
+	return c, nil
 }
 
 func jsonBody(v any) func() any { return func() any { return v } }

@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +93,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			e      *Error
 			decErr error
 		)
-		err := c.attempt(ctx, c.cfg.Endpoints[idx], cl, func(st int, body []byte) {
+		err := c.attempt(ctx, c.eps[idx], cl, func(st int, body []byte) {
 			status = st
 			if st >= 200 && st < 300 {
 				if cl.out != nil && st != http.StatusNoContent && !httpapi.DecodeJSON(body, cl.out) {
@@ -149,7 +151,7 @@ func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
 // answer. A transport failure or an attempt timeout is err; any HTTP
 // answer is (status, body). body is only valid during answer (it is
 // pooled).
-func (c *Client) attempt(ctx context.Context, endpoint string, cl call, answer func(status int, body []byte)) error {
+func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(status int, body []byte)) error {
 	actx, cancel := context.WithTimeout(ctx, cl.wait+c.cfg.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -166,7 +168,7 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl call, answer f
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(actx, cl.method, endpoint+cl.path, rd)
+	req, err := ep.request(actx, cl.method, cl.path, rd)
 	if err != nil {
 		return err
 	}
@@ -189,6 +191,44 @@ func (c *Client) attempt(ctx context.Context, endpoint string, cl call, answer f
 	}
 	answer(resp.StatusCode, body)
 	return nil
+}
+
+// endpoint is one node base URL, parsed once.
+type endpoint struct {
+	raw string   // as configured, without trailing slashes
+	url *url.URL // nil: build every request URL from raw (see parseEndpoint)
+}
+
+// parseEndpoint keeps the parsed URL of a plain endpoint (no user info,
+// query, fragment or escaped path, a host without an empty port), whose
+// request URLs are then built without parsing.
+func parseEndpoint(raw string) endpoint {
+	u, err := url.Parse(raw)
+	if err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.RawPath != "" ||
+		u.Opaque != "" || strings.HasSuffix(u.Host, ":") || strings.ContainsAny(u.Path, "%?#") {
+		return endpoint{raw: raw}
+	}
+	return endpoint{raw: raw, url: u}
+}
+
+// request builds the request for path (a route path; with a query or an
+// escaped key it is parsed, as url.Parse would). The result is what
+// http.NewRequestWithContext(ctx, method, raw+path, body) returns.
+func (ep endpoint) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	if ep.url == nil || strings.ContainsAny(path, "%?#") {
+		return http.NewRequestWithContext(ctx, method, ep.raw+path, body)
+	}
+	// An empty URL parses at no cost; the real one is a copy of the
+	// endpoint's with the path appended.
+	req, err := http.NewRequestWithContext(ctx, method, "", body)
+	if err != nil {
+		return nil, err
+	}
+	u := *ep.url
+	u.Path += path
+	req.URL = &u
+	req.Host = u.Host
+	return req, nil
 }
 
 // jsonContentType is the Content-Type of every request body. Shared:

@@ -99,7 +99,37 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no route %s %s", api.ErrNotFound, r.Method, r.URL.Path))
 	})
-	return mux
+	return &router{s: s, mux: mux}
+}
+
+// router sends the four lock routes that carry nearly all traffic to
+// their handlers directly and everything else through the mux, whose
+// pattern matching costs more than the rest of such a request's routing.
+// The mux routes them the same way (it also serves them when they come
+// escaped, e.g. /v1/locks/%74ry).
+type router struct {
+	s   *server
+	mux *http.ServeMux
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.RawPath == "" {
+		switch r.URL.Path {
+		case PathTry:
+			rt.s.try(w, r)
+			return
+		case PathRelease:
+			rt.s.release(w, r)
+			return
+		case PathAcquire:
+			rt.s.acquire(w, r)
+			return
+		case PathExtend:
+			rt.s.extend(w, r)
+			return
+		}
+	}
+	rt.mux.ServeHTTP(w, r)
 }
 
 // ---- locks ----

@@ -531,3 +531,21 @@ func TestChunkedBodies(t *testing.T) {
 		t.Fatalf("oversized chunked body: %d %s", resp.StatusCode, raw)
 	}
 }
+
+// TestHotRoutesEscapedAndOtherMethods: the lock routes answer the same
+// whether the router's shortcut or the mux serves them.
+func TestHotRoutesEscapedAndOtherMethods(t *testing.T) {
+	srv := newServer(t, httpapitest.NewFake(), httpapi.Config{})
+	var lease api.Lease
+	if st, eb := call(t, srv, "POST", "/v1/locks/%74ry", `{"key":"esc","owner":"o","ttl_ms":1000}`, &lease); st != 200 || lease.Key != "esc" {
+		t.Fatalf("escaped try: %d %+v", st, eb)
+	}
+	var res api.ReleaseResult
+	if st, eb := call(t, srv, "POST", httpapi.PathRelease, `{"key":"esc","owner":"o"}`, &res); st != 200 || !res.Released {
+		t.Fatalf("release: %d %+v %+v", st, eb, res)
+	}
+	st, eb := call(t, srv, "GET", httpapi.PathTry, nil, nil)
+	if st < 400 || st >= 500 || eb.Code == "" {
+		t.Fatalf("GET on a POST route: %d %+v", st, eb)
+	}
+}
