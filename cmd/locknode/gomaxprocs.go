@@ -20,14 +20,18 @@ import (
 // keeps polling every 20 us to take Ps back from threads blocked in
 // fsync: context switches that cost more than the parallelism gains when
 // the node shares 2 CPUs with other work. Measured with lockbench on the
-// shared 2-core machine (3 nodes and the client on 2 cores, alternating,
-// medians; load 4-9 from other work):
-//   - uncontended 64 workers: node CPU per cycle 174-190 us -> 145-150 us,
-//     4517 -> 5208 and 4391 -> 4736 cycles/s (4 and 3 rounds);
-//   - per node and 5 s: follower context switches 45k -> 26k, CPU 1.39 ->
-//     0.91 s; leader 61k -> 45k, 3.16 -> 2.51 s; entries per fsync
-//     18 -> 24 on the leader;
-//   - 1 worker acquire p50 1.15 -> 0.96 ms; contended 604 -> 604 acq/s.
+// shared 2-core machine (3 nodes and the client on 2 cores, alternating
+// runs, medians; load 4-9 from other work):
+//   - before the raft fork (main 3754f8f): uncontended 64 workers, node
+//     CPU per cycle 174-190 us -> 145-150 us, 4517 -> 5208 and 4391 ->
+//     4736 cycles/s (4 and 3 rounds); per node and 5 s, follower
+//     context switches 45k -> 26k and CPU 1.39 -> 0.91 s, leader 61k ->
+//     45k and 3.16 -> 2.51 s; entries per leader fsync 18 -> 24;
+//   - with the raft fork (main a63b82e), auto against --gomaxprocs 0:
+//     64 workers node CPU per cycle 147 -> 131 us (5 of 5 pairs), 6480
+//     -> 6550 cycles/s (4 of 5 pairs faster); 1 worker acquire p50 0.665
+//     -> 0.670 ms; contended 1201 -> 1254 acquisitions/s, wait p99 20.6
+//     -> 17.6 ms (4 pairs each).
 //
 // A node alone on a 2-CPU host at saturation is the case this can cost:
 // its Go code then gets one CPU. --gomaxprocs 2 (or 0: Go's own choice)
