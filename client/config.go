@@ -17,14 +17,14 @@ type Config struct {
 	// to one of them and fail over to the next on a connection error or a
 	// 502/503/504 answer. Any node accepts any request.
 	Endpoints []string
-	// HTTPClient sends the requests. Default: a client with its own
-	// transport and no overall timeout (acquire and campaign long-poll;
-	// per-attempt deadlines come from RequestTimeout and the wait), that
-	// keeps up to defaultIdlePerHost idle connections per node: every
-	// blocked Lock holds a connection, and the stock limit of 2 would
-	// close and re-dial nearly every connection once more goroutines than
-	// that lock at a time. A Timeout set here caps every request, long
-	// polls included.
+	// HTTPClient sends the requests. Default: a client with no overall
+	// timeout (acquire and campaign long-poll; per-attempt deadlines come
+	// from RequestTimeout and the wait) whose transport is NewTransport's
+	// (defaultIdlePerHost idle connections per node: every blocked Lock
+	// holds a connection, and net/http's stock limit of 2 would close and
+	// re-dial nearly every connection once more goroutines than that lock
+	// at a time). A Timeout set here caps every request, long polls
+	// included.
 	HTTPClient *http.Client
 	// Logger gets retries, fail-overs and lock state changes. Default: null.
 	Logger hclog.Logger
@@ -88,10 +88,7 @@ const defaultIdlePerHost = 256
 
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = defaultIdlePerHost
-		t.MaxIdleConns = 4 * defaultIdlePerHost
-		c.HTTPClient = &http.Client{Transport: t}
+		c.HTTPClient = &http.Client{Transport: NewTransport(defaultIdlePerHost)}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -117,6 +114,23 @@ func (c Config) withDefaults() Config {
 	}
 	c.Endpoints = trimmed
 	return c
+}
+
+// NewTransport returns the transport of the default HTTPClient, for
+// callers that wrap it (to count or trace requests) or build their own
+// http.Client around it. Plain http:// requests are sent HTTP/1.1 by the
+// calling goroutine on a pool of keep-alive connections, at most
+// maxIdlePerHost idle per node (0: 2, net/http's default). https, proxies
+// from the environment (HTTP_PROXY and the like) and protocol upgrades go
+// through a clone of http.DefaultTransport with the same idle limit.
+func NewTransport(maxIdlePerHost int) http.RoundTripper {
+	if maxIdlePerHost <= 0 {
+		maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
+	}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.MaxIdleConns = 4 * maxIdlePerHost
+	return newH1Transport(t, maxIdlePerHost)
 }
 
 // backoff returns the sleep before retry round r >= 1.
