@@ -31,7 +31,10 @@ import (
 //     64 workers node CPU per cycle 147 -> 131 us (5 of 5 pairs), 6480
 //     -> 6550 cycles/s (4 of 5 pairs faster); 1 worker acquire p50 0.665
 //     -> 0.670 ms; contended 1201 -> 1254 acquisitions/s, wait p99 20.6
-//     -> 17.6 ms (4 pairs each).
+//     -> 17.6 ms (4 pairs each); 16 workers 2820 -> 2766 cycles/s (10
+//     pairs, 6 faster), node CPU per cycle 355 -> 312 us, but acquire
+//     p99 7.0 -> 9.9 ms: with one P a thread blocked in fsync holds it
+//     until the monitor takes it back (20-70 us), and replies wait.
 //
 // A node alone on a 2-CPU host at saturation is the case this can cost:
 // its Go code then gets one CPU. --gomaxprocs 2 (or 0: Go's own choice)
