@@ -97,22 +97,29 @@ func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
 }
 
 // Snapshot encodes the table under the node's read lock into an
-// unlinked file in DataDir; Persist copies it into raft's sink while
-// new entries are applied (snapshot.go says why this way).
+// unlinked file in DataDir, key records in map order; Persist sorts them
+// into raft's sink while new entries are applied (snapshot.go says why
+// this way).
 func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	n := (*Node)(f)
-	start := time.Now()
-	n.mu.RLock()
-	s, err := snapshotTo(n.cfg.DataDir, n.table.Snapshot)
-	idx := n.table.AppliedIndex()
-	n.mu.RUnlock()
+	s, err := newFileSnapshot(n.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	s.freeMemory = n.cfg.FreeMemoryAfterSnapshot
+	s.log = n.log
+	start := time.Now()
+	n.mu.RLock()
+	err = s.encode(n.table.SnapshotUnordered)
+	idx := n.table.AppliedIndex()
+	n.mu.RUnlock()
+	paused := time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: snapshot: %w", err)
+	}
 	// Applies wait this long: worth seeing next to raft's own snapshot
 	// lines.
-	n.log.Info("snapshot encoded", "index", idx, "bytes", s.size, "applies_paused", time.Since(start))
+	n.log.Info("snapshot encoded", "index", idx, "bytes", s.order.Size(), "applies_paused", paused)
 	return s, nil
 }
 

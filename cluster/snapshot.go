@@ -1,15 +1,18 @@
 package cluster
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/fsm"
 )
 
 // Snapshots, and why they are built the way they are.
@@ -50,15 +53,19 @@ import (
 // within the noise; Persist's copy takes 7-13 ms. Profile of the pause:
 // ~70 % collecting and sorting the keys, ~25 % encoding, ~4 % the file.
 
-// fileSnapshot is a point-in-time encoded table in an unlinked file.
+// fileSnapshot is a point-in-time encoded table in an unlinked file, key
+// records in map order (fsm.Table.SnapshotUnordered); Persist puts them
+// in order on the way to the sink.
 type fileSnapshot struct {
-	f    *os.File
-	name string // still to remove on Release when unlinking early failed
-	size int64
+	f     *os.File
+	name  string // still to remove on Release when unlinking early failed
+	order *fsm.UnorderedSnapshot
 
 	// freeMemory: return free heap to the OS once persisted
 	// (Config.FreeMemoryAfterSnapshot).
 	freeMemory bool
+	log        hclog.Logger
+	mapFile    func(f *os.File, size int64) (b []byte, unmap func() error, err error) // mapFile; tests fail it
 
 	mu       sync.Mutex
 	released bool
@@ -66,30 +73,38 @@ type fileSnapshot struct {
 
 var _ raft.FSMSnapshot = (*fileSnapshot)(nil)
 
-// snapshotTo encodes with encode into a new unlinked file in dir.
-func snapshotTo(dir string, encode func(io.Writer) error) (*fileSnapshot, error) {
+// newFileSnapshot creates the unlinked file in dir; it needs no lock,
+// so the caller makes it before locking the table.
+func newFileSnapshot(dir string) (*fileSnapshot, error) {
 	f, err := os.CreateTemp(dir, ".fsm-snapshot-*.tmp")
 	if err != nil {
 		return nil, err
 	}
-	s := &fileSnapshot{f: f}
+	s := &fileSnapshot{f: f, log: hclog.NewNullLogger(), mapFile: mapFile}
 	if err := os.Remove(f.Name()); err != nil {
 		// Not on every OS can an open file be unlinked; Release
 		// removes it then.
 		s.name = f.Name()
 	}
-	cw := &countingWriter{w: f}
-	if err := encode(cw); err != nil {
-		s.Release()
-		return nil, err
-	}
-	s.size = cw.n
 	return s, nil
 }
 
-// Persist copies the encoded table into sink; it reads only the file,
-// so applies go on meanwhile. The file is read through ReadAt, so a
-// failed Persist can be retried on the same snapshot.
+// encode writes the table into the file with encode (the table locked:
+// this is the part applies wait for). On error the snapshot is released.
+func (s *fileSnapshot) encode(encode func(io.Writer) (*fsm.UnorderedSnapshot, error)) error {
+	order, err := encode(s.f)
+	if err != nil {
+		s.Release()
+		return err
+	}
+	s.order = order
+	return nil
+}
+
+// Persist writes the snapshot into sink in key order, from the file
+// mapped read-only (or, where it cannot be mapped, through ReadAt); it
+// reads only the file, so applies go on meanwhile. Nothing in s changes,
+// so a failed Persist can be retried on the same snapshot.
 func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,17 +112,18 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 		_ = sink.Cancel()
 		return errors.New("cluster: snapshot already released")
 	}
-	// The sink buffers 4 KiB writes; a larger buffer here means fewer
-	// and larger reads from the page cache.
-	w := bufio.NewWriterSize(sink, 1<<20)
-	_, err := io.Copy(w, io.NewSectionReader(s.f, 0, s.size))
-	if err == nil {
-		err = w.Flush()
+	start := time.Now()
+	mapped := true
+	err := s.writeMapped(sink)
+	if errors.Is(err, errNotMapped) {
+		mapped = false
+		err = s.order.WriteOrderedAt(sink, s.f)
 	}
 	if err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("cluster: persist snapshot: %w", err)
 	}
+	s.log.Debug("snapshot ordered", "bytes", s.order.Size(), "keys", s.order.Keys(), "mapped", mapped, "took", time.Since(start))
 	if s.freeMemory {
 		// On raft's snapshot goroutine, so no apply waits for it; before
 		// the sink is closed, so a snapshot reported done has given its
@@ -115,6 +131,24 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 		debug.FreeOSMemory()
 	}
 	return sink.Close()
+}
+
+// errNotMapped: the file could not be mapped; nothing was written.
+var errNotMapped = errors.New("cluster: snapshot file not mapped")
+
+// writeMapped writes the ordered snapshot into w from the mapped file.
+// The mapping's pages are the page cache's: they count in the process's
+// resident set only until the unmap at the end.
+func (s *fileSnapshot) writeMapped(w io.Writer) error {
+	b, unmap, err := s.mapFile(s.f, s.order.Size())
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotMapped, err)
+	}
+	err = s.order.WriteOrdered(w, b)
+	if uerr := unmap(); err == nil && uerr != nil {
+		err = fmt.Errorf("unmap: %w", uerr)
+	}
+	return err
 }
 
 // Release closes (and so frees) the file. Raft always calls it, also
@@ -126,21 +160,11 @@ func (s *fileSnapshot) Release() {
 		return
 	}
 	s.released = true
+	s.order = nil
 	_ = s.f.Close()
 	if s.name != "" {
 		_ = os.Remove(s.name)
 	}
-}
-
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // Restores and the garbage collector: not paused, on measurement.

@@ -131,6 +131,17 @@ func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 // still writes exactly the state at the Snapshot call; that snapshot
 // restores through the adapter to the same table.
 func TestSnapshotPersistRacesApplies(t *testing.T) {
+	t.Run("mapped", func(t *testing.T) { testSnapshotPersistRacesApplies(t, true) })
+	t.Run("ReadAt", func(t *testing.T) { testSnapshotPersistRacesApplies(t, false) })
+}
+
+// notMapped is a fileSnapshot.mapFile that fails, as where mapping is
+// not possible.
+func notMapped(*os.File, int64) ([]byte, func() error, error) {
+	return nil, nil, errors.New("no mapping here")
+}
+
+func testSnapshotPersistRacesApplies(t *testing.T, mapped bool) {
 	n := adapterNode(t)
 	f := (*fsmAdapter)(n)
 	applyAll(t, n, setNXLogs(t, 1, 0, 3000, 1))
@@ -141,6 +152,9 @@ func TestSnapshotPersistRacesApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snap.Release()
+	if !mapped {
+		snap.(*fileSnapshot).mapFile = notMapped
+	}
 	// The point-in-time copy never shows in DataDir (unlinked at once).
 	if ents, err := os.ReadDir(n.cfg.DataDir); err != nil || len(ents) != 0 {
 		t.Fatalf("DataDir after Snapshot: %v %v", ents, err)
@@ -214,10 +228,19 @@ func TestSnapshotPersistFailures(t *testing.T) {
 	if err := snap.Persist(&bad); err == nil || !bad.cancelled || bad.closed {
 		t.Fatalf("failing sink: err %v, cancelled %v, closed %v", err, bad.cancelled, bad.closed)
 	}
-	// The same snapshot can be persisted again.
+	// The same snapshot can be persisted again, also the other way.
 	var ok memSink
 	if err := snap.Persist(&ok); err != nil || !bytes.Equal(ok.Bytes(), want) {
 		t.Fatalf("second Persist: %v, %d bytes, want %d", err, ok.Len(), len(want))
+	}
+	snap.(*fileSnapshot).mapFile = notMapped
+	bad = memSink{failAfter: 100}
+	if err := snap.Persist(&bad); err == nil || !bad.cancelled || bad.closed {
+		t.Fatalf("failing sink, not mapped: err %v, cancelled %v, closed %v", err, bad.cancelled, bad.closed)
+	}
+	ok = memSink{}
+	if err := snap.Persist(&ok); err != nil || !bytes.Equal(ok.Bytes(), want) || !ok.closed {
+		t.Fatalf("Persist not mapped: %v, %d bytes, want %d", err, ok.Len(), len(want))
 	}
 	snap.Release()
 	snap.Release() // idempotent
@@ -265,7 +288,8 @@ func TestRestoreBadSnapshot(t *testing.T) {
 //	LOCKNODE_SNAPSHOT_COST=1000000 go test ./cluster -run TestSnapshotCost -v
 //
 // LOCKNODE_SNAPSHOT_VARIANT=file LOCKNODE_SNAPSHOT_REPEAT=5 takes five
-// snapshots of one table and reports the median pause.
+// snapshots of one table and reports the median pause;
+// LOCKNODE_SNAPSHOT_NOMAP=1 persists them without mapping the file.
 func TestSnapshotCost(t *testing.T) {
 	nLocks, _ := strconv.Atoi(os.Getenv("LOCKNODE_SNAPSHOT_COST"))
 	if nLocks <= 0 {
@@ -315,6 +339,9 @@ func TestSnapshotCost(t *testing.T) {
 			}
 			stall := time.Since(start)
 			after := mem()
+			if os.Getenv("LOCKNODE_SNAPSHOT_NOMAP") != "" {
+				snap.(*fileSnapshot).mapFile = notMapped
+			}
 			// The sink keeps a checksum, not the bytes, so the process's
 			// memory is the snapshot's alone; the checksum compares one
 			// build's output with another's.
@@ -331,7 +358,7 @@ func TestSnapshotCost(t *testing.T) {
 			t.Logf("file: stall %v, allocated %.0f MB, heap sys +%.0f MB; persist (no lock) %v, allocated %.0f MB; peak heap +%.0f MB; "+
 				"RSS %.0f MB before, peak %.0f MB; snapshot %d bytes crc32 %08x",
 				stall.Round(time.Millisecond), float64(after.TotalAlloc-before.TotalAlloc)/(1<<20),
-				float64(after.HeapSys-before.HeapSys)/(1<<20), persist.Round(time.Millisecond),
+				float64(int64(after.HeapSys)-int64(before.HeapSys))/(1<<20), persist.Round(time.Millisecond),
 				float64(afterPersist.TotalAlloc-after.TotalAlloc)/(1<<20), float64(peak-before.HeapAlloc)/(1<<20),
 				float64(rss0)/(1<<20), float64(peakRSS())/(1<<20), sink.n, sink.crc)
 		}
@@ -470,15 +497,15 @@ func cpuTime() time.Duration {
 // the OS: garbage left by the snapshot (here a 64 MiB slice) is not kept
 // resident.
 func TestSnapshotFreesMemory(t *testing.T) {
+	n := adapterNode(t)
+	applyAll(t, n, setNXLogs(t, 1, 0, 10, 1))
 	for _, free := range []bool{false, true} {
 		t.Run(fmt.Sprintf("free=%v", free), func(t *testing.T) {
-			s, err := snapshotTo(t.TempDir(), func(w io.Writer) error {
-				_, err := w.Write([]byte("table"))
-				return err
-			})
+			snap, err := (*fsmAdapter)(n).Snapshot()
 			if err != nil {
 				t.Fatal(err)
 			}
+			s := snap.(*fileSnapshot)
 			defer s.Release()
 			s.freeMemory = free
 			garbage := make([]byte, 64<<20)

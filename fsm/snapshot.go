@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -40,27 +39,75 @@ var errCodes = []error{ErrBadCommand, ErrLocked, ErrNotOwner, ErrNotHeld, ErrNoS
 	ErrWaitTimeout, ErrCancelled, ErrPermits, ErrWrongType, ErrSessionUnknown,
 	ErrSessionExists, ErrLimit, ErrBadTTL, ErrStaleFence, ErrLockDelay, ErrBadVersion, ErrMaxHold}
 
-type snapWriter struct {
-	w   *bufio.Writer
-	err error
+// enc appends the encoding to buf and hands it to w in pieces of about
+// encChunk bytes: one append per field, where a bufio.Writer costs a call
+// and a copy per field, which shows in the pause a snapshot makes.
+type enc struct {
+	w   io.Writer
+	buf []byte
+	off int64 // bytes handed to w so far
+	err error // the first error from w; later writes are dropped
+
+	touched uint64 // see touch
 }
 
-func (s *snapWriter) uvarint(v uint64) {
-	s.w.Write(binary.AppendUvarint(s.w.AvailableBuffer(), v))
+const (
+	encChunk = 1 << 20
+	// encDirect: a string or byte slice this long goes straight to w
+	// rather than through buf, so buf stays about encChunk bytes.
+	encDirect = 64 << 10
+)
+
+func newEnc(w io.Writer) *enc {
+	return &enc{w: w, buf: make([]byte, 0, encChunk+encDirect)}
 }
 
-func (s *snapWriter) varint(v int64) {
-	s.w.Write(binary.AppendVarint(s.w.AvailableBuffer(), v))
+// pos is the offset of the next byte in the output.
+func (e *enc) pos() int64 { return e.off + int64(len(e.buf)) }
+
+func (e *enc) flush() {
+	if len(e.buf) > 0 && e.err == nil {
+		_, e.err = e.w.Write(e.buf)
+	}
+	e.off += int64(len(e.buf))
+	e.buf = e.buf[:0]
 }
 
-func (s *snapWriter) str(v string) {
-	s.uvarint(uint64(len(v)))
-	s.w.WriteString(v)
+// more flushes buf once it holds a chunk; called between items.
+func (e *enc) more() {
+	if len(e.buf) >= encChunk {
+		e.flush()
+	}
 }
 
-func (s *snapWriter) bytes(v []byte) {
-	s.uvarint(uint64(len(v)))
-	s.w.Write(v)
+func (e *enc) byte1(b byte)     { e.buf = append(e.buf, b) }
+func (e *enc) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
+func (e *enc) varint(v int64)   { e.buf = binary.AppendVarint(e.buf, v) }
+
+func (e *enc) str(v string) {
+	e.uvarint(uint64(len(v)))
+	if len(v) < encDirect {
+		e.buf = append(e.buf, v...)
+		return
+	}
+	e.flush()
+	if e.err == nil {
+		_, e.err = io.WriteString(e.w, v)
+	}
+	e.off += int64(len(v))
+}
+
+func (e *enc) bytes(v []byte) {
+	e.uvarint(uint64(len(v)))
+	if len(v) < encDirect {
+		e.buf = append(e.buf, v...)
+		return
+	}
+	e.flush()
+	if e.err == nil {
+		_, e.err = e.w.Write(v)
+	}
+	e.off += int64(len(v))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -75,98 +122,114 @@ func sortedKeys[V any](m map[string]V) []string {
 // Snapshot writes the table's complete state to w. The caller holds the
 // same lock as for Apply (the table must not change meanwhile).
 func (t *Table) Snapshot(w io.Writer) error {
-	s := &snapWriter{w: bufio.NewWriterSize(w, 1<<20)}
-	s.w.WriteByte(snapVersion)
-	s.varint(t.now)
-	s.uvarint(t.applied)
-
+	e := newEnc(w)
+	t.encodeHead(e)
 	kvs := sortedValues(t.keys)
-	s.uvarint(uint64(len(kvs)))
-	for _, e := range kvs {
-		s.str(e.k)
-		s.value(e.v)
+	e.uvarint(uint64(len(kvs)))
+	for _, kv := range kvs {
+		e.str(kv.k)
+		e.value(kv.v)
+		e.more()
 	}
+	t.encodeTail(e)
+	e.flush()
+	return e.err
+}
 
+func (t *Table) encodeHead(e *enc) {
+	e.byte1(snapVersion)
+	e.varint(t.now)
+	e.uvarint(t.applied)
+}
+
+// encodeTail encodes everything after the key space.
+func (t *Table) encodeTail(e *enc) {
 	ids := sortedKeys(t.waiters)
-	s.uvarint(uint64(len(ids)))
+	e.uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		w := t.waiters[id]
-		s.str(w.ID)
-		s.uvarint(uint64(len(w.Keys)))
+		e.str(w.ID)
+		e.uvarint(uint64(len(w.Keys)))
 		for _, k := range w.Keys {
-			s.str(k)
+			e.str(k)
 		}
-		s.str(w.Owner)
-		s.uvarint(uint64(w.Mode))
-		s.varint(int64(w.Permits))
-		s.varint(w.TTL)
-		s.varint(w.Deadline)
-		s.str(w.Session)
-		s.uvarint(b2u(w.Reentrant))
-		s.varint(w.LockDelay)
-		s.varint(w.MaxHold)
-		s.uvarint(w.Enqueued)
+		e.str(w.Owner)
+		e.uvarint(uint64(w.Mode))
+		e.varint(int64(w.Permits))
+		e.varint(w.TTL)
+		e.varint(w.Deadline)
+		e.str(w.Session)
+		e.uvarint(b2u(w.Reentrant))
+		e.varint(w.LockDelay)
+		e.varint(w.MaxHold)
+		e.uvarint(w.Enqueued)
+		e.more()
 	}
 
 	qkeys := sortedKeys(t.queues)
-	s.uvarint(uint64(len(qkeys)))
+	e.uvarint(uint64(len(qkeys)))
 	for _, k := range qkeys {
-		s.str(k)
+		e.str(k)
 		q := t.queues[k]
-		s.uvarint(uint64(len(q)))
+		e.uvarint(uint64(len(q)))
 		for _, w := range q {
-			s.str(w.ID)
+			e.str(w.ID)
 		}
+		e.more()
 	}
 
 	sids := sortedKeys(t.sessions)
-	s.uvarint(uint64(len(sids)))
+	e.uvarint(uint64(len(sids)))
 	for _, id := range sids {
 		ss := t.sessions[id]
-		s.str(ss.ID)
-		s.varint(ss.TTL)
-		s.varint(ss.Deadline)
+		e.str(ss.ID)
+		e.varint(ss.TTL)
+		e.varint(ss.Deadline)
+		e.more()
 	}
 
 	fkeys := sortedKeys(t.fences)
-	s.uvarint(uint64(len(fkeys)))
+	e.uvarint(uint64(len(fkeys)))
 	for _, k := range fkeys {
-		s.str(k)
-		s.uvarint(t.fences[k])
+		e.str(k)
+		e.uvarint(t.fences[k])
+		e.more()
 	}
 
 	x := &t.ext.reqs
-	s.uvarint(uint64(x.len()))
-	x.live(func(e *reqEntry) {
-		s.str(e.id)
-		s.uvarint(uint64(e.op))
-		s.str(e.owner)
-		s.varint(e.expires)
-		s.uvarint(uint64(e.err))
-		s.uvarint(uint64(e.flags))
-		s.uvarint(e.fence)
-		s.varint(e.deadline)
-		s.varint(int64(e.count))
+	e.uvarint(uint64(x.len()))
+	x.live(func(r *reqEntry) {
+		e.str(r.id)
+		e.uvarint(uint64(r.op))
+		e.str(r.owner)
+		e.varint(r.expires)
+		e.uvarint(uint64(r.err))
+		e.uvarint(uint64(r.flags))
+		e.uvarint(r.fence)
+		e.varint(r.deadline)
+		e.varint(int64(r.count))
+		e.more()
 	})
 
 	tkeys := sortedKeys(t.ext.tombs)
-	s.uvarint(uint64(len(tkeys)))
+	e.uvarint(uint64(len(tkeys)))
 	for _, k := range tkeys {
 		tb := t.ext.tombs[k]
-		s.str(k)
-		s.uvarint(uint64(len(tb.recent)))
-		for _, e := range tb.recent {
-			s.str(e.owner)
-			s.varint(e.until)
+		e.str(k)
+		e.uvarint(uint64(len(tb.recent)))
+		for _, r := range tb.recent {
+			e.str(r.owner)
+			e.varint(r.until)
 		}
+		e.more()
 	}
 
 	scripts := t.rx.snapshotScripts()
-	s.uvarint(uint64(len(scripts)))
+	e.uvarint(uint64(len(scripts)))
 	for _, sc := range scripts {
-		s.bytes(sc)
+		e.bytes(sc)
+		e.more()
 	}
-	return s.w.Flush()
 }
 
 // keyValue is one key of the key space as Snapshot sorts them: p is
@@ -232,56 +295,60 @@ func b2u(b bool) uint64 {
 	return 0
 }
 
-func (s *snapWriter) value(v *Value) {
-	s.w.WriteByte(byte(v.Kind()))
-	s.varint(v.deadline())
-	s.uvarint(v.Version)
+func (e *enc) value(v *Value) {
+	e.byte1(byte(v.Kind()))
+	e.varint(v.deadline())
+	e.uvarint(v.Version)
 	switch v.Kind() {
 	case KindString:
-		s.bytes(v.Str)
+		e.bytes(v.Str)
 	case KindHash:
 		fs := sortedKeys(v.Hash)
-		s.uvarint(uint64(len(fs)))
+		e.uvarint(uint64(len(fs)))
 		for _, f := range fs {
-			s.str(f)
-			s.bytes(v.Hash[f])
+			e.str(f)
+			e.bytes(v.Hash[f])
+			e.more()
 		}
 	case KindSet:
 		ms := sortedKeys(v.Set)
-		s.uvarint(uint64(len(ms)))
+		e.uvarint(uint64(len(ms)))
 		for _, m := range ms {
-			s.str(m)
+			e.str(m)
+			e.more()
 		}
 	case KindZSet:
 		ms := sortedKeys(v.ZSet)
-		s.uvarint(uint64(len(ms)))
+		e.uvarint(uint64(len(ms)))
 		for _, m := range ms {
-			s.str(m)
-			s.w.Write(binary.LittleEndian.AppendUint64(s.w.AvailableBuffer(), math.Float64bits(v.ZSet[m])))
+			e.str(m)
+			e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(v.ZSet[m]))
+			e.more()
 		}
 	case KindList:
-		s.uvarint(uint64(len(v.List)))
+		e.uvarint(uint64(len(v.List)))
 		for _, it := range v.List {
-			s.bytes(it)
+			e.bytes(it)
+			e.more()
 		}
 	case KindLock:
 		l := v.lock()
-		s.varint(int64(l.Permits()))
-		s.uvarint(l.Fence())
-		s.varint(l.DelayUntil())
-		s.uvarint(uint64(l.numHolders()))
+		e.varint(int64(l.Permits()))
+		e.uvarint(l.Fence())
+		e.varint(l.DelayUntil())
+		e.uvarint(uint64(l.numHolders()))
 		for i := 0; i < l.numHolders(); i++ {
 			h := l.holder(i)
-			s.str(h.Owner)
-			s.w.WriteByte(byte(h.Mode))
-			s.varint(int64(h.Count))
-			s.uvarint(b2u(h.Reentrant))
-			s.uvarint(h.Fence)
-			s.varint(h.Deadline)
-			s.varint(h.TTL)
-			s.str(h.session())
-			s.varint(h.lockDelay())
-			s.varint(h.hardLimit())
+			e.str(h.Owner)
+			e.byte1(byte(h.Mode))
+			e.varint(int64(h.Count))
+			e.uvarint(b2u(h.Reentrant))
+			e.uvarint(h.Fence)
+			e.varint(h.Deadline)
+			e.varint(h.TTL)
+			e.str(h.session())
+			e.varint(h.lockDelay())
+			e.varint(h.hardLimit())
 		}
 	}
 }

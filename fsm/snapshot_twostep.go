@@ -1,0 +1,323 @@
+package fsm
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// A snapshot in two steps, for a caller that must not hold applies back
+// for the whole of Snapshot (at a million keys, sorting them is most of
+// its time):
+//
+//  1. SnapshotUnordered, with the table locked as for Snapshot, encodes
+//     every key record (key, value) in map order and everything else as
+//     Snapshot does, and returns where each key record starts.
+//  2. UnorderedSnapshot.WriteOrdered (or WriteOrderedAt), with no lock
+//     and while the table goes on changing, reads that encoding back and
+//     writes the records in key order: exactly the bytes Snapshot would
+//     have written at step 1.
+//
+// Step 2 reads only the encoding and the offsets; the table is not
+// touched again.
+
+// UnorderedSnapshot is what SnapshotUnordered wrote: the head and key
+// count, the key records in map order, then the rest of the snapshot.
+type UnorderedSnapshot struct {
+	// recs[i] is the offset of key record i; recs[len(recs)-1] is where
+	// the records end and the rest (waiters ... scripts) starts.
+	recs     []int64
+	size     int64
+	keyBytes int // the keys' total length
+}
+
+// SnapshotUnordered is step 1 of a two-step snapshot (above): it writes
+// the table's state to w with the key records in map order, and returns
+// what step 2 needs to put them in order. The caller holds the same lock
+// as for Apply; unlike Snapshot, it sorts nothing but the small sections.
+func (t *Table) SnapshotUnordered(w io.Writer) (*UnorderedSnapshot, error) {
+	e := newEnc(w)
+	t.encodeHead(e)
+	e.uvarint(uint64(len(t.keys)))
+	recs := make([]int64, 0, len(t.keys)+1)
+	var batch [snapBatch]keyValue
+	n, keyBytes := 0, 0
+	encode := func() {
+		e.touched += touch(batch[:n])
+		for _, kv := range batch[:n] {
+			recs = append(recs, e.pos())
+			keyBytes += len(kv.k)
+			e.str(kv.k)
+			e.value(kv.v)
+			e.more()
+		}
+		n = 0
+	}
+	for k, v := range t.keys {
+		batch[n] = keyValue{k: k, v: v}
+		if n++; n == len(batch) {
+			if encode(); e.err != nil {
+				return nil, e.err
+			}
+		}
+	}
+	encode()
+	recs = append(recs, e.pos())
+	t.encodeTail(e)
+	e.flush()
+	if e.err != nil {
+		return nil, e.err
+	}
+	return &UnorderedSnapshot{recs: recs, size: e.pos(), keyBytes: keyBytes}, nil
+}
+
+// Size is the length of the unordered encoding (and of the snapshot).
+func (u *UnorderedSnapshot) Size() int64 { return u.size }
+
+// Keys is the number of key records.
+func (u *UnorderedSnapshot) Keys() int { return len(u.recs) - 1 }
+
+var errBadRecord = errors.New("fsm: unordered snapshot: bad key record")
+
+// WriteOrdered is step 2 of a two-step snapshot: b holds the bytes
+// SnapshotUnordered wrote (a mapped file, say); it writes the snapshot in
+// Snapshot's format and order to w. It changes nothing in u, so a failed
+// write can be retried. Its transient heap: 16 bytes per key and a 1 MiB
+// buffer.
+func (u *UnorderedSnapshot) WriteOrdered(w io.Writer, b []byte) error {
+	if int64(len(b)) != u.size {
+		return fmt.Errorf("fsm: unordered snapshot: %d bytes, want %d", len(b), u.size)
+	}
+	rec := func(i int) []byte { return b[u.recs[i]:u.recs[i+1]] }
+	for i := 0; i < u.Keys(); i++ {
+		if recKey(rec(i)) == nil {
+			return fmt.Errorf("%w %d", errBadRecord, i)
+		}
+	}
+	order := keyOrder(u.Keys(), func(i int) []byte { return recKey(rec(i)) })
+	e := newEnc(w)
+	e.raw(b[:u.recs[0]])
+	for _, o := range order {
+		e.raw(rec(o.i))
+		e.more()
+		if e.err != nil {
+			return e.err
+		}
+	}
+	e.raw(b[u.recs[u.Keys()]:])
+	e.flush()
+	return e.err
+}
+
+// WriteOrderedAt is WriteOrdered for an encoding read through r (where
+// mapping it is not possible). It holds the keys on the heap and reads
+// each record with one ReadAt.
+func (u *UnorderedSnapshot) WriteOrderedAt(w io.Writer, r io.ReaderAt) error {
+	n := u.Keys()
+	win := &atWindow{r: r, buf: make([]byte, 0, 1<<20), limit: u.size}
+	arena := make([]byte, 0, u.keyBytes)
+	kstart := make([]int, n+1)
+	for i := 0; i < n; i++ {
+		kstart[i] = len(arena)
+		off, size := u.recs[i], u.recs[i+1]-u.recs[i]
+		hdr, err := win.at(off, int(min(size, binary.MaxVarintLen64)))
+		if err != nil {
+			return fmt.Errorf("fsm: unordered snapshot: %w", err)
+		}
+		kl, h := binary.Uvarint(hdr)
+		if h <= 0 || kl > uint64(size)-uint64(h) {
+			return fmt.Errorf("%w %d", errBadRecord, i)
+		}
+		if kl > uint64(cap(win.buf)) {
+			arena = slices.Grow(arena, int(kl))
+			if _, err := r.ReadAt(arena[len(arena):len(arena)+int(kl)], off+int64(h)); err != nil {
+				return fmt.Errorf("fsm: unordered snapshot: %w", err)
+			}
+			arena = arena[:len(arena)+int(kl)]
+			continue
+		}
+		k, err := win.at(off+int64(h), int(kl))
+		if err != nil {
+			return fmt.Errorf("fsm: unordered snapshot: %w", err)
+		}
+		arena = append(arena, k...)
+	}
+	kstart[n] = len(arena)
+	win = nil
+	order := keyOrder(n, func(i int) []byte { return arena[kstart[i]:kstart[i+1]] })
+	e := newEnc(w)
+	if err := e.copyAt(r, 0, u.recs[0]); err != nil {
+		return err
+	}
+	for _, o := range order {
+		if err := e.copyAt(r, u.recs[o.i], u.recs[o.i+1]-u.recs[o.i]); err != nil {
+			return err
+		}
+		e.more()
+	}
+	if err := e.copyAt(r, u.recs[n], u.size-u.recs[n]); err != nil {
+		return err
+	}
+	e.flush()
+	return e.err
+}
+
+// snapBatch is how many keys SnapshotUnordered touches before it
+// encodes them.
+const snapBatch = 64
+
+// touch reads a byte of each key, value and first holder's owner in kvs
+// and returns their sum (so the reads are not left out). The keys and
+// values are scattered over the heap and visited in map order: nearly
+// every one is a cache miss. Encoded one after the other, each miss
+// waits for the one before; here the loads do not depend on each other,
+// so the CPU has many misses in flight at once, and the encoding then
+// finds them in the cache. This is most of the time SnapshotUnordered
+// holds the table.
+func touch(kvs []keyValue) uint64 {
+	var x uint64
+	for i := range kvs {
+		if k := kvs[i].k; len(k) > 0 {
+			x += uint64(k[0])
+		}
+		x += kvs[i].v.Version
+	}
+	for i := range kvs {
+		v := kvs[i].v
+		if o := v.h0.Owner; len(o) > 0 {
+			x += uint64(o[0])
+		}
+		if v.valueData != nil {
+			x += uint64(v.valueData.kind)
+		}
+	}
+	return x
+}
+
+// recKey returns the key a key record starts with; nil if it has none.
+func recKey(rec []byte) []byte {
+	kl, h := binary.Uvarint(rec)
+	if h <= 0 || kl > uint64(len(rec)-h) {
+		return nil
+	}
+	return rec[h : h+int(kl)]
+}
+
+// raw appends p as it is.
+func (e *enc) raw(p []byte) {
+	if len(p) < encDirect {
+		e.buf = append(e.buf, p...)
+		return
+	}
+	e.flush()
+	if e.err == nil {
+		_, e.err = e.w.Write(p)
+	}
+	e.off += int64(len(p))
+}
+
+// copyAt appends the n bytes of r at off, reading them straight into
+// buf; it returns a read error (the write error stays in e.err).
+func (e *enc) copyAt(r io.ReaderAt, off, n int64) error {
+	for n > 0 {
+		if len(e.buf) == cap(e.buf) {
+			e.flush()
+		}
+		if e.err != nil {
+			return e.err
+		}
+		k := int(min(n, int64(cap(e.buf)-len(e.buf))))
+		m, err := r.ReadAt(e.buf[len(e.buf):len(e.buf)+k], off)
+		if m < k {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("fsm: unordered snapshot: %w", err)
+		}
+		e.buf = e.buf[:len(e.buf)+k]
+		off, n = off+int64(k), n-int64(k)
+	}
+	return nil
+}
+
+// atWindow serves small reads at increasing offsets of r from one
+// buffer, refilled from the offset asked for when it does not hold it.
+type atWindow struct {
+	r     io.ReaderAt
+	buf   []byte // r's bytes from start on
+	start int64
+	limit int64 // r's size
+}
+
+// at returns r's n bytes at off (n <= cap(buf)), valid until the next
+// call.
+func (a *atWindow) at(off int64, n int) ([]byte, error) {
+	if off >= a.start && off+int64(n) <= a.start+int64(len(a.buf)) {
+		return a.buf[off-a.start:][:n], nil
+	}
+	buf := a.buf[:min(int64(cap(a.buf)), max(a.limit-off, 0))]
+	m, err := a.r.ReadAt(buf, off)
+	if m < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	a.buf, a.start = buf[:m], off
+	return a.buf[:n], nil
+}
+
+// orderEntry is one key in keyOrder's sort: p as in keyValue, i the
+// key's number.
+type orderEntry struct {
+	p uint64
+	i int
+}
+
+// keyOrder returns 0..n-1 in the order of their (distinct) keys, sorted
+// as sortedValues sorts: by the 8 bytes after the prefix every key
+// shares, then by the keys.
+func keyOrder(n int, key func(i int) []byte) []orderEntry {
+	var first []byte
+	common := 0
+	for i := 0; i < n; i++ {
+		k := key(i)
+		if i == 0 {
+			first, common = k, len(k)
+			continue
+		}
+		c := min(common, len(k))
+		j := 0
+		for j < c && k[j] == first[j] {
+			j++
+		}
+		common = j
+	}
+	es := make([]orderEntry, n)
+	for i := range es {
+		es[i] = orderEntry{p: prefix8b(key(i), common), i: i}
+	}
+	slices.SortFunc(es, func(a, b orderEntry) int {
+		if a.p != b.p {
+			return cmp.Compare(a.p, b.p)
+		}
+		return bytes.Compare(key(a.i), key(b.i))
+	})
+	return es
+}
+
+// prefix8b is prefix8 of a key held as bytes.
+func prefix8b(k []byte, from int) uint64 {
+	var p uint64
+	for i := 0; i < 8; i++ {
+		p <<= 8
+		if j := from + i; j < len(k) {
+			p |= uint64(k[j])
+		}
+	}
+	return p
+}
