@@ -296,6 +296,18 @@ func b2u(b bool) uint64 {
 }
 
 func (e *enc) value(v *Value) {
+	if v.valueData == nil && v.h0.Owner != "" {
+		// Most values at scale: a lock with one holder and no
+		// semaphore size, lock-delay or kept fence, encoded as the
+		// general case below does with those fields zero.
+		e.buf = append(e.buf, byte(KindLock), 0) // kind, deadline
+		e.uvarint(v.Version)
+		e.byte1(0) // permits
+		e.uvarint(v.h0.Fence)
+		e.buf = append(e.buf, 0, 1) // delay-until, holders
+		e.hold(&v.h0)
+		return
+	}
 	e.byte1(byte(v.Kind()))
 	e.varint(v.deadline())
 	e.uvarint(v.Version)
@@ -338,19 +350,22 @@ func (e *enc) value(v *Value) {
 		e.varint(l.DelayUntil())
 		e.uvarint(uint64(l.numHolders()))
 		for i := 0; i < l.numHolders(); i++ {
-			h := l.holder(i)
-			e.str(h.Owner)
-			e.byte1(byte(h.Mode))
-			e.varint(int64(h.Count))
-			e.uvarint(b2u(h.Reentrant))
-			e.uvarint(h.Fence)
-			e.varint(h.Deadline)
-			e.varint(h.TTL)
-			e.str(h.session())
-			e.varint(h.lockDelay())
-			e.varint(h.hardLimit())
+			e.hold(l.holder(i))
 		}
 	}
+}
+
+func (e *enc) hold(h *hold) {
+	e.str(h.Owner)
+	e.byte1(byte(h.Mode))
+	e.varint(int64(h.Count))
+	e.uvarint(b2u(h.Reentrant))
+	e.uvarint(h.Fence)
+	e.varint(h.Deadline)
+	e.varint(h.TTL)
+	e.str(h.session())
+	e.varint(h.lockDelay())
+	e.varint(h.hardLimit())
 }
 
 // snapReader decodes from a window over r; the first error sticks and
