@@ -18,40 +18,66 @@ import (
 // Snapshots, and why they are built the way they are.
 //
 // hashicorp/raft calls FSM.Snapshot on the FSM goroutine (no Apply runs
-// meanwhile) and then FSMSnapshot.Persist on another goroutine while
-// later entries are applied; what Persist writes must be the state at
-// the Snapshot call, or a restore would replay entries the snapshot
+// until it returns) and then FSMSnapshot.Persist on another goroutine
+// while later entries are applied; what Persist writes must be the state
+// at the Snapshot call, or a restore would replay entries the snapshot
 // already holds. fsm.Table has no cheap immutable view (it is a set of
-// maps mutated in place), so the point-in-time copy is the encoded table
-// itself, made under the node's read lock in Snapshot.
+// maps mutated in place), so the point-in-time copy is an encoding of
+// the table, made under the node's read lock in Snapshot. Everything
+// Snapshot does is a pause of every grant, so it does as little as the
+// format allows and leaves the rest to Persist:
 //
-// That encoding used to go into a bytes.Buffer: 60 MB for 1M locks, and
-// up to twice that while the buffer grew by doubling, on top of the
-// table. It now goes into an unlinked temporary file in DataDir (page
-// cache, not heap: the transient heap cost is the encoder's 1 MiB
-// buffer), and Persist copies the file into raft's sink with no lock
-// held. The file is removed from the directory as soon as it is created,
-// so a crash leaves nothing behind; its pages are usually dropped before
-// writeback, since it lives for seconds.
+//   - Snapshot (applies wait): fsm.Table.SnapshotUnordered encodes every
+//     key record (key, value) in map order — no collecting and no
+//     sorting of the keys — and the small sections (waiters, queues,
+//     sessions, fences, request ids, tombstones, scripts) as
+//     fsm.Table.Snapshot does, into an unlinked temporary file in
+//     DataDir, and returns where each key record starts (8 bytes a key).
+//   - Persist (applies go on): maps the file read-only, sorts the record
+//     offsets by key and writes the records in key order into raft's
+//     sink: the bytes fsm.Table.Snapshot writes, so the format, the
+//     golden file and every restore are unchanged (fsm's tests compare
+//     the two for random tables). Where the file cannot be mapped it is
+//     read through ReadAt instead: the keys copied to the heap and one
+//     read per record, slower, same bytes.
+//
+// The file is page cache, not heap. It is removed from the directory as
+// soon as it is created, so a crash leaves nothing behind, and its pages
+// are usually dropped before writeback, since it lives for seconds. It is
+// mapped only while Persist runs; then its pages count in the process's
+// resident set (the page cache holds them either way), and the unmap
+// comes before the heap is given back and the sink is closed, so the
+// resident set after a snapshot does not include them.
+//
+// The encoding used to go into a bytes.Buffer (60 MB for 1M locks, and up
+// to twice that while the buffer grew, on the heap), then into this file
+// but sorted under the lock (fsm.Table.Snapshot), which kept applies
+// waiting 0.5-2 s at 1M locks: ~70 % collecting and sorting the keys,
+// ~25 % encoding them in key order, i.e. in an order unrelated to where
+// they are in memory, a cache miss or two each.
 //
 // The alternative — hold the read lock from Snapshot until Persist ends
-// and encode straight into the sink — saves the extra copy but is worse
-// here: (1) the lock would be held across raft's hand-off between the
-// two calls, in which raft's main loop must answer a configuration
-// request; if the FSM goroutine is then blocked on our lock and raft's
-// 128-deep apply channel fills, raft deadlocks; (2) ApplyBatch waiting
-// for the write lock blocks every new reader (sync.RWMutex), so reads
-// would stall too, where today only applies do; (3) the stall would grow
-// by the sink's CRC and write time. The stall that remains is the
-// encoding itself (fsm.Table.Snapshot: sorting and writing every key),
-// the same as before; shrinking it needs a copy-on-write table in fsm.
+// and encode straight into the sink — is worse here: (1) the lock would
+// be held across raft's hand-off between the two calls, in which raft's
+// main loop must answer a configuration request; if the FSM goroutine is
+// then blocked on our lock and raft's 128-deep apply channel fills, raft
+// deadlocks; (2) ApplyBatch waiting for the write lock blocks every new
+// reader (sync.RWMutex), so reads would stall too, where today only
+// applies do; (3) the stall would grow by the sort, the sink's CRC and
+// write time. What remains of the pause is visiting every key once
+// (fsm's touch overlaps the cache misses), encoding it and writing the
+// file; shrinking it further needs a copy-on-write table in fsm.
 //
-// Measured with TestSnapshotCost at 1M locks (54 MB encoded), 2 cores at
-// load 5-16: transient heap +136-160 MB with the buffer, +24-32 MB now
-// (fsm's own sort slice); applies paused 0.75-1.56 s (median 0.99 s)
-// with the buffer, 0.69-1.35 s (median 1.13 s) now, i.e. unchanged
-// within the noise; Persist's copy takes 7-13 ms. Profile of the pause:
-// ~70 % collecting and sorting the keys, ~25 % encoding, ~4 % the file.
+// Measured with TestSnapshotCost at 1M locks (57 MB encoded), 2 cores
+// shared with two other engineers (load 5-7), LOCKNODE_SNAPSHOT_REPEAT=5,
+// before and after alternated, three runs each: applies paused, medians
+// of the runs' medians, 608 ms sorted under the lock (runs 541-637 ms)
+// and 141 ms now (126-184 ms), 4.3x less; Persist now takes 0.3-0.6 s
+// off the apply path (was a 10 ms copy). Heap allocated per snapshot:
+// 32 MB under the lock before; now 9 MB under the lock (the offsets and
+// the 1 MiB buffer) and 16 MB in Persist (the sort), peak +25 MB (was
+// +33 MB). The mapping adds up to the file's size to the resident set
+// while Persist runs. Bytes written: identical (same length and CRC-32).
 
 // fileSnapshot is a point-in-time encoded table in an unlinked file, key
 // records in map order (fsm.Table.SnapshotUnordered); Persist puts them
