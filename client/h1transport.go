@@ -92,7 +92,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	for try := 0; ; try++ {
-		pc, reused, err := t.get(ctx, addr)
+		pc, reused, err := t.get(ctx, addr, try == 0)
 		if err != nil {
 			closeReqBody(req)
 			return nil, err
@@ -102,8 +102,11 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		// A request that met a stale pooled connection never reached the
-		// server: send it again on a fresh one (net/http does the same).
+		// server: send it again on a new connection (net/http does the
+		// same). The server closed the others pooled with it too, most
+		// likely (it restarted, or timed them out as idle): drop them.
 		if errors.Is(err, errStaleConn) && try == 0 && ctx.Err() == nil {
+			t.dropIdle(addr)
 			if req.Body == nil || req.Body == http.NoBody {
 				continue
 			}
@@ -127,23 +130,37 @@ func closeReqBody(req *http.Request) {
 	}
 }
 
-// get returns a pooled connection to addr, or dials one.
-func (t *h1Transport) get(ctx context.Context, addr string) (pc *h1Conn, reused bool, err error) {
-	t.mu.Lock()
-	if cs := t.idle[addr]; len(cs) > 0 {
-		pc = cs[len(cs)-1]
-		cs[len(cs)-1] = nil
-		t.idle[addr] = cs[:len(cs)-1]
-	}
-	t.mu.Unlock()
-	if pc != nil {
-		return pc, true, nil
+// get returns a pooled connection to addr (when pooled is true and there
+// is one), or dials one.
+func (t *h1Transport) get(ctx context.Context, addr string, pooled bool) (pc *h1Conn, reused bool, err error) {
+	if pooled {
+		t.mu.Lock()
+		if cs := t.idle[addr]; len(cs) > 0 {
+			pc = cs[len(cs)-1]
+			cs[len(cs)-1] = nil
+			t.idle[addr] = cs[:len(cs)-1]
+		}
+		t.mu.Unlock()
+		if pc != nil {
+			return pc, true, nil
+		}
 	}
 	c, err := t.dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, false, err
 	}
 	return &h1Conn{c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096), addr: addr}, false, nil
+}
+
+// dropIdle closes the pooled connections to addr.
+func (t *h1Transport) dropIdle(addr string) {
+	t.mu.Lock()
+	cs := t.idle[addr]
+	delete(t.idle, addr)
+	t.mu.Unlock()
+	for _, pc := range cs {
+		pc.c.Close()
+	}
 }
 
 // put pools pc for the next request, or closes it when the pool is full.

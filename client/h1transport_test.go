@@ -96,6 +96,38 @@ func TestTransportRetriesOnAStalePooledConnection(t *testing.T) {
 	if n := conns.Load(); n != 3 {
 		t.Fatalf("%d connections, want 3 (one per request, each after the previous was closed)", n)
 	}
+
+	// Many pooled connections, all closed by the server: one stale hit
+	// drops them all, so no request fails.
+	const n = 8
+	fill := make(chan struct{})
+	var started atomic.Int64
+	srv2, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if started.Add(1) <= n {
+			<-fill // hold the first n requests so they use n connections
+		}
+		io.WriteString(w, "ok")
+	})
+	errs := make(chan error, n)
+	for range n {
+		go func() { // ends when its request is answered
+			_, _, err := get(t, hc, context.Background(), "GET", srv2.URL, "")
+			errs <- err
+		}()
+	}
+	waitFor(t, "n requests in the handler", func() bool { return started.Load() == n })
+	close(fill)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv2.CloseClientConnections()
+	for i := range n {
+		if st, got, err := get(t, hc, context.Background(), "GET", srv2.URL, ""); err != nil || st != 200 || got != "ok" {
+			t.Fatalf("request %d after the server closed %d pooled connections: %d %q %v", i, n, st, got, err)
+		}
+	}
 }
 
 // Cancelling a request's context ends a request blocked on the answer at
