@@ -266,9 +266,6 @@ func startServe(t *testing.T, args ...string) []string {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	code := make(chan int, 1)
-	// --gomaxprocs 0: serve's auto setting would change the test
-	// process's Ps for every test after this one.
-	args = append(args, "--gomaxprocs", "0")
 	go func() { // ends when ctx is cancelled (runServe returns)
 		c := runServe(ctx, args, pw, io.Discard)
 		pw.Close()

@@ -360,26 +360,23 @@ func TestPlanGCPercent(t *testing.T) {
 func TestPlanGOMAXPROCS(t *testing.T) {
 	for _, tc := range []struct {
 		name, flag, env string
-		current         int
 		want            gomaxprocsPlan
 		err             bool
 	}{
-		{"default auto on 2 CPUs", "", "", 2, gomaxprocsPlan{procs: 1, auto: true}, false},
-		{"auto on 2 CPUs", "auto", "", 2, gomaxprocsPlan{procs: 1, auto: true, flagSet: true}, false},
-		{"auto on 1 CPU", "", "", 1, gomaxprocsPlan{}, false},
-		{"auto on 3 CPUs keeps Go's", "", "", 3, gomaxprocsPlan{}, false},
-		{"auto on 16 CPUs keeps Go's", "auto", "", 16, gomaxprocsPlan{flagSet: true}, false},
-		{"fixed", "2", "", 2, gomaxprocsPlan{procs: 2, flagSet: true}, false},
-		{"zero is Go's default", "0", "", 2, gomaxprocsPlan{flagSet: true}, false},
-		{"GOMAXPROCS wins", "", "2", 2, gomaxprocsPlan{fromEnv: true}, false},
-		{"GOMAXPROCS wins over flag", "1", "4", 4, gomaxprocsPlan{fromEnv: true, flagSet: true}, false},
-		{"negative", "-1", "", 2, gomaxprocsPlan{}, true},
-		{"too large", "4097", "", 2, gomaxprocsPlan{}, true},
-		{"junk", "two", "", 2, gomaxprocsPlan{}, true},
-		{"junk even when GOMAXPROCS wins", "1.5", "2", 2, gomaxprocsPlan{}, true},
+		{"default keeps Go's", "", "", gomaxprocsPlan{}, false},
+		{"one", "1", "", gomaxprocsPlan{procs: 1, flagSet: true}, false},
+		{"spaces", " 2 ", "", gomaxprocsPlan{procs: 2, flagSet: true}, false},
+		{"zero is Go's default", "0", "", gomaxprocsPlan{flagSet: true}, false},
+		{"GOMAXPROCS wins", "", "2", gomaxprocsPlan{fromEnv: true}, false},
+		{"GOMAXPROCS wins over flag", "1", "4", gomaxprocsPlan{fromEnv: true, flagSet: true}, false},
+		{"negative", "-1", "", gomaxprocsPlan{}, true},
+		{"too large", "4097", "", gomaxprocsPlan{}, true},
+		{"auto is not a value", "auto", "", gomaxprocsPlan{}, true},
+		{"junk", "two", "", gomaxprocsPlan{}, true},
+		{"junk even when GOMAXPROCS wins", "1.5", "2", gomaxprocsPlan{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := planGOMAXPROCS(tc.flag, tc.env, tc.current)
+			got, err := planGOMAXPROCS(tc.flag, tc.env)
 			if (err != nil) != tc.err {
 				t.Fatalf("error %v, want error %v", err, tc.err)
 			}
