@@ -410,14 +410,12 @@ func (b *lnHTTPBackend) name() string       { return "locknode-http" }
 func (b *lnHTTPBackend) requests() int64    { return b.count.Load() }
 func (b *lnHTTPBackend) commands() []string { return b.argv }
 
-// httpClient is the harness's HTTP client for the Go client: the default
-// transport with enough idle connections per host for every worker (the
-// stock http.Transport keeps only 2, so 64 workers would re-dial).
+// httpClientFor is the harness's HTTP client for the Go client: the
+// Go client's own default transport (client.NewTransport), wrapped to
+// count requests, with an idle connection per worker and node kept (the
+// default keeps 2, so 64 workers would re-dial).
 func httpClientFor(n *atomic.Int64, workers int) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 4 * workers
-	t.MaxIdleConnsPerHost = 2 * workers
-	return &http.Client{Transport: countRT{n: n, base: t}}
+	return &http.Client{Transport: countRT{n: n, base: client.NewTransport(2 * workers)}}
 }
 
 func (b *lnHTTPBackend) start(ctx context.Context, dir string) error {
