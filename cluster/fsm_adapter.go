@@ -119,7 +119,7 @@ func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	// Applies wait this long: worth seeing next to raft's own snapshot
 	// lines.
-	n.log.Info("snapshot encoded", "index", idx, "bytes", s.order.Size(), "applies_paused", paused)
+	n.log.Info("snapshot encoded", "index", idx, "bytes", s.order.Size(), "applies_paused", paused, "file_writes", s.writing)
 	return s, nil
 }
 

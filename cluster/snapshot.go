@@ -93,6 +93,10 @@ type fileSnapshot struct {
 	log        hclog.Logger
 	mapFile    func(f *os.File, size int64) (b []byte, unmap func() error, err error) // mapFile; tests fail it
 
+	// writing is how long encode spent in the file's Write calls (in
+	// the pause, so worth logging next to it).
+	writing time.Duration
+
 	mu       sync.Mutex
 	released bool
 }
@@ -118,7 +122,9 @@ func newFileSnapshot(dir string) (*fileSnapshot, error) {
 // encode writes the table into the file with encode (the table locked:
 // this is the part applies wait for). On error the snapshot is released.
 func (s *fileSnapshot) encode(encode func(io.Writer) (*fsm.UnorderedSnapshot, error)) error {
-	order, err := encode(s.f)
+	tw := &timedWriter{w: s.f}
+	order, err := encode(tw)
+	s.writing = tw.d
 	if err != nil {
 		s.Release()
 		return err
@@ -191,6 +197,19 @@ func (s *fileSnapshot) Release() {
 	if s.name != "" {
 		_ = os.Remove(s.name)
 	}
+}
+
+// timedWriter adds up the time its Write calls take.
+type timedWriter struct {
+	w io.Writer
+	d time.Duration
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	start := time.Now()
+	n, err := t.w.Write(p)
+	t.d += time.Since(start)
+	return n, err
 }
 
 // Restores and the garbage collector: not paused, on measurement.
