@@ -80,11 +80,12 @@ import (
 // while Persist runs. Bytes written: identical (same length and CRC-32).
 
 // fileSnapshot is a point-in-time encoded table in an unlinked file, key
-// records in map order (fsm.Table.SnapshotUnordered); Persist puts them
-// in order on the way to the sink.
+// records in map order (fsm.Table.SnapshotUnordered), with their offsets
+// in a second unlinked file (the index); Persist puts the records in
+// order on the way to the sink.
 type fileSnapshot struct {
-	f     *os.File
-	name  string // still to remove on Release when unlinking early failed
+	f, ix *os.File
+	names []string // still to remove on Release when unlinking early failed
 	order *fsm.UnorderedSnapshot
 
 	// freeMemory: return free heap to the OS once persisted
@@ -93,7 +94,7 @@ type fileSnapshot struct {
 	log        hclog.Logger
 	mapFile    func(f *os.File, size int64) (b []byte, unmap func() error, err error) // mapFile; tests fail it
 
-	// writing is how long encode spent in the file's Write calls (in
+	// writing is how long encode spent in the files' Write calls (in
 	// the pause, so worth logging next to it).
 	writing time.Duration
 
@@ -103,28 +104,32 @@ type fileSnapshot struct {
 
 var _ raft.FSMSnapshot = (*fileSnapshot)(nil)
 
-// newFileSnapshot creates the unlinked file in dir; it needs no lock,
-// so the caller makes it before locking the table.
+// newFileSnapshot creates the unlinked files in dir; it needs no lock,
+// so the caller makes them before locking the table.
 func newFileSnapshot(dir string) (*fileSnapshot, error) {
-	f, err := os.CreateTemp(dir, ".fsm-snapshot-*.tmp")
-	if err != nil {
-		return nil, err
-	}
-	s := &fileSnapshot{f: f, log: hclog.NewNullLogger(), mapFile: mapFile}
-	if err := os.Remove(f.Name()); err != nil {
-		// Not on every OS can an open file be unlinked; Release
-		// removes it then.
-		s.name = f.Name()
+	s := &fileSnapshot{log: hclog.NewNullLogger(), mapFile: mapFile}
+	for _, f := range []**os.File{&s.f, &s.ix} {
+		var err error
+		if *f, err = os.CreateTemp(dir, ".fsm-snapshot-*.tmp"); err != nil {
+			s.Release()
+			return nil, err
+		}
+		if err := os.Remove((*f).Name()); err != nil {
+			// Not on every OS can an open file be unlinked; Release
+			// removes it then.
+			s.names = append(s.names, (*f).Name())
+		}
 	}
 	return s, nil
 }
 
-// encode writes the table into the file with encode (the table locked:
+// encode writes the table into the files with encode (the table locked:
 // this is the part applies wait for). On error the snapshot is released.
-func (s *fileSnapshot) encode(encode func(io.Writer) (*fsm.UnorderedSnapshot, error)) error {
+func (s *fileSnapshot) encode(encode func(w, index io.Writer) (*fsm.UnorderedSnapshot, error)) error {
 	tw := &timedWriter{w: s.f}
-	order, err := encode(tw)
-	s.writing = tw.d
+	tix := &timedWriter{w: s.ix}
+	order, err := encode(tw, tix)
+	s.writing = tw.d + tix.d
 	if err != nil {
 		s.Release()
 		return err
@@ -133,10 +138,12 @@ func (s *fileSnapshot) encode(encode func(io.Writer) (*fsm.UnorderedSnapshot, er
 	return nil
 }
 
-// Persist writes the snapshot into sink in key order, from the file
-// mapped read-only (or, where it cannot be mapped, through ReadAt); it
-// reads only the file, so applies go on meanwhile. Nothing in s changes,
-// so a failed Persist can be retried on the same snapshot.
+// Persist writes the snapshot into sink in key order, from the files
+// mapped read-only (or, where they cannot be mapped, through ReadAt); it
+// reads only the files, so applies go on meanwhile. Nothing in s
+// changes, so a failed Persist can be retried on the same snapshot; and
+// nothing in s is in proportion to the table, so freeing memory at the
+// end gives back all that Snapshot and Persist took.
 func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -149,7 +156,7 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 	err := s.writeMapped(sink)
 	if errors.Is(err, errNotMapped) {
 		mapped = false
-		err = s.order.WriteOrderedAt(sink, s.f)
+		err = s.order.WriteOrderedAt(sink, s.f, s.ix)
 	}
 	if err != nil {
 		_ = sink.Cancel()
@@ -165,25 +172,27 @@ func (s *fileSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-// errNotMapped: the file could not be mapped; nothing was written.
+// errNotMapped: the files could not be mapped; nothing was written.
 var errNotMapped = errors.New("cluster: snapshot file not mapped")
 
-// writeMapped writes the ordered snapshot into w from the mapped file.
-// The mapping's pages are the page cache's: they count in the process's
+// writeMapped writes the ordered snapshot into w from the mapped files.
+// The mappings' pages are the page cache's: they count in the process's
 // resident set only until the unmap at the end.
 func (s *fileSnapshot) writeMapped(w io.Writer) error {
 	b, unmap, err := s.mapFile(s.f, s.order.Size())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotMapped, err)
 	}
-	err = s.order.WriteOrdered(w, b)
-	if uerr := unmap(); err == nil && uerr != nil {
-		err = fmt.Errorf("unmap: %w", uerr)
+	defer func() { _ = unmap() }()
+	ix, unmapIx, err := s.mapFile(s.ix, s.order.IndexSize())
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotMapped, err)
 	}
-	return err
+	defer func() { _ = unmapIx() }()
+	return s.order.WriteOrdered(w, b, ix)
 }
 
-// Release closes (and so frees) the file. Raft always calls it, also
+// Release closes (and so frees) the files. Raft always calls it, also
 // when it never calls Persist.
 func (s *fileSnapshot) Release() {
 	s.mu.Lock()
@@ -193,9 +202,13 @@ func (s *fileSnapshot) Release() {
 	}
 	s.released = true
 	s.order = nil
-	_ = s.f.Close()
-	if s.name != "" {
-		_ = os.Remove(s.name)
+	for _, f := range []*os.File{s.f, s.ix} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	for _, name := range s.names {
+		_ = os.Remove(name)
 	}
 }
 

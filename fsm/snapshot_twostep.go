@@ -16,91 +16,123 @@ import (
 //
 //  1. SnapshotUnordered, with the table locked as for Snapshot, encodes
 //     every key record (key, value) in map order and everything else as
-//     Snapshot does, and returns where each key record starts.
+//     Snapshot does, and writes where each key record starts to a
+//     second writer, the index.
 //  2. UnorderedSnapshot.WriteOrdered (or WriteOrderedAt), with no lock
-//     and while the table goes on changing, reads that encoding back and
-//     writes the records in key order: exactly the bytes Snapshot would
-//     have written at step 1.
+//     and while the table goes on changing, reads that encoding and
+//     index back and writes the records in key order: exactly the bytes
+//     Snapshot would have written at step 1.
 //
-// Step 2 reads only the encoding and the offsets; the table is not
-// touched again.
+// Step 2 reads only what step 1 wrote; the table is not touched again.
+// Step 1 keeps nothing per key on the heap: the index goes out as it is
+// made, so neither step 1 nor the time between the steps holds memory
+// in proportion to the table.
 
-// UnorderedSnapshot is what SnapshotUnordered wrote: the head and key
-// count, the key records in map order, then the rest of the snapshot.
+// UnorderedSnapshot describes what SnapshotUnordered wrote: the head and
+// key count, the key records in map order, then the rest of the
+// snapshot; and an index of Keys()+1 little-endian uint64 offsets: where
+// each key record starts, then where the records end.
 type UnorderedSnapshot struct {
-	// recs[i] is the offset of key record i; recs[len(recs)-1] is where
-	// the records end and the rest (waiters ... scripts) starts.
-	recs     []int64
 	size     int64
+	keys     int
 	keyBytes int // the keys' total length
 }
 
 // SnapshotUnordered is step 1 of a two-step snapshot (above): it writes
-// the table's state to w with the key records in map order, and returns
-// what step 2 needs to put them in order. The caller holds the same lock
-// as for Apply; unlike Snapshot, it sorts nothing but the small sections.
-func (t *Table) SnapshotUnordered(w io.Writer) (*UnorderedSnapshot, error) {
+// the table's state to w with the key records in map order, and their
+// offsets to index. The caller holds the same lock as for Apply; unlike
+// Snapshot, it sorts nothing but the small sections.
+func (t *Table) SnapshotUnordered(w, index io.Writer) (*UnorderedSnapshot, error) {
 	e := newEnc(w)
+	ix := &enc{w: index, buf: make([]byte, 0, 64<<10)}
 	t.encodeHead(e)
 	e.uvarint(uint64(len(t.keys)))
-	recs := make([]int64, 0, len(t.keys)+1)
 	var batch [snapBatch]keyValue
 	n, keyBytes := 0, 0
 	encode := func() {
 		e.touched += touch(batch[:n])
 		for _, kv := range batch[:n] {
-			recs = append(recs, e.pos())
+			ix.buf = binary.LittleEndian.AppendUint64(ix.buf, uint64(e.pos()))
 			keyBytes += len(kv.k)
 			e.str(kv.k)
 			e.value(kv.v)
 			e.more()
+		}
+		if len(ix.buf) > cap(ix.buf)-8*snapBatch {
+			ix.flush()
 		}
 		n = 0
 	}
 	for k, v := range t.keys {
 		batch[n] = keyValue{k: k, v: v}
 		if n++; n == len(batch) {
-			if encode(); e.err != nil {
-				return nil, e.err
+			if encode(); e.err != nil || ix.err != nil {
+				return nil, cmp.Or(e.err, ix.err)
 			}
 		}
 	}
 	encode()
-	recs = append(recs, e.pos())
+	ix.buf = binary.LittleEndian.AppendUint64(ix.buf, uint64(e.pos()))
+	ix.flush()
 	t.encodeTail(e)
 	e.flush()
-	if e.err != nil {
-		return nil, e.err
+	if e.err != nil || ix.err != nil {
+		return nil, cmp.Or(e.err, ix.err)
 	}
-	return &UnorderedSnapshot{recs: recs, size: e.pos(), keyBytes: keyBytes}, nil
+	return &UnorderedSnapshot{size: e.pos(), keys: len(t.keys), keyBytes: keyBytes}, nil
 }
 
 // Size is the length of the unordered encoding (and of the snapshot).
 func (u *UnorderedSnapshot) Size() int64 { return u.size }
 
 // Keys is the number of key records.
-func (u *UnorderedSnapshot) Keys() int { return len(u.recs) - 1 }
+func (u *UnorderedSnapshot) Keys() int { return u.keys }
+
+// IndexSize is the length of the index.
+func (u *UnorderedSnapshot) IndexSize() int64 { return 8 * int64(u.keys+1) }
 
 var errBadRecord = errors.New("fsm: unordered snapshot: bad key record")
 
-// WriteOrdered is step 2 of a two-step snapshot: b holds the bytes
-// SnapshotUnordered wrote (a mapped file, say); it writes the snapshot in
-// Snapshot's format and order to w. It changes nothing in u, so a failed
-// write can be retried. Its transient heap: 16 bytes per key and a 1 MiB
-// buffer.
-func (u *UnorderedSnapshot) WriteOrdered(w io.Writer, b []byte) error {
+// offsets decodes the index, checking that the records are in the
+// encoding, one after the other.
+func (u *UnorderedSnapshot) offsets(index []byte) ([]int64, error) {
+	if int64(len(index)) != u.IndexSize() {
+		return nil, fmt.Errorf("fsm: unordered snapshot: index of %d bytes, want %d", len(index), u.IndexSize())
+	}
+	recs := make([]int64, u.keys+1)
+	prev := int64(1)
+	for i := range recs {
+		o := int64(binary.LittleEndian.Uint64(index[8*i:]))
+		if o < prev || o > u.size {
+			return nil, fmt.Errorf("fsm: unordered snapshot: index entry %d out of order", i)
+		}
+		recs[i], prev = o, o
+	}
+	return recs, nil
+}
+
+// WriteOrdered is step 2 of a two-step snapshot: b and index hold the
+// bytes SnapshotUnordered wrote (mapped files, say); it writes the
+// snapshot in Snapshot's format and order to w. It changes nothing, so a
+// failed write can be retried. Its transient heap: 24 bytes per key and
+// a 1 MiB buffer.
+func (u *UnorderedSnapshot) WriteOrdered(w io.Writer, b, index []byte) error {
 	if int64(len(b)) != u.size {
 		return fmt.Errorf("fsm: unordered snapshot: %d bytes, want %d", len(b), u.size)
 	}
-	rec := func(i int) []byte { return b[u.recs[i]:u.recs[i+1]] }
-	for i := 0; i < u.Keys(); i++ {
+	recs, err := u.offsets(index)
+	if err != nil {
+		return err
+	}
+	rec := func(i int) []byte { return b[recs[i]:recs[i+1]] }
+	for i := 0; i < u.keys; i++ {
 		if recKey(rec(i)) == nil {
 			return fmt.Errorf("%w %d", errBadRecord, i)
 		}
 	}
-	order := keyOrder(u.Keys(), func(i int) []byte { return recKey(rec(i)) })
+	order := keyOrder(u.keys, func(i int) []byte { return recKey(rec(i)) })
 	e := newEnc(w)
-	e.raw(b[:u.recs[0]])
+	e.raw(b[:recs[0]])
 	for _, o := range order {
 		e.raw(rec(o.i))
 		e.more()
@@ -108,22 +140,32 @@ func (u *UnorderedSnapshot) WriteOrdered(w io.Writer, b []byte) error {
 			return e.err
 		}
 	}
-	e.raw(b[u.recs[u.Keys()]:])
+	e.raw(b[recs[u.keys]:])
 	e.flush()
 	return e.err
 }
 
-// WriteOrderedAt is WriteOrdered for an encoding read through r (where
-// mapping it is not possible). It holds the keys on the heap and reads
-// each record with one ReadAt.
-func (u *UnorderedSnapshot) WriteOrderedAt(w io.Writer, r io.ReaderAt) error {
-	n := u.Keys()
+// WriteOrderedAt is WriteOrdered for an encoding and index read through
+// r and index (where mapping them is not possible). It holds the index
+// and the keys on the heap and reads each record with one ReadAt.
+func (u *UnorderedSnapshot) WriteOrderedAt(w io.Writer, r, index io.ReaderAt) error {
+	ib := make([]byte, u.IndexSize())
+	// ReadAt may report io.EOF with every byte read, at the end.
+	if n, err := index.ReadAt(ib, 0); int64(n) != u.IndexSize() {
+		return fmt.Errorf("fsm: unordered snapshot: index: %w", cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	recs, err := u.offsets(ib)
+	if err != nil {
+		return err
+	}
+	ib = nil
+	n := u.keys
 	win := &atWindow{r: r, buf: make([]byte, 0, 1<<20), limit: u.size}
 	arena := make([]byte, 0, u.keyBytes)
 	kstart := make([]int, n+1)
 	for i := 0; i < n; i++ {
 		kstart[i] = len(arena)
-		off, size := u.recs[i], u.recs[i+1]-u.recs[i]
+		off, size := recs[i], recs[i+1]-recs[i]
 		hdr, err := win.at(off, int(min(size, binary.MaxVarintLen64)))
 		if err != nil {
 			return fmt.Errorf("fsm: unordered snapshot: %w", err)
@@ -150,16 +192,16 @@ func (u *UnorderedSnapshot) WriteOrderedAt(w io.Writer, r io.ReaderAt) error {
 	win = nil
 	order := keyOrder(n, func(i int) []byte { return arena[kstart[i]:kstart[i+1]] })
 	e := newEnc(w)
-	if err := e.copyAt(r, 0, u.recs[0]); err != nil {
+	if err := e.copyAt(r, 0, recs[0]); err != nil {
 		return err
 	}
 	for _, o := range order {
-		if err := e.copyAt(r, u.recs[o.i], u.recs[o.i+1]-u.recs[o.i]); err != nil {
+		if err := e.copyAt(r, recs[o.i], recs[o.i+1]-recs[o.i]); err != nil {
 			return err
 		}
 		e.more()
 	}
-	if err := e.copyAt(r, u.recs[n], u.size-u.recs[n]); err != nil {
+	if err := e.copyAt(r, recs[n], u.size-recs[n]); err != nil {
 		return err
 	}
 	e.flush()

@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -76,10 +78,13 @@ func twoStep(t *Table) error {
 	if err := t.Snapshot(&want); err != nil {
 		return err
 	}
-	var unordered bytes.Buffer
-	u, err := t.SnapshotUnordered(&unordered)
+	var unordered, index bytes.Buffer
+	u, err := t.SnapshotUnordered(&unordered, &index)
 	if err != nil {
 		return err
+	}
+	if int64(index.Len()) != u.IndexSize() {
+		return fmt.Errorf("index of %d bytes, IndexSize %d", index.Len(), u.IndexSize())
 	}
 	if u.Size() != int64(unordered.Len()) || u.Size() != int64(want.Len()) {
 		return fmt.Errorf("sizes: Size %d, wrote %d, Snapshot %d", u.Size(), unordered.Len(), want.Len())
@@ -88,10 +93,10 @@ func twoStep(t *Table) error {
 		return fmt.Errorf("%d key records, table has %d keys", u.Keys(), len(t.keys))
 	}
 	var fromBytes, fromAt bytes.Buffer
-	if err := u.WriteOrdered(&fromBytes, unordered.Bytes()); err != nil {
+	if err := u.WriteOrdered(&fromBytes, unordered.Bytes(), index.Bytes()); err != nil {
 		return fmt.Errorf("WriteOrdered: %v", err)
 	}
-	if err := u.WriteOrderedAt(&fromAt, bytes.NewReader(unordered.Bytes())); err != nil {
+	if err := u.WriteOrderedAt(&fromAt, bytes.NewReader(unordered.Bytes()), bytes.NewReader(index.Bytes())); err != nil {
 		return fmt.Errorf("WriteOrderedAt: %v", err)
 	}
 	if !bytes.Equal(fromBytes.Bytes(), want.Bytes()) {
@@ -167,54 +172,61 @@ func TestSnapshotTwoStepErrors(t *testing.T) {
 		r.do("SET", fmt.Sprintf("k%05d", i), strings.Repeat("v", 1000))
 	}
 	tab := r.t
-	var want, unordered bytes.Buffer
+	var want, unordered, index bytes.Buffer
 	if err := tab.Snapshot(&want); err != nil {
 		t.Fatal(err)
 	}
 	if want.Len() < 3*encChunk {
 		t.Fatalf("table encodes to %d bytes: too small to fail in the middle", want.Len())
 	}
-	if _, err := tab.SnapshotUnordered(&failWriter{left: encChunk + 10}); !errors.Is(err, errDiskFull) {
+	if _, err := tab.SnapshotUnordered(&failWriter{left: encChunk + 10}, io.Discard); !errors.Is(err, errDiskFull) {
 		t.Fatalf("step 1 into a failing writer: %v", err)
 	}
-	u, err := tab.SnapshotUnordered(&unordered)
+	if _, err := tab.SnapshotUnordered(io.Discard, &failWriter{left: 100}); !errors.Is(err, errDiskFull) {
+		t.Fatalf("step 1 into a failing index writer: %v", err)
+	}
+	u, err := tab.SnapshotUnordered(&unordered, &index)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := unordered.Bytes()
-	if err := u.WriteOrdered(&failWriter{left: 2*encChunk + 10}, b); !errors.Is(err, errDiskFull) {
+	b, ix := unordered.Bytes(), index.Bytes()
+	if err := u.WriteOrdered(&failWriter{left: 2*encChunk + 10}, b, ix); !errors.Is(err, errDiskFull) {
 		t.Fatalf("WriteOrdered into a failing writer: %v", err)
 	}
-	if err := u.WriteOrderedAt(&failWriter{left: 100}, bytes.NewReader(b)); !errors.Is(err, errDiskFull) {
+	if err := u.WriteOrderedAt(&failWriter{left: 100}, bytes.NewReader(b), bytes.NewReader(ix)); !errors.Is(err, errDiskFull) {
 		t.Fatalf("WriteOrderedAt into a failing writer: %v", err)
 	}
 	var again bytes.Buffer
-	if err := u.WriteOrdered(&again, b); err != nil || !bytes.Equal(again.Bytes(), want.Bytes()) {
+	if err := u.WriteOrdered(&again, b, ix); err != nil || !bytes.Equal(again.Bytes(), want.Bytes()) {
 		t.Fatalf("WriteOrdered after a failure: %v", err)
 	}
 
-	for name, bad := range map[string][]byte{
-		"short":     b[:len(b)-1],
-		"truncated": b[:u.recs[u.Keys()/2]],
+	rec1 := binary.LittleEndian.Uint64(ix[8:])
+	for _, c := range []struct {
+		name  string
+		b, ix []byte
+	}{
+		{"short", b[:len(b)-1], ix},
+		{"truncated", b[:binary.LittleEndian.Uint64(ix[8*(u.Keys()/2):])], ix},
+		{"short index", b, ix[:len(ix)-8]},
 		// A record's key length pointing past the record.
-		"key length": func() []byte {
+		{"key length", func() []byte {
 			c := bytes.Clone(b)
-			copy(c[u.recs[1]:], []byte{0xff, 0xff, 0x7f})
+			copy(c[rec1:], []byte{0xff, 0xff, 0x7f})
 			return c
-		}(),
+		}(), ix},
+		{"index out of order", b, func() []byte {
+			c := bytes.Clone(ix)
+			binary.LittleEndian.PutUint64(c[8:], 1<<40)
+			return c
+		}()},
 	} {
-		t.Run(name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := u.WriteOrderedAt(&out, bytes.NewReader(bad)); err == nil {
+			if err := u.WriteOrderedAt(&out, bytes.NewReader(c.b), bytes.NewReader(c.ix)); err == nil {
 				t.Error("WriteOrderedAt succeeded")
 			}
-			if len(bad) != len(b) {
-				if err := u.WriteOrdered(&out, bad); err == nil {
-					t.Error("WriteOrdered succeeded")
-				}
-				return
-			}
-			if err := u.WriteOrdered(&out, bad); err == nil {
+			if err := u.WriteOrdered(&out, c.b, c.ix); err == nil {
 				t.Error("WriteOrdered succeeded")
 			}
 		})
