@@ -96,10 +96,10 @@ func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// Snapshot encodes the table under the node's read lock into an
-// unlinked file in DataDir, key records in map order; Persist sorts them
-// into raft's sink while new entries are applied (snapshot.go says why
-// this way).
+// Snapshot encodes the table under the node's read lock into unlinked
+// files in DataDir, key records in map order; Persist sorts them into
+// raft's sink while new entries are applied (snapshot.go says why this
+// way).
 func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	n := (*Node)(f)
 	s, err := newFileSnapshot(n.cfg.DataDir)

@@ -32,25 +32,28 @@ import (
 //     sorting of the keys — and the small sections (waiters, queues,
 //     sessions, fences, request ids, tombstones, scripts) as
 //     fsm.Table.Snapshot does, into an unlinked temporary file in
-//     DataDir, and returns where each key record starts (8 bytes a key).
-//   - Persist (applies go on): maps the file read-only, sorts the record
-//     offsets by key and writes the records in key order into raft's
-//     sink: the bytes fsm.Table.Snapshot writes, so the format, the
-//     golden file and every restore are unchanged (fsm's tests compare
-//     the two for random tables). Where the file cannot be mapped it is
-//     read through ReadAt instead: the keys copied to the heap and one
-//     read per record, slower, same bytes.
+//     DataDir, and each record's offset (8 bytes a key) into a second
+//     one, the index, as it goes: nothing in proportion to the table is
+//     allocated under the lock or kept until Persist.
+//   - Persist (applies go on): maps both files read-only, sorts the
+//     record offsets by key and writes the records in key order into
+//     raft's sink: the bytes fsm.Table.Snapshot writes, so the format,
+//     the golden file and every restore are unchanged (fsm's tests and
+//     fuzz target compare the two for random tables). Where the files
+//     cannot be mapped they are read through ReadAt instead: the keys
+//     copied to the heap and one read per record, slower, same bytes.
 //
-// The file is page cache, not heap. It is removed from the directory as
-// soon as it is created, so a crash leaves nothing behind, and its pages
-// are usually dropped before writeback, since it lives for seconds. It is
-// mapped only while Persist runs; then its pages count in the process's
-// resident set (the page cache holds them either way), and the unmap
-// comes before the heap is given back and the sink is closed, so the
-// resident set after a snapshot does not include them.
+// The files are page cache, not heap. They are removed from the
+// directory as soon as they are created, so a crash leaves nothing
+// behind, and their pages are usually dropped before writeback, since
+// they live for seconds. They are mapped only while Persist runs; then
+// their pages count in the process's resident set (the page cache holds
+// them either way), and the unmap comes before the heap is given back
+// and the sink is closed, so the resident set after a snapshot does not
+// include them.
 //
 // The encoding used to go into a bytes.Buffer (60 MB for 1M locks, and up
-// to twice that while the buffer grew, on the heap), then into this file
+// to twice that while the buffer grew, on the heap), then into one file
 // but sorted under the lock (fsm.Table.Snapshot), which kept applies
 // waiting 0.5-2 s at 1M locks: ~70 % collecting and sorting the keys,
 // ~25 % encoding them in key order, i.e. in an order unrelated to where
@@ -66,18 +69,27 @@ import (
 // applies do; (3) the stall would grow by the sort, the sink's CRC and
 // write time. What remains of the pause is visiting every key once
 // (fsm's touch overlaps the cache misses), encoding it and writing the
-// file; shrinking it further needs a copy-on-write table in fsm.
+// files (~20 ms of it, logged as file_writes); shrinking it further
+// needs a copy-on-write table in fsm. A garbage collection that
+// overlaps the snapshot still stretches it (on one P, several times
+// over): most of the outliers below.
 //
-// Measured with TestSnapshotCost at 1M locks (57 MB encoded), 2 cores
-// shared with two other engineers (load 5-7), LOCKNODE_SNAPSHOT_REPEAT=5,
-// before and after alternated, three runs each: applies paused, medians
-// of the runs' medians, 608 ms sorted under the lock (runs 541-637 ms)
-// and 141 ms now (126-184 ms), 4.3x less; Persist now takes 0.3-0.6 s
-// off the apply path (was a 10 ms copy). Heap allocated per snapshot:
-// 32 MB under the lock before; now 9 MB under the lock (the offsets and
-// the 1 MiB buffer) and 16 MB in Persist (the sort), peak +25 MB (was
-// +33 MB). The mapping adds up to the file's size to the resident set
-// while Persist runs. Bytes written: identical (same length and CRC-32).
+// Measured at 1M locks (57 MB encoded) on 2 cores shared with two other
+// engineers, before (sorted under the lock) and after alternated:
+//   - TestSnapshotCost, LOCKNODE_SNAPSHOT_REPEAT=5, three runs each
+//     (load 3-5): applies paused, median of the runs' medians, 501 ms
+//     before (runs 485-515 ms), 127 ms after (125-127 ms), 3.9x less;
+//     earlier at load 5-7: 608 vs 141 ms; GOMAXPROCS=1: 518 vs 133 ms.
+//   - lockbench scale (3 `locknode serve` nodes, each logging its
+//     applies_paused), four runs each: median over the nodes' snapshots
+//     of the full table 1.25 s before (0.97-1.68 s), 0.20 s after
+//     (0.13-1.02 s).
+//   - Heap: 32 MB allocated under the lock before, 1 MB after (the
+//     encoder's buffer); Persist allocates 24 MB (offsets and the sort)
+//     where it copied with 1 MB; peak +25 MB (was +33 MB). Resident set
+//     per node after the snapshot (lockbench): 220-265 MB both ways.
+//   - Persist: 0.27-0.6 s off the apply path (was a 10 ms copy).
+//   - Bytes written: identical (length and CRC-32 at 1M locks).
 
 // fileSnapshot is a point-in-time encoded table in an unlinked file, key
 // records in map order (fsm.Table.SnapshotUnordered), with their offsets
