@@ -7,7 +7,10 @@
 
 package raft
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
 
 // unstoredLogs is the leader's batch that dispatchLogs is writing to the
 // log store: replicators read it from here until the store has it.
@@ -43,13 +46,23 @@ func (u *unstoredLogs) get(index uint64, out *Log) bool {
 	return true
 }
 
+// errBatchRolledBack: the entry a replicator asked for belonged to a
+// batch whose local write failed (dispatchLogs rolled lastLog back).
+var errBatchRolledBack = errors.New("raft: entry's batch was not stored by the leader")
+
 // getLogToSend reads an entry for an AppendEntries request: from the
 // batch being written, else from the log store. The batch is cleared
 // only after the store has it, so every index up to getLastIndex is in
-// one of the two.
+// one of the two — unless the write failed and the batch was rolled
+// back. That must not read as ErrLogNotFound, which replicateTo answers
+// with a snapshot: an up-to-date follower would be sent back to it.
 func (r *Raft) getLogToSend(index uint64, out *Log) error {
 	if r.unstored.get(index, out) {
 		return nil
 	}
-	return r.logs.GetLog(index, out)
+	err := r.logs.GetLog(index, out)
+	if errors.Is(err, ErrLogNotFound) && index > r.getLastIndex() {
+		return errBatchRolledBack
+	}
+	return err
 }

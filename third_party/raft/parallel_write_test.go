@@ -236,3 +236,22 @@ func TestParallelWrite_FailedWriteRollsBackLastLog(t *testing.T) {
 		t.Fatalf("last index after a failed write: %d, want %d", got, before)
 	}
 }
+
+// A replicator asking for an entry of a batch the leader failed to write
+// (and rolled back) is told so, not ErrLogNotFound: replicateTo answers
+// that with a snapshot, which would send an up-to-date follower back.
+func TestParallelWrite_RolledBackEntryIsNotLogNotFound(t *testing.T) {
+	c := makeGatedCluster(t)
+	l := c.leader(t)
+	r := c.rafts[l]
+	var out Log
+	if err := r.getLogToSend(r.getLastIndex()+1, &out); !errors.Is(err, errBatchRolledBack) {
+		t.Fatalf("entry past the last index: %v, want errBatchRolledBack", err)
+	}
+	if err := c.stores[l].DeleteRange(1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.getLogToSend(1, &out); !errors.Is(err, ErrLogNotFound) {
+		t.Fatalf("compacted entry: %v, want ErrLogNotFound", err)
+	}
+}
