@@ -1,5 +1,7 @@
 package client
 
+import "net/http"
+
 // LocalWaiters returns how many goroutines wait locally for key in
 // coalesced Lock calls (any options).
 func (c *Client) LocalWaiters(key string) int {
@@ -12,4 +14,10 @@ func (c *Client) LocalWaiters(key string) int {
 		}
 	}
 	return n
+}
+
+// CheckEveryReuse makes a transport from NewTransport look at every
+// pooled connection before reusing it, however briefly it was idle.
+func CheckEveryReuse(rt http.RoundTripper) {
+	rt.(*h1Transport).staleAfter = 0
 }

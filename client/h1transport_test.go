@@ -73,8 +73,10 @@ func TestTransportReusesOneConnection(t *testing.T) {
 	}
 }
 
-// A connection the server closed while it sat in the pool is noticed on
-// the next request, which is sent again on a new connection.
+// A connection the server closed while it sat in the pool is noticed
+// before the next request is sent on it (a POST too), or, for a request
+// that may run twice, when its answer does not come: the request goes
+// again on a new connection.
 func TestTransportRetriesOnAStalePooledConnection(t *testing.T) {
 	var bodies atomic.Int64
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -83,7 +85,11 @@ func TestTransportRetriesOnAStalePooledConnection(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	hc := &http.Client{Transport: client.NewTransport(4)}
+	rt := client.NewTransport(4)
+	// Connections here are closed the moment they are pooled; the check
+	// normally skips connections idle for less than 100 ms.
+	client.CheckEveryReuse(rt)
+	hc := &http.Client{Transport: rt}
 	for i := range 3 {
 		if st, got, err := get(t, hc, context.Background(), "POST", srv.URL, "payload"); err != nil || st != 200 || got != "ok" {
 			t.Fatalf("request %d: %d %q %v", i, st, got, err)
@@ -258,5 +264,64 @@ func TestTransportFallsBackForHTTPS(t *testing.T) {
 	_, _, err := get(t, hc, context.Background(), "GET", srv.URL, "")
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("https request: %v, want a certificate error from the TLS handshake", err)
+	}
+}
+
+// A request the server may have run before it closed the connection is
+// not sent again unless it may run twice (net/http's rule): a POST
+// fails, a POST with an idempotency key and a GET are retried.
+func TestTransportDoesNotResendARequestTheServerMayHaveRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		key          bool
+		wantRuns     int64 // handler runs for the two requests
+		wantErr      bool
+	}{
+		{"POST", "POST", false, 2, true},
+		{"POST with Idempotency-Key", "POST", true, 3, false},
+		{"GET", "GET", false, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs atomic.Int64
+			srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if runs.Add(1) == 2 {
+					// Ran it, then died without answering.
+					c, _, err := w.(http.Hijacker).Hijack()
+					if err == nil {
+						c.Close()
+					}
+					return
+				}
+				io.WriteString(w, "ok")
+			})
+			hc := &http.Client{Transport: client.NewTransport(4)}
+			do := func() error {
+				req, err := http.NewRequest(tc.method, srv.URL, strings.NewReader("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.key {
+					req.Header.Set("Idempotency-Key", "k1")
+				}
+				resp, err := hc.Do(req)
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				_, err = io.ReadAll(resp.Body)
+				return err
+			}
+			if err := do(); err != nil {
+				t.Fatal(err)
+			}
+			err := do() // on the pooled connection the server closes after running it
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("second request: err %v, want error %v", err, tc.wantErr)
+			}
+			if got := runs.Load(); got != tc.wantRuns {
+				t.Fatalf("handler ran %d times, want %d", got, tc.wantRuns)
+			}
+		})
 	}
 }
