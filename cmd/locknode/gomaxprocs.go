@@ -55,7 +55,8 @@ type gomaxprocsPlan struct {
 }
 
 // planGOMAXPROCS decides the number of Ps from the flag value (may be
-// empty) and GOMAXPROCS (the runtime already applied it; it wins). A
+// empty) and GOMAXPROCS (the runtime already applied a positive one; it
+// wins). A
 // malformed flag is an error even when GOMAXPROCS wins.
 func planGOMAXPROCS(flagVal, env string) (gomaxprocsPlan, error) {
 	var p gomaxprocsPlan
@@ -66,7 +67,9 @@ func planGOMAXPROCS(flagVal, env string) (gomaxprocsPlan, error) {
 		}
 		p = gomaxprocsPlan{procs: v, flagSet: true}
 	}
-	if env != "" {
+	// The runtime takes GOMAXPROCS only when it is a positive number
+	// (it ignores 0, "auto" and the like), and so does this.
+	if v, err := strconv.Atoi(env); err == nil && v > 0 {
 		p = gomaxprocsPlan{fromEnv: true, flagSet: p.flagSet}
 	}
 	return p, nil

@@ -369,6 +369,8 @@ func TestPlanGOMAXPROCS(t *testing.T) {
 		{"zero is Go's default", "0", "", gomaxprocsPlan{flagSet: true}, false},
 		{"GOMAXPROCS wins", "", "2", gomaxprocsPlan{fromEnv: true}, false},
 		{"GOMAXPROCS wins over flag", "1", "4", gomaxprocsPlan{fromEnv: true, flagSet: true}, false},
+		{"GOMAXPROCS=0 is ignored, as the runtime does", "1", "0", gomaxprocsPlan{procs: 1, flagSet: true}, false},
+		{"GOMAXPROCS=auto is ignored", "1", "auto", gomaxprocsPlan{procs: 1, flagSet: true}, false},
 		{"negative", "-1", "", gomaxprocsPlan{}, true},
 		{"too large", "4097", "", gomaxprocsPlan{}, true},
 		{"auto is not a value", "auto", "", gomaxprocsPlan{}, true},
