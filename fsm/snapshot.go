@@ -242,6 +242,17 @@ type keyValue struct {
 	v *Value
 }
 
+// sharedPrefix shortens common (a prefix length of first) to the prefix
+// first shares with k.
+func sharedPrefix[S ~string | ~[]byte](first, k S, common int) int {
+	n := min(common, len(k))
+	i := 0
+	for i < n && k[i] == first[i] {
+		i++
+	}
+	return i
+}
+
 // sortedValues returns the key space in key order.
 func sortedValues(keys map[string]*Value) []keyValue {
 	kvs := make([]keyValue, 0, len(keys))
@@ -253,12 +264,7 @@ func sortedValues(keys map[string]*Value) []keyValue {
 			first, common = k, len(k)
 			continue
 		}
-		n := min(common, len(k))
-		i := 0
-		for i < n && k[i] == first[i] {
-			i++
-		}
-		common = i
+		common = sharedPrefix(first, k, common)
 	}
 	for i := range kvs {
 		kvs[i].p = prefix8(kvs[i].k, max(common, 0))

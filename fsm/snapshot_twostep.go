@@ -332,12 +332,7 @@ func keyOrder(n int, key func(i int) []byte) []orderEntry {
 			first, common = k, len(k)
 			continue
 		}
-		c := min(common, len(k))
-		j := 0
-		for j < c && k[j] == first[j] {
-			j++
-		}
-		common = j
+		common = sharedPrefix(first, k, common)
 	}
 	es := make([]orderEntry, n)
 	for i := range es {
