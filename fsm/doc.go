@@ -129,5 +129,10 @@
 //
 // Snapshot writes the complete state in a versioned binary format with
 // every map in key order; Restore rebuilds the derived indexes and the due
-// heap. Equal tables give equal bytes.
+// heap. Equal tables give equal bytes. The same bytes can be made in two
+// steps, so that the caller's lock is held only for the first:
+// SnapshotUnordered writes the key records in map order (and their
+// offsets to a second writer), WriteOrdered or WriteOrderedAt then sort
+// them by key and write the snapshot, reading only what the first step
+// wrote.
 package fsm
