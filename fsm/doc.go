@@ -132,7 +132,7 @@
 // heap. Equal tables give equal bytes. The same bytes can be made in two
 // steps, so that the caller's lock is held only for the first:
 // SnapshotUnordered writes the key records in map order (and their
-// offsets to a second writer), WriteOrdered or WriteOrderedAt then sort
-// them by key and write the snapshot, reading only what the first step
-// wrote.
+// offsets to a second writer); the UnorderedSnapshot it returns then sorts
+// them by key and writes the snapshot (WriteOrdered, WriteOrderedAt),
+// reading only what the first step wrote.
 package fsm
