@@ -7,8 +7,8 @@ import (
 	"os"
 )
 
-// mapFile is not implemented here: Persist reads the file through
-// ReadAt instead.
+// mapFile: this build maps no files (mmap is used on Linux only), so
+// Persist takes its ReadAt path.
 func mapFile(f *os.File, size int64) (b []byte, unmap func() error, err error) {
-	return nil, nil, errors.New("not implemented on this OS")
+	return nil, nil, errors.New("cluster: no file mapping on this OS")
 }

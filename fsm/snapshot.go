@@ -99,15 +99,7 @@ func (e *enc) str(v string) {
 
 func (e *enc) bytes(v []byte) {
 	e.uvarint(uint64(len(v)))
-	if len(v) < encDirect {
-		e.buf = append(e.buf, v...)
-		return
-	}
-	e.flush()
-	if e.err == nil {
-		_, e.err = e.w.Write(v)
-	}
-	e.off += int64(len(v))
+	e.raw(v)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
