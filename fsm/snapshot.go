@@ -275,7 +275,7 @@ func sortedValues(keys map[string]*Value) []keyValue {
 }
 
 // prefix8 is k[from:from+8] as a big-endian integer, zero-padded.
-func prefix8(k string, from int) uint64 {
+func prefix8[S ~string | ~[]byte](k S, from int) uint64 {
 	var p uint64
 	for i := 0; i < 8; i++ {
 		p <<= 8

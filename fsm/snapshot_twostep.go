@@ -336,7 +336,7 @@ func keyOrder(n int, key func(i int) []byte) []orderEntry {
 	}
 	es := make([]orderEntry, n)
 	for i := range es {
-		es[i] = orderEntry{p: prefix8b(key(i), common), i: i}
+		es[i] = orderEntry{p: prefix8(key(i), common), i: i}
 	}
 	slices.SortFunc(es, func(a, b orderEntry) int {
 		if a.p != b.p {
@@ -345,16 +345,4 @@ func keyOrder(n int, key func(i int) []byte) []orderEntry {
 		return bytes.Compare(key(a.i), key(b.i))
 	})
 	return es
-}
-
-// prefix8b is prefix8 of a key held as bytes.
-func prefix8b(k []byte, from int) uint64 {
-	var p uint64
-	for i := 0; i < 8; i++ {
-		p <<= 8
-		if j := from + i; j < len(k) {
-			p |= uint64(k[j])
-		}
-	}
-	return p
 }
