@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test bench bench-compare lint fuzz chaos
+.PHONY: all build run test bench bench-compare lattrace lint fuzz chaos
 
 all: lint build test
 
@@ -16,10 +16,13 @@ run:
 # Under 15 minutes on 2 cores; -p 2 keeps package binaries from starving
 # each other's raft timers.
 # third_party/raft is its own module (outside ./...): its fork tests run
-# here; upstream's whole suite is `cd third_party/raft && go test .`.
+# here (and its lattrace build is vetted); upstream's whole suite is
+# `cd third_party/raft && go test .`. bench/ is a module too: its unit
+# tests run here, its benchmarks under `make bench`.
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
-	cd third_party/raft && $(GO) test -race -count=1 -run ParallelWrite .
+	cd third_party/raft && $(GO) test -race -count=1 -run ParallelWrite . && $(GO) vet -tags lattrace .
+	cd bench && $(GO) test -count=1 ./...
 
 # Micro-benchmarks, then the locknode harness (bench/, its own Go module:
 # not part of `make test`). Results go to bench/results/locknode.*.
@@ -33,6 +36,18 @@ bench:
 # bench/results/compare.{md,svg,jsonl}.
 bench-compare:
 	cd bench && $(GO) run ./cmd/lockbench -compare $(BENCHFLAGS)
+
+# Where one acknowledged write's time goes: nodes built with -tags lattrace
+# timestamp each stage of every entry's commit path during a 1-worker
+# lockbench run; bench's lattrace prints a per-stage table (p50/p90/mean).
+TRACEDIR ?= /tmp/locknode-lattrace
+lattrace:
+	rm -rf $(TRACEDIR) && mkdir -p $(TRACEDIR)
+	$(GO) build -tags lattrace -o $(TRACEDIR)/locknode ./cmd/locknode
+	cd bench && LOCKNODE_LATTRACE=$(TRACEDIR)/trace $(GO) run ./cmd/lockbench -backends locknode-resp \
+		-skip contended,failover,scale,scripts -concurrency 1 -duration 8s \
+		-locknode-bin $(TRACEDIR)/locknode -out $(TRACEDIR) -name lattrace $(BENCHFLAGS)
+	cd bench && $(GO) run ./cmd/lattrace $(TRACEDIR)/trace
 
 lint:
 	@out="$$(gofmt -l .)"; \

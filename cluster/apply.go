@@ -84,10 +84,18 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 			return fsm.Result{}, outcomeDone, ErrClosed
 		}
 	}
+	var t0 int64
+	if raft.TraceOn {
+		t0 = time.Now().UnixNano()
+	}
 	f := n.propose(l, cmd)
 	if err := n.await(f); err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
+	}
+	if raft.TraceOn {
+		raft.TraceMarkAt(raft.TracePropose, f.Index(), t0)
+		raft.TraceMark(raft.TraceWoken, f.Index())
 	}
 	res, err := proposalResult(f)
 	return res, outcomeDone, err

@@ -155,6 +155,11 @@ func (r *Raft) runFSM() {
 		var responses []interface{}
 		if len(sendLogs) > 0 {
 			start := time.Now()
+			if TraceOn {
+				for _, l := range sendLogs {
+					TraceMarkAt(TraceFSMStart, l.Index, start.UnixNano())
+				}
+			}
 			responses = batchingFSM.ApplyBatch(sendLogs)
 			metrics.MeasureSince([]string{"raft", "fsm", "applyBatch"}, start)
 			metrics.AddSample([]string{"raft", "fsm", "applyBatchNum"}, float32(len(reqs)))

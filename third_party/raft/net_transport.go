@@ -666,6 +666,9 @@ func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, en
 			return err
 		}
 		rpc.Command = &req
+		if TraceOn {
+			traceLogs(TraceFDecoded, req.Entries)
+		}
 
 		leaderAddr := req.RPCHeader.Addr
 		if len(leaderAddr) == 0 {
@@ -746,6 +749,11 @@ RESP:
 	respWaitStart := time.Now()
 	select {
 	case resp := <-respCh:
+		if TraceOn {
+			if req, ok := rpc.Command.(*AppendEntriesRequest); ok {
+				traceLogs(TraceFConnGot, req.Entries)
+			}
+		}
 		defer metrics.MeasureSinceWithLabels([]string{"raft", "net", "rpcRespond"}, respWaitStart, labels)
 		// Send the error first
 		respErr := ""
@@ -759,6 +767,11 @@ RESP:
 		// Send the response
 		if err := enc.Encode(resp.Response); err != nil {
 			return err
+		}
+		if TraceOn {
+			if req, ok := rpc.Command.(*AppendEntriesRequest); ok {
+				traceLogs(TraceFRespEncoded, req.Entries)
+			}
 		}
 	case <-n.shutdownCh:
 		return ErrTransportShutdown
@@ -807,6 +820,11 @@ func sendRPC(conn *netConn, rpcType uint8, args interface{}) error {
 	if err := conn.w.Flush(); err != nil {
 		conn.Release()
 		return err
+	}
+	if TraceOn {
+		if req, ok := args.(*AppendEntriesRequest); ok {
+			traceLogs(TraceAEFlushed, req.Entries)
+		}
 	}
 	return nil
 }

@@ -818,6 +818,9 @@ func (r *Raft) leaderLoop() {
 				groupReady = append(groupReady, e)
 				groupFutures[idx] = commitLog
 				lastIdxInGroup = idx
+				if TraceOn {
+					TraceMark(TraceLCommit, idx)
+				}
 			}
 
 			// Process the group
@@ -1260,6 +1263,9 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		applyLog.log.AppendedAt = now
 		logs[idx] = &applyLog.log
 		r.leaderState.inflight.PushBack(applyLog)
+		if TraceOn {
+			TraceMarkAt(TraceDispatch, lastIndex, now.UnixNano())
+		}
 	}
 
 	// locknode fork: send the batch to the followers while it is written
@@ -1286,6 +1292,9 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		}
 		r.setState(Follower)
 		return
+	}
+	if TraceOn {
+		traceLogs(TraceLeaderStored, logs)
 	}
 	r.leaderState.commitment.match(r.localID, lastIndex)
 }
@@ -1446,6 +1455,9 @@ func (r *Raft) processHeartbeat(rpc RPC) {
 // appendEntries is invoked when we get an append entries RPC call. This must
 // only be called from the main thread.
 func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
+	if TraceOn {
+		traceLogs(TraceFLoop, a.Entries)
+	}
 	defer metrics.MeasureSince([]string{"raft", "rpc", "appendEntries"}, time.Now())
 	// Setup a response
 	resp := &AppendEntriesResponse{
@@ -1457,6 +1469,9 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 	}
 	var rpcErr error
 	defer func() {
+		if TraceOn {
+			traceLogs(TraceFRespond, a.Entries)
+		}
 		rpc.Respond(resp, rpcErr)
 	}()
 
@@ -1549,6 +1564,9 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				// TODO: leaving r.getLastLog() in the wrong
 				// state if there was a truncation above
 				return
+			}
+			if TraceOn {
+				traceLogs(TraceFStored, newEntries)
 			}
 
 			// Handle any new configuration changes

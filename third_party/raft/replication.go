@@ -228,10 +228,18 @@ START:
 
 	// Make the RPC call
 	start = time.Now()
+	if TraceOn {
+		for _, e := range req.Entries {
+			TraceMarkAt(TraceAESend, e.Index, start.UnixNano())
+		}
+	}
 	if err := r.trans.AppendEntries(peer.ID, peer.Address, &req, &resp); err != nil {
 		r.logger.Error("failed to appendEntries to", "peer", peer, "error", err)
 		s.failures++
 		return
+	}
+	if TraceOn {
+		traceLogs(TraceLGotResp, req.Entries)
 	}
 	appendStats(string(peer.ID), start, float32(len(req.Entries)), r.noLegacyTelemetry)
 
