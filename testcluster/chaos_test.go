@@ -129,3 +129,33 @@ func runChaos(t *testing.T, seed uint64, dur time.Duration) {
 		t.Errorf("convergence: %v", err)
 	}
 }
+
+// TestRecheckHistory re-checks a history that CheckLinearizable wrote
+// (LOCKNODE_CHAOS_HISTORY=path) one key at a time, with
+// LOCKNODE_CHAOS_CHECK_TIMEOUT per key (default 10m): which key made the
+// whole check time out, and is it linearizable after all.
+func TestRecheckHistory(t *testing.T) {
+	path := os.Getenv("LOCKNODE_CHAOS_HISTORY")
+	if path == "" {
+		t.Skip("LOCKNODE_CHAOS_HISTORY not set")
+	}
+	timeout := 10 * time.Minute
+	if s := os.Getenv("LOCKNODE_CHAOS_CHECK_TIMEOUT"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("LOCKNODE_CHAOS_CHECK_TIMEOUT=%q: %v", s, err)
+		}
+		timeout = d
+	}
+	ops, err := ReadHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kc := range RecheckHistory(ops, timeout) {
+		if kc.Err != nil {
+			t.Errorf("key %q (%d ops, %d unknown) after %v: %v", kc.Key, kc.Ops, kc.Unknown, kc.Took, kc.Err)
+		} else if kc.Took > time.Second {
+			t.Logf("key %q (%d ops, %d unknown) linearizable, checked in %v", kc.Key, kc.Ops, kc.Unknown, kc.Took)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,43 @@ func TestCheckLinearizableCatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A history written on a failed check reads back as it was, and
+// RecheckHistory names the key that is not linearizable.
+func TestRecheckHistoryNamesTheKey(t *testing.T) {
+	t.Setenv("LOCKNODE_TEST_ARTIFACTS", t.TempDir())
+	ttl := 10 * time.Second
+	h := NewHistory()
+	for _, o := range []Op{
+		{Client: 0, Kind: OpTryAcquire, Key: "bad", Owner: "a", TTL: ttl, Call: ms(0), Return: ms(1), Outcome: OK, Fence: 5, Deadline: 11000},
+		{Client: 1, Kind: OpTryAcquire, Key: "bad", Owner: "b", TTL: ttl, Call: ms(2), Return: ms(3), Outcome: OK, Fence: 7, Deadline: 11002},
+		{Client: 2, Kind: OpTryAcquire, Key: "good", Owner: "c", TTL: ttl, Call: ms(0), Return: ms(1), Outcome: Unknown, Err: "timeout"},
+		{Client: 2, Kind: OpGet, Key: "good", Call: ms(4), Return: ms(5), Outcome: OK, Holder: "c", Fence: 6, Deadline: 11001, ReadTime: 1004},
+	} {
+		h.Add(o)
+	}
+	path, err := WriteHistory(h.Ops())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, h.Ops()) {
+		t.Fatalf("history read back differs:\n%v\n%v", back, h.Ops())
+	}
+	got := RecheckHistory(back, 10*time.Second)
+	if len(got) != 2 || got[0].Key != "bad" || got[1].Key != "good" {
+		t.Fatalf("keys: %+v", got)
+	}
+	if !errors.Is(got[0].Err, ErrNotLinearizable) || got[0].Ops != 2 {
+		t.Errorf("bad: %+v", got[0])
+	}
+	if got[1].Err != nil || got[1].Unknown != 1 {
+		t.Errorf("good: %+v", got[1])
 	}
 }
 

@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -313,8 +314,16 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	case porcupine.Ok:
 		return nil
 	case porcupine.Unknown:
-		return fmt.Errorf("%w after %v (%d operations)", ErrCheckTimeout, timeout, len(ops))
+		// A search that runs out of time is often one that is exhausting
+		// a history with no linearization: keep the history so that
+		// RecheckHistory can look at it key by key without a deadline.
+		where := ""
+		if path, err := WriteHistory(ops); err == nil {
+			where = "; history in " + path
+		}
+		return fmt.Errorf("%w after %v (%d operations)%s", ErrCheckTimeout, timeout, len(ops), where)
 	}
+	hist, _ := WriteHistory(ops)
 	f, err := os.CreateTemp(ArtifactDir(), "porcupine-*.html")
 	if err != nil {
 		return fmt.Errorf("%w (visualisation not written: %v)", ErrNotLinearizable, err)
@@ -333,7 +342,72 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	}
 	txt := strings.TrimSuffix(path, ".html") + ".txt"
 	_ = os.WriteFile(txt, []byte(b.String()), 0o644)
-	return fmt.Errorf("%w: visualisation in %s, history in %s", ErrNotLinearizable, path, txt)
+	return fmt.Errorf("%w: visualisation in %s, history in %s and %s", ErrNotLinearizable, path, txt, hist)
+}
+
+// WriteHistory writes ops as JSON to a new file in ArtifactDir (for
+// ReadHistory) and returns its path.
+func WriteHistory(ops []Op) (string, error) {
+	f, err := os.CreateTemp(ArtifactDir(), "history-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := json.NewEncoder(f).Encode(ops); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
+}
+
+// ReadHistory reads a history written by WriteHistory.
+func ReadHistory(path string) ([]Op, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ops []Op
+	if err := json.Unmarshal(b, &ops); err != nil {
+		return nil, fmt.Errorf("testcluster: %s: %w", path, err)
+	}
+	return ops, nil
+}
+
+// KeyCheck is RecheckHistory's verdict on one key.
+type KeyCheck struct {
+	Key     string
+	Ops     int
+	Unknown int // operations of unknown outcome
+	Took    time.Duration
+	Err     error // nil, ErrNotLinearizable or ErrCheckTimeout (wrapped)
+}
+
+// RecheckHistory checks ops one key at a time, each within timeout, so
+// that a history whose whole check timed out says which key is hard and
+// whether it is linearizable after all.
+func RecheckHistory(ops []Op, timeout time.Duration) []KeyCheck {
+	byKey := map[string][]Op{}
+	for _, o := range ops {
+		byKey[o.Key] = append(byKey[o.Key], o)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]KeyCheck, 0, len(keys))
+	for _, k := range keys {
+		kc := KeyCheck{Key: k, Ops: len(byKey[k])}
+		for _, o := range byKey[k] {
+			if o.Outcome == Unknown {
+				kc.Unknown++
+			}
+		}
+		start := time.Now()
+		kc.Err = CheckLinearizable(byKey[k], timeout)
+		kc.Took = time.Since(start)
+		out = append(out, kc)
+	}
+	return out
 }
 
 // ArtifactDir is where checkers write failure artifacts:
