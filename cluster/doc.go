@@ -27,7 +27,9 @@
 //     table applies committed entries in batches (raft.BatchingFSM).
 //  5. Waiting without polling: a blocking acquire registers a local
 //     channel under its waiter id before proposing, and is completed when
-//     this node applies the grant (or the end of the wait).
+//     this node applies the grant (or the end of the wait) at an index
+//     after the entry that queued it: a retried acquire may queue its id
+//     again after the first wait ended, and that end is not its answer.
 //  6. Failures are reported fast: a lost leader or dropped connection
 //     fails a request at once; only requests that are safe to repeat
 //     (carrying a request id, or never delivered) are retried when a new

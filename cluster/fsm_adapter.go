@@ -197,9 +197,22 @@ func (n *Node) dispatch(index uint64, events []fsm.Event) {
 			continue
 		}
 		if ch, ok := n.waiters[e.WaiterID]; ok {
+			we := waiterEvent{index: index, ev: e}
 			select {
-			case ch <- e:
+			case ch <- we:
 			default:
+				// A later outcome replaces an unread earlier one: an id is
+				// queued again after its first wait ended when a retried
+				// acquire's first answer was lost (Acquire), and only the
+				// last wait can be the one its request is blocked on.
+				select {
+				case <-ch:
+				default:
+				}
+				select {
+				case ch <- we:
+				default:
+				}
 			}
 		}
 	}
@@ -233,11 +246,18 @@ func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func
 	}
 }
 
+// waiterEvent is a local waiter's outcome (EvGranted or EvWaitEnded) and
+// the index of the entry that produced it.
+type waiterEvent struct {
+	index uint64
+	ev    fsm.Event
+}
+
 // registerWaiter returns the channel that receives waiter id's outcome
 // (EvGranted or EvWaitEnded). Register before proposing the acquire, so
 // an outcome applied before the proposer starts waiting is not lost.
-func (n *Node) registerWaiter(id string) chan fsm.Event {
-	ch := make(chan fsm.Event, 1)
+func (n *Node) registerWaiter(id string) chan waiterEvent {
+	ch := make(chan waiterEvent, 1)
 	n.waitMu.Lock()
 	n.waiters[id] = ch
 	n.waitMu.Unlock()

@@ -170,13 +170,28 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	// The channel was registered before the acquire's entry existed, so
 	// the grant (a later entry) cannot have been missed, even when the
 	// Queued answer came from the dedupe cache for a retried request id.
-	select {
-	case ev := <-ch:
-		return waitOutcome(req, ev)
-	case <-ctx.Done():
-		return api.Lease{}, n.cancelWait(id, req, ch, ctx.Err())
-	case <-n.closed:
-		return api.Lease{}, ErrClosed
+	//
+	// Only an outcome applied after the entry that answered Queued is
+	// this wait's. Apply retries a proposal whose answer was lost; if the
+	// first one was queued and its wait timed out before the retry was
+	// applied, the FSM has forgotten the id and queues it again, and the
+	// first wait's end is already in ch: taken as the answer, it would
+	// report a timeout for a waiter that is still queued and may be
+	// granted — a hold nobody knows of. An answer from the dedupe cache
+	// or the waiter table means the first wait was still queued, so its
+	// outcome comes later too.
+	for {
+		select {
+		case we := <-ch:
+			if we.index <= res.Index {
+				continue
+			}
+			return waitOutcome(req, we.ev)
+		case <-ctx.Done():
+			return api.Lease{}, n.cancelWait(id, req, ch, res.Index, ctx.Err())
+		case <-n.closed:
+			return api.Lease{}, ErrClosed
+		}
 	}
 }
 
@@ -262,17 +277,18 @@ func waitOutcome(req api.AcquireRequest, ev fsm.Event) (api.Lease, error) {
 	return api.Lease{}, apiErr(ev.Err)
 }
 
-// cancelWait removes waiter id after the caller gave up, with a fresh
-// context (the caller's has ended). If the waiter was granted in the
-// meantime, the hold is released again.
-func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan fsm.Event, cause error) error {
+// cancelWait removes waiter id, queued by the entry at index queued,
+// after the caller gave up, with a fresh context (the caller's has
+// ended). If the waiter was granted in the meantime, the hold is
+// released again.
+func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent, queued uint64, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CancelTimeout)
 	defer cancel()
 	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpCancelWait, ReqID: id, Owner: req.Owner})
 	granted := err == nil && res.Granted
 	select {
-	case ev := <-ch:
-		granted = granted || ev.Kind == fsm.EvGranted
+	case we := <-ch:
+		granted = granted || (we.index > queued && we.ev.Kind == fsm.EvGranted)
 	default:
 	}
 	if err != nil {

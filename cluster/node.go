@@ -84,7 +84,7 @@ type Node struct {
 	kick chan struct{}
 
 	waitMu  sync.Mutex
-	waiters map[string]chan fsm.Event
+	waiters map[string]chan waiterEvent
 
 	subMu  sync.Mutex
 	subs   map[uint64]func(uint64, []fsm.Event)
@@ -260,7 +260,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 		appliedCh: make(chan struct{}),
 		leaderCh:  make(chan struct{}),
 		kick:      make(chan struct{}, 1),
-		waiters:   make(map[string]chan fsm.Event),
+		waiters:   make(map[string]chan waiterEvent),
 		subs:      make(map[uint64]func(uint64, []fsm.Event)),
 		reqPrefix: reqPrefix,
 		closed:    make(chan struct{}),
