@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/locknode/locknode/cluster"
 )
 
 // envInt reads an integer environment variable, or def.
@@ -28,6 +30,11 @@ func envInt(t *testing.T, name string, def uint64) uint64 {
 // runs a few fixed seeds; `make chaos` sets LOCKNODE_CHAOS_SEEDS (how
 // many), LOCKNODE_CHAOS_BASE (first seed) and LOCKNODE_CHAOS_DURATION
 // (per schedule). LOCKNODE_CHAOS_SEED=s re-runs exactly seed s.
+// LOCKNODE_CHAOS_SNAPSHOTS=n has the nodes snapshot every n entries and
+// keep only n behind it, checked every 200ms, so that snapshots, log
+// compaction, restores after restart and snapshot installs on lagging
+// followers happen under the faults too (with the defaults, a run
+// shorter than 30s takes no snapshot at all).
 func TestChaos(t *testing.T) {
 	seeds := envInt(t, "LOCKNODE_CHAOS_SEEDS", 3)
 	base := envInt(t, "LOCKNODE_CHAOS_BASE", 1)
@@ -47,14 +54,20 @@ func TestChaos(t *testing.T) {
 			list = append(list, base+i)
 		}
 	}
+	var opts Options
+	if snaps := envInt(t, "LOCKNODE_CHAOS_SNAPSHOTS", 0); snaps > 0 {
+		opts.Config = func(_ int, c *cluster.Config) {
+			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = snaps, snaps, 200*time.Millisecond
+		}
+	}
 	for _, seed := range list {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runChaos(t, seed, dur)
+			runChaos(t, seed, dur, opts)
 		})
 	}
 }
 
-func runChaos(t *testing.T, seed uint64, dur time.Duration) {
+func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options) {
 	sched := NewSchedule(seed, 3, dur)
 	t.Logf("nemesis seed %d (re-run: LOCKNODE_CHAOS_SEED=%d go test -race -run TestChaos ./testcluster/)\n%v", seed, seed, sched)
 	defer func() {
@@ -62,7 +75,8 @@ func runChaos(t *testing.T, seed uint64, dur time.Duration) {
 			t.Logf("FAILED with nemesis seed %d", seed)
 		}
 	}()
-	c := New(t, 3, Options{Seed: seed})
+	opts.Seed = seed
+	c := New(t, 3, opts)
 	h := NewHistory()
 	w := &Workload{Keys: Keys("k", 3), Seed: seed}
 	w.Clients = []*Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1), c.HTTPClient(h, 2),

@@ -89,6 +89,12 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	// Registered first, so it runs last: no t.Log after the nodes are gone.
 	t.Cleanup(c.tlog.stop)
 	c.log = newTestLogger(c.tlog, logLevel(opts.LogLevel))
+	// The data directories before shutdown: cleanups run last-registered
+	// first, so the nodes stop before their directories are removed
+	// (else a snapshot under way fails, or RemoveAll races a write).
+	for range n {
+		c.dirs = append(c.dirs, t.TempDir())
+	}
 	t.Cleanup(c.shutdown)
 
 	for i := range n {
@@ -109,7 +115,6 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 		c.respLn = append(c.respLn, sl)
 		c.net.addrs[i] = rl.addr()
 		c.peers = append(c.peers, cluster.Peer{ID: nodeID(i), Addr: rl.addr()})
-		c.dirs = append(c.dirs, t.TempDir())
 		c.clocks = append(c.clocks, newSkewClock())
 	}
 	for i := range n {
