@@ -338,7 +338,7 @@ func luaErrText(s string) string {
 }
 
 func errTable(L *lua.LState, text string) *lua.LTable {
-	t := L.NewTable()
+	t := L.CreateTable(0, 1)
 	t.RawSetString("err", lua.LString(text))
 	return t
 }
@@ -467,7 +467,7 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 	case reply.Double:
 		if r.resp3 {
 			f, _ := strconv.ParseFloat(res.Str, 64)
-			t := L.NewTable()
+			t := L.CreateTable(0, 1)
 			t.RawSetString("double", lua.LNumber(f))
 			return t
 		}
@@ -478,7 +478,13 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 		}
 		return lua.LFalse
 	case reply.Status:
-		t := L.NewTable()
+		// One field: CreateTable, not NewTable, which presizes 32 array
+		// slots and a 32-entry map (~3.3 KB against ~0.6 KB). A script
+		// taking a lock per key gets one of these per SET: with NewTable
+		// they were 57 % of the bytes a lockbench scale fill allocated
+		// (EVAL of 100 SET NX PX, 454 -> 197 KB per entry), and the fill
+		// ran at half the speed, its collections chasing the garbage.
+		t := L.CreateTable(0, 1)
 		t.RawSetString("ok", lua.LString(res.Str))
 		return t
 	case reply.Error:

@@ -63,3 +63,35 @@ func BenchmarkEvalRedissonCycle(b *testing.B) {
 		}
 	}
 }
+
+// The scale workload's fill (bench/ lockbench -scale-fill script): one
+// EVAL per log entry doing SET key token NX PX for 100 keys. Allocation
+// per entry is what the fill's garbage collections chase, and with it
+// how far the heap of a node taking a million locks rises above the
+// table (cluster/snapshot.go, cmd/locknode/runtime.go).
+func BenchmarkEvalFillScript(b *testing.B) {
+	const script = `local n = 0
+for i = 1, #KEYS do
+  if redis.call('SET', KEYS[i], ARGV[i+1], 'NX', 'PX', ARGV[1]) then n = n + 1 end
+end
+return n`
+	const perEntry = 100
+	t := New(DefaultConfig())
+	cmd := &Command{Op: OpEval, Script: []byte(script), KeysB: make([][]byte, perEntry), Args: make([][]byte, perEntry+1)}
+	cmd.Args[0] = []byte("3600000")
+	var index uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < perEntry; k++ {
+			n := int64(i*perEntry + k)
+			cmd.KeysB[k] = strconv.AppendInt([]byte("bench/held/"), n, 10)
+			cmd.Args[k+1] = strconv.AppendInt([]byte("owner-"), n, 10)
+		}
+		index++
+		cmd.Time = int64(index)
+		if r := t.Apply(index, cmd); r.Reply.Int != perEntry {
+			b.Fatalf("fill: %+v", r.Reply)
+		}
+	}
+}
