@@ -199,9 +199,27 @@ func (p memLimitPlan) apply(log hclog.Logger) {
 // binary (a restarted node holds the same table in 231 MB), the
 // snapshot's transient sort slice (fsm, 24-32 MB) and memory the
 // runtime has not yet returned to the OS after such a peak.
+//
+// Session 4 halved the headroom (40 -> 20 MiB) and the floor (20 ->
+// 10 %): 1M locks are ~186 MiB live, so the old floor, not the headroom,
+// decided their collections, and right after a bulk fill a node sat at
+// 311-406 MB (lockbench scale, RSS when the fill is done: the heap near
+// its goal, the goal near 1.2x a live heap swollen by garbage allocated
+// while the last mark ran, and the runtime's 10 % of retained pages on
+// top). The fill is where it costs: one collection per ~20 MiB
+// allocated; the same session made a scripted fill allocate 57 % less
+// (fsm: Lua status tables), which paid for it. Alternating runs, load
+// 4-5, with that fsm change in both: after the fill 253-361 MB
+// (median 286, one 361 caught a snapshot being persisted, its file
+// mapped) against 269-362 (median 292) at 40 MiB / 20 %, VmHWM
+// 325-363 against 338-367; fill 18-38k locks/s against 23-26k; before
+// both changes 311-406 MB, VmHWM 357-435, fill 12-16k locks/s. A small
+// table is not affected: the 64-worker throughput benchmark's live heap
+// is 1-4 MiB, far under the headroom, so it runs at Go's 100 % either
+// way.
 const (
-	autoGCHeadroom   = 40 << 20
-	autoGCMinPercent = 20  // never collect more often than at 20 % growth
+	autoGCHeadroom   = 20 << 20
+	autoGCMinPercent = 10  // never collect more often than at 10 % growth
 	autoGCMaxPercent = 100 // never hold more than Go's default would
 	autoGCEvery      = 500 * time.Millisecond
 )
