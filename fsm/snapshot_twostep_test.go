@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // tableFromBytes builds a table from data, read as a list of steps of 4
@@ -101,6 +102,24 @@ func twoStep(t *Table) error {
 	}
 	if !bytes.Equal(fromBytes.Bytes(), want.Bytes()) {
 		return fmt.Errorf("WriteOrdered: %d bytes differ from Snapshot's %d", fromBytes.Len(), want.Len())
+	}
+	// Dropping: chunks of one record (every record its own sweep), of
+	// a few records, and the real size.
+	for _, chunk := range []int{1, 200, orderChunk} {
+		var got bytes.Buffer
+		d := dropCheck{b: unordered.Bytes(), index: index.Bytes()}
+		if err := u.writeOrdered(&got, unordered.Bytes(), index.Bytes(), d.drop, chunk); err != nil {
+			return fmt.Errorf("WriteOrderedDropping, chunk %d: %v", chunk, err)
+		}
+		if d.err != nil {
+			return fmt.Errorf("WriteOrderedDropping, chunk %d: %v", chunk, d.err)
+		}
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			return fmt.Errorf("WriteOrderedDropping, chunk %d: %d bytes differ from Snapshot's %d", chunk, got.Len(), want.Len())
+		}
+		if d.whole != 1 || d.indexDrops != 1 {
+			return fmt.Errorf("WriteOrderedDropping, chunk %d: dropped all of b %d times and the index %d times, want once each", chunk, d.whole, d.indexDrops)
+		}
 	}
 	if !bytes.Equal(fromAt.Bytes(), want.Bytes()) {
 		return fmt.Errorf("WriteOrderedAt: %d bytes differ from Snapshot's %d", fromAt.Len(), want.Len())
@@ -245,4 +264,34 @@ func FuzzSnapshotTwoStep(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// dropCheck checks WriteOrderedDropping's drop calls: each names a part
+// of b or all of the index.
+type dropCheck struct {
+	b, index          []byte
+	whole, indexDrops int
+	err               error
+}
+
+func (d *dropCheck) drop(p []byte) {
+	switch {
+	case len(p) == len(d.index) && unsafe.SliceData(p) == unsafe.SliceData(d.index):
+		d.indexDrops++
+	case len(p) == len(d.b) && unsafe.SliceData(p) == unsafe.SliceData(d.b):
+		d.whole++
+	case !within(p, d.b) && d.err == nil:
+		d.err = fmt.Errorf("drop of %d bytes outside the encoding", len(p))
+	}
+}
+
+// within reports whether p is a part of b (an empty p anywhere in it).
+func within(p, b []byte) bool {
+	if len(b) == 0 {
+		return len(p) == 0
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	hi := lo + uintptr(len(b))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(p)))
+	return at >= lo && at+uintptr(len(p)) <= hi
 }
