@@ -133,6 +133,8 @@
 // steps, so that the caller's lock is held only for the first:
 // SnapshotUnordered writes the key records in map order (and their
 // offsets to a second writer); the UnorderedSnapshot it returns then sorts
-// them by key and writes the snapshot (WriteOrdered, WriteOrderedAt),
-// reading only what the first step wrote.
+// them by key and writes the snapshot (WriteOrdered, WriteOrderedAt, or
+// WriteOrderedDropping for files the caller mapped, holding only a few
+// MiB of them in memory at a time), reading only what the first step
+// wrote.
 package fsm
