@@ -57,11 +57,11 @@ import (
 // the node's peak and was in any resident set sampled during a snapshot
 // (lockbench caught one right after its 1M-lock fill: RssFile 80 MB
 // instead of 15). Measured in-process (TestSnapshotCost, 1M locks,
-// five snapshots each, load ~4): resident set during Persist +0-7 MB
-// over before it (was +11-58 MB); Persist 436-573 ms, median 464 (was
-// 290-425, median 312: each 4 MiB chunk of records is one more sweep
-// over the file); same bytes (CRC-32 1215334b both). The unmap comes
-// before the heap is given back and the sink is closed.
+// five snapshots each, load 4-5): resident set during Persist +0-11 MB
+// over before it (was +11-58 MB); Persist 382-463 ms, median 398 (was
+// 290-425, median 312: each 8 MiB chunk of records is one more sweep
+// over the file, fsm's orderChunk); same bytes (CRC-32 1215334b both).
+// The unmap comes before the heap is given back and the sink is closed.
 //
 // The encoding used to go into a bytes.Buffer (60 MB for 1M locks, and up
 // to twice that while the buffer grew, on the heap), then into one file
