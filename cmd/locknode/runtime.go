@@ -210,13 +210,29 @@ func (p memLimitPlan) apply(log hclog.Logger) {
 // allocated; the same session made a scripted fill allocate 57 % less
 // (fsm: Lua status tables), which paid for it. Alternating runs, load
 // 4-5, with that fsm change in both: after the fill 253-361 MB
-// (median 286, one 361 caught a snapshot being persisted, its file
+// (median 289, one 361 caught a snapshot being persisted, its file
 // mapped) against 269-362 (median 292) at 40 MiB / 20 %, VmHWM
 // 325-363 against 338-367; fill 18-38k locks/s against 23-26k; before
-// both changes 311-406 MB, VmHWM 357-435, fill 12-16k locks/s. A small
+// both changes 311-406 MB, VmHWM 357-444, fill 12-16k locks/s. A small
 // table is not affected: the 64-worker throughput benchmark's live heap
 // is 1-4 MiB, far under the headroom, so it runs at Go's 100 % either
-// way.
+// way (64 workers, six alternating pairs, load 3.7-6.2: median 5,365
+// cycles/s against 5,105 before).
+//
+// With all three session-4 changes (this, the Lua tables, and Persist
+// dropping the snapshot file's pages, cluster/snapshot.go), five runs:
+// after the fill 258-311 MB per node (median 276; 12 of 15 nodes under
+// 300, one at 300.2), VmHWM 284-323; before them, eight runs: 305-406 (median
+// 336), VmHWM 350-444. What is left above the ~250 MB of a table and
+// its goal is live heap a node carries only while it fills: garbage
+// allocated during a mark that lasts 1-2.6 s on the loaded machine,
+// and, when a snapshot runs then, Persist's ~34 MB of offsets and sort
+// entries (gctrace: live up to 247-263 MiB late in the fill, 186 after
+// it). Tried and dropped: 10 MiB / 5 % (after the fill 249-306, two
+// runs: no better), and a soft memory limit kept by this tuner at the
+// heap goal plus the runtime's own memory, so the runtime returns free
+// pages down to it (243-314, two runs: the outliers are live heap, not
+// free pages).
 const (
 	autoGCHeadroom   = 20 << 20
 	autoGCMinPercent = 10  // never collect more often than at 10 % growth
