@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"syscall"
@@ -19,6 +20,12 @@ import (
 func mapFile(f *os.File, size int64) (b []byte, unmap func() error, err error) {
 	if size <= 0 || size > math.MaxInt {
 		return nil, nil, errors.New("cannot map this size")
+	}
+	// A read past the end of the file through the mapping is a SIGBUS,
+	// which Go cannot recover from: a short file goes to the ReadAt path,
+	// which reports it as an error.
+	if fi, err := f.Stat(); err != nil || fi.Size() < size {
+		return nil, nil, fmt.Errorf("cannot map %d bytes of a shorter file", size)
 	}
 	b, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {

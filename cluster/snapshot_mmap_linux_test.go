@@ -130,3 +130,32 @@ func mappingRSS(t *testing.T, b []byte) int {
 	t.Fatalf("mapping at %s not in /proc/self/smaps", start)
 	return 0
 }
+
+// A file shorter than the size asked for is not mapped (a read past its
+// end through the mapping would be a SIGBUS): Persist takes the ReadAt
+// path, which reports the short file as an error.
+func TestMapFileRefusesShortFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, size := range []int64{101, int64(os.Getpagesize()) + 1} {
+		if b, unmap, err := mapFile(f, size); err == nil {
+			unmap()
+			t.Errorf("mapFile(100-byte file, %d) mapped %d bytes", size, len(b))
+		}
+	}
+	b, unmap, err := mapFile(f, 100)
+	if err != nil {
+		t.Fatalf("mapFile(100-byte file, 100): %v", err)
+	}
+	defer unmap()
+	if len(b) != 100 {
+		t.Fatalf("mapped %d bytes, want 100", len(b))
+	}
+}

@@ -323,7 +323,10 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 		}
 		return fmt.Errorf("%w after %v (%d operations)%s", ErrCheckTimeout, timeout, len(ops), where)
 	}
-	hist, _ := WriteHistory(ops)
+	histNote := ""
+	if hist, err := WriteHistory(ops); err == nil {
+		histNote = " and " + hist
+	}
 	f, err := os.CreateTemp(ArtifactDir(), "porcupine-*.html")
 	if err != nil {
 		return fmt.Errorf("%w (visualisation not written: %v)", ErrNotLinearizable, err)
@@ -342,7 +345,7 @@ func CheckLinearizable(ops []Op, timeout time.Duration) error {
 	}
 	txt := strings.TrimSuffix(path, ".html") + ".txt"
 	_ = os.WriteFile(txt, []byte(b.String()), 0o644)
-	return fmt.Errorf("%w: visualisation in %s, history in %s and %s", ErrNotLinearizable, path, txt, hist)
+	return fmt.Errorf("%w: visualisation in %s, history in %s%s", ErrNotLinearizable, path, txt, histNote)
 }
 
 // WriteHistory writes ops as JSON to a new file in ArtifactDir (for

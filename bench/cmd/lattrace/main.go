@@ -57,7 +57,7 @@ var path = []int{propose, dispatch, aeSend, aeFlushed, fDecoded, fLoop, fStored,
 
 var followerStages = []int{fDecoded, fLoop, fStored, fRespond, fConnGot, fRespEncoded}
 
-// marks is one process's first time (Unix ns) per entry index and stage.
+// marks is one process's earliest time (Unix ns) per entry index and stage.
 type marks map[uint64]map[int]int64
 
 func main() {
@@ -106,7 +106,7 @@ func run(prefix string) error {
 	return nil
 }
 
-// read parses "stage index unixnano" lines, keeping each stage's first time.
+// read parses "stage index unixnano" lines, keeping each stage's earliest time.
 func read(name string) (marks, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -131,7 +131,9 @@ func read(name string) (marks, error) {
 			e = map[int]int64{}
 			m[idx] = e
 		}
-		if _, seen := e[st]; !seen {
+		// Full chunks are written by separate goroutines, so a file is
+		// not in time order: keep each stage's earliest time.
+		if old, seen := e[st]; !seen || t < old {
 			e[st] = t
 		}
 	}
@@ -167,7 +169,11 @@ func collect(leader marks, followers []marks) ([][]float64, []float64, []float64
 		var first map[int]int64
 		for _, f := range followers {
 			fe := f[idx]
-			if t, ok := fe[fRespEncoded]; ok && (first == nil || t < first[fRespEncoded]) {
+			t, ok := fe[fRespEncoded]
+			if !ok || t < e[propose] || t > e[woken] {
+				continue // no answer, or another run's entry with this index
+			}
+			if first == nil || t < first[fRespEncoded] {
 				first = fe
 			}
 		}
