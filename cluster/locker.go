@@ -127,7 +127,8 @@ func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Leas
 // ends first, the waiter is removed through the log and ctx's error is
 // returned (wrapping api.ErrCancelled); a grant that raced with the
 // cancel is released again, so the caller never holds a lock it was not
-// told about.
+// told about — except with a req.RequestID, whose grant another attempt
+// may have delivered (see cancelWait): that one ends with its lease.
 func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := n.acquireCmd(req)
 	if err != nil {
@@ -280,7 +281,12 @@ func waitOutcome(req api.AcquireRequest, ev fsm.Event) (api.Lease, error) {
 // cancelWait removes waiter id, queued by the entry at index queued,
 // after the caller gave up, with a fresh context (the caller's has
 // ended). If the waiter was granted in the meantime, the hold is
-// released again.
+// released again — unless id is the caller's request id: then another
+// attempt of the same request (a client's retry after its connection
+// dropped, on this node or another) may have been answered with that
+// grant, and releasing it would leave that client holding a lock that
+// is free. Such a grant ends with its lease, or with the release of the
+// attempt that delivered it.
 func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent, queued uint64, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CancelTimeout)
 	defer cancel()
@@ -293,6 +299,10 @@ func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent
 	}
 	if err != nil {
 		n.log.Warn("cancelling a wait failed; the waiter ends at its deadline", "waiter", id, "error", err)
+	}
+	if granted && req.RequestID != "" {
+		n.log.Info("a grant raced with a cancel; kept, another attempt of the request may hold it", "waiter", id, "key", req.Key)
+		granted = false
 	}
 	if granted {
 		rel := &fsm.Command{Op: fsm.OpRelease, Key: req.Key, Keys: req.Keys, Owner: req.Owner, Reentrant: req.Reentrant}
