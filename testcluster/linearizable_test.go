@@ -83,6 +83,19 @@ func TestCheckLinearizableCatches(t *testing.T) {
 				Outcome: OK, Fence: 1267, Deadline: 7481},
 			{Client: 2, Kind: OpRelease, Key: "k", Owner: "a", Call: ms(27412), Return: ms(27611), Outcome: OK, Released: true},
 		}, false},
+		// Chaos seed 14007: a read saw the hold of an acquire that then
+		// ended unknown (its client gave up waiting); the node's cancel
+		// released it, and another client was granted well inside its TTL.
+		{"read sees an unknown acquire's hold, then its cancel releases it", []Op{
+			{Client: 0, Kind: OpAcquire, Key: "k", Owner: "a", TTL: ttl, Call: ms(0), Return: ms(30), Outcome: Unknown, Err: "wait cancelled"},
+			{Client: 1, Kind: OpGet, Key: "k", Call: ms(10), Return: ms(11), Outcome: OK, Holder: "a"},
+			grant(1, "b", 20, 21, 7, 1020),
+		}, true},
+		{"read sees a granted hold, then another grant inside its TTL", []Op{
+			grant(0, "a", 0, 1, 5, 1000),
+			{Client: 1, Kind: OpGet, Key: "k", Call: ms(10), Return: ms(11), Outcome: OK, Holder: "a"},
+			grant(1, "b", 20, 21, 7, 1020),
+		}, false},
 		{"other keys are independent", []Op{
 			grant(0, "a", 0, 1, 5, 1000),
 			{Client: 1, Kind: OpTryAcquire, Key: "k2", Owner: "b", TTL: ttl, Call: ms(2), Return: ms(3), Outcome: OK, Fence: 6, Deadline: 1001 + ttl.Milliseconds()},

@@ -209,8 +209,10 @@ func stepOne(s lockState, op Op) []lockState {
 		if op.ReadTime != 0 && (op.ReadTime < s.Now || (s.Deadline != 0 && s.Deadline <= op.ReadTime)) {
 			return nil
 		}
+		// A hold seen by a read stays Soft: the node may still end it on
+		// its client's behalf (the cancel of a wait whose client gave up
+		// can be applied any time later; chaos seed 14007).
 		n := s
-		n.Soft = false
 		if n.Fence == 0 && op.Fence != 0 {
 			n.Fence = op.Fence
 			n.LastFence = max(n.LastFence, op.Fence)
