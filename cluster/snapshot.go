@@ -46,61 +46,14 @@ import (
 //     through ReadAt instead: the keys copied to the heap and one read
 //     per record, slower, same bytes.
 //
-// The files are page cache, not heap. They are removed from the
-// directory as soon as they are created, so a crash leaves nothing
-// behind, and their pages are usually dropped before writeback, since
-// they live for seconds. They are mapped only while Persist runs, and
-// only the pages Persist is reading count in the process's resident set
-// meanwhile (the page cache holds them either way): until session 4 the
-// whole of both files did (mapped with MAP_POPULATE, read in key order,
-// i.e. at random), 57 + 8 MB at 1M locks on top of the heap, which set
-// the node's peak and was in any resident set sampled during a snapshot
-// (lockbench caught one right after its 1M-lock fill: RssFile 80 MB
-// instead of 15). Measured in-process (TestSnapshotCost, 1M locks,
-// five snapshots each, load 4-5): resident set during Persist +0-11 MB
-// over before it (was +11-58 MB); Persist 382-463 ms, median 398 (was
-// 290-425, median 312: each 8 MiB chunk of records is one more sweep
-// over the file, fsm's orderChunk); same bytes (CRC-32 1215334b both).
-// The unmap comes before the heap is given back and the sink is closed.
-//
-// The encoding used to go into a bytes.Buffer (60 MB for 1M locks, and up
-// to twice that while the buffer grew, on the heap), then into one file
-// but sorted under the lock (fsm.Table.Snapshot), which kept applies
-// waiting 0.5-2 s at 1M locks: ~70 % collecting and sorting the keys,
-// ~25 % encoding them in key order, i.e. in an order unrelated to where
-// they are in memory, a cache miss or two each.
-//
-// The alternative — hold the read lock from Snapshot until Persist ends
-// and encode straight into the sink — is worse here: (1) the lock would
-// be held across raft's hand-off between the two calls, in which raft's
-// main loop must answer a configuration request; if the FSM goroutine is
-// then blocked on our lock and raft's 128-deep apply channel fills, raft
-// deadlocks; (2) ApplyBatch waiting for the write lock blocks every new
-// reader (sync.RWMutex), so reads would stall too, where today only
-// applies do; (3) the stall would grow by the sort, the sink's CRC and
-// write time. What remains of the pause is visiting every key once
-// (fsm's touch overlaps the cache misses), encoding it and writing the
-// files (~20 ms of it, logged as file_writes); shrinking it further
-// needs a copy-on-write table in fsm. A garbage collection that
-// overlaps the snapshot still stretches it (on one P, several times
-// over): most of the outliers below.
-//
-// Measured at 1M locks (57 MB encoded) on 2 cores shared with two other
-// engineers, before (sorted under the lock) and after alternated:
-//   - TestSnapshotCost, LOCKNODE_SNAPSHOT_REPEAT=5, three runs each
-//     (load 3-5): applies paused, median of the runs' medians, 501 ms
-//     before (runs 485-515 ms), 127 ms after (125-127 ms), 3.9x less;
-//     earlier at load 5-7: 608 vs 141 ms; GOMAXPROCS=1: 518 vs 133 ms.
-//   - lockbench scale (3 `locknode serve` nodes, each logging its
-//     applies_paused), four runs each: median over the nodes' snapshots
-//     of the full table 1.25 s before (0.97-1.68 s), 0.20 s after
-//     (0.13-1.02 s).
-//   - Heap: 32 MB allocated under the lock before, 1 MB after (the
-//     encoder's buffer); Persist allocates 24 MB (offsets and the sort)
-//     where it copied with 1 MB; peak +25 MB (was +33 MB). Resident set
-//     per node after the snapshot (lockbench): 220-265 MB both ways.
-//   - Persist: 0.27-0.6 s off the apply path (was a 10 ms copy).
-//   - Bytes written: identical (length and CRC-32 at 1M locks).
+// The files are page cache, not heap: removed from the directory as soon
+// as they are created (a crash leaves nothing behind), mapped only while
+// Persist runs, and read a few MiB at a time with the pages behind
+// dropped, so they add little to the resident set. Holding the read lock
+// from Snapshot until Persist ends instead would hold it across raft's
+// hand-off between the two calls (raft's main loop can then deadlock on
+// a full apply channel) and stall readers behind a waiting ApplyBatch.
+// The measurements: bench/results/tuning.md#snapshots.
 
 // fileSnapshot is a point-in-time encoded table in an unlinked file, key
 // records in map order (fsm.Table.SnapshotUnordered), with their offsets
@@ -248,16 +201,6 @@ func (t *timedWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Restores and the garbage collector: not paused, on measurement.
-//
-// A restore builds the whole table at once and nearly everything it
-// allocates stays live (1M locks: 184 MB allocated, 183 MB live after),
-// so collecting while it runs only re-marks a growing heap. Switching
-// collection off for the restore (debug.SetGCPercent(-1)) was tried:
-// in-process (TestSnapshotCost) the restore's CPU fell from 0.63-0.94 s
-// to 0.53-0.61 s, but the full collection it defers costs 0.25-0.55 s
-// right after, and restarting three `locknode serve` processes from
-// 1M-lock data dirs (13-14 alternating runs each, load 5-12) gave the same
-// restart-to-serving median (4.4 s both) and the same CPU to serving.
-// With no gain it is not worth a process-wide setting that an embedding
-// application would see change under it.
+// Restores run with the collector on: switching it off for a restore
+// saved no time to serving (bench/results/tuning.md#snapshots), and a
+// process-wide setting would change under an embedding application.

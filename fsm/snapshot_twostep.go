@@ -142,13 +142,9 @@ func (u *UnorderedSnapshot) WriteOrderedDropping(w io.Writer, b, index []byte, d
 }
 
 // orderChunk is the bytes of records WriteOrderedDropping gathers per
-// sweep over the encoding, and how far behind a sweep it drops pages.
-// At 1M locks (57 MB) 8 MiB means 7 sweeps; each touches nearly every
-// page again, but from the page cache, a fault per 64 KiB (the kernel
-// maps pages around a faulting one). Persist at 1M locks, five
-// snapshots each (cluster TestSnapshotCost, load 4-5): 4 MiB 436-573
-// ms, 8 MiB 382-463, 16 MiB 344-438 (all mapped at once: 290-425); the
-// resident set rose by up to 7, 11 and 23 MB.
+// sweep over the encoding, and how far behind a sweep it drops pages:
+// larger chunks mean fewer sweeps but more resident pages during Persist
+// (bench/results/tuning.md#snapshot-order-chunk).
 const orderChunk = 8 << 20
 
 // writeOrdered is WriteOrdered, or with drop, WriteOrderedDropping with

@@ -170,69 +170,11 @@ func (p memLimitPlan) apply(log hclog.Logger) {
 // The Go GC target (GOGC) locknode uses by default: "auto", a GC
 // percentage that shrinks as the live heap grows, so the heap's headroom
 // over the live data stays near autoGCHeadroom instead of growing with
-// the table.
-//
-// Why: a node's heap is almost all lock table, long-lived. At Go's
-// default GOGC=100 the heap grows to twice the live data before a
-// collection, so with 1M held locks (~185 MiB live) a node sat at
-// 511-607 MB RSS (lockbench scale, RSS once every node has a snapshot,
-// four runs). A fixed lower percentage costs throughput: GOGC=50 gave
-// 389-432 MB but the uncontended 64-worker benchmark fell from a median
-// 7084 to 5858 cycles/s (4 alternating pairs, load 5-6), because with a
-// small table collections come twice as often for the same work. A
-// headroom in bytes keeps Go's 100 % while the live heap is under the
-// headroom (the throughput benchmark's case) and collects after a fixed
-// number of allocated bytes once the table is large. Measured on the
-// shared 2-core machine, lockbench (3 nodes):
-//   - headroom 40 MiB: 1M locks 266-339 MB per node in five runs
-//     (VmHWM 333-376 MB); uncontended 64 workers 7094 vs 6007 cycles/s
-//     for GOGC=100 (medians of 4 alternating pairs, load 2.6-5): no
-//     cost within the noise; restart to serving 1.77-1.85 s at load
-//     1.5-5 (GOGC=100: 1.84-2.29 s);
-//   - headroom 64 MiB: 291-372 MB, throughput 5025 vs 5020 cycles/s.
-//
-// The cost: filling 1M locks as fast as possible (128 connections)
-// collects a large heap often: 31247-32957 locks/s against
-// 43641-52257 at GOGC=100 on a quiet machine (load 1.5-2.5; 64 MiB:
-// 33939), i.e. ~35 % slower bulk writes once the table is large. The
-// rest of the RSS is not the heap's headroom: ~35 MB of runtime and
-// binary (a restarted node holds the same table in 231 MB), the
-// snapshot's transient sort slice (fsm, 24-32 MB) and memory the
-// runtime has not yet returned to the OS after such a peak.
-//
-// Session 4 halved the headroom (40 -> 20 MiB) and the floor (20 ->
-// 10 %): 1M locks are ~186 MiB live, so the old floor, not the headroom,
-// decided their collections, and right after a bulk fill a node sat at
-// 311-406 MB (lockbench scale, RSS when the fill is done: the heap near
-// its goal, the goal near 1.2x a live heap swollen by garbage allocated
-// while the last mark ran, and the runtime's 10 % of retained pages on
-// top). The fill is where it costs: one collection per ~20 MiB
-// allocated; the same session made a scripted fill allocate 57 % less
-// (fsm: Lua status tables), which paid for it. Alternating runs, load
-// 4-5, with that fsm change in both: after the fill 253-361 MB
-// (median 289, one 361 caught a snapshot being persisted, its file
-// mapped) against 269-362 (median 292) at 40 MiB / 20 %, VmHWM
-// 325-363 against 338-367; fill 18-38k locks/s against 23-26k; before
-// both changes 311-406 MB, VmHWM 357-444, fill 12-16k locks/s. A small
-// table is not affected: the 64-worker throughput benchmark's live heap
-// is 1-4 MiB, far under the headroom, so it runs at Go's 100 % either
-// way (64 workers, six alternating pairs, load 3.7-6.2: median 5,365
-// cycles/s against 5,105 before).
-//
-// With all three session-4 changes (this, the Lua tables, and Persist
-// dropping the snapshot file's pages, cluster/snapshot.go), five runs:
-// after the fill 258-311 MB per node (median 276; 12 of 15 nodes under
-// 300, one at 300.2), VmHWM 284-323; before them, eight runs: 305-406 (median
-// 336), VmHWM 350-444. What is left above the ~250 MB of a table and
-// its goal is live heap a node carries only while it fills: garbage
-// allocated during a mark that lasts 1-2.6 s on the loaded machine,
-// and, when a snapshot runs then, Persist's ~34 MB of offsets and sort
-// entries (gctrace: live up to 247-263 MiB late in the fill, 186 after
-// it). Tried and dropped: 10 MiB / 5 % (after the fill 249-306, two
-// runs: no better), and a soft memory limit kept by this tuner at the
-// heap goal plus the runtime's own memory, so the runtime returns free
-// pages down to it (243-314, two runs: the outliers are live heap, not
-// free pages).
+// the table. A node's heap is almost all long-lived lock table: at
+// GOGC=100 it doubles the resident set of a large table, and a fixed
+// lower percentage costs throughput while the table is small; a headroom
+// in bytes keeps Go's 100 % for small tables and collects after a fixed
+// amount of allocation for large ones (bench/results/tuning.md#gc-percent).
 const (
 	autoGCHeadroom   = 20 << 20
 	autoGCMinPercent = 10  // never collect more often than at 10 % growth
