@@ -39,6 +39,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	var grants, expiries, commands int
 
 	n.mu.Lock()
+	held := time.Now()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -77,6 +78,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	now := n.table.Now()
 	n.mu.Unlock()
 
+	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(commands, grants, expiries)
 	for _, ae := range evs {
 		n.dispatch(ae.index, ae.events)

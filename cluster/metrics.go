@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -26,6 +27,10 @@ type metrics struct {
 	grants       prometheus.Counter
 	expiries     prometheus.Counter
 	ticks        prometheus.Counter
+	// applyBatch is how long each batch of applies held the table: every
+	// read and grant on the node waits that long.
+	applyBatch prometheus.Histogram
+	maxPause   atomic.Int64 // longest applyBatch observation, ns
 }
 
 func newMetrics(n *Node) *metrics {
@@ -54,13 +59,20 @@ func newMetrics(n *Node) *metrics {
 			Name: "locknode_expiries_total", Help: "Holds ended by lease or session expiry."}),
 		ticks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_ticks_total", Help: "Ticks this node proposed as leader."}),
+		applyBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "locknode_apply_batch_seconds",
+			Help:    "Time one batch of committed entries held the table while it was applied.",
+			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 12),
+		}),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.forwarded,
-		m.commands, m.grants, m.expiries, m.ticks,
+		m.commands, m.grants, m.expiries, m.ticks, m.applyBatch,
+		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
+			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",
 			func() float64 { return float64(n.AppliedIndex()) }),
 		gauge("locknode_term", "Current raft term.", func() float64 {
@@ -97,6 +109,17 @@ func (m *metrics) proposed(op fsm.Op) {
 		m.proposalsBy[op].Store(p) // a racing store holds the same child
 	}
 	(*p).Inc()
+}
+
+// applyPause records one batch's hold of the table.
+func (m *metrics) applyPause(d time.Duration) {
+	m.applyBatch.Observe(d.Seconds())
+	for {
+		cur := m.maxPause.Load()
+		if int64(d) <= cur || m.maxPause.CompareAndSwap(cur, int64(d)) {
+			return
+		}
+	}
 }
 
 func (m *metrics) applied(commands, grants, expiries int) {
