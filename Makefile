@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test bench bench-compare lattrace lint fuzz chaos
+.PHONY: all build run test bench bench-compare lattrace lint fuzz chaos soak
 
 all: lint build test
 
@@ -36,6 +36,15 @@ bench:
 # bench/results/compare.{md,svg,jsonl}.
 bench-compare:
 	cd bench && $(GO) run ./cmd/lockbench -compare $(BENCHFLAGS)
+
+# Mixed load (locks, scripts with memory bombs, big values, connection
+# churn, pub/sub with a subscriber that never reads) against 3 `locknode
+# serve` processes for SOAK (default 30m), clients on every node; samples
+# each node's RSS and longest apply pause. Fails if a node dies. Results:
+# bench/results/soak.{md,jsonl}.
+SOAK ?= 30m
+soak:
+	cd bench && $(GO) run ./cmd/lockbench -soak $(SOAK) $(BENCHFLAGS)
 
 # Where one acknowledged write's time goes: nodes built with -tags lattrace
 # timestamp each stage of every entry's commit path during a 1-worker

@@ -61,6 +61,8 @@ type options struct {
 	skipWorkloads  string
 	settings       settings
 	pollMin, pollM time.Duration
+	soak           time.Duration // run only the soak workload, this long
+	soakEvery      time.Duration
 }
 
 var allBackends = []string{"locknode-resp", "locknode-http", "redis", "redis-aof", "redlock-3-redis", "etcd-1node", "etcd-3node"}
@@ -98,6 +100,8 @@ func run() int {
 	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
 	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
 	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
+	flag.DurationVar(&o.soak, "soak", 0, "run only the soak workload for this long (mixed load on 3 nodes, RSS and apply pauses sampled; make soak)")
+	flag.DurationVar(&o.soakEvery, "soak-every", 10*time.Second, "sampling interval of the soak workload")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data and logs) and print its path")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -112,6 +116,9 @@ func run() int {
 	}
 	if o.name == "" {
 		o.name = "locknode"
+		if o.soak > 0 {
+			o.name = "soak"
+		}
 		if o.compare {
 			o.name = "compare"
 		}
@@ -207,6 +214,14 @@ func run() int {
 			logf("go build ./cmd/locknode failed: %v\n%s", err, out)
 			return 1
 		}
+	}
+	if o.soak > 0 {
+		dir, _ := os.MkdirTemp(tmp, "soak-")
+		if err := soak(ctx, &o.settings, dir, o.soak, o.soakEvery, o.out, o.name); err != nil {
+			logf("%v", err)
+			return 1
+		}
+		return 0
 	}
 	needRedis := containsAny(names, "redis", "redis-aof", "redlock-3-redis") || (o.scaleRedis && !skip["scale"])
 	if needRedis {
