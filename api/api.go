@@ -27,6 +27,7 @@ var (
 	ErrLimit          = errors.New("locknode: over a limit")                    // HTTP 400
 	ErrCancelled      = errors.New("locknode: wait cancelled")                  // HTTP 408
 	ErrLockDelay      = errors.New("locknode: key in lock-delay")               // HTTP 423
+	ErrMaxHold        = errors.New("locknode: max hold time reached")           // HTTP 409
 )
 
 // Error codes in JSON error bodies {"code": ..., "message": ...}. One table,
@@ -45,6 +46,7 @@ const (
 	CodeLimit          = "limit"
 	CodeCancelled      = "cancelled"
 	CodeLockDelay      = "lock_delay"
+	CodeMaxHold        = "max_hold"
 	CodeInternal       = "internal"
 )
 
@@ -79,13 +81,21 @@ type AcquireRequest struct {
 
 // Lease is a granted hold.
 type Lease struct {
-	Key      string   `json:"key,omitempty"`
-	Keys     []string `json:"keys,omitempty"`
-	Owner    string   `json:"owner"`
-	Fence    uint64   `json:"fence"`
-	TTLMs    int64    `json:"ttl_ms"`
-	Count    int      `json:"count,omitempty"`       // reentrant hold count
-	Deadline int64    `json:"deadline_ms,omitempty"` // cluster clock (FSM ms) when the lease ends
+	Key   string   `json:"key,omitempty"`
+	Keys  []string `json:"keys,omitempty"`
+	Owner string   `json:"owner"`
+	Fence uint64   `json:"fence"`
+	// TTLMs is the lease as granted or extended: Deadline minus the
+	// cluster clock of the granting entry, which is less than asked when
+	// a max hold caps it.
+	TTLMs    int64 `json:"ttl_ms"`
+	Count    int   `json:"count,omitempty"`       // reentrant hold count
+	Deadline int64 `json:"deadline_ms,omitempty"` // cluster clock (FSM ms) when the lease ends
+	// WaitedMs is how long the acquire waited in the queue, by the
+	// cluster clock (which never runs ahead of real time): the grant came
+	// at least this long after the request was sent, so a client's safe
+	// deadline counts from its send time plus WaitedMs.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
 }
 
 // ReleaseRequest ends a hold (POST /v1/locks/release).

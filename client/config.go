@@ -35,7 +35,7 @@ type Config struct {
 	// blocking one (acquire, campaign) gets its wait plus this. Default 10s.
 	RequestTimeout time.Duration
 	// DriftMargin is subtracted from every lease to get the holder's safe
-	// deadline (send time + TTL - margin): it covers the rate difference
+	// deadline (send time + wait + granted TTL - margin): it covers the rate difference
 	// between this machine's clock and the cluster leader's. Default
 	// (zero): max(10ms, TTL/10) for each lease.
 	DriftMargin time.Duration

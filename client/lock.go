@@ -53,12 +53,16 @@ func (s State) String() string {
 // any time — a partition, a pause of this process, an operator's forced
 // release. The handle cannot prevent that; it tells you in time:
 //
-//   - The safe deadline is S + TTL - margin, where S is the local
+//   - The safe deadline is S + W + TTL - margin, where S is the local
 //     (monotonic) time at which the last successful acquire or extend
-//     request was first SENT — the server started the lease no earlier
-//     than that, so the lease cannot end before S + TTL in the server's
-//     time; margin (Config.DriftMargin, default max(10ms, TTL/10)) covers
-//     clock-rate difference between this machine and the cluster leader.
+//     request was first SENT, W the time the acquire waited in the queue
+//     by the cluster's clock (Lease.WaitedMs; the cluster clock never
+//     runs ahead of real time, so the grant came at least W after S), and
+//     TTL the lease the server granted (Lease.TTLMs, less than asked when
+//     a max hold caps it). The lease cannot end before S + W + TTL in the
+//     server's time; margin (Config.DriftMargin, default max(10ms,
+//     TTL/10)) covers clock-rate difference between this machine and the
+//     cluster leader.
 //   - Renewal is sent every TTL/3 (from S). If renewals keep failing, the
 //     handle enters Jeopardy when less than TTL/3 remains before the safe
 //     deadline, and cancels Context(): do your work under Context() and
@@ -162,14 +166,16 @@ func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent
 	return l
 }
 
-// safeDeadline is send time + effective TTL - margin. The server may have
-// granted less than asked (a max-hold cap); its answer's TTL then rules.
+// safeDeadline is send time + time waited in the queue + granted TTL -
+// margin. The server may have granted less than asked (a max-hold cap);
+// its answer's TTL then rules.
 func (l *Lock) safeDeadline(sent time.Time, lease api.Lease) time.Time {
 	ttl := l.ttl
 	if lease.TTLMs > 0 && time.Duration(lease.TTLMs)*time.Millisecond < ttl {
 		ttl = time.Duration(lease.TTLMs) * time.Millisecond
 	}
-	return sent.Add(ttl - l.margin)
+	waited := time.Duration(max(lease.WaitedMs, 0)) * time.Millisecond
+	return sent.Add(waited + ttl - l.margin)
 }
 
 // Key returns the lock's key.
@@ -249,6 +255,9 @@ func (l *Lock) run(sent time.Time) {
 	defer close(l.done)
 	renewAt := sent.Add(l.ttl / 3)
 	var (
+		// capped: the hold reached its max hold; no renewal can move the
+		// safe deadline any more, so the handle only waits for it.
+		capped      bool
 		inflight    chan extendResult
 		stopExtend  context.CancelFunc = func() {}
 		sessionDone <-chan struct{}
@@ -269,7 +278,7 @@ func (l *Lock) run(sent time.Time) {
 			stops = append(stops, t.Stop)
 			return t.C
 		}
-		if inflight == nil {
+		if inflight == nil && !capped {
 			renewC = timer(renewAt)
 		}
 		if state == Held {
@@ -306,6 +315,12 @@ func (l *Lock) run(sent time.Time) {
 				l.mu.Unlock()
 				l.c.log.Trace("lock renewed", "lock", l.key, "took", time.Since(r.sent))
 				renewAt = r.sent.Add(l.ttl / 3)
+			case errors.Is(r.err, api.ErrMaxHold):
+				// The server will end the hold at its max hold, which the
+				// safe deadline already respects (every answer's TTL is
+				// capped by it): stop asking.
+				l.c.log.Debug("lock at its max hold; not renewing", "lock", l.key, "safe_in", time.Until(safe))
+				capped = true
 			case errors.Is(r.err, api.ErrNotOwner), errors.Is(r.err, api.ErrNotHeld),
 				errors.Is(r.err, api.ErrNotFound), errors.Is(r.err, api.ErrSessionExpired):
 				l.lose(fmt.Errorf("%w: %w", ErrLost, r.err))

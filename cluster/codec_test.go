@@ -17,7 +17,7 @@ func TestResultCodec(t *testing.T) {
 		r    fsm.Result
 	}{
 		{"empty", fsm.Result{}},
-		{"granted", fsm.Result{Index: 7, Granted: true, Fence: 7, Deadline: 1700000000000, Count: 2}},
+		{"granted", fsm.Result{Index: 7, Granted: true, Fence: 7, Deadline: 1700000000000, Count: 2, Now: 1699999990000}},
 		{"queued", fsm.Result{Index: 9, Queued: true, Deadline: -5}},
 		{"released", fsm.Result{Index: 1 << 40, Released: true}},
 		{"refused", fsm.Result{Index: 3, Err: fmt_(fsm.ErrLocked, "fsm: held by another owner: \"k\"")}},

@@ -32,7 +32,7 @@ var errTable = []struct {
 	{fsm.ErrStaleFence, api.ErrStaleFence},
 	{fsm.ErrLockDelay, api.ErrLockDelay},
 	{fsm.ErrBadVersion, api.ErrBadRequest},
-	{fsm.ErrMaxHold, api.ErrLimit},
+	{fsm.ErrMaxHold, api.ErrMaxHold},
 }
 
 // codeUnknown marks a refusal outside errTable (its text still travels).

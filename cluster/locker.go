@@ -85,8 +85,14 @@ func (n *Node) acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
 	return c, nil
 }
 
-func lease(req api.AcquireRequest, fence uint64, deadline int64, count int) api.Lease {
+// lease is the answer to a grant or extend applied at FSM time now: its
+// TTL is what the table granted (Deadline - now, less than asked under a
+// max hold), so a client's safe deadline never outlives the hold.
+func lease(req api.AcquireRequest, fence uint64, deadline, now int64, count int) api.Lease {
 	l := api.Lease{Owner: req.Owner, Fence: fence, TTLMs: req.TTLMs, Count: count, Deadline: deadline}
+	if deadline > 0 && now > 0 {
+		l.TTLMs = max(deadline-now, 0)
+	}
 	if len(req.Keys) > 0 {
 		l.Keys = append([]string(nil), req.Keys...)
 	} else {
@@ -118,7 +124,7 @@ func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Leas
 	if !res.Granted {
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted nor refused")
 	}
-	return lease(req, res.Fence, res.Deadline, res.Count), nil
+	return lease(req, res.Fence, res.Deadline, res.Now, res.Count), nil
 }
 
 // Acquire takes the lock, waiting in the lock's FIFO queue for up to
@@ -164,7 +170,7 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	case res.Err != nil:
 		return api.Lease{}, apiErr(res.Err)
 	case res.Granted:
-		return lease(req, res.Fence, res.Deadline, res.Count), nil
+		return lease(req, res.Fence, res.Deadline, res.Now, res.Count), nil
 	case !res.Queued:
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
 	}
@@ -187,7 +193,7 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 			if we.index <= res.Index {
 				continue
 			}
-			return waitOutcome(req, we.ev)
+			return waitOutcome(req, we.ev, res.Now)
 		case <-ctx.Done():
 			return api.Lease{}, n.cancelWait(id, req, ch, res.Index, ctx.Err())
 		case <-n.closed:
@@ -268,9 +274,15 @@ func (n *Node) openHandoff(cmd *fsm.Command) {
 	}
 }
 
-func waitOutcome(req api.AcquireRequest, ev fsm.Event) (api.Lease, error) {
+// waitOutcome is the answer to an acquire queued at FSM time queuedAt
+// whose wait ended with ev.
+func waitOutcome(req api.AcquireRequest, ev fsm.Event, queuedAt int64) (api.Lease, error) {
 	if ev.Kind == fsm.EvGranted {
-		return lease(req, ev.Fence, ev.Deadline, ev.Count), nil
+		l := lease(req, ev.Fence, ev.Deadline, ev.Now, ev.Count)
+		if queuedAt > 0 && ev.Now > queuedAt {
+			l.WaitedMs = ev.Now - queuedAt
+		}
+		return l, nil
 	}
 	if ev.Err == nil {
 		return api.Lease{}, fmt.Errorf("%w: wait ended", api.ErrCancelled)
@@ -366,7 +378,7 @@ func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, er
 		return api.Lease{}, apiErr(res.Err)
 	}
 	return lease(api.AcquireRequest{Key: req.Key, Keys: req.Keys, Owner: req.Owner, TTLMs: req.TTLMs},
-		res.Fence, res.Deadline, res.Count), nil
+		res.Fence, res.Deadline, res.Now, res.Count), nil
 }
 
 // Inspect describes one key (linearizable unless opts.Stale).

@@ -142,6 +142,7 @@ const (
 	rReleased
 	rErr
 	rReply
+	rNow
 )
 
 func appendResult(b []byte, r *fsm.Result) []byte {
@@ -161,11 +162,17 @@ func appendResult(b []byte, r *fsm.Result) []byte {
 	if r.Reply.Kind != reply.Nil {
 		flags |= rReply
 	}
+	if r.Now != 0 {
+		flags |= rNow
+	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, r.Index)
 	b = binary.AppendUvarint(b, r.Fence)
 	b = binary.AppendVarint(b, r.Deadline)
 	b = binary.AppendVarint(b, int64(r.Count))
+	if flags&rNow != 0 {
+		b = binary.AppendVarint(b, r.Now)
+	}
 	if r.Err != nil {
 		b = append(b, errCode(r.Err))
 		b = appendStr(b, r.Err.Error())
@@ -187,6 +194,9 @@ func decodeResult(b []byte) (fsm.Result, error) {
 	r.Fence = d.uvarint()
 	r.Deadline = d.varint()
 	r.Count = int(d.varint())
+	if flags&rNow != 0 {
+		r.Now = d.varint()
+	}
 	r.Granted = flags&rGranted != 0
 	r.Queued = flags&rQueued != 0
 	r.Released = flags&rReleased != 0

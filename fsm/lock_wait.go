@@ -87,7 +87,7 @@ func (t *Table) grantWaiter(ctx *applyCtx, w *Waiter) {
 	t.unqueue(w)
 	r := t.grantAll(ctx, w, w.Keys)
 	ctx.emit(Event{Kind: EvGranted, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner,
-		Fence: r.Fence, Deadline: r.Deadline, Count: r.Count})
+		Fence: r.Fence, Deadline: r.Deadline, Count: r.Count, Now: ctx.now})
 	t.reqWaiterGranted(w.ID, r)
 }
 

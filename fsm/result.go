@@ -36,6 +36,9 @@ type Result struct {
 
 	// Index is the log index of the entry this result came from.
 	Index uint64
+	// Now is the FSM clock (ms) of that entry. A lease's length as granted
+	// is Deadline - Now; a queued acquire's Now is when its wait began.
+	Now int64
 
 	// Acquire/extend/release outcomes.
 	Granted  bool   // the hold exists now (acquire) or was extended (extend)
@@ -96,6 +99,7 @@ type Event struct {
 	Fence    uint64
 	Deadline int64
 	Count    int
+	Now      int64 // EvGranted: FSM clock of the granting entry
 	Reason   Reason
 	Err      error
 	Channel  string

@@ -511,6 +511,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {
+		r.Now = ctx.now
 		r.Events = ctx.events
 		return r
 	}
@@ -547,6 +548,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	t.flushFreed(ctx)
 	r.Index = index
 	t.remember(ctx, cmd, r)
+	r.Now = ctx.now
 	r.Events = ctx.events
 	return r
 }

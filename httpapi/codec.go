@@ -34,6 +34,7 @@ func AppendJSON(b []byte, v any) (out []byte, ok bool) {
 		e.int("ttl_ms", v.TTLMs)
 		e.intOmit("count", int64(v.Count))
 		e.intOmit("deadline_ms", v.Deadline)
+		e.intOmit("waited_ms", v.WaitedMs)
 	case *api.ReleaseResult:
 		e.open()
 		e.bool("released", v.Released)
@@ -277,6 +278,8 @@ func DecodeJSON(data []byte, v any) bool {
 				return d.intInt(&r.Count)
 			case "deadline_ms":
 				return d.int(&r.Deadline)
+			case "waited_ms":
+				return d.int(&r.WaitedMs)
 			}
 			return false
 		}) {

@@ -49,7 +49,8 @@
 // ways (StatusOf on the server, ErrorOf in the client):
 //
 //	423 locked, lock_delay                     ErrLocked, ErrLockDelay
-//	409 not_owner, stale_fence, conflict       ErrNotOwner, ErrStaleFence, ErrConflict
+//	409 not_owner, stale_fence, conflict,      ErrNotOwner, ErrStaleFence, ErrConflict,
+//	    max_hold                               ErrMaxHold (an extend past the hold's max hold)
 //	404 not_held, not_found                    ErrNotHeld, ErrNotFound (and unknown routes)
 //	408 wait_timeout, cancelled                ErrWaitTimeout, ErrCancelled, context errors
 //	503 no_leader                              ErrNoLeader (retry elsewhere)

@@ -25,6 +25,7 @@ var errorTable = []errorMapping{
 	{api.ErrNotOwner, http.StatusConflict, api.CodeNotOwner},
 	{api.ErrStaleFence, http.StatusConflict, api.CodeStaleFence},
 	{api.ErrConflict, http.StatusConflict, api.CodeConflict},
+	{api.ErrMaxHold, http.StatusConflict, api.CodeMaxHold},
 	{api.ErrNotHeld, http.StatusNotFound, api.CodeNotHeld},
 	{api.ErrNotFound, http.StatusNotFound, api.CodeNotFound},
 	{api.ErrWaitTimeout, http.StatusRequestTimeout, api.CodeWaitTimeout},

@@ -52,6 +52,7 @@ const (
 	msgConflict    = "CONFLICT conflicting lock parameters"
 	msgLimit       = "LIMIT over a limit"
 	msgLockDelay   = "LOCKDELAY key in lock-delay"
+	msgMaxHold     = "MAXHOLD max hold time reached"
 	msgBadRequest  = "ERR bad request"
 	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
@@ -84,6 +85,8 @@ var errorTexts = []struct {
 	{api.ErrLimit, msgLimit},
 	{fsm.ErrLimit, msgLimit},
 	{fsm.ErrBadTTL, msgLimit},
+	{api.ErrMaxHold, msgMaxHold},
+	{fsm.ErrMaxHold, msgMaxHold},
 	{api.ErrLockDelay, msgLockDelay},
 	{fsm.ErrLockDelay, msgLockDelay},
 	{fsm.ErrWrongType, msgWrongType},
