@@ -141,6 +141,9 @@ func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
 	req.Owner = newID()
 	req.WaitMs = 0 // until ctx: local waiters keep their own deadlines
 	lease, sent, err := c.acquire(ctx, req)
+	if err != nil {
+		c.abandonAcquire(ctx, req, err)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -184,12 +187,67 @@ func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
 // giveBack releases an unwanted grant, in the background so the caller
 // (holding c.mu) does not wait on the network.
 func (c *Client) giveBack(key, owner string) {
-	// Ends when the release request answers or times out.
+	c.releaseUnwanted(api.ReleaseRequest{Key: key, Owner: owner}, false)
+}
+
+// abandonAcquire gives back whatever grant an acquire that failed with
+// err may have left behind, so that a hold nobody knows of ends now
+// instead of with its TTL: the node keeps a grant that raced with a
+// cancelled wait when the request carried an id (another attempt of the
+// same request may have delivered it), and a request cut off in transit
+// may still be applied. Only for owner tokens this client made up: a
+// caller's own token may be holding the key through another handle.
+func (c *Client) abandonAcquire(ctx context.Context, req api.AcquireRequest, err error) {
+	if ctx.Err() == nil && definiteRefusal(err) {
+		return
+	}
+	c.releaseUnwanted(api.ReleaseRequest{Key: req.Key, Keys: req.Keys, Owner: req.Owner}, true)
+}
+
+// definiteRefusal reports whether err is the cluster's final answer that
+// the acquire was not granted.
+func definiteRefusal(err error) bool {
+	for _, e := range []error{api.ErrLocked, api.ErrLockDelay, api.ErrBadRequest, api.ErrLimit,
+		api.ErrConflict, api.ErrSessionExpired, api.ErrWaitTimeout, api.ErrMaxHold} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// unwantedRetry is how long releaseUnwanted waits before asking again
+// when the first release found nothing: an acquire still in flight (held
+// back at the leader, or being forwarded) is applied by then.
+const unwantedRetry = time.Second
+
+// releaseUnwanted releases a grant nobody wants, in the background; with
+// again, a release that found nothing held is repeated once after
+// unwantedRetry.
+func (c *Client) releaseUnwanted(req api.ReleaseRequest, again bool) {
+	key := req.Key
+	if key == "" && len(req.Keys) > 0 {
+		key = req.Keys[0]
+	}
+	// Ends when the release requests answer or time out.
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
-		defer cancel()
-		if _, err := c.Release(ctx, api.ReleaseRequest{Key: key, Owner: owner}); err != nil && !errors.Is(err, api.ErrNotHeld) {
-			c.log.Warn("could not give back an unwanted grant; it expires with its TTL", "lock", key, "error", err)
+		for try := 0; ; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
+			r := req
+			r.RequestID = ""
+			res, err := c.Release(ctx, r)
+			cancel()
+			switch {
+			case err == nil && res.Released:
+				c.log.Debug("gave back an unwanted grant", "lock", key)
+				return
+			case err != nil && !errors.Is(err, api.ErrNotHeld) && !errors.Is(err, api.ErrNotOwner):
+				c.log.Warn("could not give back an unwanted grant; it expires with its TTL", "lock", key, "error", err)
+				return
+			case !again || try > 0:
+				return
+			}
+			time.Sleep(unwantedRetry)
 		}
 	}()
 }

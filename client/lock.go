@@ -108,11 +108,15 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Loc
 		return c.lockCoalesced(ctx, key, o)
 	}
 	req := o.request(key)
-	if req.Owner == "" {
+	ours := req.Owner == ""
+	if ours {
 		req.Owner = newID()
 	}
 	lease, sent, err := c.acquire(ctx, req)
 	if err != nil {
+		if ours {
+			c.abandonAcquire(ctx, req, err)
+		}
 		return nil, err
 	}
 	return c.newLock(key, req.Owner, o, lease, sent), nil
@@ -127,11 +131,15 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (*
 	}
 	req := o.request(key)
 	req.WaitMs = 0
-	if req.Owner == "" {
+	ours := req.Owner == ""
+	if ours {
 		req.Owner = newID()
 	}
 	lease, sent, err := c.tryAcquire(ctx, req)
 	if err != nil {
+		if ours {
+			c.abandonAcquire(ctx, req, err)
+		}
 		return nil, err
 	}
 	return c.newLock(key, req.Owner, o, lease, sent), nil

@@ -2,6 +2,8 @@ package locktest_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,4 +98,61 @@ func TestHandleDeadlines(t *testing.T) {
 			t.Fatalf("first handle's context ended at %v, after the second grant at %v", ended, at)
 		}
 	})
+}
+
+// A Lock whose caller gives up while the hand-off is in flight leaves no
+// hold behind: the grant nobody was told of is given back at once, not
+// when its TTL ends.
+func TestCancelledLockLeavesNoOrphan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-node cluster")
+	}
+	tc := testcluster.New(t, 3, testcluster.Options{})
+	ctx := context.Background()
+	c := newClient(t, tc.Endpoints())
+	const key, rounds = "edge/orphan", 30
+	for i := 0; i < rounds; i++ {
+		holder := tc.Locker(i % tc.N())
+		if _, err := holder.TryAcquire(ctx, api.AcquireRequest{Key: key, Owner: "holder", TTLMs: 60_000}); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		res := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(lctx, key, client.WithTTL(60*time.Second))
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			res <- err
+		}()
+		// Wait until the client is queued, then release and cancel at
+		// nearly the same instant, the cancel a little later each round.
+		waitFor(t, 5*time.Second, func() bool {
+			info, err := holder.Inspect(ctx, key, api.ReadOptions{})
+			return err == nil && len(info.Waiters) == 1
+		}, func() string { return fmt.Sprintf("round %d: the client never queued", i) })
+		go func() { _, _ = holder.Release(ctx, api.ReleaseRequest{Key: key, Owner: "holder"}) }()
+		time.Sleep(time.Duration(i%6) * 300 * time.Microsecond) // the race's offset, not synchronisation
+		cancel()
+		lerr := <-res
+		// Whatever the outcome, the key is free well before the 60 s TTL.
+		var info api.LockInfo
+		waitFor(t, 5*time.Second, func() bool {
+			var err error
+			info, err = holder.Inspect(ctx, key, api.ReadOptions{})
+			return errors.Is(err, api.ErrNotFound) || (err == nil && len(info.Holders) == 0 && len(info.Waiters) == 0)
+		}, func() string { return fmt.Sprintf("round %d (lock: %v): key still %+v", i, lerr, info) })
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
