@@ -38,6 +38,10 @@ type Config struct {
 	// Locker does not know (HTTP and RESP addresses, mirror state). It is
 	// called after Locker.Status succeeded and must not block.
 	Extra func(*api.Status)
+	// Ready, when set, decides GET /readyz: nil means this node serves
+	// (200), an error is answered 503 with its text. Without it /readyz
+	// asks the Locker's Status for a known leader.
+	Ready func(context.Context) error
 }
 
 // Validate reports a configuration error.
@@ -87,6 +91,8 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("GET "+PathElections+"{name}/observe", s.observe)
 	mux.HandleFunc("POST "+PathFenceCheck, s.fenceCheck)
 	mux.HandleFunc("GET "+PathStatus, s.status)
+	mux.HandleFunc("GET "+PathLivez, s.livez)
+	mux.HandleFunc("GET "+PathReadyz, s.readyz)
 	if m, ok := l.(Membership); ok {
 		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
 		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
@@ -373,6 +379,35 @@ func (s *server) fenceCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.l.FenceCheck(r.Context(), req.Resource, req.Token)
 	s.reply(w, r, res, err)
+}
+
+// livez answers while the process serves HTTP: a liveness probe restarts
+// a node only when it cannot even do that.
+func (s *server) livez(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// readyz answers 200 when the node can serve requests now, 503 with the
+// reason otherwise (no leader, lost contact, applies behind).
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	ready := s.cfg.Ready
+	if ready == nil {
+		ready = func(ctx context.Context) error {
+			st, err := s.l.Status(ctx)
+			if err == nil && st.Leader == "" {
+				err = errors.New("no leader known")
+			}
+			return err
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err := ready(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+		return
+	}
+	_, _ = io.WriteString(w, "ok\n")
 }
 
 func (s *server) status(w http.ResponseWriter, r *http.Request) {

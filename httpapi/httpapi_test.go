@@ -549,3 +549,30 @@ func TestHotRoutesEscapedAndOtherMethods(t *testing.T) {
 		t.Fatalf("GET on a POST route: %d %+v", st, eb)
 	}
 }
+
+func TestProbes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ready func(context.Context) error
+		want  int
+	}{
+		{"ready", func(context.Context) error { return nil }, http.StatusOK},
+		{"not ready", func(context.Context) error { return errors.New("no leader known") }, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(httpapi.New(httpapitest.NewFake(), httpapi.Config{Ready: tc.ready}))
+			defer srv.Close()
+			for path, want := range map[string]int{"/livez": http.StatusOK, "/readyz": tc.want} {
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("%s: %d %q, want %d", path, resp.StatusCode, body, want)
+				}
+			}
+		})
+	}
+}

@@ -18,6 +18,8 @@ const (
 	PathStatus     = "/v1/status"
 	PathMembers    = "/v1/members"
 	PathMetrics    = "/metrics"
+	PathLivez      = "/livez"  // liveness probe: the process serves
+	PathReadyz     = "/readyz" // readiness probe: a leader is known and applies keep up
 
 	// ContentTypeJSON is the type of every JSON body; observe streams
 	// ContentTypeNDJSON (one JSON document per line).

@@ -172,7 +172,7 @@ func (c *Cluster) start(i int) error {
 	c.nodes[i] = node
 	c.mu.Unlock()
 	if !c.opts.NoHTTP {
-		h := httpapi.New(node, httpapi.Config{Logger: c.log.Named("http").With("node", nodeID(i))})
+		h := httpapi.New(node, httpapi.Config{Logger: c.log.Named("http").With("node", nodeID(i)), Ready: node.Ready})
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 		ln := c.httpLn[i].attach()
 		c.mu.Lock()

@@ -107,6 +107,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	h := httpapi.New(p.node, httpapi.Config{
 		Logger:  pc.Logger.Named("http"),
 		Metrics: promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{}),
+		Ready:   p.node.Ready,
 		Extra: func(s *api.Status) {
 			s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
 			if p.mirror != nil {
