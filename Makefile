@@ -6,9 +6,13 @@ PKGS ?= ./...
 
 all: lint build test
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.linkVersion=$(VERSION) -X main.linkCommit=$(COMMIT)
+
 build:
 	$(GO) build ./...
-	$(GO) build -o bin/locknode ./cmd/locknode
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/locknode ./cmd/locknode
 
 run:
 	$(GO) run ./cmd/locknode dev

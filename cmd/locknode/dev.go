@@ -93,6 +93,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintln(stderr, "dev: --data:", err)
+		return 1
 	}
 	port := func(base, i int) string {
 		if base == 0 {

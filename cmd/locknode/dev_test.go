@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,8 @@ func startDev(t *testing.T, args ...string) (lines [][]string, stop func() int) 
 }
 
 func TestDevCluster(t *testing.T) {
-	dir := t.TempDir()
+	// A --data directory that does not exist yet is created.
+	dir := filepath.Join(t.TempDir(), "new", "dev")
 	lines, stop := startDev(t, "--nodes", "3", "--data", dir)
 	if len(lines) != 3 {
 		t.Fatalf("%d node lines", len(lines))
@@ -151,5 +154,20 @@ func TestRunUnknownCommand(t *testing.T) {
 	}
 	if code := run([]string{"serve"}, io.Discard, io.Discard); code != 2 {
 		t.Fatalf("serve without id: exit %d", code)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var out strings.Builder
+		if code := run(args, &out, io.Discard); code != 0 {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		if got := out.String(); !strings.HasPrefix(got, "locknode ") || !strings.Contains(got, "commit ") || !strings.Contains(got, runtime.Version()) {
+			t.Fatalf("%v printed %q", args, got)
+		}
+	}
+	if code := run([]string{"version", "extra"}, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("version with an argument: exit %d", code)
 	}
 }

@@ -61,6 +61,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version"
+	}
 	c := commands[args[0]]
 	if c == nil {
 		fmt.Fprintf(stderr, "locknode: unknown command %q\n", args[0])
