@@ -104,6 +104,11 @@ func overLimit(field string, v, limit int64, unit string) error {
 	return fmt.Errorf("%w: %s %d%s is over the limit of %d%s", ErrLimit, field, v, unit, limit, unit)
 }
 
+// CheckKey checks the key of a read (Inspect).
+func (l Limits) CheckKey(key string) error {
+	return l.checkName("key", key)
+}
+
 // checkName refuses an empty or too long name (key, resource, election).
 func (l Limits) checkName(field, v string) error {
 	if v == "" {
