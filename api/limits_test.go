@@ -77,3 +77,14 @@ func TestLimitsWithDefaults(t *testing.T) {
 		t.Fatal("MaxTTLMs under MinTTLMs accepted")
 	}
 }
+
+func BenchmarkValidateAcquire(b *testing.B) {
+	l := api.DefaultLimits()
+	req := api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 10000, WaitMs: 30000, RequestID: "0123456789abcdef0123456789"}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := req.Validate(l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
