@@ -68,6 +68,9 @@ func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease
 
 // acquire also returns the send time of the request that won the lease.
 func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.Lease{}, time.Time{}, err
+	}
 	forever := req.WaitMs == 0
 	waitEnd := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
 	fixedID := req.RequestID != ""
@@ -110,6 +113,9 @@ func (c *Client) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Le
 }
 
 func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.Lease{}, time.Time{}, err
+	}
 	if req.RequestID == "" {
 		req.RequestID = newID()
 	}
@@ -120,6 +126,9 @@ func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Le
 
 // Release implements api.Locker (exactly-once: see Acquire).
 func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.ReleaseResult{}, err
+	}
 	if req.RequestID == "" {
 		req.RequestID = newID()
 	}
@@ -135,6 +144,9 @@ func (c *Client) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, 
 }
 
 func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, time.Time, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.Lease{}, time.Time{}, err
+	}
 	if req.RequestID == "" {
 		req.RequestID = newID()
 	}
@@ -145,8 +157,8 @@ func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, 
 
 // Inspect implements api.Locker over GET /v1/locks/{key}.
 func (c *Client) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	if key == "" {
-		return api.LockInfo{}, fmt.Errorf("%w: key is required", api.ErrBadRequest)
+	if err := c.cfg.Limits.CheckKey(key); err != nil {
+		return api.LockInfo{}, err
 	}
 	path := httpapi.PathLockPrefix + escapeKey(key)
 	if opts.Stale {
@@ -171,6 +183,9 @@ func escapeKey(key string) string {
 
 // List implements api.Locker over GET /v1/locks.
 func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.ListResult{}, err
+	}
 	q := url.Values{}
 	if req.Prefix != "" {
 		q.Set("prefix", req.Prefix)
@@ -197,12 +212,13 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult,
 // after a lost answer can open a second session, which nobody keeps
 // alive and which therefore expires after ttl.
 func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
-	if ttl < time.Millisecond {
-		return api.SessionInfo{}, fmt.Errorf("%w: session ttl %v under 1ms", api.ErrBadRequest, ttl)
+	sreq := api.SessionTTL(ttl)
+	if err := sreq.Validate(c.cfg.Limits); err != nil {
+		return api.SessionInfo{}, err
 	}
 	var info api.SessionInfo
 	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: httpapi.PathSessions,
-		body: jsonBody(httpapi.SessionRequest{TTLMs: ttl.Milliseconds()}), out: &info})
+		body: jsonBody(sreq), out: &info})
 	return info, err
 }
 
@@ -226,9 +242,13 @@ func (c *Client) CloseSession(ctx context.Context, id string) error {
 
 // FenceCheck implements api.Locker.
 func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+	freq := api.FenceCheckRequest{Resource: resource, Token: token}
+	if err := freq.Validate(c.cfg.Limits); err != nil {
+		return api.FenceResult{}, err
+	}
 	var res api.FenceResult
 	_, err := c.do(ctx, call{op: "fence check", method: http.MethodPost, path: httpapi.PathFenceCheck,
-		body: jsonBody(httpapi.FenceCheckRequest{Resource: resource, Token: token}), out: &res})
+		body: jsonBody(freq), out: &res})
 	return res, err
 }
 
@@ -236,6 +256,10 @@ func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) 
 // or ctx ends. Retrying it is harmless (campaigning again with the same
 // value while leading answers the same leadership).
 func (c *Client) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
+	creq := api.CampaignRequest{Election: election, Value: value, Session: session}
+	if err := creq.Validate(c.cfg.Limits); err != nil {
+		return api.Leader{}, err
+	}
 	for {
 		var ld api.Leader
 		// Each request is bounded (like an acquire without wait), so a
@@ -256,6 +280,10 @@ func (c *Client) Campaign(ctx context.Context, election, value, session string) 
 
 // Resign implements api.Locker.
 func (c *Client) Resign(ctx context.Context, election, value string) error {
+	rreq := api.ResignRequest{Election: election, Value: value}
+	if err := rreq.Validate(c.cfg.Limits); err != nil {
+		return err
+	}
 	_, err := c.do(ctx, call{op: "resign", method: http.MethodPost,
 		path: httpapi.PathElections + url.PathEscape(election) + "/resign",
 		body: jsonBody(httpapi.ResignRequest{Value: value})})
@@ -376,3 +404,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 	}
 	return nil, fmt.Errorf("%w: observe: %v", api.ErrNoLeader, lastErr)
 }
+
+// Limits returns the request limits the client checks before sending
+// (Config.Limits with defaults).
+func (c *Client) Limits() api.Limits { return c.cfg.Limits }

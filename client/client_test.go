@@ -279,10 +279,22 @@ func TestObserveAndCampaign(t *testing.T) {
 func TestFenceCheck(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, httpapitest.NewServer(t, httpapitest.NewFake()).URL)
-	if r, err := c.FenceCheck(ctx, "db", 5); err != nil || !r.OK {
+	// Tokens are granted fences: the registry refuses any above the highest.
+	var f []uint64
+	for _, k := range []string{"a", "b"} {
+		l, err := c.TryAcquire(ctx, api.AcquireRequest{Key: k, Owner: "o", TTLMs: 60000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f = append(f, l.Fence)
+	}
+	if r, err := c.FenceCheck(ctx, "db", f[1]+1); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("token above the highest fence: %+v %v", r, err)
+	}
+	if r, err := c.FenceCheck(ctx, "db", f[1]); err != nil || !r.OK {
 		t.Fatalf("%+v %v", r, err)
 	}
-	if r, err := c.FenceCheck(ctx, "db", 4); err != nil || r.OK || r.Highest != 5 {
+	if r, err := c.FenceCheck(ctx, "db", f[0]); err != nil || r.OK || r.Highest != f[1] {
 		t.Fatalf("%+v %v", r, err)
 	}
 }

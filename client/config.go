@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/api"
 )
 
 // Config configures a Client. Only Endpoints is required.
@@ -39,6 +41,12 @@ type Config struct {
 	// between this machine's clock and the cluster leader's. Default
 	// (zero): max(10ms, TTL/10) for each lease.
 	DriftMargin time.Duration
+	// Limits are the cluster's request limits: a request past one is
+	// refused here, before it is sent, with the error the server would
+	// answer. Zero fields take api.DefaultLimits' values; set the same
+	// values the cluster runs with (locknode serve --max-ttl ...) if they
+	// differ from the defaults.
+	Limits api.Limits
 }
 
 // RetryPolicy is exponential back-off with full jitter: before retry
@@ -80,6 +88,9 @@ func (c Config) Validate() error {
 	case c.DriftMargin < 0:
 		return errors.New("client: negative DriftMargin")
 	}
+	if err := c.Limits.WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
 	return nil
 }
 
@@ -105,6 +116,7 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	c.Limits = c.Limits.WithDefaults()
 	trimmed := make([]string, len(c.Endpoints))
 	for i, e := range c.Endpoints {
 		for len(e) > 0 && e[len(e)-1] == '/' {

@@ -28,12 +28,13 @@ func electionKey(election string) (string, error) {
 // Resign. If ctx ends first, the candidate leaves the queue and ctx's
 // error is returned.
 func (n *Node) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
+	creq := api.CampaignRequest{Election: election, Value: value, Session: session}
+	if err := creq.Validate(n.Limits()); err != nil {
+		return api.Leader{}, err
+	}
 	key, err := electionKey(election)
 	if err != nil {
 		return api.Leader{}, err
-	}
-	if session == "" {
-		return api.Leader{}, badRequest("campaign needs a session")
 	}
 	for {
 		l, err := n.Acquire(ctx, api.AcquireRequest{Key: key, Owner: value, Session: session})
@@ -51,6 +52,10 @@ func (n *Node) Campaign(ctx context.Context, election, value, session string) (a
 // Resign ends value's leadership of election (a no-op error ErrNotHeld
 // if value does not lead it).
 func (n *Node) Resign(ctx context.Context, election, value string) error {
+	rreq := api.ResignRequest{Election: election, Value: value}
+	if err := rreq.Validate(n.Limits()); err != nil {
+		return err
+	}
 	key, err := electionKey(election)
 	if err != nil {
 		return err

@@ -22,57 +22,27 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", api.ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
-// checkKeys validates what is cheap to validate before a round trip; the
-// FSM is the final judge.
-func (n *Node) checkKeys(key string, keys []string) error {
-	if key == "" && len(keys) == 0 {
-		return badRequest("key is required")
-	}
-	max := n.limits.MaxKeyBytes
-	if len(key) > max {
-		return fmt.Errorf("%w: key longer than %d bytes", api.ErrLimit, max)
-	}
-	for _, k := range keys {
-		if k == "" {
-			return badRequest("empty key in keys")
-		}
-		if len(k) > max {
-			return fmt.Errorf("%w: key longer than %d bytes", api.ErrLimit, max)
-		}
-	}
-	return nil
+// Limits returns the request limits this node enforces, derived from its
+// fsm.Config: every front end validates a request with them before it
+// proposes anything (the FSM checks the same values again).
+func (n *Node) Limits() api.Limits {
+	return limitsOf(n.limits)
 }
 
-func (n *Node) checkOwner(owner string) error {
-	if owner == "" {
-		return badRequest("owner is required")
+func limitsOf(c fsm.Config) api.Limits {
+	return api.Limits{
+		MaxKeyBytes: c.MaxKeyBytes, MaxOwnerBytes: c.MaxOwnerBytes, MaxKeys: fsm.MaxLockKeys,
+		MinTTLMs: c.MinTTL, MaxTTLMs: c.MaxTTL, MaxPermits: c.MaxPermits,
 	}
-	if max := n.limits.MaxOwnerBytes; len(owner) > max {
-		return fmt.Errorf("%w: owner longer than %d bytes", api.ErrLimit, max)
-	}
-	return nil
 }
 
 func (n *Node) acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
-	if err := n.checkKeys(req.Key, req.Keys); err != nil {
-		return nil, err
-	}
-	if err := n.checkOwner(req.Owner); err != nil {
+	if err := req.Validate(n.Limits()); err != nil {
 		return nil, err
 	}
 	mode, ok := fsm.ParseMode(req.Mode)
 	if !ok {
 		return nil, badRequest("unknown mode %q", req.Mode)
-	}
-	switch {
-	case req.TTLMs < 0 || (req.TTLMs == 0 && req.Session == ""):
-		return nil, badRequest("ttl_ms must be positive (or 0 with a session)")
-	case req.WaitMs < 0:
-		return nil, badRequest("wait_ms must not be negative")
-	case req.Permits < 0:
-		return nil, badRequest("permits must not be negative")
-	case req.LockDelay < 0 || req.MaxHoldMs < 0:
-		return nil, badRequest("lock_delay_ms and max_hold_ms must not be negative")
 	}
 	c := &fsm.Command{
 		Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,
@@ -330,13 +300,8 @@ func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent
 
 // Release ends the owner's hold (or decrements a reentrant count).
 func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
-	if err := n.checkKeys(req.Key, req.Keys); err != nil {
+	if err := req.Validate(n.Limits()); err != nil {
 		return api.ReleaseResult{}, err
-	}
-	if !req.Force {
-		if err := n.checkOwner(req.Owner); err != nil {
-			return api.ReleaseResult{}, err
-		}
 	}
 	c := &fsm.Command{Op: fsm.OpRelease, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
 		Owner: req.Owner, Reentrant: req.Reentrant, Force: req.Force}
@@ -356,14 +321,8 @@ func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.Release
 
 // Extend renews the owner's lease to now+TTL.
 func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
-	if err := n.checkKeys(req.Key, req.Keys); err != nil {
+	if err := req.Validate(n.Limits()); err != nil {
 		return api.Lease{}, err
-	}
-	if err := n.checkOwner(req.Owner); err != nil {
-		return api.Lease{}, err
-	}
-	if req.TTLMs <= 0 {
-		return api.Lease{}, badRequest("ttl_ms must be positive")
 	}
 	c := &fsm.Command{Op: fsm.OpExtend, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
 		Owner: req.Owner, TTL: req.TTLMs}
@@ -383,7 +342,7 @@ func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, er
 
 // Inspect describes one key (linearizable unless opts.Stale).
 func (n *Node) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	if err := n.checkKeys(key, nil); err != nil {
+	if err := n.Limits().CheckKey(key); err != nil {
 		return api.LockInfo{}, err
 	}
 	var info api.LockInfo
@@ -404,11 +363,11 @@ func (n *Node) Inspect(ctx context.Context, key string, opts api.ReadOptions) (a
 
 // List pages through locks by key prefix (linearizable unless Stale).
 func (n *Node) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	if err := req.Validate(n.Limits()); err != nil {
+		return api.ListResult{}, err
+	}
 	limit := req.Limit
-	switch {
-	case limit < 0 || limit > 10000:
-		return api.ListResult{}, badRequest("limit must be in [0, 10000]")
-	case limit == 0:
+	if limit == 0 {
 		limit = 100
 	}
 	var out api.ListResult
@@ -473,8 +432,9 @@ func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
 
 // OpenSession creates a session with a random 128-bit id.
 func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
-	if ttl < time.Millisecond {
-		return api.SessionInfo{}, badRequest("session ttl must be at least 1ms")
+	sreq := api.SessionTTL(ttl)
+	if err := sreq.Validate(n.Limits()); err != nil {
+		return api.SessionInfo{}, err
 	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -495,8 +455,9 @@ func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionI
 
 // KeepAlive renews a session for its TTL.
 func (n *Node) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
-	if id == "" {
-		return api.SessionInfo{}, badRequest("session id is required")
+	sreq := api.SessionIDRequest{ID: id}
+	if err := sreq.Validate(n.Limits()); err != nil {
+		return api.SessionInfo{}, err
 	}
 	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionKeepAlive, Session: id})
 	if err != nil {
@@ -518,8 +479,9 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error
 // CloseSession ends a session: its holds are released and its waiters
 // removed.
 func (n *Node) CloseSession(ctx context.Context, id string) error {
-	if id == "" {
-		return badRequest("session id is required")
+	sreq := api.SessionIDRequest{ID: id}
+	if err := sreq.Validate(n.Limits()); err != nil {
+		return err
 	}
 	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionClose, Session: id})
 	if err != nil {
@@ -529,9 +491,12 @@ func (n *Node) CloseSession(ctx context.Context, id string) error {
 }
 
 // FenceCheck is CheckAndAdvance on the fence registry: ok iff token is at
-// least the highest token seen for resource, which it then becomes.
+// least the highest token seen for resource, which it then becomes. A
+// token above the highest fence the cluster ever granted is refused
+// (api.ErrBadRequest) and changes nothing.
 func (n *Node) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
-	if err := n.checkKeys(resource, nil); err != nil {
+	freq := api.FenceCheckRequest{Resource: resource, Token: token}
+	if err := freq.Validate(n.Limits()); err != nil {
 		return api.FenceResult{}, err
 	}
 	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpFenceCheck, Key: resource, Token: token})

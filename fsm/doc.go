@@ -70,7 +70,8 @@
 //
 // Fences: a grant's fence is the index of the entry that granted it (also
 // for hand-offs made while applying another entry); reentry and idempotent
-// re-acquires keep it.
+// re-acquires keep it. The table keeps the highest fence ever granted; the
+// fence registry (OpFenceCheck) refuses a token above it (ErrBadCommand).
 //
 // Same owner again: with Reentrant the count goes up (and the lease is
 // renewed to at least now+TTL; at most 2^31-1, beyond which ErrLimit); without it the acquire succeeds idempotently,
@@ -78,7 +79,11 @@
 // retried Redis SET NX must succeed, but must not prolong a lease). A
 // request in another mode than the owner's hold is refused (no upgrades).
 //
-// Leases: every hold not bound to a session needs MinTTL <= TTL <= MaxTTL.
+// Leases: every hold not bound to a session needs MinTTL <= TTL <= MaxTTL;
+// a wait, lock-delay or MaxHold over MaxTTL, or permits over MaxPermits,
+// are refused. Redis commands that would give a lock a lease over MaxTTL
+// (SET NX PX, SET IFEQ, the EXPIRE family) answer an error: nothing is
+// clamped.
 // Extend resets the deadline to now+TTL (the command's, or the hold's own)
 // clamped to the hold's HardLimit (grant time + MaxHold); a hold already at
 // its HardLimit is refused with ErrMaxHold.

@@ -9,8 +9,8 @@ import (
 // session.go, exactly-once in dedupe.go, the Redis contract in
 // lock_redis.go.
 
-// maxLockKeys bounds the keys of one multi-lock command.
-const maxLockKeys = 1024
+// MaxLockKeys bounds the keys of one multi-lock command (api.DefaultMaxKeys).
+const MaxLockKeys = 1024
 
 // tableExt is the lock table's state beyond the fields of Table.
 type tableExt struct {
@@ -30,6 +30,12 @@ type tableExt struct {
 
 	// Release tombstones for Redlock quorum (lock_redis.go).
 	tombs map[string]tombstone
+
+	// maxFence is the highest fence ever granted (the index of the
+	// latest entry that created a hold): the fence registry refuses a
+	// token above it, which no grant issued and which would otherwise
+	// block the resource for every later holder.
+	maxFence uint64
 }
 
 func (x *tableExt) init() {
@@ -123,8 +129,8 @@ func (t *Table) cmdKeys(cmd *Command, one *[1]string) ([]string, error) {
 		one[0] = cmd.Key
 		keys = one[:]
 	}
-	if len(keys) > maxLockKeys {
-		return nil, errf(ErrLimit, "more than %d keys", maxLockKeys)
+	if len(keys) > MaxLockKeys {
+		return nil, errf(ErrLimit, "more than %d keys", MaxLockKeys)
 	}
 	for i, k := range keys {
 		if err := t.checkKey(k); err != nil {
@@ -232,14 +238,16 @@ func (t *Table) checkAcquire(cmd *Command) error {
 		return errf(ErrBadCommand, "unknown mode %d", cmd.Mode)
 	case cmd.Permits < 0 || (cmd.Mode == Semaphore && cmd.Permits < 1):
 		return errf(ErrBadCommand, "semaphore needs permits >= 1")
+	case cmd.Permits > t.cfg.MaxPermits:
+		return errf(ErrLimit, "permits %d is over the limit of %d", cmd.Permits, t.cfg.MaxPermits)
 	case cmd.Wait < 0 || cmd.Wait > t.cfg.MaxTTL:
 		return errf(ErrBadTTL, "wait %d ms not in [0, %d]", cmd.Wait, t.cfg.MaxTTL)
 	case cmd.Wait > 0 && cmd.ReqID == "":
 		return errf(ErrBadCommand, "a waiting acquire needs a request id")
 	case cmd.LockDelay < 0 || cmd.LockDelay > t.cfg.MaxTTL:
 		return errf(ErrBadTTL, "lock-delay %d ms not in [0, %d]", cmd.LockDelay, t.cfg.MaxTTL)
-	case cmd.MaxHold < 0:
-		return errf(ErrBadTTL, "negative max hold")
+	case cmd.MaxHold < 0 || cmd.MaxHold > t.cfg.MaxTTL:
+		return errf(ErrBadTTL, "max hold %d ms not in [0, %d]", cmd.MaxHold, t.cfg.MaxTTL)
 	}
 	if cmd.Session != "" {
 		// A session-bound hold lives as long as its session (doc.go); a
@@ -376,6 +384,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	h.Count = 1
 	h.Reentrant = w.Reentrant
 	h.Fence = ctx.index
+	t.ext.maxFence = max(t.ext.maxFence, ctx.index)
 	h.TTL = w.TTL
 	var hardLimit int64
 	if w.MaxHold > 0 {

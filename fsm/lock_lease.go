@@ -244,10 +244,15 @@ func (t *Table) delayEnded(ctx *applyCtx, key string) {
 	}
 }
 
-// fenceCheck handles OpFenceCheck: CheckAndAdvance(Key, Token).
+// fenceCheck handles OpFenceCheck: CheckAndAdvance(Key, Token). A token
+// above the highest fence ever granted is refused (ErrBadCommand) and
+// changes nothing.
 func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
 	if err := t.checkKey(cmd.Key); err != nil {
 		return Result{Err: err}
+	}
+	if cmd.Token > t.ext.maxFence {
+		return Result{Err: errf(ErrBadCommand, "token %d is above the highest fence issued, %d", cmd.Token, t.ext.maxFence)}
 	}
 	cur, ok := t.fences[cmd.Key]
 	if cmd.Token < cur {

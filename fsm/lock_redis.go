@@ -140,16 +140,17 @@ func (t *Table) redisLockPTTL(l *Lock, now int64) int64 {
 // holds it exclusively it succeeds and changes nothing; otherwise (another
 // holder, another value, lock-delay, queued waiters, limits) it fails.
 // ttl <= 0 (no PX/EX given) means MaxTTL: a lock never outlives the lease
-// limit; a ttl outside [MinTTL, MaxTTL] is clamped into it.
+// limit. A ttl over MaxTTL (the caller refuses it with leaseOverLimit) or
+// under MinTTL fails.
 func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 	if t.checkKey(key) != nil || t.checkOwner(token) != nil {
 		return false
 	}
-	switch {
-	case ttl <= 0 || ttl > t.cfg.MaxTTL:
+	if ttl <= 0 {
 		ttl = t.cfg.MaxTTL
-	case ttl < t.cfg.MinTTL:
-		ttl = t.cfg.MinTTL
+	}
+	if t.checkTTL("ttl", ttl) != nil {
+		return false
 	}
 	if v := t.keys[key]; v != nil {
 		if v.Kind() == KindLock {
@@ -174,6 +175,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 // redisLockExpire implements PEXPIRE on a lock key: every hold's deadline
 // becomes at (capped by its HardLimit; a session-bound hold gets a deadline
 // of its own); at <= now ends them (ReasonExpired, lock-delay applies).
+// The callers refuse an at past now+MaxTTL.
 func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -36,10 +37,10 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{Op: OpRelease, Key: "held", Owner: "o1", ReqID: "rel"},
 		{Op: OpAcquire, Key: "held", Owner: "o1", TTL: 100, Wait: 100, ReqID: "q2"},
 		rcmd("SET", "str", "v"),
-		{Op: OpFenceCheck, Key: "res", Token: 7},
+		{Op: OpFenceCheck, Key: "res", Token: 5}, // the grant of q at index 5: the highest fence
 	}
 	long := strings.Repeat("x", 9)
-	many := make([]string, maxLockKeys+1)
+	many := make([]string, MaxLockKeys+1)
 	for i := range many {
 		many[i] = string(rune('a'+i%26)) + strings.Repeat("k", i/26%7)
 	}
@@ -58,6 +59,11 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"negative wait", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, Wait: -1, ReqID: "w"}, ErrBadTTL},
 		{"negative lock-delay", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, LockDelay: -1}, ErrBadTTL},
 		{"negative max hold", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, MaxHold: -1}, ErrBadTTL},
+		{"max hold over max", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, MaxHold: 10_001}, ErrBadTTL},
+		{"max hold overflow", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, MaxHold: math.MaxInt64}, ErrBadTTL},
+		{"wait over max", Command{Op: OpAcquire, Key: "held", Owner: "o3", TTL: 10, Wait: 10_001, ReqID: "w5"}, ErrBadTTL},
+		{"lock-delay over max", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, LockDelay: 10_001}, ErrBadTTL},
+		{"permits over max", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, Mode: Semaphore, Permits: 1 << 40}, ErrLimit},
 		{"bad mode", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, Mode: 9}, ErrBadCommand},
 		{"semaphore without permits", Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 10, Mode: Semaphore}, ErrBadCommand},
 		{"duplicate keys", Command{Op: OpAcquire, Keys: []string{"k", "k"}, Owner: "o", TTL: 10}, ErrBadCommand},
@@ -86,7 +92,9 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"session empty id", Command{Op: OpSessionOpen, TTL: 10}, ErrBadCommand},
 		{"keepalive unknown", Command{Op: OpSessionKeepAlive, Session: "nope"}, ErrSessionUnknown},
 		{"close unknown", Command{Op: OpSessionClose, Session: "nope"}, ErrSessionUnknown},
-		{"stale fence", Command{Op: OpFenceCheck, Key: "res", Token: 6}, ErrStaleFence},
+		{"stale fence", Command{Op: OpFenceCheck, Key: "res", Token: 4}, ErrStaleFence},
+		{"fence never issued", Command{Op: OpFenceCheck, Key: "res", Token: 6}, ErrBadCommand},
+		{"fence max uint64", Command{Op: OpFenceCheck, Key: "r3", Token: math.MaxUint64}, ErrBadCommand},
 		{"fence registry full", Command{Op: OpFenceCheck, Key: "r2", Token: 1}, nil},
 		{"cancel without id", Command{Op: OpCancelWait}, ErrBadCommand},
 		{"cancel by stranger", Command{Op: OpCancelWait, ReqID: "q2", Owner: "zz"}, ErrNotOwner},

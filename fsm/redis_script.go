@@ -258,7 +258,9 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 		if len(args) < 2 {
 			return reply.Reply{}, false
 		}
-		if ms, ok = parseInt(args[1]); !ok || ms <= 0 || addOverflows(ms, ctx.now) {
+		// Past MaxTTL the Lua text runs: its PEXPIRE refuses a lock's lease
+		// over the limit with the error, as a plain PEXPIRE does.
+		if ms, ok = parseInt(args[1]); !ok || ms <= 0 || ms > t.cfg.MaxTTL || addOverflows(ms, ctx.now) {
 			return reply.Reply{}, false
 		}
 	}

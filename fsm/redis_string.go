@@ -96,6 +96,14 @@ func expireAt(b []byte, seconds, relative bool, now int64, cmd string) (int64, r
 	return ms, reply.Reply{}, true
 }
 
+// leaseOverLimit is the error reply to a Redis command that asks for a
+// lock lease of ttl ms over MaxTTL: refused, never shortened, so a Redis
+// client is never told it holds a lock longer than it does.
+func (t *Table) leaseOverLimit(ttl int64) reply.Reply {
+	return reply.NewError("ERR locknode: ttl " + strconv.FormatInt(ttl, 10) + " ms is over the limit of " +
+		strconv.FormatInt(t.cfg.MaxTTL, 10) + " ms")
+}
+
 func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	o, ok := parseSet(args)
 	if !ok {
@@ -142,6 +150,8 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		// lock into a string.
 		if v.Kind() == KindLock && bytes.Equal(val, o.ifeq) {
 			switch {
+			case hasExp && at-c.now > t.cfg.MaxTTL:
+				return t.leaseOverLimit(at - c.now)
 			case hasExp && at > c.now:
 				t.redisLockExpire(c, key, at)
 				return okReply
@@ -168,6 +178,9 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 					return okReply
 				}
 				return abortReply
+			}
+			if ttl > t.cfg.MaxTTL {
+				return t.leaseOverLimit(ttl)
 			}
 		}
 		if len(val) > t.cfg.MaxOwnerBytes {
@@ -357,6 +370,9 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 		return reply.NewInt(1)
 	}
 	if v.Kind() == KindLock {
+		if when-c.now > t.cfg.MaxTTL {
+			return t.leaseOverLimit(when - c.now)
+		}
 		t.redisLockExpire(c, key, when)
 		return reply.NewInt(1)
 	}

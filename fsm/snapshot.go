@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Snapshot format, version 2. Integers are varints (signed: zig-zag),
+// Snapshot format, version 3. Integers are varints (signed: zig-zag),
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
@@ -29,9 +29,18 @@ import (
 //	         released 4), fence, deadline, count
 //	tombs    count, then per key in order: key, count, then (owner, until) oldest first
 //	scripts  count, then script texts (the Redis side's cache, sorted)
+//	uvarint  the highest fence ever granted (version 3; absent in 2)
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
-const snapVersion = 2
+const snapVersion = 3
+
+// snapVersionNoMaxFence is the previous format, still restored: it lacks
+// the highest fence granted, which its restore takes to be the snapshot's
+// applied index (no fence can be above it, so no granted token is
+// refused). Nodes that restored such snapshots at different indexes agree
+// again once a grant is applied after the upgrade; upgrade every node
+// before relying on the registry's refusals.
+const snapVersionNoMaxFence = 2
 
 // errCodes numbers the sentinels a remembered result can carry; the
 // order is part of the snapshot format (append only).
@@ -222,6 +231,7 @@ func (t *Table) encodeTail(e *enc) {
 		e.bytes(sc)
 		e.more()
 	}
+	e.uvarint(t.ext.maxFence)
 }
 
 // keyValue is one key of the key space as Snapshot sorts them: p is
@@ -515,8 +525,9 @@ func (d *snapReader) bytes() []byte {
 // On error the table is unchanged.
 func (t *Table) Restore(r io.Reader) error {
 	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
-	if v := d.byte1(); d.err == nil && v != snapVersion {
-		return fmt.Errorf("%w: %d", ErrBadVersion, v)
+	version := d.byte1()
+	if d.err == nil && version != snapVersion && version != snapVersionNoMaxFence {
+		return fmt.Errorf("%w: %d", ErrBadVersion, version)
 	}
 	n := New(t.cfg)
 	if err := n.restoreFrom(d); err != nil {
@@ -527,6 +538,10 @@ func (t *Table) Restore(r io.Reader) error {
 		for i := 0; i < c && d.err == nil; i++ {
 			scripts = append(scripts, d.bytes())
 		}
+	}
+	n.ext.maxFence = n.applied
+	if version == snapVersion {
+		n.ext.maxFence = d.uvarint()
 	}
 	if d.err != nil {
 		return fmt.Errorf("fsm: restore: %w", d.err)

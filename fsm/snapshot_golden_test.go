@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"math/rand"
 	"os"
@@ -9,7 +10,7 @@ import (
 	"testing"
 )
 
-var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v2.bin from the current code")
+var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v3.bin from the current code")
 
 // goldenTable builds a table with something of every kind a snapshot
 // holds: plain, shared, semaphore, reentrant, session-bound and
@@ -42,7 +43,9 @@ func goldenTable(tb testing.TB) *Table {
 	must(r.apply(&Command{Op: OpAcquire, Key: "ex", Owner: "o2", TTL: 60_000, Wait: 300_000, ReqID: "w1"}))
 	must(r.apply(&Command{Op: OpAcquire, Keys: []string{"ex", "free"}, Owner: "o3", TTL: 60_000,
 		Wait: 300_000, ReqID: "w2", Session: "s1"}))
-	must(r.apply(&Command{Op: OpFenceCheck, Key: "res", Token: 42, ReqID: "r3"}))
+	// ex's fence, not the highest (later grants have higher ones), so the
+	// snapshot's highest fence and the registry differ.
+	must(r.apply(&Command{Op: OpFenceCheck, Key: "res", Token: 2, ReqID: "r3"}))
 	r.now += 100 // the holds of dl end: dl is kept by its lock-delay
 	must(r.apply(&Command{Op: OpTick}))
 	for _, args := range [][]string{
@@ -66,11 +69,11 @@ func goldenTable(tb testing.TB) *Table {
 	return r.t
 }
 
-// TestSnapshotV2Golden: testdata/snapshot-v2.bin was written by the code
-// of snapshot format version 2. It must restore, describe the same state
-// as goldenTable, and (while the format is 2) snapshot to the same bytes.
-func TestSnapshotV2Golden(t *testing.T) {
-	const file = "testdata/snapshot-v2.bin"
+// TestSnapshotV3Golden: testdata/snapshot-v3.bin was written by the code
+// of snapshot format version 3. It must restore, describe the same state
+// as goldenTable, and (while the format is 3) snapshot to the same bytes.
+func TestSnapshotV3Golden(t *testing.T) {
+	const file = "testdata/snapshot-v3.bin"
 	tab := goldenTable(t)
 	var fresh bytes.Buffer
 	if err := tab.Snapshot(&fresh); err != nil {
@@ -85,16 +88,10 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old[0] != 2 {
-		t.Fatalf("%s is version %d, want 2", file, old[0])
+	if old[0] != 3 {
+		t.Fatalf("%s is version %d, want 3", file, old[0])
 	}
-	n := New(DefaultConfig())
-	if err := n.Restore(bytes.NewReader(old)); err != nil {
-		t.Fatalf("restore %s: %v", file, err)
-	}
-	if err := checkInvariants(n); err != nil {
-		t.Fatalf("restored %s: %v", file, err)
-	}
+	n := restoreGolden(t, file, old, tab)
 	var again bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)
@@ -102,7 +99,49 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if !bytes.Equal(again.Bytes(), fresh.Bytes()) {
 		t.Fatalf("%s restored and snapshotted differs from the same state built now", file)
 	}
-	// The restored table answers like the original one.
+	if n.ext.maxFence != tab.ext.maxFence || n.ext.maxFence == 0 {
+		t.Fatalf("highest fence restored %d, original %d", n.ext.maxFence, tab.ext.maxFence)
+	}
+}
+
+// TestSnapshotV2Golden: testdata/snapshot-v2.bin was written by the code
+// of snapshot format version 2, which had no highest fence. It restores
+// with the applied index as the highest fence, describes the same state
+// as goldenTable, and snapshots to the same bytes in format 3.
+func TestSnapshotV2Golden(t *testing.T) {
+	const file = "testdata/snapshot-v2.bin"
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old[0] != 2 {
+		t.Fatalf("%s is version %d, want 2", file, old[0])
+	}
+	n := restoreGolden(t, file, old, goldenTable(t))
+	if n.ext.maxFence != n.applied {
+		t.Fatalf("highest fence %d after a version 2 restore, want the applied index %d", n.ext.maxFence, n.applied)
+	}
+	var again bytes.Buffer
+	if err := n.Snapshot(&again); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte{3}, old[1:]...)
+	want = binary.AppendUvarint(want, n.applied)
+	if !bytes.Equal(again.Bytes(), want) {
+		t.Fatalf("%s restored and snapshotted is not the same state in format 3", file)
+	}
+}
+
+// restoreGolden restores b (read from file) and checks it answers like tab.
+func restoreGolden(t *testing.T, file string, b []byte, tab *Table) *Table {
+	t.Helper()
+	n := New(DefaultConfig())
+	if err := n.Restore(bytes.NewReader(b)); err != nil {
+		t.Fatalf("restore %s: %v", file, err)
+	}
+	if err := checkInvariants(n); err != nil {
+		t.Fatalf("restored %s: %v", file, err)
+	}
 	now := tab.Now()
 	for _, k := range []string{"ex", "sh", "sem", "dl", "dl2", "free", "str", "h", "rl", "nothing"} {
 		a, errA := tab.Inspect(k, now)
@@ -114,6 +153,7 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if a, b := tab.Stats(), n.Stats(); a != b {
 		t.Errorf("stats: restored %+v, original %+v", b, a)
 	}
+	return n
 }
 
 // TestSortedValues: Snapshot's key order (an integer prefix after the

@@ -12,8 +12,9 @@ type Config struct {
 	MaxKeyBytes      int   // longest key (lock name); default 512
 	MaxOwnerBytes    int   // longest owner token; default 256
 	MinTTL           int64 // shortest lease, ms; default 1
-	MaxTTL           int64 // longest lease, ms; default 24h
+	MaxTTL           int64 // longest lease, ms; also bounds waits, lock-delays and max holds; default 24h
 	MaxWaitersPerKey int   // queue length per key; default 10000
+	MaxPermits       int   // largest semaphore; default 10000
 	MaxKeys          int   // keys in the key space (locks and values); default 10,000,000
 	MaxScriptBytes   int   // longest Lua script; default 64 KiB
 	MaxScriptSteps   int   // Lua VM instructions per script run; default 10,000,000
@@ -36,6 +37,7 @@ func DefaultConfig() Config {
 		MinTTL:           1,
 		MaxTTL:           24 * 60 * 60 * 1000,
 		MaxWaitersPerKey: 10000,
+		MaxPermits:       10000,
 		MaxKeys:          10_000_000,
 		MaxScriptBytes:   64 << 10,
 		MaxScriptSteps:   10_000_000,
@@ -48,7 +50,7 @@ func DefaultConfig() Config {
 // Validate reports a Config that cannot work.
 func (c Config) Validate() error {
 	switch {
-	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0,
+	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0, c.MaxPermits <= 0,
 		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
@@ -445,6 +447,7 @@ func New(cfg Config) *Table {
 	fill64(&cfg.MinTTL, d.MinTTL)
 	fill64(&cfg.MaxTTL, d.MaxTTL)
 	fill(&cfg.MaxWaitersPerKey, d.MaxWaitersPerKey)
+	fill(&cfg.MaxPermits, d.MaxPermits)
 	fill(&cfg.MaxKeys, d.MaxKeys)
 	fill(&cfg.MaxScriptBytes, d.MaxScriptBytes)
 	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)

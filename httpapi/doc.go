@@ -57,8 +57,15 @@
 //	410 session_expired                        ErrSessionExpired
 //	400 bad_request, limit                     ErrBadRequest, ErrLimit: garbage or trailing
 //	                                           JSON, unknown fields, missing key/owner,
-//	                                           non-positive ttl, body over MaxBodyBytes
+//	                                           numbers that do not fit 64 bits, a value
+//	                                           past the Locker's api.Limits (a ttl, wait,
+//	                                           permits, size), a fence check token above
+//	                                           the highest fence granted, body over
+//	                                           MaxBodyBytes
 //	500 internal                               anything else
 //
-// Bad input is refused before the Locker is called and changes nothing.
+// Bad input is refused before the Locker is called and changes nothing:
+// every request body is checked by its api type's Validate with the
+// Locker's limits (api.LimitsOf). Only the fence registry's bound is the
+// Locker's own check.
 package httpapi

@@ -21,9 +21,6 @@ import (
 // DefaultMaxBodyBytes is Config.MaxBodyBytes when it is zero.
 const DefaultMaxBodyBytes = 1 << 20
 
-// maxListLimit mirrors api.ListRequest's documented maximum.
-const maxListLimit = 10000
-
 // Config configures the handler. The zero value is usable.
 type Config struct {
 	// Logger receives one line per failed request (Warn for 5xx, Debug
@@ -65,6 +62,7 @@ func (c Config) withDefaults() Config {
 type server struct {
 	l   api.Locker
 	cfg Config
+	lim api.Limits // the Locker's (api.LimitsOf): every request is validated with them
 }
 
 // New returns the HTTP handler of the lock API served by l. It panics only
@@ -74,7 +72,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	s := &server{l: l, cfg: cfg.withDefaults()}
+	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathAcquire, s.acquire)
 	mux.HandleFunc("POST "+PathTry, s.try)
@@ -171,7 +169,7 @@ func (s *server) acquireRequest(w http.ResponseWriter, r *http.Request) (api.Acq
 	if !s.decode(w, r, &req) {
 		return req, false
 	}
-	if err := validateAcquire(req); err != nil {
+	if err := req.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
 		return req, false
 	}
@@ -183,12 +181,8 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if err := validateKeys(req.Key, req.Keys); err != nil {
+	if err := req.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
-		return
-	}
-	if req.Owner == "" && !req.Force {
-		s.fail(w, r, fmt.Errorf("%w: owner is required (or force)", api.ErrBadRequest))
 		return
 	}
 	res, err := s.l.Release(r.Context(), req)
@@ -200,15 +194,7 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	err := validateKeys(req.Key, req.Keys)
-	switch {
-	case err != nil:
-	case req.Owner == "":
-		err = fmt.Errorf("%w: owner is required", api.ErrBadRequest)
-	case req.TTLMs <= 0:
-		err = fmt.Errorf("%w: ttl_ms must be positive, got %d", api.ErrBadRequest, req.TTLMs)
-	}
-	if err != nil {
+	if err := req.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -218,8 +204,8 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) inspect(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	if key == "" {
-		s.fail(w, r, fmt.Errorf("%w: key is required", api.ErrBadRequest))
+	if err := s.lim.CheckKey(key); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	stale, err := boolParam(r, "stale")
@@ -236,14 +222,10 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	req := api.ListRequest{Prefix: q.Get("prefix"), After: q.Get("after")}
 	var err error
 	if v := q.Get("limit"); v != "" {
-		req.Limit, err = strconv.Atoi(v)
-		switch {
-		case err != nil:
+		if req.Limit, err = strconv.Atoi(v); err != nil {
 			err = fmt.Errorf("%w: limit %q is not a number", api.ErrBadRequest, v)
-		case req.Limit < 0:
-			err = fmt.Errorf("%w: limit %d is negative", api.ErrBadRequest, req.Limit)
-		case req.Limit > maxListLimit:
-			err = fmt.Errorf("%w: limit %d is over %d", api.ErrLimit, req.Limit, maxListLimit)
+		} else {
+			err = req.Validate(s.lim)
 		}
 	}
 	if err == nil {
@@ -267,8 +249,8 @@ func (s *server) openSession(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if req.TTLMs <= 0 {
-		s.fail(w, r, fmt.Errorf("%w: ttl_ms must be positive, got %d", api.ErrBadRequest, req.TTLMs))
+	if err := req.Validate(s.lim); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	info, err := s.l.OpenSession(r.Context(), time.Duration(req.TTLMs)*time.Millisecond)
@@ -291,8 +273,9 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if req.Value == "" || req.Session == "" {
-		s.fail(w, r, fmt.Errorf("%w: value and session are required", api.ErrBadRequest))
+	creq := api.CampaignRequest{Election: r.PathValue("name"), Value: req.Value, Session: req.Session}
+	if err := creq.Validate(s.lim); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	leader, err := s.l.Campaign(r.Context(), r.PathValue("name"), req.Value, req.Session)
@@ -304,8 +287,9 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if req.Value == "" {
-		s.fail(w, r, fmt.Errorf("%w: value is required", api.ErrBadRequest))
+	rreq := api.ResignRequest{Election: r.PathValue("name"), Value: req.Value}
+	if err := rreq.Validate(s.lim); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	s.replyEmpty(w, r, s.l.Resign(r.Context(), r.PathValue("name"), req.Value))
@@ -373,8 +357,8 @@ func (s *server) fenceCheck(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	if req.Resource == "" {
-		s.fail(w, r, fmt.Errorf("%w: resource is required", api.ErrBadRequest))
+	if err := req.Validate(s.lim); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	res, err := s.l.FenceCheck(r.Context(), req.Resource, req.Token)
@@ -418,55 +402,7 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, r, st, err)
 }
 
-// ---- validation ----
-
-func validateKeys(key string, keys []string) error {
-	switch {
-	case key == "" && len(keys) == 0:
-		return fmt.Errorf("%w: key or keys is required", api.ErrBadRequest)
-	case key != "" && len(keys) > 0:
-		return fmt.Errorf("%w: give key or keys, not both", api.ErrBadRequest)
-	}
-	seen := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		if k == "" {
-			return fmt.Errorf("%w: empty key in keys", api.ErrBadRequest)
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: key %q twice in keys", api.ErrBadRequest, k)
-		}
-		seen[k] = true
-	}
-	return nil
-}
-
-func validateAcquire(req api.AcquireRequest) error {
-	if err := validateKeys(req.Key, req.Keys); err != nil {
-		return err
-	}
-	switch {
-	case req.Owner == "":
-		return fmt.Errorf("%w: owner is required", api.ErrBadRequest)
-	case req.TTLMs <= 0:
-		return fmt.Errorf("%w: ttl_ms must be positive, got %d", api.ErrBadRequest, req.TTLMs)
-	case req.WaitMs < 0:
-		return fmt.Errorf("%w: wait_ms is negative", api.ErrBadRequest)
-	case req.LockDelay < 0 || req.MaxHoldMs < 0:
-		return fmt.Errorf("%w: lock_delay_ms and max_hold_ms must not be negative", api.ErrBadRequest)
-	case req.Permits < 0:
-		return fmt.Errorf("%w: permits is negative", api.ErrBadRequest)
-	}
-	switch req.Mode {
-	case "", api.ModeExclusive, api.ModeShared:
-	case api.ModeSemaphore:
-		if req.Permits <= 0 {
-			return fmt.Errorf("%w: a semaphore needs permits > 0", api.ErrBadRequest)
-		}
-	default:
-		return fmt.Errorf("%w: unknown mode %q", api.ErrBadRequest, req.Mode)
-	}
-	return nil
-}
+// ---- parameters ----
 
 func boolParam(r *http.Request, name string) (bool, error) {
 	v := r.URL.Query().Get(name)

@@ -132,11 +132,11 @@ func TestRoutesEndToEnd(t *testing.T) {
 	}
 
 	var fr api.FenceResult
-	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 7}, &fr); st != 200 || !fr.OK || fr.Highest != 7 {
-		t.Fatalf("fence check 7: %d %+v", st, fr)
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 2}, &fr); st != 200 || !fr.OK || fr.Highest != 2 {
+		t.Fatalf("fence check 2: %d %+v", st, fr)
 	}
-	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 6}, &fr); st != 200 || fr.OK || fr.Highest != 7 {
-		t.Fatalf("fence check 6: %d %+v", st, fr)
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 1}, &fr); st != 200 || fr.OK || fr.Highest != 2 {
+		t.Fatalf("fence check 1: %d %+v", st, fr)
 	}
 
 	var ld api.Leader
@@ -280,6 +280,11 @@ func TestBadInputIsRefusedBeforeTheLocker(t *testing.T) {
 		{"resign no value", "POST", "/v1/elections/e/resign", `{}`, api.CodeBadRequest},
 		{"fence no resource", "POST", "/v1/fence/check", `{"token":3}`, api.CodeBadRequest},
 		{"fence negative token", "POST", "/v1/fence/check", `{"resource":"r","token":-3}`, api.CodeBadRequest},
+		{"fence token past uint64", "POST", "/v1/fence/check", `{"resource":"r","token":18446744073709551616}`, api.CodeBadRequest},
+		{"ttl past int64", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":9223372036854775808}`, api.CodeBadRequest},
+		{"ttl not a number", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":"10s"}`, api.CodeBadRequest},
+		{"ttl float", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":1e30}`, api.CodeBadRequest},
+		{"session ttl over max", "POST", "/v1/sessions", `{"ttl_ms":86400001}`, api.CodeLimit},
 		{"list bad limit", "GET", "/v1/locks?limit=ten", ``, api.CodeBadRequest},
 		{"list negative limit", "GET", "/v1/locks?limit=-1", ``, api.CodeBadRequest},
 		{"list huge limit", "GET", "/v1/locks?limit=10001", ``, api.CodeLimit},

@@ -1,5 +1,7 @@
 package httpapi
 
+import "github.com/locknode/locknode/api"
+
 // Wire types of the routes whose bodies are not api types. The client
 // package uses them too, so both sides agree on the field names.
 
@@ -28,9 +30,7 @@ const (
 )
 
 // SessionRequest opens a session (POST /v1/sessions).
-type SessionRequest struct {
-	TTLMs int64 `json:"ttl_ms"`
-}
+type SessionRequest = api.SessionRequest
 
 // CampaignRequest runs for leader (POST /v1/elections/{name}/campaign).
 type CampaignRequest struct {
@@ -44,10 +44,7 @@ type ResignRequest struct {
 }
 
 // FenceCheckRequest is CheckAndAdvance (POST /v1/fence/check).
-type FenceCheckRequest struct {
-	Resource string `json:"resource"`
-	Token    uint64 `json:"token"`
-}
+type FenceCheckRequest = api.FenceCheckRequest
 
 // MemberRequest adds a voter (POST /v1/members).
 type MemberRequest struct {

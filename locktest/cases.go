@@ -31,6 +31,7 @@ var cases = []struct {
 	{"Election", election},
 	{"Status", status},
 	{"BadInput", badInput},
+	{"BadLimits", badLimits},
 }
 
 func tryAcquireExcludes(s *suite) {
@@ -285,11 +286,16 @@ func sessionExpires(s *suite) {
 
 func fenceCheck(s *suite) {
 	res := s.key("resource")
+	// Tokens are fences that were granted: the registry refuses others.
+	var f []uint64
+	for _, n := range []string{"f/1", "f/2", "f/3"} {
+		f = append(f, s.mustTry(s.key(n), s.owner(n), 30*time.Second).Fence)
+	}
 	for _, c := range []struct {
 		token   uint64
 		ok      bool
 		highest uint64
-	}{{10, true, 10}, {10, true, 10}, {9, false, 10}, {11, true, 11}} {
+	}{{f[1], true, f[1]}, {f[1], true, f[1]}, {f[0], false, f[1]}, {f[2], true, f[2]}} {
 		r, err := s.l.FenceCheck(s.ctx, res, c.token)
 		if err != nil || r.OK != c.ok || r.Highest != c.highest {
 			s.t.Fatalf("FenceCheck(%d) = %+v %v, want ok=%v highest=%d", c.token, r, err, c.ok, c.highest)

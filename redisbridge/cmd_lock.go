@@ -25,16 +25,20 @@ import (
 //	LOCK.INFO key -> map (RESP2: flat array of pairs), or null
 //	FENCE.CHECK resource token -> [1|0, highest]
 
-func parseMillis(b []byte) (int64, bool) {
+// parseInt parses an integer argument into int64, refusing anything
+// that is not one or does not fit (Redis' "value is not an integer or out
+// of range"). Range checks are the request's Validate.
+func parseInt(b []byte) (int64, bool) {
 	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil && n >= 0
+	return n, err == nil
 }
 
-func cmdLockAcquire(c *conn, args [][]byte) {
-	ttl, ok := parseMillis(args[3])
-	if !ok || ttl == 0 {
-		c.w.WriteError("ERR invalid ttl_ms")
-		return
+// parseLockAcquire parses LOCK.ACQUIRE's arguments, or returns the error
+// reply's text.
+func parseLockAcquire(args [][]byte) (api.AcquireRequest, string) {
+	ttl, ok := parseInt(args[3])
+	if !ok {
+		return api.AcquireRequest{}, msgNotInt
 	}
 	req := api.AcquireRequest{Key: string(args[1]), Owner: string(args[2]), TTLMs: ttl}
 	for i := 4; i < len(args); i++ {
@@ -44,23 +48,24 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 			continue
 		}
 		if i+1 >= len(args) {
-			c.w.WriteError(msgSyntax)
-			return
+			return req, msgSyntax
 		}
 		val := args[i+1]
 		i++
 		var n int64
 		switch opt {
 		case "WAIT", "PERMITS", "LOCKDELAY", "MAXHOLD":
-			if n, ok = parseMillis(val); !ok {
-				c.w.WriteError(msgNotInt)
-				return
+			if n, ok = parseInt(val); !ok {
+				return req, msgNotInt
 			}
 		}
 		switch opt {
 		case "WAIT":
 			req.WaitMs = n
 		case "PERMITS":
+			if int64(int(n)) != n {
+				return req, msgNotInt
+			}
 			req.Permits = int(n)
 		case "LOCKDELAY":
 			req.LockDelay = n
@@ -68,18 +73,28 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 			req.MaxHoldMs = n
 		case "MODE":
 			req.Mode = strings.ToLower(string(val))
-			if req.Mode != api.ModeExclusive && req.Mode != api.ModeShared && req.Mode != api.ModeSemaphore {
-				c.w.WriteError("ERR invalid MODE, expected exclusive, shared or semaphore")
-				return
-			}
 		case "SESSION":
 			req.Session = string(val)
 		case "ID":
 			req.RequestID = string(val)
 		default:
-			c.w.WriteError(msgSyntax)
-			return
+			return req, msgSyntax
 		}
+	}
+	return req, ""
+}
+
+func cmdLockAcquire(c *conn, args [][]byte) {
+	req, msg := parseLockAcquire(args)
+	if msg != "" {
+		c.w.WriteError(msg)
+		return
+	}
+	// Before any use of the numbers: a wait past the limit would overflow
+	// the context's timeout below.
+	if err := req.Validate(c.s.lim); err != nil {
+		c.writeErr(err)
+		return
 	}
 	var lease api.Lease
 	var err error
@@ -137,6 +152,10 @@ func cmdLockRelease(c *conn, args [][]byte) {
 			return
 		}
 	}
+	if err := req.Validate(c.s.lim); err != nil {
+		c.writeErr(err)
+		return
+	}
 	ctx, cancel := c.ctx()
 	res, err := c.s.b.Release(ctx, req)
 	cancel()
@@ -153,9 +172,9 @@ func cmdLockRelease(c *conn, args [][]byte) {
 }
 
 func cmdLockExtend(c *conn, args [][]byte) {
-	ttl, ok := parseMillis(args[3])
-	if !ok || ttl == 0 {
-		c.w.WriteError("ERR invalid ttl_ms")
+	ttl, ok := parseInt(args[3])
+	if !ok {
+		c.w.WriteError(msgNotInt)
 		return
 	}
 	req := api.ExtendRequest{Key: string(args[1]), Owner: string(args[2]), TTLMs: ttl}
@@ -166,6 +185,10 @@ func cmdLockExtend(c *conn, args [][]byte) {
 		}
 		req.RequestID = string(args[i+1])
 		i++
+	}
+	if err := req.Validate(c.s.lim); err != nil {
+		c.writeErr(err)
+		return
 	}
 	ctx, cancel := c.ctx()
 	lease, err := c.s.b.Extend(ctx, req)
@@ -179,6 +202,10 @@ func cmdLockExtend(c *conn, args [][]byte) {
 
 // LOCK.INFO key: holders, fence, TTL and waiters, linearizable.
 func cmdLockInfo(c *conn, args [][]byte) {
+	if err := c.s.lim.CheckKey(string(args[1])); err != nil {
+		c.writeErr(err)
+		return
+	}
 	ctx, cancel := c.ctx()
 	info, err := c.s.b.Inspect(ctx, string(args[1]), api.ReadOptions{})
 	cancel()
@@ -234,11 +261,17 @@ func cmdLockInfo(c *conn, args [][]byte) {
 	}
 }
 
-// FENCE.CHECK resource token -> [1|0, highest]: CheckAndAdvance.
+// FENCE.CHECK resource token -> [1|0, highest]: CheckAndAdvance. A token
+// above the highest fence the cluster granted is refused (ERR bad request).
 func cmdFenceCheck(c *conn, args [][]byte) {
 	token, err := strconv.ParseUint(string(args[2]), 10, 64)
 	if err != nil {
 		c.w.WriteError(msgNotInt)
+		return
+	}
+	freq := api.FenceCheckRequest{Resource: string(args[1]), Token: token}
+	if err := freq.Validate(c.s.lim); err != nil {
+		c.writeErr(err)
 		return
 	}
 	ctx, cancel := c.ctx()

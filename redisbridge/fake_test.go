@@ -198,6 +198,9 @@ func apiErr(err error) error {
 }
 
 func acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
+	if err := req.Validate(api.DefaultLimits()); err != nil {
+		return nil, err
+	}
 	mode, ok := fsm.ParseMode(req.Mode)
 	if !ok {
 		return nil, api.ErrBadRequest
@@ -271,6 +274,9 @@ func (f *fakeBackend) Acquire(ctx context.Context, req api.AcquireRequest) (api.
 }
 
 func (f *fakeBackend) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	if err := req.Validate(api.DefaultLimits()); err != nil {
+		return api.ReleaseResult{}, err
+	}
 	r, err := f.Apply(ctx, &fsm.Command{Op: fsm.OpRelease, ReqID: req.RequestID, Key: req.Key, Owner: req.Owner,
 		Reentrant: req.Reentrant, Force: req.Force})
 	if err != nil {
@@ -283,6 +289,9 @@ func (f *fakeBackend) Release(ctx context.Context, req api.ReleaseRequest) (api.
 }
 
 func (f *fakeBackend) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+	if err := req.Validate(api.DefaultLimits()); err != nil {
+		return api.Lease{}, err
+	}
 	r, err := f.Apply(ctx, &fsm.Command{Op: fsm.OpExtend, ReqID: req.RequestID, Key: req.Key, Owner: req.Owner, TTL: req.TTLMs})
 	if err != nil {
 		return api.Lease{}, err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
@@ -24,6 +25,7 @@ type Server struct {
 	b        Backend
 	async    asyncBackend // b, when it can propose without waiting; else nil
 	cfg      Config
+	lim      api.Limits // b's (api.LimitsOf): LOCK.* requests are validated with them
 	rcfg     resp.Config
 	commands map[string]*command
 
@@ -69,6 +71,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		started:   time.Now(),
 	}
 	s.async, _ = b.(asyncBackend)
+	s.lim = api.LimitsOf(b)
 	s.scripts.init()
 	s.commands = commandTable()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())

@@ -47,6 +47,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	limits := addLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,6 +57,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *nodes < 1 || *nodes > 9 {
 		fmt.Fprintln(stderr, "dev: --nodes must be in [1, 9]")
+		return 2
+	}
+	fsmCfg := cluster.DefaultConfig().FSM
+	if err := limits.apply(&fsmCfg); err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	log, err := newLogger(stderr, *logLevel)
@@ -168,6 +174,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Bootstrap = true
 		cfg.Peers = peers
 		cfg.Logger = log.With("node", peers[i].ID)
+		cfg.FSM = fsmCfg
 		p, err := startProc(ctx, procConfig{
 			Cluster:  cfg,
 			HTTPAddr: port(*httpBase, i),

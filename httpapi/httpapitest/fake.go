@@ -188,7 +188,7 @@ func (f *Fake) acquire(ctx context.Context, method string, req api.AcquireReques
 	}
 	w := f.inflight[req.RequestID]
 	if w == nil {
-		if err := validAcquire(req); err != nil {
+		if err := req.Validate(api.DefaultLimits()); err != nil {
 			f.mu.Unlock()
 			return api.Lease{}, err
 		}
@@ -435,6 +435,9 @@ func (f *Fake) Release(ctx context.Context, req api.ReleaseRequest) (api.Release
 	if err := f.begin("Release", req.RequestID); err != nil {
 		return api.ReleaseResult{}, err
 	}
+	if err := req.Validate(api.DefaultLimits()); err != nil {
+		return api.ReleaseResult{}, err
+	}
 	if r, ok := f.results[req.RequestID]; ok && req.RequestID != "" {
 		return r.release, r.err
 	}
@@ -484,6 +487,9 @@ func (f *Fake) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.begin("Extend", req.RequestID); err != nil {
+		return api.Lease{}, err
+	}
+	if err := req.Validate(api.DefaultLimits()); err != nil {
 		return api.Lease{}, err
 	}
 	if r, ok := f.results[req.RequestID]; ok && req.RequestID != "" {
@@ -598,8 +604,8 @@ func (f *Fake) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionI
 	if err := f.begin("OpenSession", ""); err != nil {
 		return api.SessionInfo{}, err
 	}
-	if ttl <= 0 {
-		return api.SessionInfo{}, fmt.Errorf("%w: ttl %v", api.ErrBadRequest, ttl)
+	if sreq := api.SessionTTL(ttl); sreq.Validate(api.DefaultLimits()) != nil {
+		return api.SessionInfo{}, sreq.Validate(api.DefaultLimits())
 	}
 	f.nextID++
 	id := fmt.Sprintf("s%d", f.nextID)
@@ -656,6 +662,13 @@ func (f *Fake) FenceCheck(ctx context.Context, resource string, token uint64) (a
 	defer f.mu.Unlock()
 	if err := f.begin("FenceCheck", ""); err != nil {
 		return api.FenceResult{}, err
+	}
+	freq := api.FenceCheckRequest{Resource: resource, Token: token}
+	if err := freq.Validate(api.DefaultLimits()); err != nil {
+		return api.FenceResult{}, err
+	}
+	if token > f.index { // the fence registry: f.index is the highest fence granted
+		return api.FenceResult{}, fmt.Errorf("%w: token %d is above the highest fence issued, %d", api.ErrBadRequest, token, f.index)
 	}
 	if token < f.fences[resource] {
 		return api.FenceResult{OK: false, Highest: f.fences[resource]}, nil
@@ -836,25 +849,4 @@ func timerUntil(t time.Time) (<-chan time.Time, func()) {
 	}
 	tm := time.NewTimer(time.Until(t) + time.Millisecond)
 	return tm.C, func() { tm.Stop() }
-}
-
-func validAcquire(req api.AcquireRequest) error {
-	switch {
-	case req.Key == "" && len(req.Keys) == 0, req.Key != "" && len(req.Keys) > 0:
-		return fmt.Errorf("%w: give key or keys", api.ErrBadRequest)
-	case req.Owner == "":
-		return fmt.Errorf("%w: owner is required", api.ErrBadRequest)
-	case req.TTLMs <= 0:
-		return fmt.Errorf("%w: ttl_ms must be positive", api.ErrBadRequest)
-	}
-	switch req.Mode {
-	case "", api.ModeExclusive, api.ModeShared:
-	case api.ModeSemaphore:
-		if req.Permits <= 0 {
-			return fmt.Errorf("%w: semaphore needs permits", api.ErrBadRequest)
-		}
-	default:
-		return fmt.Errorf("%w: unknown mode %q", api.ErrBadRequest, req.Mode)
-	}
-	return nil
 }
