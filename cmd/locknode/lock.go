@@ -153,7 +153,7 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cmd.Env = append(os.Environ(),
 		"LOCKNODE_FENCE="+strconv.FormatUint(l.Fence(), 10),
 		"LOCKNODE_LOCK="+name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	prepareGroup(cmd)
 	// With non-file stdout/stderr Wait also waits for the copy pipes;
 	// don't let a descendant that escaped the group hold us forever.
 	cmd.WaitDelay = 2 * time.Second
@@ -161,6 +161,14 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
 		return exitStartFailed
 	}
+	group, err := startedGroup(cmd)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
+		return exitStartFailed
+	}
+	defer group.close()
 	exited := make(chan error, 1)
 	// Ends when the child exits (the group is SIGKILLed at worst).
 	go func() { exited <- cmd.Wait() }()
@@ -170,29 +178,29 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case waitErr = <-exited:
 	case <-l.Context().Done():
 		fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
-		waitErr = stopGroup(cmd.Process.Pid, exited, *grace, l.SafeDeadline())
+		waitErr = stopGroup(group, exited, *grace, l.SafeDeadline())
 	case <-ctx.Done():
-		waitErr = stopGroup(cmd.Process.Pid, exited, *grace, l.SafeDeadline())
+		waitErr = stopGroup(group, exited, *grace, l.SafeDeadline())
 	}
 	return exitCode(waitErr)
 }
 
-// stopGroup sends SIGTERM to process group pgid, then SIGKILL after grace
-// or at the safe deadline, whichever is first, and returns the child's
-// Wait error.
-func stopGroup(pgid int, exited <-chan error, grace time.Duration, safe time.Time) error {
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+// stopGroup asks group to stop (SIGTERM), then kills it after grace or
+// at the safe deadline, whichever is first, and returns the child's Wait
+// error.
+func stopGroup(group *procGroup, exited <-chan error, grace time.Duration, safe time.Time) error {
+	group.terminate()
 	// Leave a little room before the deadline for the kill to land.
 	kill := min(grace, time.Until(safe)-20*time.Millisecond)
 	t := time.NewTimer(max(kill, 0))
 	defer t.Stop()
 	select {
 	case err := <-exited:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // stragglers the leader left behind
+		group.kill() // stragglers the leader left behind
 		return err
 	case <-t.C:
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	group.kill()
 	return <-exited
 }
 
