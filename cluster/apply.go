@@ -294,8 +294,9 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 // deadline the log has not reached yet.
 //
 // The leader's clock runs ahead of the log between commands, and nothing
-// commits it: a new leader continues from the last committed time (the
-// time rule), not from what the old one's clock showed. A read at the
+// commits it: a new leader continues from a lower bound of it (the last
+// committed time plus the time the new leader saw pass since it applied
+// that entry: the time rule), not from what the old one's clock showed. A read at the
 // old leader's clock could therefore call a hold expired that every
 // later write, stamped by the new leader, still finds alive: the owner's
 // extend succeeds, or the lock is granted to another only after the

@@ -139,6 +139,15 @@ type Config struct {
 	// MinTickGap, default 2ms: the shortest time between two Ticks, so a
 	// stale deadline can never make the leader propose in a loop.
 	MinTickGap time.Duration
+	// ClockSyncInterval, default 1s: a leader proposes a Tick when the
+	// log's time has fallen this far behind its clock (at once in a new
+	// term after an idle spell), so that every node's lower bound of the
+	// cluster clock (DESIGN.md "Time") is fresh within this interval. It
+	// is what a node elected right after its own restart, or a cluster
+	// after a full restart, can lose of the idle time before: longer
+	// makes that loss larger, shorter costs more small log writes on an
+	// idle cluster (one per interval). Negative disables it.
+	ClockSyncInterval time.Duration
 	// RetryTimeout, default 3s: how long a request that is safe to
 	// repeat (it carries a request id, or never reached a leader) is
 	// retried while no leader is reachable, within the caller's ctx.
@@ -175,6 +184,7 @@ func DefaultConfig() Config {
 		RaftIOTimeout:      2 * time.Second,
 		TickInterval:       100 * time.Millisecond,
 		MinTickGap:         2 * time.Millisecond,
+		ClockSyncInterval:  time.Second,
 		RetryTimeout:       3 * time.Second,
 		CancelTimeout:      5 * time.Second,
 		FSM:                fsm.DefaultConfig(),
@@ -206,6 +216,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.RaftIOTimeout, d.RaftIOTimeout)
 	setD(&c.TickInterval, d.TickInterval)
 	setD(&c.MinTickGap, d.MinTickGap)
+	setD(&c.ClockSyncInterval, d.ClockSyncInterval)
 	setD(&c.RetryTimeout, d.RetryTimeout)
 	setD(&c.CancelTimeout, d.CancelTimeout)
 	if c.MaxAppendEntries == 0 {
