@@ -150,7 +150,9 @@ type Config struct {
 	ClockSyncInterval time.Duration
 	// RetryTimeout, default 3s: how long a request that is safe to
 	// repeat (it carries a request id, or never reached a leader) is
-	// retried while no leader is reachable, within the caller's ctx.
+	// retried while no leader is reachable, when the caller's ctx has no
+	// deadline. A ctx with a deadline is retried until it ends, so an
+	// embedded caller rides out an election within its own time limit.
 	RetryTimeout time.Duration
 	// CancelTimeout, default 5s: how long a blocked acquire whose ctx
 	// ended keeps trying to remove its waiter from the queue.

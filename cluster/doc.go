@@ -36,8 +36,9 @@
 //  6. Failures are reported fast: a lost leader or dropped connection
 //     fails a request at once; only requests that are safe to repeat
 //     (carrying a request id, or never delivered) are retried when a new
-//     leader is known. Errors wrap api.ErrNoLeader when no leader is
-//     reachable.
+//     leader is known, until the caller's ctx ends (RetryTimeout when it
+//     has no deadline), so a request rides out an election. Errors wrap
+//     api.ErrNoLeader when no leader is reachable.
 //  7. Linearizable reads: Read asks the leader for a read index after it
 //     confirmed its leadership with a quorum, waits until the local table
 //     reached it, and evaluates deadlines with the leader's clock, but
