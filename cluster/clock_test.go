@@ -186,3 +186,52 @@ func TestClusterClockTracksWallAcrossFailovers(t *testing.T) {
 		tc.restart(li)
 	}
 }
+
+// A restart of the whole cluster loses every monotonic reading, and no
+// wall clock is trusted, so the clock resumes from the log's time: a
+// lease held across it never ends early and ends late by at most the
+// downtime plus one ClockSyncInterval plus an election (DESIGN.md
+// "Time").
+func TestFullRestartNeverEndsLeasesEarly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: waits out a lease across a restart")
+	}
+	const (
+		ttl  = 4 * time.Second
+		down = 2 * time.Second
+	)
+	tc := newTestCluster(t, 3, nil)
+	ctx := ctxT(t, 60*time.Second)
+	asked := time.Now()
+	held, err := tc.leader(10*time.Second).TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "first", TTLMs: ttl.Milliseconds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Now()
+	for i := range tc.nodes {
+		tc.kill(i)
+	}
+	stopped := time.Now()
+	time.Sleep(down) // the downtime is the scenario
+	for i := range tc.nodes {
+		tc.restart(i)
+	}
+	restarted := time.Now()
+	n := tc.leader(20 * time.Second)
+	elected := time.Since(restarted)
+	l, err := n.Acquire(ctx, api.AcquireRequest{Key: "k", Owner: "next", TTLMs: 1000, WaitMs: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	t.Logf("lease of %v, cluster down %v: next grant %v after the first, %v after its lease's end", ttl, restarted.Sub(stopped), at.Sub(granted), at.Sub(granted)-ttl)
+	if at.Sub(asked) < ttl {
+		t.Fatalf("next owner granted %v after the first acquire was sent: before the %v lease could end", at.Sub(asked), ttl)
+	}
+	if l.Deadline-l.TTLMs < held.Deadline {
+		t.Fatalf("next grant stamped at %d, before the lease's deadline %d", l.Deadline-l.TTLMs, held.Deadline)
+	}
+	if bound := ttl + restarted.Sub(stopped) + tc.cfgs[0].ClockSyncInterval + elected + time.Second; at.Sub(granted) > bound {
+		t.Fatalf("next grant %v after the first; the bound is TTL + downtime + one clock sync + election (%v)", at.Sub(granted), bound)
+	}
+}
