@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,4 +235,47 @@ func TestFullRestartNeverEndsLeasesEarly(t *testing.T) {
 	if bound := ttl + restarted.Sub(stopped) + tc.cfgs[0].ClockSyncInterval + elected + time.Second; at.Sub(granted) > bound {
 		t.Fatalf("next grant %v after the first; the bound is TTL + downtime + one clock sync + election (%v)", at.Sub(granted), bound)
 	}
+}
+
+// stepClock is a node clock that stands still until the test moves it.
+type stepClock struct {
+	base time.Time
+	adv  atomic.Int64 // ns
+}
+
+func (c *stepClock) Now() time.Time { return c.base.Add(time.Duration(c.adv.Load())) }
+
+// The term's first Tick goes as soon as its deadline comes, even when
+// MinTickGap is long: a deadline a millisecond ahead of the leader's clock
+// was rounded up to a whole MinTickGap before any Tick. Regression for
+// TestReadNotAheadOfLog's "timed out after 10s waiting for the first
+// tick".
+func TestFirstTickNotHeldBack(t *testing.T) {
+	base := time.Now()
+	var clocks []*stepClock
+	tc := newTestCluster(t, 3, func(c *Config) {
+		sc := &stepClock{base: base}
+		clocks = append(clocks, sc)
+		c.Clock = sc
+		c.TickInterval, c.MinTickGap = time.Hour, time.Hour
+		c.ClockSyncInterval = -1
+	})
+	ctx := ctxT(t, 30*time.Second)
+	l := tc.leader(10 * time.Second)
+	// The leader's clock stands still: the 50 ms lease is not due when
+	// the leader's tick loop looks at it after applying the grant.
+	w, err := l.TryAcquire(ctx, api.AcquireRequest{Key: "warm", Owner: "w", TTLMs: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not a synchronisation: the test passes whenever the loop looks, but
+	// it can only catch the rounding if the loop looked before the clock
+	// moves past the deadline.
+	time.Sleep(50 * time.Millisecond)
+	for _, c := range clocks {
+		c.adv.Add(int64(60 * time.Millisecond))
+	}
+	tc.waitState(l, 10*time.Second, "the first tick", func(tb *fsm.Table, _ int64) bool {
+		return tb.Now() >= w.Deadline
+	})
 }
