@@ -17,9 +17,12 @@ type Peer struct {
 }
 
 // Clock is the node's source of time. Now must carry a monotonic reading:
-// the leader measures the cluster clock's progress with Now().Sub, and
-// only the first leader of a fresh cluster uses the wall-clock part
-// (UnixMilli) to seed the cluster clock. Tests inject a clock that runs at
+// the leader measures the cluster clock's progress with Now().Sub, every
+// node the time since it applied an entry (its lower bound of the cluster
+// clock, which a new leader starts from), and only the first leader of a
+// fresh cluster uses the wall-clock part (UnixMilli) to seed the cluster
+// clock. A reading that jumps ahead of real time, on any node, can end
+// leases early. Tests inject a clock that runs at
 // another rate or offset to check that leases never end early.
 type Clock interface {
 	Now() time.Time
