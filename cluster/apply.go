@@ -31,7 +31,8 @@ const (
 // connection to it drops, a command without a ReqID fails with an error
 // wrapping ErrUnknownOutcome and api.ErrNoLeader. Commands that carry a
 // ReqID (exactly-once in the FSM) or that never reached a leader are
-// retried when a new leader is known, within ctx and RetryTimeout.
+// retried when a new leader is known, until ctx ends (RetryTimeout when
+// ctx has no deadline).
 // FSM refusals are in Result.Err, not the error.
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
 	start := time.Now()
@@ -206,9 +207,12 @@ func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error)
 // withLeader runs try until it is answered. Attempts that reached no
 // leader are retried, and so are those with an unknown outcome when
 // retryUnknown (the operation is idempotent); each retry waits for a
-// leader change or a short back-off, within ctx and RetryTimeout.
+// leader change or a short back-off. A ctx with a deadline is retried
+// until it ends, so a request rides out an election as the remote client
+// does; without one, RetryTimeout bounds the retries.
 func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
-	var budget <-chan time.Time
+	var budget <-chan time.Time // nil: ctx alone bounds the retries
+	budgetSet := false
 	backoff := 5 * time.Millisecond
 	for {
 		changed := n.leaderChanged()
@@ -222,10 +226,13 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, ctx.Err(), err)
 		}
-		if budget == nil {
-			t := time.NewTimer(n.cfg.RetryTimeout)
-			defer t.Stop()
-			budget = t.C
+		if !budgetSet {
+			budgetSet = true
+			if _, ok := ctx.Deadline(); !ok {
+				t := time.NewTimer(n.cfg.RetryTimeout)
+				defer t.Stop()
+				budget = t.C
+			}
 		}
 		n.log.Debug("retrying at the leader", "error", err)
 		select {
@@ -294,8 +301,9 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 // deadline the log has not reached yet.
 //
 // The leader's clock runs ahead of the log between commands, and nothing
-// commits it: a new leader continues from the last committed time (the
-// time rule), not from what the old one's clock showed. A read at the
+// commits it: a new leader continues from a lower bound of it (the last
+// committed time plus the time the new leader saw pass since it applied
+// that entry: the time rule), not from what the old one's clock showed. A read at the
 // old leader's clock could therefore call a hold expired that every
 // later write, stamped by the new leader, still finds alive: the owner's
 // extend succeeds, or the lock is granted to another only after the

@@ -17,9 +17,12 @@ type Peer struct {
 }
 
 // Clock is the node's source of time. Now must carry a monotonic reading:
-// the leader measures the cluster clock's progress with Now().Sub, and
-// only the first leader of a fresh cluster uses the wall-clock part
-// (UnixMilli) to seed the cluster clock. Tests inject a clock that runs at
+// the leader measures the cluster clock's progress with Now().Sub, every
+// node the time since it applied an entry (its lower bound of the cluster
+// clock, which a new leader starts from), and only the first leader of a
+// fresh cluster uses the wall-clock part (UnixMilli) to seed the cluster
+// clock. A reading that jumps ahead of real time, on any node, can end
+// leases early. Tests inject a clock that runs at
 // another rate or offset to check that leases never end early.
 type Clock interface {
 	Now() time.Time
@@ -139,9 +142,20 @@ type Config struct {
 	// MinTickGap, default 2ms: the shortest time between two Ticks, so a
 	// stale deadline can never make the leader propose in a loop.
 	MinTickGap time.Duration
+	// ClockSyncInterval, default 1s: a leader proposes a Tick when the
+	// log's time has fallen this far behind its clock (at once in a new
+	// term after an idle spell), so that every node's lower bound of the
+	// cluster clock (DESIGN.md "Time") is fresh within this interval. It
+	// is what a node elected right after its own restart, or a cluster
+	// after a full restart, can lose of the idle time before: longer
+	// makes that loss larger, shorter costs more small log writes on an
+	// idle cluster (one per interval). Negative disables it.
+	ClockSyncInterval time.Duration
 	// RetryTimeout, default 3s: how long a request that is safe to
 	// repeat (it carries a request id, or never reached a leader) is
-	// retried while no leader is reachable, within the caller's ctx.
+	// retried while no leader is reachable, when the caller's ctx has no
+	// deadline. A ctx with a deadline is retried until it ends, so an
+	// embedded caller rides out an election within its own time limit.
 	RetryTimeout time.Duration
 	// CancelTimeout, default 5s: how long a blocked acquire whose ctx
 	// ended keeps trying to remove its waiter from the queue.
@@ -175,6 +189,7 @@ func DefaultConfig() Config {
 		RaftIOTimeout:      2 * time.Second,
 		TickInterval:       100 * time.Millisecond,
 		MinTickGap:         2 * time.Millisecond,
+		ClockSyncInterval:  time.Second,
 		RetryTimeout:       3 * time.Second,
 		CancelTimeout:      5 * time.Second,
 		FSM:                fsm.DefaultConfig(),
@@ -206,6 +221,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.RaftIOTimeout, d.RaftIOTimeout)
 	setD(&c.TickInterval, d.TickInterval)
 	setD(&c.MinTickGap, d.MinTickGap)
+	setD(&c.ClockSyncInterval, d.ClockSyncInterval)
 	setD(&c.RetryTimeout, d.RetryTimeout)
 	setD(&c.CancelTimeout, d.CancelTimeout)
 	if c.MaxAppendEntries == 0 {

@@ -19,9 +19,12 @@
 //     reads see it.
 //  3. Time. The leader stamps every command with the cluster clock:
 //     when it takes office it waits for a raft barrier, then reads its
-//     monotonic clock m0 and the table's time t0 and stamps t0 +
-//     (monotonic - m0) (DESIGN.md "Time"). It proposes a Tick when
-//     something in the table falls due (Config.TickInterval).
+//     monotonic clock m0, takes as t0 the larger of the table's time and
+//     its own lower bound of the cluster clock (clockFloor: the time of an
+//     entry plus what this node saw pass since it applied it), and stamps
+//     t0 + (monotonic - m0) (docs/DESIGN.md "Time"). It proposes a Tick
+//     when something in the table falls due (Config.TickInterval) and
+//     when the log's time lags its clock by Config.ClockSyncInterval.
 //  4. Group commit: raft's BatchApplyCh and MaxAppendEntries batch
 //     concurrent proposals into shared log writes and fsyncs, and the
 //     table applies committed entries in batches (raft.BatchingFSM).
@@ -33,14 +36,17 @@
 //  6. Failures are reported fast: a lost leader or dropped connection
 //     fails a request at once; only requests that are safe to repeat
 //     (carrying a request id, or never delivered) are retried when a new
-//     leader is known. Errors wrap api.ErrNoLeader when no leader is
-//     reachable.
+//     leader is known, until the caller's ctx ends (RetryTimeout when it
+//     has no deadline), so a request rides out an election. Errors wrap
+//     api.ErrNoLeader when no leader is reachable.
 //  7. Linearizable reads: Read asks the leader for a read index after it
 //     confirmed its leadership with a quorum, waits until the local table
 //     reached it, and evaluates deadlines with the leader's clock, but
 //     never at or past a scheduled deadline that no committed entry has
-//     reached (readTime): a new leader continues from the log's time, so
-//     a read must not call a lease ended that later writes find alive.
+//     reached (readTime): a new leader continues from a lower bound of
+//     the cluster clock (the log's time plus what it has seen pass since),
+//     not from the old leader's clock, so a read must not call a lease
+//     ended that later writes find alive.
 //
 // Elections are locks: election E is the exclusive lock "election/E"
 // (ElectionPrefix), owned by the leader's value and bound to its session.

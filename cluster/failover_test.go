@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -164,4 +165,69 @@ func TestFailFastOnLeaderDeath(t *testing.T) {
 		}
 	}
 	t.Logf("after the crash: %d requests failed (slowest %v after it), %d succeeded at the new leader", fast, slowest, retried)
+}
+
+// Requests on the embedded API ride out an election within their ctx, as
+// the remote client does: sent right after the leader dies, each waits
+// for the new leader and succeeds, however short RetryTimeout is. Without
+// a deadline, RetryTimeout still bounds the wait. Regression:
+// TestFailoverTime's TryAcquire failed with "no leader known" on a busy
+// machine when the election outlasted RetryTimeout.
+func TestEmbeddedRidesOutElection(t *testing.T) {
+	tc := newTestCluster(t, 3, func(c *Config) { c.RetryTimeout = time.Millisecond })
+	ctx := ctxT(t, 30*time.Second)
+	old := tc.leader(10 * time.Second)
+	f := tc.nodes[(tc.index(old)+1)%3]
+	for _, k := range []string{"held", "extended"} {
+		if _, err := f.TryAcquire(ctx, api.AcquireRequest{Key: k, Owner: "o", TTLMs: 60_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"try-acquire", func(ctx context.Context) error {
+			_, err := f.TryAcquire(ctx, api.AcquireRequest{Key: "new", Owner: "o", TTLMs: 60_000})
+			return err
+		}},
+		{"acquire", func(ctx context.Context) error {
+			_, err := f.Acquire(ctx, api.AcquireRequest{Key: "waited", Owner: "o", TTLMs: 60_000, WaitMs: 20_000})
+			return err
+		}},
+		{"release", func(ctx context.Context) error {
+			_, err := f.Release(ctx, api.ReleaseRequest{Key: "held", Owner: "o"})
+			return err
+		}},
+		{"extend", func(ctx context.Context) error {
+			_, err := f.Extend(ctx, api.ExtendRequest{Key: "extended", Owner: "o", TTLMs: 60_000})
+			return err
+		}},
+		{"inspect", func(ctx context.Context) error {
+			_, err := f.Inspect(ctx, "extended", api.ReadOptions{})
+			return err
+		}},
+	}
+	tc.kill(tc.index(old))
+	// Without a deadline, RetryTimeout bounds the wait: nobody leads yet
+	// (elections take far longer than RetryTimeout here).
+	if _, err := f.TryAcquire(context.Background(), api.AcquireRequest{Key: "nodeadline", Owner: "o", TTLMs: 1000}); !errors.Is(err, api.ErrNoLeader) {
+		t.Fatalf("without a deadline during the election: %v; want api.ErrNoLeader after RetryTimeout", err)
+	}
+	errs := make(chan error, len(ops))
+	for _, op := range ops {
+		// Ends when the call returns (success or ctx).
+		go func() {
+			if err := op.call(ctx); err != nil {
+				errs <- fmt.Errorf("%s during the election: %w", op.name, err)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range ops {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -144,17 +144,39 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 }
 
 // setApplied publishes a new applied index (force: even a smaller one,
-// after a restore) and the clock estimate for stale reads.
+// after a restore) and moves the clock anchor (clockFloor) to the
+// table's time now if that gives a larger bound than the anchor kept: an
+// entry applied late (a follower catching up, a restart replaying the
+// log) bounds the clock less tightly than an earlier one applied at once.
 func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
 	}
-	n.lastApplyTime = now
-	n.lastApplyMono = n.clock.Now()
+	mono := n.clock.Now()
+	if now > n.lastApplyTime+mono.Sub(n.lastApplyMono).Milliseconds() {
+		n.lastApplyTime, n.lastApplyMono = now, mono
+	}
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
+}
+
+// clockFloor returns a lower bound of the cluster clock at this node's
+// monotonic reading m, or 0 before this node applied any command. An
+// entry carrying time T was stamped before this node applied it, so the
+// leader that stamped it would read at least T plus the time this node
+// has seen pass since it applied it: a new leader that starts from this
+// bound never runs ahead of its predecessor's clock (leases never end
+// early) and loses only the entry's commit latency, not the idle time
+// before the election (DESIGN.md "Time").
+func (n *Node) clockFloor(m time.Time) int64 {
+	n.appliedMu.Lock()
+	defer n.appliedMu.Unlock()
+	if n.lastApplyTime == 0 {
+		return 0
+	}
+	return n.lastApplyTime + m.Sub(n.lastApplyMono).Milliseconds()
 }
 
 // AppliedIndex returns the index of the last entry this node applied.

@@ -199,8 +199,14 @@ func (n *Node) leadTerm(l *leadership) {
 	m0 := n.clock.Now()
 	if t0 == 0 {
 		// A fresh cluster: seed the cluster clock from the wall clock so
-		// FSM times read like Unix milliseconds.
+		// FSM times read like Unix milliseconds. This is the only time a
+		// wall clock is read.
 		t0 = m0.UnixMilli()
+	} else if f := n.clockFloor(m0); f > t0 {
+		// The time this node has seen pass since it applied the log's
+		// latest time: without it, leases would end late by the whole
+		// idle time before the election.
+		t0 = f
 	}
 	l.t0, l.m0 = t0, m0
 	// Called on the apply path until the term's tick loop returns.
@@ -213,17 +219,25 @@ func (n *Node) leadTerm(l *leadership) {
 }
 
 // tickLoop proposes a Tick whenever something in the table falls due, so
-// expiries and hand-offs happen without client traffic. It wakes at the
-// next deadline (at most TickInterval away) and after every applied
-// batch, and never proposes two Ticks less than MinTickGap apart.
+// expiries and hand-offs happen without client traffic, and when the
+// log's time has fallen ClockSyncInterval behind (clockFloor). It wakes
+// at the next deadline (at most TickInterval away) and after every
+// applied batch, and never proposes two Ticks less than MinTickGap apart;
+// the term's first Tick goes as soon as it is due.
 func (n *Node) tickLoop(l *leadership) {
 	timer := time.NewTimer(n.cfg.TickInterval)
 	defer timer.Stop()
 	var lastTick time.Time
+	sync := n.cfg.ClockSyncInterval.Milliseconds()
 	for {
 		n.mu.RLock()
 		at, ok := n.table.NextDeadline()
+		logged := n.table.Now()
 		n.mu.RUnlock()
+		if sync > 0 && (!ok || logged+sync < at) {
+			// An idle log: the next sync is due like a deadline.
+			at, ok = logged+sync, true
+		}
 		wait := n.cfg.TickInterval
 		if ok {
 			now := l.now(n.clock)
@@ -243,9 +257,13 @@ func (n *Node) tickLoop(l *leadership) {
 				wait = d
 			}
 		}
-		if wait < n.cfg.MinTickGap {
-			wait = n.cfg.MinTickGap
+		if !lastTick.IsZero() {
+			// Never closer than MinTickGap to the last Tick. Before the
+			// first, a deadline a millisecond away is waited for as it is:
+			// rounding it up to MinTickGap could leave it for a whole gap.
+			wait = max(wait, n.cfg.MinTickGap-n.clock.Now().Sub(lastTick))
 		}
+		wait = max(wait, time.Millisecond)
 		timer.Reset(wait)
 		select {
 		case <-timer.C:

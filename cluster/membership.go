@@ -35,8 +35,8 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 }
 
 // membership runs a configuration change on the leader. Configuration
-// changes are idempotent, so every failure is retried within ctx and
-// RetryTimeout.
+// changes are idempotent, so every failure is retried (for as long as
+// withLeader says).
 func (n *Node) membership(ctx context.Context, req []byte, local func() raft.IndexFuture) error {
 	return n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
 		if l := n.lead.Load(); l != nil {

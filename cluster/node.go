@@ -69,8 +69,10 @@ type Node struct {
 	appliedMu sync.Mutex
 	applied   uint64
 	appliedCh chan struct{}
-	// lastApplyTime/lastApplyMono estimate the cluster clock between
-	// entries for stale reads.
+	// lastApplyTime/lastApplyMono anchor this node's lower bound of the
+	// cluster clock (clockFloor): an applied entry's time and this
+	// node's monotonic reading when it applied it. Of all applied
+	// entries, the one giving the largest bound is kept.
 	lastApplyTime int64
 	lastApplyMono time.Time
 

@@ -73,6 +73,9 @@ func TestReadNotAheadOfLog(t *testing.T) {
 		// The first Tick of a term is immediate; later ones are at least
 		// an hour apart, so the log's time stays behind the leader's.
 		c.TickInterval, c.MinTickGap = time.Hour, time.Hour
+		// No clock-sync Ticks either: the term's first Tick is the warm
+		// hold's.
+		c.ClockSyncInterval = -1
 	})
 	ctx := ctxT(t, 30*time.Second)
 	l := tc.leader(10 * time.Second)

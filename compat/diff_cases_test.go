@@ -360,6 +360,17 @@ func diffSequences() []sequence {
 			eval(luaCAPEAdd, keys(L), "other", "3000", "1"),
 			eval(luaCAPE, keys("$P:none"), "tok1", "1000"),
 		}},
+		// An extend after the token's own release answers as Redis does
+		// (0); only the repeated release keeps the tombstone's answer.
+		{name: "F3 extend after release", keys: keys(L), steps: []step{
+			cmd("SET", L, "tok1", "NX", "PX", "10000"),
+			evalsha(luaCAD, keys(L), "tok1"),
+			evalsha(luaCAPE, keys(L), "tok1", "10000"),
+			cmd("EXISTS", L),
+			evalsha(luaCAD, keys(L), "tok1").deviates(":1", whyTombstone),
+			evalsha(luaCAPE, keys(L), "tok1", "10000"),
+			cmd("PTTL", L),
+		}},
 		{name: "F3 no ttl", keys: keys(L), steps: []step{
 			cmd("SET", L, "tok1"),
 			eval(luaCAPEAdd, keys(L), "tok1", "5000", "0"),

@@ -90,16 +90,6 @@ func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 	t.ext.tombs[key] = tb
 }
 
-// redisTombstoneLatest is redisTombstone for the most recent release
-// only. A repeated compare-and-pexpire is answered from it: a refresh by
-// a token whose lock someone else has taken and released since must not
-// look successful, while a repeated unlock (redsync sends its unlocks to
-// every node in parallel) may match any recent release.
-func (t *Table) redisTombstoneLatest(key, token string, now int64) bool {
-	r := t.ext.tombs[key].recent
-	return len(r) > 0 && r[len(r)-1].owner == token && r[len(r)-1].until > now
-}
-
 // redisTombstone reports whether token released key by its own release
 // and that lease's old deadline has not passed at now.
 func (t *Table) redisTombstone(key, token string, now int64) bool {

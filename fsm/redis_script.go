@@ -149,8 +149,9 @@ func (t *Table) cacheScript(sha string, script []byte) {
 // text a client sends or of its whitespace-normalised form (see
 // hotScripts), and gives the same reply and effects as running the text,
 // with one addition the Lua path cannot make (DESIGN.md, Redlock quorum):
-// a compare-and-delete or compare-and-pexpire by the token whose hold on
-// the key just ended by its own release answers 1, touching nothing.
+// a compare-and-delete by the token whose hold on the key just ended by
+// its own release answers 1, touching nothing. A compare-and-pexpire gets
+// no such answer: after a release it answers 0, as the Lua text does.
 type scriptFamily uint8
 
 const (
@@ -277,11 +278,12 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 		}
 	}
 	if !has || cur != token {
-		repeat := t.redisTombstone
-		if fam == famCAPE || fam == famCAPE1 {
-			repeat = t.redisTombstoneLatest
-		}
-		if repeat(key, token, ctx.now) {
+		// Only a repeated compare-and-delete is answered from the
+		// tombstone (Redlock quorum on unlock). A compare-and-pexpire by a
+		// token that no longer holds the key answers 0 even right after
+		// its own release: "extended" would tell the client it holds a
+		// lock that anyone may take next.
+		if (fam == famCAD || fam == famCADMissing || fam == famCAD1) && t.redisTombstone(key, token, ctx.now) {
 			return reply.NewInt(1), true
 		}
 		if !has && fam == famCADMissing {

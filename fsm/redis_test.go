@@ -325,9 +325,11 @@ func TestNativeScriptFastPath(t *testing.T) {
 		{0, "PTTL", nil, ":5000"},
 		{0, cad, []string{"other"}, ":0"},
 		{0, cad, []string{"tok"}, ":1"},
-		// The releasing token's repeat answers as the release did.
+		// The releasing token's repeated release answers as the release
+		// did; its extend does not: nobody holds the lock.
 		{0, cad, []string{"tok"}, ":1"},
-		{0, cape, []string{"tok", "5000"}, ":1"},
+		{0, cape, []string{"tok", "5000"}, ":0"},
+		{0, hotText(famCAPE1), []string{"tok", "5000"}, ":0"},
 		{0, "EXISTS", nil, ":0"},
 		{0, cad, []string{"other"}, ":-1"},
 		// Until the old lease's deadline.

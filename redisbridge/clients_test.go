@@ -44,6 +44,11 @@ func TestRedsyncQuorumOnOneCluster(t *testing.T) {
 			if ok, err := m.Unlock(); err != nil || !ok {
 				t.Fatalf("unlock: %v %v", ok, err)
 			}
+			// An extend after the release fails on every connection:
+			// only a repeated unlock is answered from the tombstone.
+			if ok, err := m.Extend(); err == nil || ok {
+				t.Fatalf("extend after unlock: %v %v; want failure", ok, err)
+			}
 			if err := other.Lock(); err != nil {
 				t.Fatalf("lock after unlock: %v", err)
 			}
@@ -135,6 +140,13 @@ func TestRedislock(t *testing.T) {
 	// quorums over several connections agree.
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("repeated release: %v", err)
+	}
+	// An extend after the release is refused: nobody holds the lock.
+	if err := l.Refresh(ctx, 5*time.Second, nil); !errors.Is(err, redislock.ErrNotObtained) {
+		t.Fatalf("refresh after release: %v; want ErrNotObtained", err)
+	}
+	if n, err := c.Exists(ctx, "bsm").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS after refresh of a released lock = %d %v; want 0", n, err)
 	}
 	l2, err := locker.Obtain(ctx, "bsm", time.Second, nil)
 	if err != nil {

@@ -6,21 +6,25 @@ import (
 )
 
 // skewClock is one node's cluster.Clock. It runs at rate times real time
-// from an anchor, offset from the real clock, and can be paused (Now
+// from an anchor and can be paused (Now
 // blocks, so the node's leader clock and ticks stop with the rest of
 // it). It lives as long as the Cluster, across the node's restarts.
 //
-// A time.Time carries its wall and monotonic readings together, so a
-// change of offset moves both: apply skew to a node that is not leading
-// (as the nemesis does) to model a wall-clock difference, whose only
-// effect under the time rule is the first leader's seed of the cluster
-// clock. The rate is what a leader's lease arithmetic feels.
+// The offset is a wall-clock offset: setting a node's wall clock does not
+// move its monotonic clock, so a change of offset leaves the reading where
+// it is (a time.Time carries both readings together and cannot show them
+// apart). Under the time rule a wall clock is read only to seed a fresh
+// cluster's clock, before any fault, and every node measures elapsed time
+// with its monotonic clock, leaders and followers alike (a follower's
+// bound of the cluster clock becomes the next leader's start). The rate
+// is what that arithmetic feels. jump moves the monotonic reading itself:
+// a broken clock, which the time rule cannot defend against.
 type skewClock struct {
 	mu         sync.Mutex
 	anchorReal time.Time // real reading when the current rate/offset began
 	anchorRead time.Time // this clock's reading at that moment
 	rate       float64
-	offset     time.Duration
+	offset     time.Duration // the wall-clock offset; not in the reading (above)
 	gate       chan struct{} // closed while running
 }
 
@@ -47,16 +51,25 @@ func (c *skewClock) readLocked(real time.Time) time.Time {
 	return c.anchorRead.Add(time.Duration(float64(d) * c.rate))
 }
 
-// skew sets the offset from real time and the rate from now on.
+// skew sets the wall-clock offset from real time (which leaves the
+// reading where it is) and the rate from now on.
 func (c *skewClock) skew(offset time.Duration, rate float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	real := time.Now()
-	cur := c.readLocked(real)
+	c.anchorRead = c.readLocked(real)
 	c.anchorReal = real
-	c.anchorRead = cur.Add(offset - c.offset)
 	c.offset = offset
 	c.rate = rate
+}
+
+// jump moves the reading by d at once.
+func (c *skewClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	real := time.Now()
+	c.anchorRead = c.readLocked(real).Add(d)
+	c.anchorReal = real
 }
 
 func (c *skewClock) setPaused(p bool) {

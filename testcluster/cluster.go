@@ -451,15 +451,23 @@ func (c *Cluster) Resume(i int) {
 	c.mu.Unlock()
 }
 
-// SkewClock sets node i's clock to offset from real time and rate times
-// real speed from now on (rate 1: no drift). It persists across
-// restarts. See skewClock for why offset changes should hit non-leaders.
+// SkewClock sets node i's wall clock to offset from real time and its
+// clock to run at rate times real speed from now on (rate 1: no drift).
+// It persists across restarts. See skewClock for why an offset does not
+// move the node's reading.
 func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
 	if rate <= 0 {
 		rate = 1
 	}
 	c.log.Info("skew", "node", nodeID(i), "offset", offset, "rate", rate)
 	c.clocks[i].skew(offset, rate)
+}
+
+// JumpClock moves node i's monotonic reading by d at once: a broken
+// clock, for checking that the checkers catch what it does to leases.
+func (c *Cluster) JumpClock(i int, d time.Duration) {
+	c.log.Info("clock jump", "node", nodeID(i), "by", d)
+	c.clocks[i].jump(d)
 }
 
 // Snapshot returns node i's FSM snapshot bytes and the index they are at

@@ -20,8 +20,9 @@
 //     the same addresses.
 //   - Pause(i) / Resume(i): stop the world — the node's links and clock
 //     stop.
-//   - SkewClock(i, offset, rate): the node's clock, as its leader clock
-//     reads it (cluster.Config.Clock).
+//   - SkewClock(i, offset, rate): the node's wall-clock offset and its
+//     clock's rate (cluster.Config.Clock); JumpClock(i, d) breaks its
+//     monotonic clock.
 //
 // WaitLeader, Leader, WaitApplied and Snapshot observe it.
 //

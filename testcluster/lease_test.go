@@ -75,7 +75,7 @@ func TestCheckLeasesCatchesBrokenClockRule(t *testing.T) {
 	defer cancel()
 	l := c.LeaderIndex()
 	o := holdAndWatch(t, ctx, c, h, l, 5*time.Second, func() int {
-		c.SkewClock(l, time.Hour, 1) // moves the leader's monotonic reading too
+		c.JumpClock(l, time.Hour)
 		return l
 	})
 	if err := CheckLeases([]LeaseEnd{o}); !errors.Is(err, ErrLeaseTooShort) {
