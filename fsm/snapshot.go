@@ -11,11 +11,11 @@ import (
 	"strings"
 )
 
-// Snapshot format, version 2. Integers are varints (signed: zig-zag),
+// Snapshot format, version 3. Integers are varints (signed: zig-zag),
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
-//	byte     version (1)
+//	byte     version (3)
 //	varint   now; uvarint applied
 //	keys     count, then per key in order: key, value (kind, deadline,
 //	         version, kind-specific body; a lock: permits, fence,
@@ -28,10 +28,19 @@ import (
 //	         (1 + index in errCodes; 0 = none), flags (granted 1, queued 2,
 //	         released 4), fence, deadline, count
 //	tombs    count, then per key in order: key, count, then (owner, until) oldest first
-//	scripts  count, then script texts (the Redis side's cache, sorted)
+//	scripts  count, then the texts SCRIPT LOAD keeps, in SHA1 order;
+//	         count, then the texts EVAL cached, least recently used first
+//
+// Version 2 (still restored) differs only in its last section: one count
+// and the texts in SHA1 order, from a cache that did not tell SCRIPT LOAD
+// from EVAL. Restore keeps them all as loaded scripts, so no EVALSHA that
+// worked before stops working; SCRIPT FLUSH empties them.
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
-const snapVersion = 2
+const (
+	snapVersion   = 3
+	snapVersionV2 = 2 // the version before the script cache's split
+)
 
 // errCodes numbers the sentinels a remembered result can carry; the
 // order is part of the snapshot format (append only).
@@ -216,11 +225,13 @@ func (t *Table) encodeTail(e *enc) {
 		e.more()
 	}
 
-	scripts := t.rx.snapshotScripts()
-	e.uvarint(uint64(len(scripts)))
-	for _, sc := range scripts {
-		e.bytes(sc)
-		e.more()
+	loaded, evals := t.rx.cache.snapshot()
+	for _, list := range [][][]byte{loaded, evals} {
+		e.uvarint(uint64(len(list)))
+		for _, sc := range list {
+			e.bytes(sc)
+			e.more()
+		}
 	}
 }
 
@@ -515,18 +526,27 @@ func (d *snapReader) bytes() []byte {
 // On error the table is unchanged.
 func (t *Table) Restore(r io.Reader) error {
 	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
-	if v := d.byte1(); d.err == nil && v != snapVersion {
-		return fmt.Errorf("%w: %d", ErrBadVersion, v)
+	version := d.byte1()
+	if d.err == nil && version != snapVersion && version != snapVersionV2 {
+		return fmt.Errorf("%w: %d", ErrBadVersion, version)
 	}
 	n := New(t.cfg)
 	if err := n.restoreFrom(d); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	var scripts [][]byte
-	if c := d.count(); d.err == nil {
-		for i := 0; i < c && d.err == nil; i++ {
-			scripts = append(scripts, d.bytes())
+	texts := func() [][]byte {
+		var out [][]byte
+		if c := d.count(); d.err == nil {
+			for i := 0; i < c && d.err == nil; i++ {
+				out = append(out, d.bytes())
+			}
 		}
+		return out
+	}
+	loaded := texts()
+	var evals [][]byte
+	if version == snapVersion {
+		evals = texts()
 	}
 	if d.err != nil {
 		return fmt.Errorf("fsm: restore: %w", d.err)
@@ -540,7 +560,7 @@ func (t *Table) Restore(r io.Reader) error {
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
-	t.rx.restoreScripts(scripts)
+	t.rx.cache.restore(loaded, evals)
 	return nil
 }
 

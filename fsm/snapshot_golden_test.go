@@ -9,15 +9,20 @@ import (
 	"testing"
 )
 
-var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v2.bin from the current code")
+var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v3.bin from the current code")
 
 // goldenTable builds a table with something of every kind a snapshot
 // holds: plain, shared, semaphore, reentrant, session-bound and
 // lock-delayed locks (one kept by its lock-delay alone, one whose lock
 // fence is above every remaining holder's), waiters (one over two keys),
 // sessions, fences, remembered request ids, Redis values of every kind,
-// a Redis lock, a release tombstone and a cached script.
+// a Redis lock, a release tombstone and a cached script. It is the state
+// testdata/snapshot-v2.bin was written from.
 func goldenTable(tb testing.TB) *Table {
+	return goldenRT(tb).t
+}
+
+func goldenRT(tb testing.TB) *rt {
 	r := &rt{tb: tb, t: New(DefaultConfig()), now: 1_000_000}
 	must := func(res Result) {
 		tb.Helper()
@@ -55,23 +60,43 @@ func goldenTable(tb testing.TB) *Table {
 		{"PEXPIRE", "list", "200000"},
 		{"SET", "rl", "tok1", "NX", "PX", "30000"},
 		{"SET", "rl2", "tok2", "NX", "PX", "30000"},
-		{"SCRIPT", "LOAD", "return 1"},
+		{"SCRIPT", "LOAD", "return 1"}, // an unknown command to the FSM: caches nothing
 	} {
 		must(r.apply(&Command{Op: OpRedis, Args: bargs(args...)}))
 	}
-	cad := `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
-	if got := fmtReply(r.eval(cad, 1, "rl2", "tok2")); got != ":1" {
+	if got := fmtReply(r.eval(goldenCAD, 1, "rl2", "tok2")); got != ":1" {
 		tb.Fatalf("golden table: compare-and-delete %s", got)
+	}
+	return r
+}
+
+const goldenCAD = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+// goldenTableV3 is goldenTable with a script cache in every state format
+// 3 tells apart: loaded scripts, and EVAL-cached ones in an order that
+// is not the order they were first run in.
+func goldenTableV3(tb testing.TB) *Table {
+	r := goldenRT(tb)
+	for _, c := range []*Command{
+		{Op: OpScriptLoad, Script: []byte("return 'loaded'")},
+		{Op: OpScriptLoad, Script: []byte("return 'also loaded'")},
+		{Op: OpEval, Script: []byte("return 'first'")},
+		{Op: OpEval, Script: []byte("return 'second'")},
+		{Op: OpEvalSHA, Key: ScriptSHA([]byte(goldenCAD)), KeysB: bargs("rl2"), Args: bargs("tok2")},
+	} {
+		if res := r.apply(c); res.Err != nil || res.Reply.IsError() {
+			tb.Fatalf("golden table v3: %+v", res)
+		}
 	}
 	return r.t
 }
 
-// TestSnapshotV2Golden: testdata/snapshot-v2.bin was written by the code
-// of snapshot format version 2. It must restore, describe the same state
-// as goldenTable, and (while the format is 2) snapshot to the same bytes.
-func TestSnapshotV2Golden(t *testing.T) {
-	const file = "testdata/snapshot-v2.bin"
-	tab := goldenTable(t)
+// TestSnapshotV3Golden: testdata/snapshot-v3.bin was written by the code
+// of snapshot format version 3. It must restore, describe the same state
+// as goldenTableV3, and (while the format is 3) snapshot to the same bytes.
+func TestSnapshotV3Golden(t *testing.T) {
+	const file = "testdata/snapshot-v3.bin"
+	tab := goldenTableV3(t)
 	var fresh bytes.Buffer
 	if err := tab.Snapshot(&fresh); err != nil {
 		t.Fatal(err)
@@ -85,16 +110,10 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old[0] != 2 {
-		t.Fatalf("%s is version %d, want 2", file, old[0])
+	if old[0] != 3 {
+		t.Fatalf("%s is version %d, want 3", file, old[0])
 	}
-	n := New(DefaultConfig())
-	if err := n.Restore(bytes.NewReader(old)); err != nil {
-		t.Fatalf("restore %s: %v", file, err)
-	}
-	if err := checkInvariants(n); err != nil {
-		t.Fatalf("restored %s: %v", file, err)
-	}
+	n := restoreGolden(t, file, old)
 	var again bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)
@@ -102,7 +121,64 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if !bytes.Equal(again.Bytes(), fresh.Bytes()) {
 		t.Fatalf("%s restored and snapshotted differs from the same state built now", file)
 	}
-	// The restored table answers like the original one.
+	compareGolden(t, tab, n)
+	if a, b := tab.ScriptStats(), n.ScriptStats(); a != b || a.Loaded != 2 || a.Eval != 3 {
+		t.Errorf("scripts: restored %+v, original %+v", b, a)
+	}
+}
+
+// TestSnapshotV2Golden: testdata/snapshot-v2.bin was written by the code
+// of snapshot format version 2 (frozen; never rewritten). It must still
+// restore, to the state goldenTable builds now, except that its one cached
+// script (run by EVAL, but format 2 cannot say so) comes back as a loaded
+// one.
+func TestSnapshotV2Golden(t *testing.T) {
+	const file = "testdata/snapshot-v2.bin"
+	tab := goldenTable(t)
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old[0] != 2 {
+		t.Fatalf("%s is version %d, want 2", file, old[0])
+	}
+	n := restoreGolden(t, file, old)
+	compareGolden(t, tab, n)
+	if st := n.ScriptStats(); st != (ScriptStats{Loaded: 1, LoadedBytes: len(goldenCAD)}) {
+		t.Errorf("scripts: restored %+v", st)
+	}
+	if s, ok := n.ScriptBySHA(ScriptSHA([]byte(goldenCAD))); !ok || string(s) != goldenCAD {
+		t.Errorf("the cached script did not come back")
+	}
+	// Everything before the script section is the same as format 3's.
+	var a, b bytes.Buffer
+	if err := tab.Snapshot(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Snapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	tail := 3 + len(goldenCAD) // two counts, a length and the text
+	if a.Len() != b.Len() || !bytes.Equal(a.Bytes()[:a.Len()-tail], b.Bytes()[:b.Len()-tail]) {
+		t.Errorf("%s restored and snapshotted differs from the same state built now", file)
+	}
+}
+
+func restoreGolden(t *testing.T, file string, b []byte) *Table {
+	t.Helper()
+	n := New(DefaultConfig())
+	if err := n.Restore(bytes.NewReader(b)); err != nil {
+		t.Fatalf("restore %s: %v", file, err)
+	}
+	if err := checkInvariants(n); err != nil {
+		t.Fatalf("restored %s: %v", file, err)
+	}
+	return n
+}
+
+// compareGolden: the restored table answers like the original one.
+func compareGolden(t *testing.T, tab, n *Table) {
+	t.Helper()
 	now := tab.Now()
 	for _, k := range []string{"ex", "sh", "sem", "dl", "dl2", "free", "str", "h", "rl", "nothing"} {
 		a, errA := tab.Inspect(k, now)
