@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -47,6 +48,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	scripts := addScriptFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,6 +68,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mirror, err := parseMirrorFlag(*mirrorURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "dev: --mirror:", err)
+		return 2
+	}
+	var fsmCfg fsm.Config
+	if err := scripts.apply(&fsmCfg); err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
@@ -165,6 +172,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Bootstrap = true
 		cfg.Peers = peers
 		cfg.Logger = log.With("node", peers[i].ID)
+		cfg.FSM = fsmCfg
 		p, err := startProc(ctx, procConfig{
 			Cluster:  cfg,
 			HTTPAddr: port(*httpBase, i),
