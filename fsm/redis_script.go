@@ -114,11 +114,11 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 // evalSHA is EVALSHA: the script must be in the cache at this index,
 // else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
 func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
-	script, ok := t.rx.cache.use(strings.ToLower(sha))
+	sha = strings.ToLower(sha)
+	script, ok := t.rx.cache.use(sha)
 	if !ok {
 		return reply.NewError(errNoScript)
 	}
-	sha = strings.ToLower(sha)
 	if !ro {
 		if r, ok := t.evalNative(ctx, t.rx.lua.family(sha, script), keys, args); ok {
 			return r

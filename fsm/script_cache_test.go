@@ -73,6 +73,10 @@ func TestScriptCacheRules(t *testing.T) {
 			return fmtReply(r.evalsha(ScriptSHA([]byte(e1)), false, 0)) + " " +
 				fmtReply(r.evalsha(strings.ToUpper(ScriptSHA([]byte(e4))), false, 0))
 		}, "-NOSCRIPT No matching script. Please use EVAL. :4"},
+		{"EVALSHA of no SHA1 answers NOSCRIPT", func(r *rt) string {
+			r.load(l1)
+			return fmtReply(r.evalsha("", false, 0)) + " " + fmtReply(r.evalsha(strings.Repeat("\xff", 1<<16), true, 0))
+		}, "-NOSCRIPT No matching script. Please use EVAL. -NOSCRIPT No matching script. Please use EVAL."},
 		{"a loaded script is never evicted by EVAL", func(r *rt) string {
 			r.load(l1)
 			for i := range 100 {
@@ -313,3 +317,42 @@ func TestScriptCacheConfig(t *testing.T) {
 		t.Errorf("defaults %d %d", c.MaxLoadedScripts, c.MaxEvalScripts)
 	}
 }
+
+// benchCADEntry is a redis-py Lock release as the node applies it: the
+// encoded entry decoded and applied (after a SET NX PX), by text (EVAL,
+// what the bridge proposed for EVALSHA before OpEvalSHA) or by SHA1.
+func benchCADEntry(b *testing.B, bySHA bool) {
+	t := New(DefaultConfig())
+	text := []byte(hotText(famCAD1))
+	var index uint64
+	if bySHA {
+		index++
+		t.Apply(index, &Command{Op: OpScriptLoad, Script: text})
+	}
+	set := &Command{Op: OpRedis, Args: bargs("SET", "lock", "", "NX", "PX", "30000")}
+	ev := &Command{Op: OpEval, Script: text, KeysB: bargs("lock"), Args: [][]byte{nil}}
+	if bySHA {
+		ev = &Command{Op: OpEvalSHA, Key: ScriptSHA(text), KeysB: bargs("lock"), Args: [][]byte{nil}}
+	}
+	var size int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tok := []byte("token-" + strconv.Itoa(i))
+		set.Args[2], ev.Args[0] = tok, tok
+		index++
+		set.Time = int64(index)
+		t.Apply(index, set)
+		index++
+		ev.Time = int64(index)
+		enc, _ := ev.MarshalBinary()
+		size = len(enc)
+		if r := t.ApplyBytes(index, enc); r.Reply.Int != 1 {
+			b.Fatalf("release: %+v", r.Reply)
+		}
+	}
+	b.ReportMetric(float64(size), "entry-bytes")
+}
+
+func BenchmarkReleaseByText(b *testing.B) { benchCADEntry(b, false) }
+func BenchmarkReleaseBySHA(b *testing.B)  { benchCADEntry(b, true) }
