@@ -127,8 +127,8 @@ func cmdScript(c *conn, args [][]byte) {
 			return
 		}
 		c.w.WriteArrayLen(len(shas))
-		for _, in := range in {
-			if in {
+		for _, cached := range in {
+			if cached {
 				c.w.WriteInt(1)
 			} else {
 				c.w.WriteInt(0)

@@ -9,8 +9,8 @@ import (
 
 // Pipelined writes group-commit. When a connection has sent more than one
 // command (a pipeline), each write that is a single log entry and needs
-// no read first (a Redis write command of the FSM, EVAL, EVALSHA of a
-// cached script) is proposed without waiting for its commit, so a
+// no read first (a Redis write command of the FSM, EVAL, EVALSHA and
+// their _RO forms) is proposed without waiting for its commit, so a
 // pipeline's writes share log writes and replication rounds. A replier
 // goroutine writes their replies in order as they complete. Every other
 // command first waits until all replies before it are written
