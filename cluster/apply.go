@@ -411,6 +411,10 @@ func opName(op fsm.Op) string {
 		return "exec"
 	case fsm.OpScriptLoad:
 		return "script_load"
+	case fsm.OpEvalSHA:
+		return "evalsha"
+	case fsm.OpScriptFlush:
+		return "script_flush"
 	}
 	return "other"
 }

@@ -521,5 +521,32 @@ func diffSequences() []sequence {
 			eval("return redis.call('get', KEYS[1])", keys(L2)).anyError(),
 			cmd("DEL", L2),
 		}},
+		{name: "script cache: LOAD, EXISTS, FLUSH, read-only scripts", keys: keys(L), steps: []step{
+			cmd("SCRIPT", "LOAD", "return 'kept'"),
+			cmd("SCRIPT", "EXISTS", sha1hex("return 'kept'"), sha1hex("return 'never'")),
+			cmd("EVALSHA", sha1hex("return 'kept'"), "0"),
+			cmd("EVALSHA", "not-a-sha", "0"),
+			eval(luaSetRO, keys(L), "v1"),
+			evalsha(luaSetRO, keys(L), "v2"),
+			cmd("EVAL_RO", luaSetRO, "1", L, "v3"),
+			cmd("EVALSHA_RO", sha1hex(luaSetRO), "1", L, "v4"),
+			cmd("eval_ro", "return redis.pcall('set', KEYS[1], 'v5')", "1", L),
+			cmd("EVAL_RO", "return redis.call('publish', KEYS[1], 'm')", "1", L),
+			cmd("EVAL_RO", "return redis.call('get', KEYS[1])", "1", L),
+			cmd("EVALSHA_RO", sha1hex("return 'kept'"), "0"),
+			cmd("SCRIPT", "FLUSH", "NOW"),
+			cmd("SCRIPT", "FLUSH", "ASYNC"),
+			cmd("SCRIPT", "EXISTS", sha1hex("return 'kept'"), sha1hex(luaSetRO)),
+			cmd("EVALSHA", sha1hex("return 'kept'"), "0"),
+			cmd("EVALSHA_RO", sha1hex(luaSetRO), "1", L, "v6"),
+			eval(luaSetRO, keys(L), "v7"),
+			evalsha(luaSetRO, keys(L), "v8"),
+			cmd("SCRIPT", "FLUSH", "sync"),
+			cmd("SCRIPT", "FLUSH"),
+			cmd("EVALSHA", sha1hex(luaSetRO), "1", L, "v9"),
+		}},
 	}
 }
+
+// luaSetRO writes: EVAL_RO and EVALSHA_RO of it fail.
+const luaSetRO = "return redis.call('set', KEYS[1], ARGV[1])"

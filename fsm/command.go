@@ -46,6 +46,12 @@ const (
 	// OpScriptLoad records Script in the replicated script cache so that
 	// EVALSHA works on every node.
 	OpScriptLoad
+	// OpEvalSHA runs the cached script whose SHA1 (hex) is Key, with KeysB
+	// and Args as KEYS and ARGV; NOSCRIPT when the cache does not hold it
+	// at this index.
+	OpEvalSHA
+	// OpScriptFlush empties the replicated script cache (SCRIPT FLUSH).
+	OpScriptFlush
 )
 
 // Mode is how a lock is held.
@@ -113,9 +119,12 @@ type Command struct {
 	LockDelay int64 // ms the key stays unavailable after a hold ends by expiry or session loss
 	MaxHold   int64 // ms: hard cap on a hold's total life, renewals included; 0 = none
 	Token     uint64
+	// ReadOnly makes OpEval and OpEvalSHA an EVAL_RO/EVALSHA_RO: a write
+	// command called by the script fails and changes nothing.
+	ReadOnly bool
 
-	Args   [][]byte   // OpRedis; OpEval ARGV
-	KeysB  [][]byte   // OpEval KEYS
+	Args   [][]byte   // OpRedis; OpEval, OpEvalSHA ARGV
+	KeysB  [][]byte   // OpEval, OpEvalSHA KEYS
 	Script []byte     // OpEval, OpScriptLoad
 	Multi  [][][]byte // OpExec
 	Watch  []WatchKey // OpExec

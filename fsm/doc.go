@@ -112,8 +112,8 @@
 // blocking acquire is answered from its waiter: Queued while it waits, the
 // grant once granted, ErrCancelled once cancelled; a waiter that timed out
 // forgets its id, so a client may re-issue the same id to wait again.
-// CancelWait is answered from state. Tick, Redis, Eval, Exec and
-// ScriptLoad are not remembered. Ids are forgotten ReqIDWindow ms of FSM
+// CancelWait is answered from state. Tick, Redis, Eval, EvalSHA, Exec,
+// ScriptLoad and ScriptFlush are not remembered. Ids are forgotten ReqIDWindow ms of FSM
 // time after they were applied, or sooner, oldest first, when more than
 // MaxReqIDs are remembered.
 //

@@ -44,7 +44,8 @@ const (
 	errValTooLong  = "ERR locknode: argument longer than MaxValueBytes"
 	errKeysFull    = "ERR locknode: key space full (MaxKeys)"
 	errScriptLong  = "ERR locknode: script longer than MaxScriptBytes"
-	errScriptsFull = "ERR locknode: script cache full"
+	errScriptsFull = "ERR locknode: SCRIPT LOAD cache full (MaxLoadedScripts); SCRIPT FLUSH empties it"
+	errROWrite     = "ERR Write commands are not allowed from read-only scripts."
 )
 
 func errArity(name string) reply.Reply {
@@ -191,6 +192,10 @@ func (t *Table) redis(ctx *applyCtx, args [][]byte) reply.Reply {
 
 // runCmd applies the limits every command shares, then runs c.
 func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
+	if ctx.readOnly && !c.ro {
+		// Redis refuses write and may-replicate commands (PUBLISH) alike.
+		return reply.NewError(errROWrite)
+	}
 	if !c.ro {
 		for _, a := range args[1:] {
 			if len(a) > t.cfg.MaxValueBytes {
@@ -263,11 +268,15 @@ func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 	if len(args) == 0 {
 		return reply.Reply{}, false
 	}
-	var sha bool
+	var sha, ro bool
 	switch strings.ToLower(string(args[0])) {
-	case "eval", "eval_ro":
-	case "evalsha", "evalsha_ro":
+	case "eval":
+	case "eval_ro":
+		ro = true
+	case "evalsha":
 		sha = true
+	case "evalsha_ro":
+		sha, ro = true, true
 	default:
 		return reply.Reply{}, false
 	}
@@ -283,16 +292,11 @@ func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 	case n > int64(len(args)-3):
 		return reply.NewError("ERR Number of keys can't be greater than number of args"), true
 	}
-	script := args[1]
-	if sha {
-		s, found := t.rx.scripts[strings.ToLower(string(args[1]))]
-		if !found {
-			return reply.NewError("NOSCRIPT No matching script. Please use EVAL."), true
-		}
-		script = s
-	}
 	rest := args[3:]
-	return t.eval(ctx, script, rest[:n:n], rest[n:]), true
+	if sha {
+		return t.evalSHA(ctx, string(args[1]), rest[:n:n], rest[n:], ro), true
+	}
+	return t.eval(ctx, args[1], rest[:n:n], rest[n:], ro), true
 }
 
 // lookup returns the live value at key for a Redis command: nil when

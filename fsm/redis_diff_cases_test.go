@@ -1,5 +1,7 @@
 package fsm
 
+import "strings"
+
 // The differential sequences. Scripts are written here in the shape of
 // each family (shared/redis-clients.md §6.2), not copied from clients;
 // the hot (native) texts come from hotScripts so that the native path is
@@ -544,5 +546,33 @@ if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset
 			ev(`error("plain failure")`, nil),
 			{script: `return 1 +`, table: "-ERR Error compiling script (new function): user_script at EOF:   syntax error"},
 		}},
+		{name: "script-cache", keys: k("ro"), steps: []dstep{
+			c("SCRIPT", "FLUSH"),
+			c("SCRIPT", "LOAD", "return 'loaded'"),
+			c("SCRIPT", "EXISTS", sha("return 'loaded'"), sha("return 'never'")),
+			c("EVALSHA", sha("return 'loaded'"), "0"),
+			c("EVALSHA", strings.ToUpper(sha("return 'loaded'")), "0"),
+			c("EVALSHA", sha("return 'never'"), "0"),
+			ev(roSet, k("ro")),
+			c("EVALSHA", sha(roSet), "1", "ro"),
+			c("EVAL_RO", roSet, "1", "ro"),
+			c("EVALSHA_RO", sha(roSet), "1", "ro"),
+			c("EVAL_RO", "return redis.pcall('set', KEYS[1], 'x')", "1", "ro"),
+			c("EVAL_RO", "return redis.call('publish', 'ch', 'm')", "0"),
+			c("EVAL_RO", "return redis.call('get', KEYS[1])", "1", "ro"),
+			c("EVALSHA_RO", sha("return 'loaded'"), "0"),
+			c("SCRIPT", "FLUSH", "ASYNC"),
+			c("SCRIPT", "EXISTS", sha("return 'loaded'"), sha(roSet)),
+			c("EVALSHA", sha("return 'loaded'"), "0"),
+			c("EVALSHA_RO", sha(roSet), "1", "ro"),
+			c("SCRIPT", "LOAD", "return 'loaded'"),
+			c("SCRIPT", "FLUSH", "SYNC"),
+			c("SCRIPT", "EXISTS", sha("return 'loaded'")),
+		}},
 	}
 }
+
+// roSet writes: EVAL_RO and EVALSHA_RO of it must fail.
+const roSet = "return redis.call('set', KEYS[1], 'v')"
+
+func sha(script string) string { return ScriptSHA([]byte(script)) }

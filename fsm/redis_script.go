@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/locknode/locknode/fsm/reply"
 )
@@ -11,16 +14,10 @@ import (
 // Scripting: the replicated script cache, EVAL, and the native fast paths
 // for the hot Redlock scripts.
 
-// maxScripts bounds the replicated script cache. Like Redis 7.0, EVAL adds
-// its script to the cache (so a later EVALSHA works); when the cache is
-// full EVAL still runs but adds nothing, and SCRIPT LOAD is refused. The
-// cache is part of the snapshot, so every node agrees on what it holds.
-const maxScripts = 10000
-
 // redisExt is the Redis state of the Table beyond the key space.
 type redisExt struct {
-	scripts map[string][]byte // replicated: sha1 hex → script text
-	lua     *luaEngine        // derived: compiled scripts; never snapshotted
+	cache scriptCache // replicated (script_cache.go)
+	lua   *luaEngine  // derived: compiled scripts; never snapshotted
 	// shaOf memoises ScriptSHA of texts EVAL'd recently (derived, never
 	// snapshotted): a SHA1 plus its hex string for every EVAL of the same
 	// few lock scripts was a measurable part of an unlock's apply.
@@ -35,7 +32,7 @@ const (
 )
 
 func (x *redisExt) init() {
-	x.scripts = map[string][]byte{}
+	x.cache.init()
 	x.lua = newLuaEngine()
 	x.shaOf = map[string]string{}
 }
@@ -58,25 +55,6 @@ func (x *redisExt) sha(script []byte) string {
 	return s
 }
 
-// snapshotScripts returns the cached script texts sorted by SHA1, for the
-// snapshot.
-func (x *redisExt) snapshotScripts() [][]byte {
-	shas := sortedKeys(x.scripts)
-	out := make([][]byte, len(shas))
-	for i, s := range shas {
-		out[i] = x.scripts[s]
-	}
-	return out
-}
-
-// restoreScripts replaces the script cache with the texts of a snapshot.
-func (x *redisExt) restoreScripts(s [][]byte) {
-	x.scripts = make(map[string][]byte, len(s))
-	for _, b := range s {
-		x.scripts[ScriptSHA(b)] = bytes.Clone(b)
-	}
-}
-
 // ScriptSHA returns the lowercase hex SHA1 of script, the name EVALSHA
 // and SCRIPT LOAD use.
 func ScriptSHA(script []byte) string {
@@ -84,25 +62,8 @@ func ScriptSHA(script []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// ScriptBySHA returns the cached script with that SHA1 (lowercase hex),
-// for the bridge to turn EVALSHA into an OpEval carrying the text.
-func (t *Table) ScriptBySHA(sha string) ([]byte, bool) {
-	s, ok := t.rx.scripts[sha]
-	return s, ok
-}
-
-// ScriptSHAs reports, for each sha, whether the cache holds it (SCRIPT
-// EXISTS).
-func (t *Table) ScriptSHAs(shas []string) []bool {
-	out := make([]bool, len(shas))
-	for i, s := range shas {
-		_, out[i] = t.rx.scripts[s]
-	}
-	return out
-}
-
-// scriptLoad is SCRIPT LOAD: check that the script compiles, cache it,
-// reply its SHA1.
+// scriptLoad is SCRIPT LOAD: check that the script compiles, keep it
+// until SCRIPT FLUSH, reply its SHA1.
 func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
@@ -111,38 +72,71 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 	if _, err := t.rx.lua.compile(sha, script); err != nil {
 		return reply.NewError(compileErrText(err))
 	}
-	if _, ok := t.rx.scripts[sha]; !ok {
-		if len(t.rx.scripts) >= maxScripts {
-			return reply.NewError(errScriptsFull)
-		}
-		t.rx.scripts[sha] = bytes.Clone(script)
+	if !t.rx.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
+		return reply.NewError(errScriptsFull)
 	}
 	return reply.NewBulk(sha)
 }
 
-// eval runs script with KEYS and ARGV as one atomic step.
-func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte) reply.Reply {
+// scriptFlush is SCRIPT FLUSH: every node empties its cache at the same
+// index. Compiled scripts stay in the node-local engine; they are found
+// only through the cache, by SHA1 of the same text.
+func (t *Table) scriptFlush() reply.Reply {
+	t.rx.cache.flush()
+	return reply.OK
+}
+
+// eval runs script with KEYS and ARGV as one atomic step, and caches it
+// (least recently used evicted) so that EVALSHA finds it. ro is EVAL_RO:
+// a write command from the script fails.
+func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool) reply.Reply {
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
 	sha := t.rx.sha(script)
-	fam := t.rx.lua.family(sha, script)
-	if r, ok := t.evalNative(ctx, fam, keys, args); ok {
-		t.cacheScript(sha, script)
-		return r
+	if !ro {
+		// The native paths write; a read-only run takes the Lua path,
+		// which refuses the write as Redis does.
+		fam := t.rx.lua.family(sha, script)
+		if r, ok := t.evalNative(ctx, fam, keys, args); ok {
+			t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+			return r
+		}
 	}
 	proto, err := t.rx.lua.compile(sha, script)
 	if err != nil {
 		return reply.NewError(compileErrText(err))
 	}
-	t.cacheScript(sha, script)
-	return t.runLua(ctx, sha, proto, keys, args)
+	t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+	return t.runScript(ctx, sha, proto, keys, args, ro)
 }
 
-func (t *Table) cacheScript(sha string, script []byte) {
-	if _, ok := t.rx.scripts[sha]; !ok && len(t.rx.scripts) < maxScripts {
-		t.rx.scripts[sha] = bytes.Clone(script)
+// evalSHA is EVALSHA: the script must be in the cache at this index,
+// else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
+func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
+	sha = strings.ToLower(sha)
+	script, ok := t.rx.cache.use(sha)
+	if !ok {
+		return reply.NewError(errNoScript)
 	}
+	if !ro {
+		if r, ok := t.evalNative(ctx, t.rx.lua.family(sha, script), keys, args); ok {
+			return r
+		}
+	}
+	proto, err := t.rx.lua.compile(sha, script)
+	if err != nil {
+		return reply.NewError(compileErrText(err)) // not reached: cached scripts compiled
+	}
+	return t.runScript(ctx, sha, proto, keys, args, ro)
+}
+
+// runScript runs a compiled script; with ro set every write command it
+// calls fails (runCmd).
+func (t *Table) runScript(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte, ro bool) reply.Reply {
+	ctx.readOnly = ro
+	defer func() { ctx.readOnly = false }()
+	return t.runLua(ctx, sha, proto, keys, args)
 }
 
 // Native script families. Each is recognised by the SHA1 of the exact

@@ -252,7 +252,7 @@ func TestRedisExecRunsScripts(t *testing.T) {
 		bargs("SET", "k", "v"),
 		bargs("EVALSHA", sha, "1", "k", "v"), // not cached yet: NOSCRIPT
 		bargs("EVAL", cad, "1", "k", "other"),
-		bargs("evalsha_ro", sha, "1", "k", "v"), // EVAL cached it
+		bargs("evalsha", sha, "1", "k", "v"), // EVAL cached it
 		bargs("EVAL", cad, "2", "k"),
 		bargs("EVAL", cad),
 		bargs("EXISTS", "k"),
@@ -409,15 +409,14 @@ func TestScriptCache(t *testing.T) {
 		t.Fatalf("bad SCRIPT LOAD = %s", fmtReply(bad))
 	}
 	r.eval(`return 2`, 0)
-	snap := r.t.rx.snapshotScripts()
-	if len(snap) != 2 || ScriptSHA(snap[0]) > ScriptSHA(snap[1]) {
-		t.Fatalf("snapshotScripts = %q", snap)
+	loaded, evals := r.t.rx.cache.snapshot()
+	if len(loaded) != 1 || len(evals) != 1 || !bytes.Equal(loaded[0], src) {
+		t.Fatalf("snapshot = %q %q", loaded, evals)
 	}
-	var x redisExt
-	x.init()
-	x.restoreScripts(snap)
-	if len(x.scripts) != 2 || !bytes.Equal(x.scripts[ScriptSHA(src)], src) {
-		t.Fatal("restoreScripts")
+	var x scriptCache
+	x.restore(loaded, evals)
+	if got, ok := x.get(ScriptSHA(src)); !ok || !bytes.Equal(got, src) || x.lru.Len() != 1 {
+		t.Fatal("restore")
 	}
 	long := bytes.Repeat([]byte("-"), DefaultConfig().MaxScriptBytes+1)
 	if got := r.eval(string(long), 0); got.Str != errScriptLong {

@@ -15,7 +15,7 @@ import (
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
-//	byte     version (1)
+//	byte     version (3)
 //	varint   now; uvarint applied
 //	keys     count, then per key in order: key, value (kind, deadline,
 //	         version, kind-specific body; a lock: permits, fence,
@@ -28,19 +28,25 @@ import (
 //	         (1 + index in errCodes; 0 = none), flags (granted 1, queued 2,
 //	         released 4), fence, deadline, count
 //	tombs    count, then per key in order: key, count, then (owner, until) oldest first
-//	scripts  count, then script texts (the Redis side's cache, sorted)
-//	uvarint  the highest fence ever granted (version 3; absent in 2)
+//	scripts  count, then the texts SCRIPT LOAD keeps, in SHA1 order;
+//	         count, then the texts EVAL cached, least recently used first
+//	uvarint  the highest fence ever granted
+//
+// Version 2 (still restored) differs in its tail: one count and the script
+// texts in SHA1 order, from a cache that did not tell SCRIPT LOAD from
+// EVAL (Restore keeps them all as loaded scripts, so no EVALSHA that
+// worked before stops working; SCRIPT FLUSH empties them), and no highest
+// fence, which its restore takes to be the snapshot's applied index (no
+// fence can be above it, so no granted token is refused). Nodes that
+// restored such snapshots at different indexes agree again once a grant
+// is applied after the upgrade; upgrade every node before relying on the
+// registry's refusals.
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
-const snapVersion = 3
-
-// snapVersionNoMaxFence is the previous format, still restored: it lacks
-// the highest fence granted, which its restore takes to be the snapshot's
-// applied index (no fence can be above it, so no granted token is
-// refused). Nodes that restored such snapshots at different indexes agree
-// again once a grant is applied after the upgrade; upgrade every node
-// before relying on the registry's refusals.
-const snapVersionNoMaxFence = 2
+const (
+	snapVersion   = 3
+	snapVersionV2 = 2 // one script list, no highest fence
+)
 
 // errCodes numbers the sentinels a remembered result can carry; the
 // order is part of the snapshot format (append only).
@@ -225,11 +231,13 @@ func (t *Table) encodeTail(e *enc) {
 		e.more()
 	}
 
-	scripts := t.rx.snapshotScripts()
-	e.uvarint(uint64(len(scripts)))
-	for _, sc := range scripts {
-		e.bytes(sc)
-		e.more()
+	loaded, evals := t.rx.cache.snapshot()
+	for _, list := range [][][]byte{loaded, evals} {
+		e.uvarint(uint64(len(list)))
+		for _, sc := range list {
+			e.bytes(sc)
+			e.more()
+		}
 	}
 	e.uvarint(t.ext.maxFence)
 }
@@ -526,18 +534,26 @@ func (d *snapReader) bytes() []byte {
 func (t *Table) Restore(r io.Reader) error {
 	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
 	version := d.byte1()
-	if d.err == nil && version != snapVersion && version != snapVersionNoMaxFence {
+	if d.err == nil && version != snapVersion && version != snapVersionV2 {
 		return fmt.Errorf("%w: %d", ErrBadVersion, version)
 	}
 	n := New(t.cfg)
 	if err := n.restoreFrom(d); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	var scripts [][]byte
-	if c := d.count(); d.err == nil {
-		for i := 0; i < c && d.err == nil; i++ {
-			scripts = append(scripts, d.bytes())
+	texts := func() [][]byte {
+		var out [][]byte
+		if c := d.count(); d.err == nil {
+			for i := 0; i < c && d.err == nil; i++ {
+				out = append(out, d.bytes())
+			}
 		}
+		return out
+	}
+	loaded := texts()
+	var evals [][]byte
+	if version == snapVersion {
+		evals = texts()
 	}
 	n.ext.maxFence = n.applied
 	if version == snapVersion {
@@ -555,7 +571,7 @@ func (t *Table) Restore(r io.Reader) error {
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
-	t.rx.restoreScripts(scripts)
+	t.rx.cache.restore(loaded, evals)
 	return nil
 }
 

@@ -17,8 +17,13 @@ var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapsho
 // lock-delayed locks (one kept by its lock-delay alone, one whose lock
 // fence is above every remaining holder's), waiters (one over two keys),
 // sessions, fences, remembered request ids, Redis values of every kind,
-// a Redis lock, a release tombstone and a cached script.
+// a Redis lock, a release tombstone and a cached script. It is the state
+// testdata/snapshot-v2.bin was written from.
 func goldenTable(tb testing.TB) *Table {
+	return goldenRT(tb).t
+}
+
+func goldenRT(tb testing.TB) *rt {
 	r := &rt{tb: tb, t: New(DefaultConfig()), now: 1_000_000}
 	must := func(res Result) {
 		tb.Helper()
@@ -44,7 +49,9 @@ func goldenTable(tb testing.TB) *Table {
 	must(r.apply(&Command{Op: OpAcquire, Keys: []string{"ex", "free"}, Owner: "o3", TTL: 60_000,
 		Wait: 300_000, ReqID: "w2", Session: "s1"}))
 	// ex's fence, not the highest (later grants have higher ones), so the
-	// snapshot's highest fence and the registry differ.
+	// snapshot's highest fence and the registry differ. (snapshot-v2.bin
+	// was written with token 42, before tokens above the highest fence
+	// were refused.)
 	must(r.apply(&Command{Op: OpFenceCheck, Key: "res", Token: 2, ReqID: "r3"}))
 	r.now += 100 // the holds of dl end: dl is kept by its lock-delay
 	must(r.apply(&Command{Op: OpTick}))
@@ -58,23 +65,43 @@ func goldenTable(tb testing.TB) *Table {
 		{"PEXPIRE", "list", "200000"},
 		{"SET", "rl", "tok1", "NX", "PX", "30000"},
 		{"SET", "rl2", "tok2", "NX", "PX", "30000"},
-		{"SCRIPT", "LOAD", "return 1"},
+		{"SCRIPT", "LOAD", "return 1"}, // an unknown command to the FSM: caches nothing
 	} {
 		must(r.apply(&Command{Op: OpRedis, Args: bargs(args...)}))
 	}
-	cad := `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
-	if got := fmtReply(r.eval(cad, 1, "rl2", "tok2")); got != ":1" {
+	if got := fmtReply(r.eval(goldenCAD, 1, "rl2", "tok2")); got != ":1" {
 		tb.Fatalf("golden table: compare-and-delete %s", got)
+	}
+	return r
+}
+
+const goldenCAD = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
+
+// goldenTableV3 is goldenTable with a script cache in every state format
+// 3 tells apart: loaded scripts, and EVAL-cached ones in an order that
+// is not the order they were first run in.
+func goldenTableV3(tb testing.TB) *Table {
+	r := goldenRT(tb)
+	for _, c := range []*Command{
+		{Op: OpScriptLoad, Script: []byte("return 'loaded'")},
+		{Op: OpScriptLoad, Script: []byte("return 'also loaded'")},
+		{Op: OpEval, Script: []byte("return 'first'")},
+		{Op: OpEval, Script: []byte("return 'second'")},
+		{Op: OpEvalSHA, Key: ScriptSHA([]byte(goldenCAD)), KeysB: bargs("rl2"), Args: bargs("tok2")},
+	} {
+		if res := r.apply(c); res.Err != nil || res.Reply.IsError() {
+			tb.Fatalf("golden table v3: %+v", res)
+		}
 	}
 	return r.t
 }
 
 // TestSnapshotV3Golden: testdata/snapshot-v3.bin was written by the code
 // of snapshot format version 3. It must restore, describe the same state
-// as goldenTable, and (while the format is 3) snapshot to the same bytes.
+// as goldenTableV3, and (while the format is 3) snapshot to the same bytes.
 func TestSnapshotV3Golden(t *testing.T) {
 	const file = "testdata/snapshot-v3.bin"
-	tab := goldenTable(t)
+	tab := goldenTableV3(t)
 	var fresh bytes.Buffer
 	if err := tab.Snapshot(&fresh); err != nil {
 		t.Fatal(err)
@@ -91,7 +118,7 @@ func TestSnapshotV3Golden(t *testing.T) {
 	if old[0] != 3 {
 		t.Fatalf("%s is version %d, want 3", file, old[0])
 	}
-	n := restoreGolden(t, file, old, tab)
+	n := restoreGolden(t, file, old)
 	var again bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)
@@ -99,17 +126,23 @@ func TestSnapshotV3Golden(t *testing.T) {
 	if !bytes.Equal(again.Bytes(), fresh.Bytes()) {
 		t.Fatalf("%s restored and snapshotted differs from the same state built now", file)
 	}
+	compareGolden(t, tab, n)
+	if a, b := tab.ScriptStats(), n.ScriptStats(); a != b || a.Loaded != 2 || a.Eval != 3 {
+		t.Errorf("scripts: restored %+v, original %+v", b, a)
+	}
 	if n.ext.maxFence != tab.ext.maxFence || n.ext.maxFence == 0 {
 		t.Fatalf("highest fence restored %d, original %d", n.ext.maxFence, tab.ext.maxFence)
 	}
 }
 
 // TestSnapshotV2Golden: testdata/snapshot-v2.bin was written by the code
-// of snapshot format version 2, which had no highest fence. It restores
-// with the applied index as the highest fence, describes the same state
-// as goldenTable, and snapshots to the same bytes in format 3.
+// of snapshot format version 2 (frozen; never rewritten). It must still
+// restore, to the state goldenTable builds now, except that its one cached
+// script (run by EVAL, but format 2 cannot say so) comes back as a loaded
+// one.
 func TestSnapshotV2Golden(t *testing.T) {
 	const file = "testdata/snapshot-v2.bin"
+	tab := goldenTable(t)
 	old, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -117,23 +150,38 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if old[0] != 2 {
 		t.Fatalf("%s is version %d, want 2", file, old[0])
 	}
-	n := restoreGolden(t, file, old, goldenTable(t))
+	n := restoreGolden(t, file, old)
+	compareGolden(t, tab, n)
+	if st := n.ScriptStats(); st != (ScriptStats{Loaded: 1, LoadedBytes: len(goldenCAD)}) {
+		t.Errorf("scripts: restored %+v", st)
+	}
+	if s, ok := n.ScriptBySHA(ScriptSHA([]byte(goldenCAD))); !ok || string(s) != goldenCAD {
+		t.Errorf("the cached script did not come back")
+	}
 	if n.ext.maxFence != n.applied {
 		t.Fatalf("highest fence %d after a version 2 restore, want the applied index %d", n.ext.maxFence, n.applied)
 	}
+	// Snapshotted again it is format 3: the same sections up to the
+	// scripts, then the one script as a loaded one, no EVAL-cached ones,
+	// and the applied index as the highest fence.
 	var again bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)
 	}
-	want := append([]byte{3}, old[1:]...)
+	cad := []byte(goldenCAD)
+	v2tail := len(binary.AppendUvarint([]byte{1}, uint64(len(cad)))) + len(cad) // one count, a length, the text
+	want := append([]byte{3}, old[1:len(old)-v2tail]...)
+	want = append(want, 1)
+	want = binary.AppendUvarint(want, uint64(len(cad)))
+	want = append(want, cad...)
+	want = append(want, 0)
 	want = binary.AppendUvarint(want, n.applied)
 	if !bytes.Equal(again.Bytes(), want) {
-		t.Fatalf("%s restored and snapshotted is not the same state in format 3", file)
+		t.Errorf("%s restored and snapshotted is not the same state in format 3", file)
 	}
 }
 
-// restoreGolden restores b (read from file) and checks it answers like tab.
-func restoreGolden(t *testing.T, file string, b []byte, tab *Table) *Table {
+func restoreGolden(t *testing.T, file string, b []byte) *Table {
 	t.Helper()
 	n := New(DefaultConfig())
 	if err := n.Restore(bytes.NewReader(b)); err != nil {
@@ -142,6 +190,12 @@ func restoreGolden(t *testing.T, file string, b []byte, tab *Table) *Table {
 	if err := checkInvariants(n); err != nil {
 		t.Fatalf("restored %s: %v", file, err)
 	}
+	return n
+}
+
+// compareGolden: the restored table answers like the original one.
+func compareGolden(t *testing.T, tab, n *Table) {
+	t.Helper()
 	now := tab.Now()
 	for _, k := range []string{"ex", "sh", "sem", "dl", "dl2", "free", "str", "h", "rl", "nothing"} {
 		a, errA := tab.Inspect(k, now)
@@ -153,7 +207,6 @@ func restoreGolden(t *testing.T, file string, b []byte, tab *Table) *Table {
 	if a, b := tab.Stats(), n.Stats(); a != b {
 		t.Errorf("stats: restored %+v, original %+v", b, a)
 	}
-	return n
 }
 
 // TestSortedValues: Snapshot's key order (an integer prefix after the

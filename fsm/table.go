@@ -27,6 +27,15 @@ type Config struct {
 	// this bound, not ReqIDWindow, decides how long a retry is answered
 	// exactly once: at 10,000 remembered commands a second, 100 s.
 	MaxReqIDs int
+	// MaxLoadedScripts bounds the scripts SCRIPT LOAD keeps (until SCRIPT
+	// FLUSH); past it SCRIPT LOAD is refused. Default 1000: lock clients
+	// load a handful, and at MaxScriptBytes each the bound is 64 MiB.
+	// Every node must use the same value (it decides replies).
+	MaxLoadedScripts int
+	// MaxEvalScripts bounds the scripts EVAL caches for a later EVALSHA;
+	// past it the least recently used is evicted. Default 500, as Redis
+	// 7.4. Every node must use the same value (it decides replies).
+	MaxEvalScripts int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -41,6 +50,8 @@ func DefaultConfig() Config {
 		MaxKeys:          10_000_000,
 		MaxScriptBytes:   64 << 10,
 		MaxScriptSteps:   10_000_000,
+		MaxLoadedScripts: 1000,
+		MaxEvalScripts:   500,
 		MaxValueBytes:    1 << 20,
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
@@ -57,6 +68,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
 	case c.ReqIDWindow <= 0:
 		return fmt.Errorf("fsm: config: ReqIDWindow must be positive")
+	case c.MaxLoadedScripts <= 0 || c.MaxEvalScripts <= 0:
+		return fmt.Errorf("fsm: config: MaxLoadedScripts and MaxEvalScripts must be positive")
 	}
 	return nil
 }
@@ -392,6 +405,9 @@ type applyCtx struct {
 	// is complete, so a Redis command that deletes and re-creates a key in
 	// one step never hands it to a waiter in between.
 	freed []string
+	// readOnly is set while an EVAL_RO or EVALSHA_RO script runs: every
+	// write command it calls fails (runCmd).
+	readOnly bool
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -451,6 +467,8 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxKeys, d.MaxKeys)
 	fill(&cfg.MaxScriptBytes, d.MaxScriptBytes)
 	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)
+	fill(&cfg.MaxLoadedScripts, d.MaxLoadedScripts)
+	fill(&cfg.MaxEvalScripts, d.MaxEvalScripts)
 	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
@@ -540,7 +558,11 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 	case OpRedis:
 		r = Result{Reply: t.redis(ctx, cmd.Args)}
 	case OpEval:
-		r = Result{Reply: t.eval(ctx, cmd.Script, cmd.KeysB, cmd.Args)}
+		r = Result{Reply: t.eval(ctx, cmd.Script, cmd.KeysB, cmd.Args, cmd.ReadOnly)}
+	case OpEvalSHA:
+		r = Result{Reply: t.evalSHA(ctx, cmd.Key, cmd.KeysB, cmd.Args, cmd.ReadOnly)}
+	case OpScriptFlush:
+		r = Result{Reply: t.scriptFlush()}
 	case OpExec:
 		r = Result{Reply: t.exec(ctx, cmd.Watch, cmd.Multi)}
 	case OpScriptLoad:

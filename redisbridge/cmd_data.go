@@ -21,50 +21,49 @@ func cmdData(c *conn, args [][]byte) {
 	c.applyRedis(args)
 }
 
-// EVAL script numkeys [key ...] [arg ...] (and EVAL_RO): one OpEval
-// entry; the script runs inside Apply on every node.
-func cmdEval(c *conn, args [][]byte) {
+// EVAL script numkeys [key ...] [arg ...]: one OpEval entry; the script
+// runs inside Apply on every node, which caches it for EVALSHA.
+func cmdEval(c *conn, args [][]byte) { c.evalText(args, false) }
+
+// EVAL_RO: as EVAL, but a write command from the script fails. It goes
+// through the log too: Read holds the table for reading only, and the
+// Lua engine's caches and interpreters are the apply path's.
+func cmdEvalRO(c *conn, args [][]byte) { c.evalText(args, true) }
+
+// EVALSHA sha1 numkeys [key ...] [arg ...]: one OpEvalSHA entry carrying
+// the SHA1 alone; the FSM runs the script its cache holds at that index,
+// or answers NOSCRIPT (so a SCRIPT FLUSH through any node, or an
+// eviction, is seen by every node at once).
+func cmdEvalSHA(c *conn, args [][]byte) { c.evalSHA(args, false) }
+
+// EVALSHA_RO: as EVALSHA, read-only as EVAL_RO.
+func cmdEvalSHARO(c *conn, args [][]byte) { c.evalSHA(args, true) }
+
+func (c *conn) evalText(args [][]byte, ro bool) {
 	keys, argv, ok := c.scriptArgs(args)
 	if !ok {
 		return
 	}
-	c.s.scripts.put(fsm.ScriptSHA(args[1]), args[1])
-	c.eval(bytes.Clone(args[1]), keys, argv)
+	c.applyReply(evalCommand(bytes.Clone(args[1]), keys, argv, ro))
 }
 
-// EVALSHA sha1 numkeys [key ...] [arg ...] (and EVALSHA_RO): the script
-// text comes from this node's cache, else from the replicated one in a
-// linearizable read, so a SCRIPT LOAD acknowledged by any node is seen
-// (scripts never change under their SHA1, so later hits need no read).
-func cmdEvalSHA(c *conn, args [][]byte) {
+func (c *conn) evalSHA(args [][]byte, ro bool) {
 	keys, argv, ok := c.scriptArgs(args)
 	if !ok {
 		return
 	}
-	sha := lowerSHA(args[1])
-	script, found := c.s.scripts.get(sha)
-	if !found && len(sha) == 40 {
-		ctx, cancel := c.ctx()
-		err := c.s.b.Read(ctx, false, func(t *fsm.Table, _ int64) {
-			var s []byte
-			if s, found = t.ScriptBySHA(sha); found {
-				script = append([]byte(nil), s...)
-			}
-		})
-		cancel()
-		if err != nil {
-			c.writeErr(err)
-			return
-		}
-		if found {
-			c.s.scripts.put(sha, script)
-		}
-	}
-	if !found {
+	if len(args[1]) != 40 {
+		// No SHA1: Redis answers at once too.
 		c.w.WriteError(msgNoScript)
 		return
 	}
-	c.eval(script, keys, argv) // script: the cache's copy, or read's
+	c.applyReply(evalSHACommand(args[1], keys, argv, ro))
+}
+
+func (c *conn) applyReply(cmd *fsm.Command) {
+	if r, ok := c.apply(cmd); ok {
+		c.w.WriteReply(r.Reply)
+	}
 }
 
 // scriptArgs splits EVAL's arguments into KEYS and ARGV, or writes the
@@ -94,21 +93,15 @@ func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
 	return rest[:n:n], rest[n:], ""
 }
 
-func (c *conn) eval(script []byte, keys, argv [][]byte) {
-	if r, ok := c.apply(evalCommand(script, keys, argv)); ok {
-		c.w.WriteReply(r.Reply)
-	}
+// evalCommand is EVAL's (ro: EVAL_RO's) log entry. script must be the
+// caller's to give away.
+func evalCommand(script []byte, keys, argv [][]byte, ro bool) *fsm.Command {
+	return &fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv, ReadOnly: ro}
 }
 
-// evalCommand is EVAL's log entry. script must be the caller's to give
-// away: a copy, or the script cache's (never modified).
-func evalCommand(script []byte, keys, argv [][]byte) *fsm.Command {
-	return &fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv}
-}
-
-// lowerSHA is a script SHA1 as the caches key it.
-func lowerSHA(b []byte) string {
-	return strings.ToLower(string(b))
+// evalSHACommand is EVALSHA's (ro: EVALSHA_RO's) log entry.
+func evalSHACommand(sha []byte, keys, argv [][]byte, ro bool) *fsm.Command {
+	return &fsm.Command{Op: fsm.OpEvalSHA, Key: strings.ToLower(string(sha)), KeysB: keys, Args: argv, ReadOnly: ro}
 }
 
 // SCRIPT LOAD|EXISTS|FLUSH|KILL
@@ -119,14 +112,7 @@ func cmdScript(c *conn, args [][]byte) {
 		// Replicated (OpScriptLoad): EVALSHA then works on every node, also
 		// after a leader change, which is what redis-py and Redisson
 		// (SCRIPT LOAD once, then EVALSHA) rely on.
-		r, ok := c.apply(&fsm.Command{Op: fsm.OpScriptLoad, Script: append([]byte(nil), args[2]...)})
-		if !ok {
-			return
-		}
-		if !r.Reply.IsError() {
-			c.s.scripts.put(fsm.ScriptSHA(args[2]), args[2])
-		}
-		c.w.WriteReply(r.Reply)
+		c.applyReply(&fsm.Command{Op: fsm.OpScriptLoad, Script: bytes.Clone(args[2])})
 	case sub == "exists" && len(args) >= 3:
 		shas := make([]string, len(args)-2)
 		for i, a := range args[2:] {
@@ -141,26 +127,24 @@ func cmdScript(c *conn, args [][]byte) {
 			return
 		}
 		c.w.WriteArrayLen(len(shas))
-		for i, sha := range shas {
-			_, local := c.s.scripts.get(sha)
-			if in[i] || local {
+		for _, cached := range in {
+			if cached {
 				c.w.WriteInt(1)
 			} else {
 				c.w.WriteInt(0)
 			}
 		}
 	case sub == "flush" && len(args) <= 3:
-		// Per node: the replicated cache is bounded by the FSM and shared
-		// by every client; clearing it would need a log entry and gains
-		// nothing a client can observe beyond NOSCRIPT retries.
+		// Replicated (OpScriptFlush): every node's cache is emptied at the
+		// same index. SYNC and ASYNC are the same here: emptying the cache
+		// is dropping two maps.
 		if len(args) == 3 {
 			if m := strings.ToLower(string(args[2])); m != "sync" && m != "async" {
-				c.w.WriteError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+				c.w.WriteError(msgFlushMode)
 				return
 			}
 		}
-		c.s.scripts.flush()
-		c.w.WriteStatus("OK")
+		c.applyReply(&fsm.Command{Op: fsm.OpScriptFlush})
 	case sub == "kill" && len(args) == 2:
 		c.w.WriteError("NOTBUSY No scripts in execution right now.")
 	case sub == "load" || sub == "exists" || sub == "flush" || sub == "kill":

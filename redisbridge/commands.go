@@ -45,11 +45,11 @@ func commandTable() map[string]*command {
 		{"waitaof", 4, 0, cmdWaitAOF},
 		{"sentinel", -2, 0, cmdSentinel},
 
-		// scripting (cmd_script.go)
+		// scripting (cmd_data.go)
 		{"eval", -3, flagQueue, cmdEval},
 		{"evalsha", -3, flagQueue, cmdEvalSHA},
-		{"eval_ro", -3, flagQueue, cmdEval},
-		{"evalsha_ro", -3, flagQueue, cmdEvalSHA},
+		{"eval_ro", -3, flagQueue, cmdEvalRO},
+		{"evalsha_ro", -3, flagQueue, cmdEvalSHARO},
 		{"script", -2, 0, cmdScript},
 
 		// pub/sub (cmd_pubsub.go)

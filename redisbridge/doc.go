@@ -43,17 +43,20 @@
 //   - When no leader is reachable a command fails with "TRYAGAIN ..." (go-
 //     redis and others retry on that prefix); it never answers from stale
 //     state.
-//   - SCRIPT LOAD proposes fsm.OpScriptLoad, so the script cache is
-//     replicated: a script loaded through one node runs by EVALSHA on every
-//     node, and survives leader changes (redis-py and Redisson load once,
-//     then only send EVALSHA). Scripts run by EVAL are also remembered in a
-//     per-node cache; on a miss there, EVALSHA looks the script up in the
-//     replicated cache with a linearizable read. SCRIPT FLUSH clears only
-//     the per-node cache: the replicated one is bounded by the FSM, and
-//     flushing it would take a log entry for no effect a client relies on.
-//   - EVAL_RO and EVALSHA_RO run through the log like EVAL (a script's
-//     read-only-ness is not known before it runs, and running it in Read
-//     could not refuse a write deterministically).
+//   - The script cache is replicated, with Redis 7.4's rules (fsm
+//     script_cache.go): SCRIPT LOAD (fsm.OpScriptLoad) keeps a script until
+//     SCRIPT FLUSH, on every node and across leader changes and restarts
+//     (redis-py and Redisson load once, then only send EVALSHA); EVAL
+//     caches its script too, the least recently used evicted past a bound,
+//     so EVAL traffic never fills the cache. EVALSHA is one entry carrying
+//     the SHA1 (fsm.OpEvalSHA): the FSM runs what its cache holds at that
+//     index or answers NOSCRIPT. SCRIPT FLUSH is an entry too
+//     (fsm.OpScriptFlush), so it empties every node's cache.
+//   - EVAL_RO and EVALSHA_RO run through the log like EVAL, marked
+//     read-only: a write command from the script fails with Redis' error
+//     and changes nothing. They are not served by Read: Read holds the
+//     table for reading only, while a script run uses the Lua engine's
+//     caches and interpreters, which the apply path owns.
 //   - PUBLISH is a log entry; messages are delivered when this node applies
 //     it, to this node's subscribers. Its reply counts the local
 //     subscribers that match the channel (Redis counts every receiver).

@@ -27,6 +27,7 @@ const (
 	msgBadClientName = "ERR Client names cannot contain spaces, newlines or special characters."
 	msgNoCluster     = "ERR This instance has cluster support disabled"
 	msgNoScript      = "NOSCRIPT No matching script. Please use EVAL."
+	msgFlushMode     = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
 	msgNumKeysNotInt = "ERR value is not an integer or out of range"
 	msgNumKeysNeg    = "ERR Number of keys can't be negative"
 	msgNumKeysBig    = "ERR Number of keys can't be greater than number of args"

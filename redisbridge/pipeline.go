@@ -9,8 +9,8 @@ import (
 
 // Pipelined writes group-commit. When a connection has sent more than one
 // command (a pipeline), each write that is a single log entry and needs
-// no read first (a Redis write command of the FSM, EVAL, EVALSHA of a
-// cached script) is proposed without waiting for its commit, so a
+// no read first (a Redis write command of the FSM, EVAL, EVALSHA and
+// their _RO forms) is proposed without waiting for its commit, so a
 // pipeline's writes share log writes and replication rounds. A replier
 // goroutine writes their replies in order as they complete. Every other
 // command first waits until all replies before it are written
@@ -89,17 +89,14 @@ func (c *conn) asyncCommand(args [][]byte) *fsm.Command {
 		if msg != "" {
 			return nil
 		}
-		var script []byte
+		ro := name == "eval_ro" || name == "evalsha_ro"
 		if name == "eval" || name == "eval_ro" {
-			c.s.scripts.put(fsm.ScriptSHA(args[1]), args[1])
-			script = bytes.Clone(args[1])
-		} else {
-			var ok bool
-			if script, ok = c.s.scripts.get(lowerSHA(args[1])); !ok {
-				return nil // looked up in the log first: dispatch does it
-			}
+			return evalCommand(bytes.Clone(args[1]), keys, argv, ro)
 		}
-		return evalCommand(script, keys, argv)
+		if len(args[1]) != 40 {
+			return nil // dispatch answers NOSCRIPT
+		}
+		return evalSHACommand(args[1], keys, argv, ro)
 	}
 	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) || !c.s.arity.ok(name, args) {
 		return nil

@@ -29,10 +29,9 @@ type Server struct {
 	rcfg     resp.Config
 	commands map[string]*command
 
-	hub     *hub
-	scripts scriptCache
-	arity   arityTable
-	cancel  func() // Backend subscription
+	hub    *hub
+	arity  arityTable
+	cancel func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
 	cancelBase context.CancelFunc
@@ -72,7 +71,6 @@ func New(b Backend, cfg Config) (*Server, error) {
 	}
 	s.async, _ = b.(asyncBackend)
 	s.lim = api.LimitsOf(b)
-	s.scripts.init()
 	s.commands = commandTable()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.cancel = b.Subscribe(s.onApplied)
@@ -224,43 +222,6 @@ func (s *Server) peers(self string) []string {
 func runIDFor(nodeID string) string {
 	h := sha1.Sum([]byte("locknode-run-id:" + nodeID))
 	return hex.EncodeToString(h[:])
-}
-
-// scriptCache is the per-node script cache: scripts this node saw by EVAL
-// or SCRIPT LOAD, by lower-case hex SHA1. Bounded: when full it is
-// cleared (clients recover from NOSCRIPT by EVAL or SCRIPT LOAD).
-type scriptCache struct {
-	mu sync.RWMutex
-	m  map[string][]byte
-}
-
-const maxCachedScripts = 10000
-
-func (sc *scriptCache) init() { sc.m = make(map[string][]byte) }
-
-func (sc *scriptCache) get(sha string) ([]byte, bool) {
-	sc.mu.RLock()
-	defer sc.mu.RUnlock()
-	b, ok := sc.m[sha]
-	return b, ok
-}
-
-func (sc *scriptCache) put(sha string, script []byte) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if _, ok := sc.m[sha]; ok {
-		return
-	}
-	if len(sc.m) >= maxCachedScripts {
-		sc.m = make(map[string][]byte)
-	}
-	sc.m[sha] = append([]byte(nil), script...)
-}
-
-func (sc *scriptCache) flush() {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	sc.m = make(map[string][]byte)
 }
 
 func sha1hex(b []byte) string {

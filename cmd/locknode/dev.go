@@ -48,6 +48,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
 	limits := addLimitFlags(fs)
+	scripts := addScriptFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -72,6 +73,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mirror, err := parseMirrorFlag(*mirrorURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "dev: --mirror:", err)
+		return 2
+	}
+	if err := scripts.apply(&fsmCfg); err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)

@@ -96,6 +96,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
 	limits := addLimitFlags(fs)
+	scripts := addScriptFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -142,6 +143,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
 	if err := limits.apply(&cfg.FSM); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	if err := scripts.apply(&cfg.FSM); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
