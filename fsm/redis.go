@@ -45,6 +45,9 @@ const (
 	errKeysFull    = "ERR locknode: key space full (MaxKeys)"
 	errScriptLong  = "ERR locknode: script longer than MaxScriptBytes"
 	errScriptsFull = "ERR locknode: script cache full"
+	// OOMText is Redis' refusal of a write under maxmemory, word for
+	// word: clients match on the OOM prefix.
+	OOMText = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
 func errArity(name string) reply.Reply {

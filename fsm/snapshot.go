@@ -540,6 +540,7 @@ func (t *Table) Restore(r io.Reader) error {
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
+	t.mem = n.mem
 	t.rx.restoreScripts(scripts)
 	return nil
 }
@@ -572,6 +573,9 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		}
 		prev = k
 		n.keys[k] = v
+		if v.valueData != nil && v.Kind() != KindLock {
+			v.mem = scanBody(v)
+		}
 		if v.Kind() == KindLock {
 			l := v.lock()
 			n.countLock(v, 1)
@@ -730,6 +734,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		due[i].init()
 	}
 	n.due = due
+	n.mem = n.recountMemory()
 	return nil
 }
 
