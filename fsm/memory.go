@@ -47,8 +47,8 @@ const (
 	memHoldOpts = 32
 	memSessRef  = 64 // a session-bound hold's or waiter's session index entry
 
-	memHashField  = 64 // map slot of a field (string + slice header)
-	memSetMember  = 32
+	memHashField  = 80 // map slot of a field (string + slice header), the value's rounding
+	memSetMember  = 40
 	memZSetMember = 40
 	memListItem   = 32 // slice header in the list
 
@@ -56,7 +56,7 @@ const (
 	memWaiterKey = 16 + 8                    // a key in Waiter.Keys and its queue slot
 	memQueue     = 64                        // a key's queue in the queue map
 	memSession   = 32 + memMapSlot + memDue
-	memFence     = memMapSlot
+	memFence     = 40          // a map slot (string key + uint64)
 	memTomb      = 72 + memDue // a key's tombstone slot
 	memTombEntry = 24
 	memReq       = 64 + memMapSlot // a request id's queue slot and index slot
