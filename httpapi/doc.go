@@ -57,6 +57,8 @@
 //	400 bad_request, limit                     ErrBadRequest, ErrLimit: garbage or trailing
 //	                                           JSON, unknown fields, missing key/owner,
 //	                                           non-positive ttl, body over MaxBodyBytes
+//	507 out_of_memory                          ErrOutOfMemory: the key space is past its
+//	                                           memory limit (--max-memory); releases still work
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing.

@@ -47,6 +47,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -66,6 +67,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mirror, err := parseMirrorFlag(*mirrorURL)
 	if err != nil {
 		fmt.Fprintln(stderr, "dev: --mirror:", err)
+		return 2
+	}
+	maxMemory, err := parseMaxMemory(*maxMem)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev: --max-memory:", err)
 		return 2
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
@@ -165,6 +171,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Bootstrap = true
 		cfg.Peers = peers
 		cfg.Logger = log.With("node", peers[i].ID)
+		cfg.FSM.MaxMemory = maxMemory
 		p, err := startProc(ctx, procConfig{
 			Cluster:  cfg,
 			HTTPAddr: port(*httpBase, i),
