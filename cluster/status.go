@@ -44,6 +44,8 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 
 // maxMemory is the key space's memory limit in bytes; 0 = none.
 func (n *Node) maxMemory() int64 {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	return max(n.table.Config().MaxMemory, 0)
 }
 
