@@ -45,9 +45,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
+	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
-	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
