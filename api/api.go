@@ -28,6 +28,7 @@ var (
 	ErrCancelled      = errors.New("locknode: wait cancelled")                  // HTTP 408
 	ErrLockDelay      = errors.New("locknode: key in lock-delay")               // HTTP 423
 	ErrMaxHold        = errors.New("locknode: max hold time reached")           // HTTP 409
+	ErrOutOfMemory    = errors.New("locknode: key space over its memory limit") // HTTP 507
 )
 
 // Error codes in JSON error bodies {"code": ..., "message": ...}. One table,
@@ -47,6 +48,7 @@ const (
 	CodeCancelled      = "cancelled"
 	CodeLockDelay      = "lock_delay"
 	CodeMaxHold        = "max_hold"
+	CodeOutOfMemory    = "out_of_memory"
 	CodeInternal       = "internal"
 )
 
@@ -223,6 +225,11 @@ type Status struct {
 	HTTPAddr     string         `json:"http_addr,omitempty"`
 	RESPAddr     string         `json:"resp_addr,omitempty"`
 	Mirror       map[string]any `json:"mirror,omitempty"`
+	// KeyspaceBytes is the key space's accounted size, which
+	// KeyspaceMaxBytes bounds (0: no limit); past it, writes that grow
+	// the key space are refused with ErrOutOfMemory.
+	KeyspaceBytes    int64 `json:"keyspace_bytes"`
+	KeyspaceMaxBytes int64 `json:"keyspace_max_bytes"`
 }
 
 // Locker is the lock API. Every method that can block takes a context:

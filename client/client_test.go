@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -202,6 +203,23 @@ func TestServerErrorsUnwrapToSentinels(t *testing.T) {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, tc.err, tc.want)
 		}
+	}
+}
+
+// A key space past its memory limit answers 507 out_of_memory; the
+// client gives it back as api.ErrOutOfMemory and does not retry it.
+func TestOutOfMemoryUnwrapsToSentinel(t *testing.T) {
+	ctx := context.Background()
+	fake := httpapitest.NewFake()
+	c := newClient(t, httpapitest.NewServer(t, fake).URL)
+	fake.Fail(fmt.Errorf("%w: 2000 bytes used, limit 1000", api.ErrOutOfMemory))
+	_, err := c.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "a", TTLMs: 10000})
+	var e *client.Error
+	if !errors.Is(err, api.ErrOutOfMemory) || !errors.As(err, &e) || e.Status != 507 || e.Code != api.CodeOutOfMemory {
+		t.Fatalf("err = %v (%+v), want api.ErrOutOfMemory from a 507", err, e)
+	}
+	if n := len(fake.RequestIDs()); n != 1 {
+		t.Fatalf("%d requests, want 1 (no retry)", n)
 	}
 }
 

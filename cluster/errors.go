@@ -33,6 +33,7 @@ var errTable = []struct {
 	{fsm.ErrLockDelay, api.ErrLockDelay},
 	{fsm.ErrBadVersion, api.ErrBadRequest},
 	{fsm.ErrMaxHold, api.ErrMaxHold},
+	{fsm.ErrOutOfMemory, api.ErrOutOfMemory},
 }
 
 // codeUnknown marks a refusal outside errTable (its text still travels).

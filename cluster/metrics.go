@@ -91,6 +91,10 @@ func newMetrics(n *Node) *metrics {
 		gauge("locknode_keys", "Keys in the key space.", func() float64 { return float64(n.stats().Keys) }),
 		gauge("locknode_waiters", "Queued waiters.", func() float64 { return float64(n.stats().Waiters) }),
 		gauge("locknode_sessions", "Live sessions.", func() float64 { return float64(n.stats().Sessions) }),
+		gauge("locknode_keyspace_bytes", "Accounted size of the key space in bytes (what --max-memory bounds).",
+			func() float64 { return float64(n.stats().Memory) }),
+		gauge("locknode_keyspace_max_bytes", "The key space's memory limit in bytes (--max-memory); 0 = none.",
+			func() float64 { return float64(n.maxMemory()) }),
 		collectors.NewGoCollector(),
 	)
 	return m

@@ -43,7 +43,15 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	st.FSMTimeMs = n.table.Now()
 	n.mu.RUnlock()
 	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
+	st.KeyspaceBytes, st.KeyspaceMaxBytes = stats.Memory, n.maxMemory()
 	return st, nil
+}
+
+// maxMemory is the key space's memory limit in bytes; 0 = none.
+func (n *Node) maxMemory() int64 {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return max(n.table.Config().MaxMemory, 0)
 }
 
 func (n *Node) stats() fsm.Stats {

@@ -65,6 +65,7 @@ type reqTable struct {
 	head  int
 	first uint64
 	due   int64 // time of the pending dueReqID item; 0 = none
+	bytes int64 // accounted size of the live entries (memory.go)
 }
 
 func (x *reqTable) init(n int) {
@@ -90,6 +91,7 @@ func (x *reqTable) forget(id string) {
 	if e := x.get(id); e != nil {
 		e.flags |= reqDead
 		delete(x.ids, id)
+		x.bytes -= reqBytes(e)
 	}
 }
 
@@ -108,6 +110,7 @@ func (x *reqTable) add(e reqEntry) {
 	}
 	x.ids[e.id] = x.first + uint64(len(x.fifo))
 	x.fifo = append(x.fifo, e)
+	x.bytes += reqBytes(&e)
 }
 
 // oldest returns the entry at the head of the queue (live or not).
@@ -124,6 +127,7 @@ func (x *reqTable) pop() {
 	e := &x.fifo[x.head]
 	if e.flags&reqDead == 0 {
 		delete(x.ids, e.id)
+		x.bytes -= reqBytes(e)
 	}
 	*e = reqEntry{}
 	x.head++

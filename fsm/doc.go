@@ -130,6 +130,14 @@
 // pointers, allocated only when used. Stats is O(1): the table counts
 // locks and holds as they change.
 //
+// MemoryUsed is an accounted size of the whole state (keys, values,
+// holds, waiters, sessions, fences, tombstones, request ids), computed
+// from the state alone so every node agrees, kept as it changes and
+// recounted on Restore. Past Config.MaxMemory, commands that would grow
+// it are refused with ErrOutOfMemory (Redis commands and scripts: the
+// OOMText error reply) and change nothing; releases, deletes, expiries
+// and extends still run (memory.go).
+//
 // # Snapshots
 //
 // Snapshot writes the complete state in a versioned binary format with

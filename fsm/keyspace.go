@@ -26,9 +26,13 @@ func (t *Table) getAt(key string, now int64) *Value {
 // kept only for its waiters or lock-delay is dropped silently), bumps the
 // version and schedules v's deadline.
 func (t *Table) put(ctx *applyCtx, key string, v *Value) {
-	if old := t.keys[key]; old != nil && old.Kind() == KindLock {
-		t.countLock(old, -1)
+	if old := t.keys[key]; old != nil {
+		t.mem -= valueBytes(key, old)
+		if old.Kind() == KindLock {
+			t.countLock(old, -1)
+		}
 	}
+	t.mem += valueBytes(key, v)
 	v.Version = ctx.index
 	t.keys[key] = v
 	if d := v.deadline(); d != 0 {
@@ -40,6 +44,7 @@ func (t *Table) put(ctx *applyCtx, key string, v *Value) {
 func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
 	v.Version = ctx.index
 	t.keys[key] = v
+	t.mem += valueBytes(key, v)
 	t.countLock(v, 1)
 	ctx.emit(Event{Kind: EvChanged, Key: key})
 }
@@ -77,6 +82,7 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 		return false
 	}
 	delete(t.keys, key)
+	t.mem -= valueBytes(key, v)
 	if v.Kind() == KindLock {
 		l := v.lock()
 		t.countLock(v, -1)

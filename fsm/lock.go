@@ -207,6 +207,9 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 		if len(t.keys)+newKeys > t.cfg.MaxKeys {
 			return Result{Err: errf(ErrLimit, "key space full (%d keys)", t.cfg.MaxKeys)}
 		}
+		if t.overMemory() && t.grantGrows(keys, w.Owner) {
+			return Result{Err: t.errOOM()}
+		}
 		return t.grantAll(ctx, &w, keys)
 	}
 	if cmd.Wait <= 0 {
@@ -217,6 +220,9 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 			return Result{Err: errf(ErrLimit, "%q has %d waiters", k, t.cfg.MaxWaitersPerKey)}
 		}
 	}
+	if t.overMemory() {
+		return Result{Err: t.errOOM()}
+	}
 	// Built field by field: copying w would let the single-key scratch
 	// array escape, costing every acquire an allocation.
 	nw := &Waiter{
@@ -226,6 +232,18 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 	}
 	t.enqueue(nw)
 	return Result{Queued: true, Deadline: nw.Deadline}
+}
+
+// grantGrows reports whether granting keys to owner adds a hold: some key
+// is free or not held by owner yet (a reentrant or repeated acquire by
+// the holder only counts up or changes nothing).
+func (t *Table) grantGrows(keys []string, owner string) bool {
+	for _, k := range keys {
+		if v := t.keys[k]; v == nil || v.Kind() != KindLock || v.lock().holdIndex(owner) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAcquire validates everything of an acquire but its keys.
@@ -391,6 +409,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 		hardLimit = ctx.now + w.MaxHold
 	}
 	h.setOpts(w.Session, w.LockDelay, hardLimit)
+	t.mem += holdBytes(h)
 	if w.Session != "" {
 		h.Deadline = hardLimit
 		t.sessAddHold(w.Session, key, w.Owner)

@@ -9,6 +9,7 @@ package fsm
 func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
 	h := l.removeHolder(i)
 	t.nHolds--
+	t.mem -= holdBytes(&h)
 	t.holdGone(ctx, key, &h, reason)
 	if d := h.lockDelay(); (reason == ReasonExpired || reason == ReasonSession) && d > 0 {
 		if until := ctx.now + d; until > l.DelayUntil() {
@@ -51,6 +52,7 @@ func (t *Table) settleValue(ctx *applyCtx, key string, v *Value) {
 	if v != nil && v.Kind() == KindLock {
 		if l := v.lock(); l.numHolders() == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
+			t.mem -= valueBytes(key, v)
 			t.countLock(v, -1)
 			t.dropLock(key, l)
 			ctx.emit(Event{Kind: EvChanged, Key: key})
@@ -260,6 +262,12 @@ func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
 	}
 	if !ok && len(t.fences) >= t.cfg.MaxKeys {
 		return Result{Err: errf(ErrLimit, "fence registry full (%d)", t.cfg.MaxKeys)}
+	}
+	if !ok && t.overMemory() {
+		return Result{Err: t.errOOM()}
+	}
+	if !ok {
+		t.mem += fenceBytes(cmd.Key)
 	}
 	t.fences[cmd.Key] = cmd.Token
 	return Result{Granted: true, Fence: cmd.Token}

@@ -31,6 +31,7 @@ func (t *Table) tombstone(key, owner string, until int64) {
 		return
 	}
 	tb := t.ext.tombs[key]
+	t.mem -= tombBytes(key, tb)
 	// Filtered in place: recent is never shared (snapshots copy entries
 	// out, restores build their own), and a key cycled by one client
 	// releases once per cycle, so a fresh slice each time was most of
@@ -54,6 +55,7 @@ func (t *Table) tombstone(key, owner string, until int64) {
 		t.schedule(m, dueTombstone, key)
 	}
 	t.ext.tombs[key] = tb
+	t.mem += tombBytes(key, tb)
 }
 
 func (tb tombstone) minUntil() int64 {
@@ -74,6 +76,7 @@ func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 	if !ok || tb.due != ctx.at {
 		return
 	}
+	t.mem -= tombBytes(key, tb)
 	kept := tb.recent[:0:0]
 	for _, e := range tb.recent {
 		if e.until > ctx.at {
@@ -88,6 +91,7 @@ func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 	tb.due = tb.minUntil()
 	t.schedule(tb.due, dueTombstone, key)
 	t.ext.tombs[key] = tb
+	t.mem += tombBytes(key, tb)
 }
 
 // redisTombstone reports whether token released key by its own release

@@ -330,6 +330,10 @@ func TestQueries(t *testing.T) {
 		t.Fatal("expired hold visible")
 	}
 	st := h.tab.Stats()
+	if st.Memory != h.tab.MemoryUsed() || st.Memory <= 0 {
+		t.Fatalf("stats memory %d, used %d", st.Memory, h.tab.MemoryUsed())
+	}
+	st.Memory = 0
 	if st != (Stats{Keys: 6, Locks: 5, Holds: 5, Waiters: 1, Sessions: 1, ReqIDs: 1}) {
 		t.Fatalf("stats %+v", st)
 	}

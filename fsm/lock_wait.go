@@ -8,9 +8,13 @@ package fsm
 // multi-lock waiters can never wait for each other in a cycle.
 func (t *Table) enqueue(w *Waiter) {
 	for _, k := range w.Keys {
+		if len(t.queues[k]) == 0 {
+			t.mem += queueBytes(k)
+		}
 		t.queues[k] = append(t.queues[k], w)
 	}
 	t.waiters[w.ID] = w
+	t.mem += waiterBytes(w)
 	if w.Session != "" {
 		t.sessAddWaiter(w.Session, w.ID)
 	}
@@ -33,11 +37,13 @@ func (t *Table) unqueue(w *Waiter) {
 		}
 		if len(q) == 0 {
 			delete(t.queues, k)
+			t.mem -= queueBytes(k)
 		} else {
 			t.queues[k] = q
 		}
 	}
 	delete(t.waiters, w.ID)
+	t.mem -= waiterBytes(w)
 	if w.Session != "" {
 		t.sessDelWaiter(w.Session, w.ID)
 	}

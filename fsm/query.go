@@ -32,6 +32,9 @@ type Stats struct {
 	Sessions int
 	ReqIDs   int // remembered request ids
 	Fences   int // resources in the fence registry
+	// Memory is the key space's accounted size in bytes (MemoryUsed), the
+	// figure Config.MaxMemory bounds.
+	Memory int64
 }
 
 func (t *Table) readNow(now int64) int64 {
@@ -197,7 +200,7 @@ func (h *keyHeap) Pop() any {
 // Stats counts the table's contents as of the last applied entry.
 func (t *Table) Stats() Stats {
 	return Stats{Keys: len(t.keys), Locks: t.nLocks, Holds: t.nHolds, Waiters: len(t.waiters),
-		Sessions: len(t.sessions), ReqIDs: t.ext.reqs.len(), Fences: len(t.fences)}
+		Sessions: len(t.sessions), ReqIDs: t.ext.reqs.len(), Fences: len(t.fences), Memory: t.MemoryUsed()}
 }
 
 // Session returns session id if it is alive at now.

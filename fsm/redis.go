@@ -46,6 +46,9 @@ const (
 	errScriptLong  = "ERR locknode: script longer than MaxScriptBytes"
 	errScriptsFull = "ERR locknode: SCRIPT LOAD cache full (MaxLoadedScripts); SCRIPT FLUSH empties it"
 	errROWrite     = "ERR Write commands are not allowed from read-only scripts."
+	// OOMText is Redis' refusal of a write under maxmemory, word for
+	// word: clients match on the OOM prefix.
+	OOMText = "OOM command not allowed when used memory > 'maxmemory'."
 )
 
 func errArity(name string) reply.Reply {

@@ -266,7 +266,11 @@ func runDiff(t *testing.T, rc *respConn, dc diffCase) {
 	apply := func(cmd *Command) reply.Reply {
 		index++
 		cmd.Time = time.Now().UnixMilli()
-		return tb.Apply(index, cmd).Reply
+		r := tb.Apply(index, cmd).Reply
+		if err := checkMemory(tb); err != nil {
+			t.Fatalf("after %v: %v", cmd.Args, err)
+		}
+		return r
 	}
 	for i, s := range dc.steps {
 		var want, got reply.Reply

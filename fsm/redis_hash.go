@@ -37,20 +37,6 @@ func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply,
 	return v, reply.Reply{}, true
 }
 
-// typedOrCreate is typed for a command that writes: an absent key gets a
-// new empty value of kind. When ok is false, r is the reply (WRONGTYPE or
-// a limit).
-func (t *Table) typedOrCreate(c *applyCtx, key string, kind Kind) (v *Value, r reply.Reply, ok bool) {
-	v, bad := t.typed(c, key, kind)
-	if bad {
-		return nil, wrongType, false
-	}
-	if v == nil {
-		return t.create(c, key, kind)
-	}
-	return v, reply.Reply{}, true
-}
-
 // emptied deletes key when its collection became empty, as Redis does;
 // otherwise it marks it changed.
 func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
@@ -76,8 +62,9 @@ func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, coll 
 	m := coll(v)
 	var n int64
 	for _, f := range args[2:] {
-		if _, ok := m[string(f)]; ok {
+		if old, ok := m[string(f)]; ok {
 			delete(m, string(f))
+			t.grow(v, -memberBytes(kind, f, old))
 			n++
 		}
 	}
@@ -85,6 +72,19 @@ func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, coll 
 		t.emptied(c, key, v, len(m))
 	}
 	return reply.NewInt(n)
+}
+
+// memberBytes is what one member of a hash, set or sorted set costs
+// (memory.go); val is a hash field's value.
+func memberBytes[V any](kind Kind, member []byte, val V) int64 {
+	switch kind {
+	case KindHash:
+		b, _ := any(val).([]byte)
+		return memHashField + int64(len(member)+len(b))
+	case KindSet:
+		return memSetMember + int64(len(member))
+	}
+	return memZSetMember + int64(len(member))
 }
 
 // card is HLEN, SCARD, ZCARD and LLEN: size of the kind-typed value at
@@ -129,23 +129,58 @@ func cmdHmset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 func (t *Table) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
 	key := string(args[1])
-	v, r, ok := t.typedOrCreate(c, key, KindHash)
-	if !ok {
-		return r
+	v, bad := t.typed(c, key, KindHash)
+	if bad {
+		return wrongType
+	}
+	if t.overMemory() && hashGrows(v, args[2:]) {
+		return oomReply
+	}
+	if v == nil {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindHash); !ok {
+			return r
+		}
 	}
 	var added int64
 	for i := 2; i < len(args); i += 2 {
-		f := string(args[i])
-		if _, ok := v.Hash[f]; !ok {
+		if t.hsetField(v, args[i], args[i+1]) {
 			added++
 		}
-		v.Hash[f] = bytes.Clone(args[i+1])
 	}
 	t.touch(c, key, v)
 	if status {
 		return reply.OK
 	}
 	return reply.NewInt(added)
+}
+
+// hashGrows reports whether setting the field/value pairs on the hash v
+// (nil: absent) would grow the key space: a new field or a longer value.
+func hashGrows(v *Value, pairs [][]byte) bool {
+	if v == nil {
+		return true
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if old, ok := v.Hash[string(pairs[i])]; !ok || len(pairs[i+1]) > len(old) {
+			return true
+		}
+	}
+	return false
+}
+
+// hsetField sets field f of the hash v to a copy of val, keeping the
+// accounted size; it reports whether the field is new.
+func (t *Table) hsetField(v *Value, f, val []byte) bool {
+	old, exists := v.Hash[string(f)]
+	if exists {
+		t.grow(v, int64(len(val)-len(old)))
+	} else {
+		t.grow(v, memHashField+int64(len(f)+len(val)))
+	}
+	v.Hash[string(f)] = bytes.Clone(val)
+	return !exists
 }
 
 func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -158,14 +193,18 @@ func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		if _, ok := v.Hash[string(args[2])]; ok {
 			return reply.NewInt(0)
 		}
-	} else {
+	}
+	if t.overMemory() {
+		return oomReply
+	}
+	if v == nil {
 		var r reply.Reply
 		var ok bool
 		if v, r, ok = t.create(c, key, KindHash); !ok {
 			return r
 		}
 	}
-	v.Hash[string(args[2])] = bytes.Clone(args[3])
+	t.hsetField(v, args[2], args[3])
 	t.touch(c, key, v)
 	return reply.NewInt(1)
 }
@@ -204,14 +243,18 @@ func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	if addOverflows(cur, incr) {
 		return reply.NewError(errOverflow)
 	}
+	cur += incr
+	val := []byte(strconv.FormatInt(cur, 10))
+	if t.overMemory() && hashGrows(v, [][]byte{args[2], val}) {
+		return oomReply
+	}
 	if v == nil {
 		var r reply.Reply
 		if v, r, ok = t.create(c, key, KindHash); !ok {
 			return r
 		}
 	}
-	cur += incr
-	v.Hash[field] = []byte(strconv.FormatInt(cur, 10))
+	t.hsetField(v, args[2], val)
 	t.touch(c, key, v)
 	return reply.NewInt(cur)
 }
@@ -282,14 +325,25 @@ func cmdHmget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
-	v, r, ok := t.typedOrCreate(c, key, KindSet)
-	if !ok {
-		return r
+	v, bad := t.typed(c, key, KindSet)
+	if bad {
+		return wrongType
+	}
+	if t.overMemory() && (v == nil || !hasAll(v.Set, args[2:])) {
+		return oomReply
+	}
+	if v == nil {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindSet); !ok {
+			return r
+		}
 	}
 	var n int64
 	for _, m := range args[2:] {
 		if _, ok := v.Set[string(m)]; !ok {
 			v.Set[string(m)] = struct{}{}
+			t.grow(v, memberBytes[struct{}](KindSet, m, struct{}{}))
 			n++
 		}
 	}
@@ -297,6 +351,17 @@ func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		t.touch(c, key, v)
 	}
 	return reply.NewInt(n)
+}
+
+// hasAll reports whether every member is in m already (so adding them
+// does not grow the key space).
+func hasAll[V any](m map[string]V, members [][]byte) bool {
+	for _, x := range members {
+		if _, ok := m[string(x)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func cmdSrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {

@@ -23,7 +23,11 @@ func newRT(tb testing.TB) *rt {
 func (r *rt) apply(cmd *Command) Result {
 	r.index++
 	cmd.Time = r.now
-	return r.t.Apply(r.index, cmd)
+	res := r.t.Apply(r.index, cmd)
+	if err := checkMemory(r.t); err != nil {
+		r.tb.Fatalf("after op %d %q: %v", cmd.Op, cmd.Args, err)
+	}
+	return res
 }
 
 func (r *rt) do(args ...string) reply.Reply {

@@ -13,12 +13,23 @@ func cmdRpush(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.push(
 
 func (t *Table) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	key := string(args[1])
-	v, r, ok := t.typedOrCreate(c, key, KindList)
-	if !ok {
-		return r
+	v, bad := t.typed(c, key, KindList)
+	if bad {
+		return wrongType
+	}
+	if t.overMemory() {
+		return oomReply
+	}
+	if v == nil {
+		var r reply.Reply
+		var ok bool
+		if v, r, ok = t.create(c, key, KindList); !ok {
+			return r
+		}
 	}
 	for _, e := range args[2:] {
 		e = bytes.Clone(e)
+		t.grow(v, memListItem+int64(len(e)))
 		if head {
 			v.List = append([][]byte{e}, v.List...)
 		} else {
@@ -67,6 +78,7 @@ func (t *Table) pop(c *applyCtx, args [][]byte, head bool) reply.Reply {
 		} else {
 			e, v.List = v.List[len(v.List)-1], v.List[:len(v.List)-1]
 		}
+		t.grow(v, -memListItem-int64(len(e)))
 		return string(e)
 	}
 	var r reply.Reply
@@ -194,6 +206,8 @@ func cmdLrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	for i, e := range v.List {
 		if keep[i] {
 			out = append(out, e)
+		} else {
+			t.grow(v, -memListItem-int64(len(e)))
 		}
 	}
 	v.List = out

@@ -190,6 +190,9 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 			if r, ok := t.canCreate(key); !ok {
 				return r
 			}
+			if t.overMemory() {
+				return oomReply
+			}
 		}
 		if t.redisSetNX(c, key, string(val), ttl) {
 			return okReply
@@ -210,8 +213,18 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	case o.keepTTL && v != nil:
 		deadline = v.deadline()
 	}
+	if t.overMemory() && (deadline == 0 || deadline > c.now) && t.stringGrows(key, len(val)) {
+		return oomReply
+	}
 	t.storeString(c, key, v, val, deadline)
 	return okReply
+}
+
+// stringGrows reports whether storing a string of n bytes at key would
+// grow the key space: a new key, or more than what is there now.
+func (t *Table) stringGrows(key string, n int) bool {
+	old := t.keys[key]
+	return old == nil || memRedisValue+int64(len(key)+n) > valueBytes(key, old)
 }
 
 // storeString replaces whatever is at key (old, as looked up) with the
@@ -500,6 +513,17 @@ func msetKeys(args [][]byte) []string {
 	return keys
 }
 
+// msetGrows reports whether MSET's pairs would grow the key space: some
+// key new or given a longer value.
+func (t *Table) msetGrows(keys []string, args [][]byte) bool {
+	for i, k := range keys {
+		if t.stringGrows(k, len(args[2+2*i])) {
+			return true
+		}
+	}
+	return false
+}
+
 func cmdMset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	if len(args)%2 != 1 {
 		return errArity("mset")
@@ -507,6 +531,9 @@ func cmdMset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	keys := msetKeys(args)
 	if r, ok := t.canCreateAll(keys); !ok {
 		return r
+	}
+	if t.overMemory() && t.msetGrows(keys, args) {
+		return oomReply
 	}
 	for i, k := range keys {
 		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0)
@@ -526,6 +553,9 @@ func cmdMsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	}
 	if r, ok := t.canCreateAll(keys); !ok {
 		return r
+	}
+	if t.overMemory() {
+		return oomReply // every key is new
 	}
 	for i, k := range keys {
 		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0)
@@ -576,7 +606,11 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	}
 	cur += delta
 	s := []byte(strconv.FormatInt(cur, 10))
+	if t.overMemory() && (v == nil || len(s) > len(v.Str)) {
+		return oomReply
+	}
 	if v != nil {
+		t.mem += int64(len(s) - len(v.Str))
 		v.Str = s
 		t.touch(c, key, v)
 		return reply.NewInt(cur)

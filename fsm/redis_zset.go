@@ -93,6 +93,9 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 	if bad {
 		return wrongType
 	}
+	if t.overMemory() && !xx && (v == nil || !t.zsetHasAll(v, args, idx, n)) {
+		return oomReply
+	}
 	var added, updated, processed int64
 	var score float64
 	if v == nil && !xx {
@@ -130,6 +133,7 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 				processed++
 			case !xx:
 				v.ZSet[m] = score
+				t.grow(v, memZSetMember+int64(len(m)))
 				added++
 				processed++
 			}
@@ -148,6 +152,17 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 		return reply.NewInt(added + updated)
 	}
 	return reply.NewInt(added)
+}
+
+// zsetHasAll reports whether every member of ZADD's n score/member pairs
+// from args[idx] is in v already.
+func (t *Table) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
+	for j := 0; j < n; j++ {
+		if _, ok := v.ZSet[string(args[idx+2*j+1])]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -354,6 +369,7 @@ func cmdZremrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	for _, e := range zsorted(v.ZSet) {
 		if sr.gteMin(e.score) && sr.lteMax(e.score) {
 			delete(v.ZSet, e.member)
+			t.grow(v, -memZSetMember-int64(len(e.member)))
 			n++
 		}
 	}

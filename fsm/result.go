@@ -26,6 +26,7 @@ var (
 	ErrLockDelay      = errors.New("fsm: key in lock-delay")
 	ErrBadVersion     = errors.New("fsm: unknown snapshot version")
 	ErrMaxHold        = errors.New("fsm: max hold time reached")
+	ErrOutOfMemory    = errors.New("fsm: key space over its memory limit (MaxMemory)")
 )
 
 // Result is what Apply returns for one command. Refusals are in Err; the

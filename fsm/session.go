@@ -34,8 +34,12 @@ func (t *Table) sessionOpen(ctx *applyCtx, cmd *Command) Result {
 	if len(t.sessions) >= t.cfg.MaxKeys {
 		return Result{Err: errf(ErrLimit, "%d sessions", t.cfg.MaxKeys)}
 	}
+	if t.overMemory() {
+		return Result{Err: t.errOOM()}
+	}
 	s := &Session{ID: cmd.Session, TTL: cmd.TTL, Deadline: ctx.now + cmd.TTL}
 	t.sessions[s.ID] = s
+	t.mem += sessionBytes(s)
 	t.schedule(s.Deadline, dueSession, s.ID)
 	return Result{Granted: true, Deadline: s.Deadline}
 }
@@ -105,6 +109,7 @@ func (t *Table) expireSession(ctx *applyCtx, id string) {
 // touched, in a deterministic order.
 func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error) {
 	delete(t.sessions, s.ID)
+	t.mem -= sessionBytes(s)
 	var keys []string
 	seen := make(map[string]bool)
 	add := func(k string) {

@@ -571,6 +571,7 @@ func (t *Table) Restore(r io.Reader) error {
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
 	t.due, t.ext = n.due, n.ext
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
+	t.mem = n.mem
 	t.rx.cache.restore(loaded, evals)
 	return nil
 }
@@ -603,6 +604,9 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		}
 		prev = k
 		n.keys[k] = v
+		if v.valueData != nil && v.Kind() != KindLock {
+			v.mem = scanBody(v)
+		}
 		if v.Kind() == KindLock {
 			l := v.lock()
 			n.countLock(v, 1)
@@ -761,6 +765,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		due[i].init()
 	}
 	n.due = due
+	n.mem = n.recountMemory()
 	return nil
 }
 

@@ -36,7 +36,19 @@ type Config struct {
 	// past it the least recently used is evicted. Default 500, as Redis
 	// 7.4. Every node must use the same value (it decides replies).
 	MaxEvalScripts int
+	// MaxMemory bounds the key space's accounted size in bytes (see
+	// memory.go): past it, commands that would grow it are refused with
+	// ErrOutOfMemory (Redis: -OOM) while releases, deletes, expiries and
+	// extends still work. Default 1 GiB; NoMaxMemory (-1) turns it off.
+	// It is a fixed number, not a share of the machine's memory, because
+	// every node must refuse the same commands (Config is the same on
+	// every node); the accounted size is an estimate of the live heap
+	// the key space takes (bench/results/README.md#key-space-memory).
+	MaxMemory int64
 }
+
+// NoMaxMemory as Config.MaxMemory turns the key-space memory limit off.
+const NoMaxMemory = -1
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
@@ -55,6 +67,7 @@ func DefaultConfig() Config {
 		MaxValueBytes:    1 << 20,
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
+		MaxMemory:        1 << 30,
 	}
 }
 
@@ -70,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fsm: config: ReqIDWindow must be positive")
 	case c.MaxLoadedScripts <= 0 || c.MaxEvalScripts <= 0:
 		return fmt.Errorf("fsm: config: MaxLoadedScripts and MaxEvalScripts must be positive")
+	case c.MaxMemory <= 0 && c.MaxMemory != NoMaxMemory:
+		return fmt.Errorf("fsm: config: MaxMemory must be positive, or NoMaxMemory")
 	}
 	return nil
 }
@@ -144,6 +159,7 @@ type valueData struct {
 	ZSet     map[string]float64
 	List     [][]byte
 	lx       *lockExt
+	mem      int64 // a collection's accounted content (memory.go)
 }
 
 // newValue returns an empty Redis value of kind.
@@ -435,6 +451,10 @@ type Table struct {
 	// nLocks and nHolds count the lock values in keys and their holds,
 	// kept as they change (countLock) so Stats is O(1). Derived.
 	nLocks, nHolds int
+	// mem is the accounted size of everything but the request ids (which
+	// ext.reqs counts itself), kept as the table changes (memory.go).
+	// Derived: recounted on Restore.
+	mem int64
 
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
@@ -472,6 +492,7 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
+	fill64(&cfg.MaxMemory, d.MaxMemory)
 	t := &Table{cfg: cfg}
 	t.reset()
 	return t
@@ -487,6 +508,7 @@ func (t *Table) reset() {
 	t.fences = make(map[string]uint64)
 	t.due = dueQueue{}
 	t.nLocks, t.nHolds = 0, 0
+	t.mem = 0
 	t.ext = tableExt{}
 	t.ext.init()
 	t.rx = redisExt{}

@@ -62,6 +62,8 @@
 //	                                           permits, size), a fence check token above
 //	                                           the highest fence granted, body over
 //	                                           MaxBodyBytes
+//	507 out_of_memory                          ErrOutOfMemory: the key space is past its
+//	                                           memory limit (--max-memory); releases still work
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing:

@@ -34,6 +34,7 @@ var errorTable = []errorMapping{
 	{api.ErrSessionExpired, http.StatusGone, api.CodeSessionExpired},
 	{api.ErrBadRequest, http.StatusBadRequest, api.CodeBadRequest},
 	{api.ErrLimit, http.StatusBadRequest, api.CodeLimit},
+	{api.ErrOutOfMemory, http.StatusInsufficientStorage, api.CodeOutOfMemory},
 	// A request whose context ended: the client went away (or its own
 	// deadline passed). Nobody may read the answer, but it must be honest.
 	{context.Canceled, http.StatusRequestTimeout, api.CodeCancelled},

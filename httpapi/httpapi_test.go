@@ -197,6 +197,7 @@ func TestErrorMapping(t *testing.T) {
 		{api.ErrSessionExpired, 410, api.CodeSessionExpired},
 		{api.ErrBadRequest, 400, api.CodeBadRequest},
 		{api.ErrLimit, 400, api.CodeLimit},
+		{api.ErrOutOfMemory, 507, api.CodeOutOfMemory},
 		{errors.New("disk on fire"), 500, api.CodeInternal},
 	}
 	fake := httpapitest.NewFake()

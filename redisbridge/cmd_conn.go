@@ -279,6 +279,14 @@ func cmdInfo(c *conn, args [][]byte) {
 		"maxclients:"+strconv.Itoa(c.s.cfg.MaxConns),
 		"blocked_clients:0",
 	)
+	if all || want["memory"] {
+		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
+		st, err := c.s.b.Status(ctx)
+		cancel()
+		if err == nil {
+			section("Memory", memoryInfo(st.KeyspaceBytes, st.KeyspaceMaxBytes)...)
+		}
+	}
 	section("Persistence",
 		"loading:0",
 		"async_loading:0",

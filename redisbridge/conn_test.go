@@ -48,6 +48,9 @@ func TestErrorText(t *testing.T) {
 		{fmt.Errorf("%w: %w", api.ErrLocked, fsm.ErrLocked), msgLocked},
 		{context.DeadlineExceeded, msgTimeout},
 		{fmt.Errorf("boom"), "ERR boom"},
+		// Redis' exact text, which clients match: no detail appended.
+		{fmt.Errorf("%w: %w", api.ErrOutOfMemory, fmt.Errorf("%w: 5 bytes used, limit 4", fsm.ErrOutOfMemory)),
+			"OOM command not allowed when used memory > 'maxmemory'."},
 	}
 	for _, tt := range tests {
 		if got := errorText(tt.err); got != tt.want {

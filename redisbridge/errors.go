@@ -56,6 +56,7 @@ const (
 	msgMaxHold     = "MAXHOLD max hold time reached"
 	msgBadRequest  = "ERR bad request"
 	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	msgOOM         = fsm.OOMText // Redis' own words, without detail
 )
 
 // errorTexts maps the errors a Backend returns to wire text; the first
@@ -93,6 +94,8 @@ var errorTexts = []struct {
 	{fsm.ErrWrongType, msgWrongType},
 	{api.ErrBadRequest, msgBadRequest},
 	{fsm.ErrBadCommand, msgBadRequest},
+	{api.ErrOutOfMemory, msgOOM},
+	{fsm.ErrOutOfMemory, msgOOM},
 }
 
 // errorText renders err as one error line. Unknown errors become "ERR"
@@ -100,7 +103,7 @@ var errorTexts = []struct {
 func errorText(err error) string {
 	for _, e := range errorTexts {
 		if errors.Is(err, e.err) {
-			if e.text == msgNoLeader || e.text == msgWrongType {
+			if e.text == msgNoLeader || e.text == msgWrongType || e.text == msgOOM {
 				return e.text
 			}
 			return e.text + detail(err)

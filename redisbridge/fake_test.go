@@ -355,7 +355,8 @@ func (f *fakeBackend) Status(ctx context.Context) (api.Status, error) {
 	defer f.mu.Unlock()
 	st := f.t.Stats()
 	return api.Status{ID: "fake", Leader: "fake", State: "Leader", Term: 1, AppliedIndex: f.index, CommitIndex: f.index,
-		Locks: st.Locks, Keys: st.Keys, Waiters: st.Waiters, Sessions: st.Sessions}, nil
+		Locks: st.Locks, Keys: st.Keys, Waiters: st.Waiters, Sessions: st.Sessions,
+		KeyspaceBytes: st.Memory, KeyspaceMaxBytes: max(f.t.Config().MaxMemory, 0)}, nil
 }
 
 var errFakeUnsupported = errors.New("fake: not supported by the test double")

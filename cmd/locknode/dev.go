@@ -45,6 +45,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
+	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
 	limits := addLimitFlags(fs)
@@ -77,6 +78,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := scripts.apply(&fsmCfg); err != nil {
 		fmt.Fprintln(stderr, "dev:", err)
+		return 2
+	}
+	maxMemory, err := parseMaxMemory(*maxMem)
+	if err != nil {
+		fmt.Fprintln(stderr, "dev: --max-memory:", err)
 		return 2
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
@@ -180,6 +186,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Peers = peers
 		cfg.Logger = log.With("node", peers[i].ID)
 		cfg.FSM = fsmCfg
+		cfg.FSM.MaxMemory = maxMemory
 		p, err := startProc(ctx, procConfig{
 			Cluster:  cfg,
 			HTTPAddr: port(*httpBase, i),

@@ -92,6 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
 	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
 	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
+	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage)
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
@@ -134,6 +135,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 
 	cfg := cluster.DefaultConfig()
+	if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
+		fmt.Fprintln(stderr, "serve: --max-memory:", err)
+		return 2
+	}
 	cfg.ID = *id
 	cfg.DataDir = *data
 	cfg.BindAddr = *raftAddr
