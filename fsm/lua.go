@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
+	lua "github.com/locknode/locknode/internal/lua"
+	"github.com/locknode/locknode/internal/lua/parse"
 
 	"github.com/locknode/locknode/fsm/reply"
 )

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 )
 
 // luaFormat is Lua 5.1's string.format (lstrlib.c str_format), which

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 )
 
 // luaVM is one interpreter with its sandbox built once. Building it costs
