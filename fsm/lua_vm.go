@@ -64,7 +64,7 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 		clear(r.ids)
 	}
 	r.t, r.ctx, r.sha, r.resp3 = t, ctx, sha, false
-	r.budget = stepBudget{max: int64(t.cfg.MaxScriptSteps)}
+	r.budget = stepBudget{max: int64(t.cfg.MaxScriptSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)
 	vm.base.RawSetString("KEYS", byteTable(vm.L, keys))
@@ -119,7 +119,9 @@ func newLuaVM() *luaVM {
 		if getMetaTostring(v) != nil {
 			L.Push(L.ToStringMeta(v))
 		} else {
-			L.Push(lua.LString(r.tostring(v)))
+			s := r.tostring(v)
+			L.ChargeMem(int64(len(s)))
+			L.Push(lua.LString(s))
 		}
 		return 1
 	})

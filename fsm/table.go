@@ -16,9 +16,21 @@ type Config struct {
 	MaxWaitersPerKey int   // queue length per key; default 10000
 	MaxKeys          int   // keys in the key space (locks and values); default 10,000,000
 	MaxScriptBytes   int   // longest Lua script; default 64 KiB
-	MaxScriptSteps   int   // Lua VM instructions per script run; default 10,000,000
-	MaxValueBytes    int   // longest Redis string/field value; default 1 MiB
-	ReqIDWindow      int64 // ms a request id is remembered (without a session); default 10 min
+	// MaxScriptSteps bounds the Lua VM instructions of one script run
+	// (a redis.call counts 10; pattern matching, sort, unpack and the like
+	// count their work), so that the worst script stalls applies on every
+	// node for tens of milliseconds, not seconds; default 100,000 (see
+	// bench/results/README.md#lua-step-budget).
+	MaxScriptSteps int
+	// MaxScriptMemory bounds the bytes one script run may allocate:
+	// strings it builds, tables and their growth, closures, replies of
+	// redis.call. It is a deterministic count of what the script asked
+	// for, never credited back (garbage counts too), so every node stops
+	// a script at the same instruction; real heap use can be a few times
+	// the count. Default 32 MiB.
+	MaxScriptMemory int
+	MaxValueBytes   int   // longest Redis string/field value; default 1 MiB
+	ReqIDWindow     int64 // ms a request id is remembered (without a session); default 10 min
 	// MaxReqIDs bounds the request ids remembered (oldest forgotten
 	// first); default 1,000,000. Each costs about 150 bytes of heap with
 	// a 26-byte id, so the default bound is about 150 MB. The cluster
@@ -38,7 +50,8 @@ func DefaultConfig() Config {
 		MaxWaitersPerKey: 10000,
 		MaxKeys:          10_000_000,
 		MaxScriptBytes:   64 << 10,
-		MaxScriptSteps:   10_000_000,
+		MaxScriptSteps:   100_000,
+		MaxScriptMemory:  32 << 20,
 		MaxValueBytes:    1 << 20,
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
@@ -49,7 +62,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0,
-		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
+		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxScriptMemory <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
@@ -448,6 +461,7 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxKeys, d.MaxKeys)
 	fill(&cfg.MaxScriptBytes, d.MaxScriptBytes)
 	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)
+	fill(&cfg.MaxScriptMemory, d.MaxScriptMemory)
 	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)

@@ -57,7 +57,7 @@ var baseFuncs = map[string]LGFunction{
 
 func baseAssert(L *LState) int {
 	if !L.ToBool(1) {
-		L.RaiseError(L.OptString(2, "assertion failed!"))
+		L.RaiseError("%s", L.OptString(2, "assertion failed!"))
 		return 0
 	}
 	return L.GetTop()
@@ -192,6 +192,11 @@ func baseLoad(L *LState) int {
 			return 2
 		}
 	}
+	n := int64(0)
+	for _, b := range buf {
+		n += int64(len(b))
+	}
+	L.mem.charge(mulSat(n, memCompile))
 	return loadaux(L, strings.NewReader(strings.Join(buf, "")), chunkname)
 }
 
@@ -216,6 +221,7 @@ func baseLoadFile(L *LState) int {
 }
 
 func baseLoadString(L *LState) int {
+	L.mem.charge(mulSat(int64(len(L.CheckString(1))), memCompile))
 	return loadaux(L, strings.NewReader(L.CheckString(1)), L.OptString(2, "<string>"))
 }
 
@@ -447,6 +453,9 @@ func baseUnpack(L *LState) int {
 	tb := L.CheckTable(1)
 	start := L.OptInt(2, 1)
 	end := L.OptInt(3, tb.Len())
+	if end >= start {
+		L.mem.chargeSteps(int64(end) - int64(start))
+	}
 	for i := start; i <= end; i++ {
 		L.Push(tb.RawGetInt(i))
 	}

@@ -66,6 +66,7 @@ func strByte(L *LState) int {
 		return 0
 	}
 
+	L.mem.chargeSteps(int64(end - start))
 	for i := start; i < end; i++ {
 		L.Push(LNumber(str[i]))
 	}
@@ -74,6 +75,8 @@ func strByte(L *LState) int {
 
 func strChar(L *LState) int {
 	top := L.GetTop()
+	L.mem.charge(memString + int64(L.GetTop()))
+	L.mem.chargeSteps(int64(L.GetTop()))
 	bytes := make([]byte, L.GetTop())
 	for i := 1; i <= top; i++ {
 		bytes[i-1] = uint8(L.CheckInt(i))
@@ -112,10 +115,7 @@ func strFind(L *LState) int {
 		return 2
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), init, 1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
+	mds := L.findPattern(pattern, unsafeFastStringToReadOnlyBytes(str), init, 1)
 	if len(mds) == 0 {
 		L.Push(LNil)
 		return 1
@@ -152,10 +152,7 @@ func strGsub(L *LState) int {
 	repl := L.CheckAny(3)
 	limit := L.OptInt(4, -1)
 
-	mds, err := pm.Find(pat, unsafeFastStringToReadOnlyBytes(str), 0, limit)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
+	mds := L.findPattern(pat, unsafeFastStringToReadOnlyBytes(str), 0, limit)
 	if len(mds) == 0 {
 		L.SetTop(1)
 		L.Push(LNumber(0))
@@ -200,22 +197,25 @@ func capturedString(L *LState, m *pm.MatchData, str string, idx int) string {
 
 }
 
-func strGsubDoReplace(str string, info []replaceInfo) string {
-	offset := 0
-	buf := []byte(str)
-	for _, replace := range info {
-		oldlen := len(buf)
-		b1 := append([]byte(""), buf[0:offset+replace.Indicies[0]]...)
-		b2 := []byte("")
-		index2 := offset + replace.Indicies[1]
-		if index2 <= len(buf) {
-			b2 = append(b2, buf[index2:len(buf)]...)
-		}
-		buf = append(b1, replace.String...)
-		buf = append(buf, b2...)
-		offset += len(buf) - oldlen
+// strGsubDoReplaceL builds the result of gsub in one pass, charged before
+// it is allocated (strGsubDoReplace copies the whole subject once per
+// replacement: quadratic in the number of matches).
+func strGsubDoReplaceL(L *LState, str string, info []replaceInfo) string {
+	n := int64(len(str))
+	for _, r := range info {
+		n += int64(len(r.String)) - int64(r.Indicies[1]-r.Indicies[0])
 	}
-	return string(buf)
+	L.mem.charge(memString + n)
+	var b strings.Builder
+	b.Grow(int(n))
+	last := 0
+	for _, r := range info {
+		b.WriteString(str[last:r.Indicies[0]])
+		b.WriteString(r.String)
+		last = r.Indicies[1]
+	}
+	b.WriteString(str[last:])
+	return b.String()
 }
 
 func strGsubStr(L *LState, str string, repl string, matches []*pm.MatchData) string {
@@ -227,13 +227,17 @@ func strGsubStr(L *LState, str string, repl string, matches []*pm.MatchData) str
 			if !sc.ChangeFlag {
 				if sc.HasFlag {
 					if c >= '0' && c <= '9' {
-						sc.AppendString(capturedString(L, match, str, 2*(int(c)-48)))
+						cs := capturedString(L, match, str, 2*(int(c)-48))
+						L.mem.charge(int64(len(cs)))
+						sc.AppendString(cs)
 					} else {
+						L.mem.charge(2)
 						sc.AppendChar('%')
 						sc.AppendChar(c)
 					}
 					sc.HasFlag = false
 				} else {
+					L.mem.charge(1)
 					sc.AppendChar(c)
 				}
 			}
@@ -241,7 +245,7 @@ func strGsubStr(L *LState, str string, repl string, matches []*pm.MatchData) str
 		infoList = append(infoList, replaceInfo{[]int{start, end}, sc.String()})
 	}
 
-	return strGsubDoReplace(str, infoList)
+	return strGsubDoReplaceL(L, str, infoList)
 }
 
 func strGsubTable(L *LState, str string, repl *LTable, matches []*pm.MatchData) string {
@@ -261,7 +265,7 @@ func strGsubTable(L *LState, str string, repl *LTable, matches []*pm.MatchData) 
 			infoList = append(infoList, replaceInfo{[]int{match.Capture(0), match.Capture(1)}, LVAsString(value)})
 		}
 	}
-	return strGsubDoReplace(str, infoList)
+	return strGsubDoReplaceL(L, str, infoList)
 }
 
 func strGsubFunc(L *LState, str string, repl *LFunction, matches []*pm.MatchData) string {
@@ -289,7 +293,7 @@ func strGsubFunc(L *LState, str string, repl *LFunction, matches []*pm.MatchData
 			infoList = append(infoList, replaceInfo{[]int{start, end}, LVAsString(ret)})
 		}
 	}
-	return strGsubDoReplace(str, infoList)
+	return strGsubDoReplaceL(L, str, infoList)
 }
 
 type strMatchData struct {
@@ -327,10 +331,8 @@ func strGmatchIter(L *LState) int {
 func strGmatch(L *LState) int {
 	str := L.CheckString(1)
 	pattern := L.CheckString(2)
-	mds, err := pm.Find(pattern, []byte(str), 0, -1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
+	L.mem.charge(int64(len(str)))
+	mds := L.findPattern(pattern, []byte(str), 0, -1)
 	L.Push(L.Get(UpvalueIndex(1)))
 	ud := L.NewUserData()
 	ud.Value = &strMatchData{str, 0, mds}
@@ -346,6 +348,7 @@ func strLen(L *LState) int {
 
 func strLower(L *LState) int {
 	str := L.CheckString(1)
+	L.mem.charge(memString + int64(len(str)))
 	L.Push(LString(strings.ToLower(str)))
 	return 1
 }
@@ -363,10 +366,7 @@ func strMatch(L *LState) int {
 		offset = 0
 	}
 
-	mds, err := pm.Find(pattern, unsafeFastStringToReadOnlyBytes(str), offset, 1)
-	if err != nil {
-		L.RaiseError(err.Error())
-	}
+	mds := L.findPattern(pattern, unsafeFastStringToReadOnlyBytes(str), offset, 1)
 	if len(mds) == 0 {
 		L.Push(LNil)
 		return 0
@@ -395,6 +395,7 @@ func strRep(L *LState) int {
 	if n < 0 {
 		L.Push(emptyLString)
 	} else {
+		L.mem.charge(memString + mulSat(int64(len(str)), int64(n)))
 		L.Push(LString(strings.Repeat(str, n)))
 	}
 	return 1
@@ -402,6 +403,7 @@ func strRep(L *LState) int {
 
 func strReverse(L *LState) int {
 	str := L.CheckString(1)
+	L.mem.charge(memString + 2*int64(len(str)))
 	bts := []byte(str)
 	out := make([]byte, len(bts))
 	for i, j := 0, len(bts)-1; j >= 0; i, j = i+1, j-1 {
@@ -426,6 +428,7 @@ func strSub(L *LState) int {
 
 func strUpper(L *LState) int {
 	str := L.CheckString(1)
+	L.mem.charge(memString + int64(len(str)))
 	L.Push(LString(strings.ToUpper(str)))
 	return 1
 }

@@ -55,10 +55,12 @@ func (tb *LTable) Len() int {
 	for i := len(tb.array) - 1; i >= 0; i-- {
 		v := tb.array[i]
 		if prev == LNil && v != LNil {
+			tb.mem.chargeSteps(int64(len(tb.array) - i))
 			return i + 1
 		}
 		prev = v
 	}
+	tb.mem.chargeSteps(int64(len(tb.array)))
 	return 0
 }
 
@@ -66,6 +68,9 @@ func (tb *LTable) Len() int {
 func (tb *LTable) Append(value LValue) {
 	if value == LNil {
 		return
+	}
+	if len(tb.array) == 0 || tb.array[len(tb.array)-1] != LNil {
+		tb.chargeArray(len(tb.array))
 	}
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, defaultArrayCap)
@@ -85,6 +90,9 @@ func (tb *LTable) Append(value LValue) {
 
 // Insert inserts a given LValue at position `i` in this table.
 func (tb *LTable) Insert(i int, value LValue) {
+	if i > 0 && i <= len(tb.array) {
+		tb.chargeArray(len(tb.array))
+	}
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, defaultArrayCap)
 	}
@@ -109,9 +117,11 @@ func (tb *LTable) MaxN() int {
 	}
 	for i := len(tb.array) - 1; i >= 0; i-- {
 		if tb.array[i] != LNil {
+			tb.mem.chargeSteps(int64(len(tb.array) - i))
 			return i + 1
 		}
 	}
+	tb.mem.chargeSteps(int64(len(tb.array)))
 	return 0
 }
 
@@ -148,6 +158,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 	switch v := key.(type) {
 	case LNumber:
 		if isArrayKey(v) {
+			tb.chargeArray(int(v) - 1)
 			if tb.array == nil {
 				tb.array = make([]LValue, 0, defaultArrayCap)
 			}
@@ -180,6 +191,7 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 		tb.RawSetH(LNumber(key), value)
 		return
 	}
+	tb.chargeArray(key - 1)
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, 32)
 	}
@@ -200,6 +212,9 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
+	if value != LNil {
+		tb.chargeHash(LString(key))
+	}
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
 	}
@@ -226,6 +241,9 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	if s, ok := key.(LString); ok {
 		tb.RawSetString(string(s), value)
 		return
+	}
+	if value != LNil {
+		tb.chargeHash(key)
 	}
 	if tb.dict == nil {
 		tb.dict = make(map[LValue]LValue, len(tb.strdict))
@@ -359,11 +377,14 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) {
 			index := int(kv)
 			if tb.array != nil {
+				from := index
 				for ; index < len(tb.array); index++ {
 					if v := tb.array[index]; v != LNil {
+						tb.mem.chargeSteps(int64(index - from))
 						return LNumber(index + 1), v
 					}
 				}
+				tb.mem.chargeSteps(int64(index - from))
 			}
 			if tb.array == nil || index == len(tb.array) {
 				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
@@ -377,11 +398,14 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		}
 	}
 
-	for i := tb.k2i[key] + 1; i < len(tb.keys); i++ {
+	from := tb.k2i[key] + 1
+	for i := from; i < len(tb.keys); i++ {
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
+			tb.mem.chargeSteps(int64(i - from))
 			return key, v
 		}
 	}
+	tb.mem.chargeSteps(int64(len(tb.keys) - from))
 	return LNil, LNil
 }

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"math/bits"
 	"sort"
 )
 
@@ -22,6 +23,9 @@ var tableFuncs = map[string]LGFunction{
 func tableSort(L *LState) int {
 	tbl := L.CheckTable(1)
 	sorter := lValueArraySorter{L, nil, tbl.array}
+	if n := int64(len(tbl.array)); n > 1 {
+		L.mem.chargeSteps(n * int64(bits.Len64(uint64(n))))
+	}
 	if L.GetTop() != 1 {
 		sorter.Fn = L.CheckFunction(2)
 	}
@@ -41,6 +45,9 @@ func tableMaxN(L *LState) int {
 
 func tableRemove(L *LState) int {
 	tbl := L.CheckTable(1)
+	if L.GetTop() > 1 {
+		L.mem.chargeSteps(int64(len(tbl.array) - L.CheckInt(2)))
+	}
 	if L.GetTop() == 1 {
 		L.Push(tbl.Remove(-1))
 	} else {
@@ -67,6 +74,7 @@ func tableConcat(L *LState) int {
 		return 1
 	}
 	//TODO should flushing?
+	L.mem.chargeSteps(int64(j - i))
 	retbottom := L.GetTop()
 	for ; i <= j; i++ {
 		v := tbl.RawGetInt(i)
@@ -93,6 +101,7 @@ func tableInsert(L *LState) int {
 		tbl.Append(L.Get(2))
 		return 0
 	}
+	L.mem.chargeSteps(int64(len(tbl.array) - L.CheckInt(2)))
 	tbl.Insert(int(L.CheckInt(2)), L.CheckAny(3))
 	return 0
 }

@@ -148,6 +148,7 @@ type LTable struct {
 	strdict map[string]LValue
 	keys    []LValue
 	k2i     map[LValue]int
+	mem     *memBudget // nil: growth is not charged (membudget.go)
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
@@ -195,6 +196,7 @@ type LState struct {
 	mainLoop     func(*LState, *callFrame)
 	ctx          context.Context
 	ctxCancelFn  context.CancelFunc
+	mem          memBudget // membudget.go
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

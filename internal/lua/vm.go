@@ -54,7 +54,7 @@ func mainLoopWithContext(L *LState, baseframe *callFrame) {
 		cf.Pc++
 		select {
 		case <-L.ctx.Done():
-			L.RaiseError(L.ctx.Err().Error())
+			L.RaiseError("%s", L.ctx.Err().Error())
 			return
 		default:
 			if jumpTable[int(inst>>26)](L, inst, baseframe) == 1 {
@@ -681,7 +681,7 @@ func init() {
 			RA := lbase + A
 			B := int(inst & 0x1ff)    //GETB
 			C := int(inst>>9) & 0x1ff //GETC
-			v := newLTable(B, C)
+			v := L.newTableL(B, C)
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 			{
@@ -1286,7 +1286,7 @@ func init() {
 							if CompatVarArg {
 								ls.reg.SetTop(cf.LocalBase + nargs + np + 1)
 								if (proto.IsVarArg & VarArgNeedsArg) != 0 {
-									argtb := newLTable(nvarargs, 0)
+									argtb := L.newTableL(nvarargs, 0)
 									for i := 0; i < nvarargs; i++ {
 										argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 									}
@@ -1378,9 +1378,7 @@ func init() {
 				cf.Pc = 0
 				cf.Base = RA
 				cf.LocalBase = RA + 1
-				cf.ReturnBase = cf.ReturnBase
 				cf.NArgs = nargs
-				cf.NRet = cf.NRet
 				cf.TailCall++
 				lbase := cf.LocalBase
 				if meta {
@@ -1468,7 +1466,7 @@ func init() {
 							if CompatVarArg {
 								ls.reg.SetTop(cf.LocalBase + nargs + np + 1)
 								if (proto.IsVarArg & VarArgNeedsArg) != 0 {
-									argtb := newLTable(nvarargs, 0)
+									argtb := L.newTableL(nvarargs, 0)
 									for i := 0; i < nvarargs; i++ {
 										argtb.RawSetInt(i+1, ls.reg.Get(cf.LocalBase+np+i))
 									}
@@ -2108,6 +2106,7 @@ func init() {
 			RA := lbase + A
 			Bx := int(inst & 0x3ffff) //GETBX
 			proto := cf.Fn.Proto.FunctionPrototypes[Bx]
+			L.mem.charge(memClosure + mulSat(int64(proto.NumUpvalues), memUpvalue))
 			closure := newLFunctionL(proto, cf.Fn.Env, int(proto.NumUpvalues))
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
@@ -2295,7 +2294,6 @@ func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {
 		return LNumber(math.Pow(flhs, frhs))
 	}
 	panic("should not reach here")
-	return LNumber(0)
 }
 
 func objectArith(L *LState, opcode int, lhs, rhs LValue) LValue {
@@ -2337,7 +2335,7 @@ func objectArith(L *LState, opcode int, lhs, rhs LValue) LValue {
 			return numberArith(L, opcode, LNumber(v1), LNumber(v2))
 		}
 	}
-	L.RaiseError(fmt.Sprintf("cannot perform %v operation between %v and %v",
+	L.RaiseError("%s", fmt.Sprintf("cannot perform %v operation between %v and %v",
 		strings.TrimLeft(event, "_"), lhs.Type().String(), rhs.Type().String()))
 
 	return LNil
@@ -2374,6 +2372,11 @@ func stringConcat(L *LState, total, last int) LValue {
 				i--
 				total--
 			}
+			n := int64(memString)
+			for _, b := range buf {
+				n += int64(len(b))
+			}
+			L.mem.charge(n)
 			rhs = LString(strings.Join(buf, ""))
 		}
 	}

@@ -527,7 +527,28 @@ func compilePattern(p pattern, ps ...*iptr) []inst {
 
 // Simple recursive virtual machine based on the
 // "Regular Expression Matching: the Virtual Machine Approach" (https://swtch.com/~rsc/regexp/regexp2.html)
-func recursiveVM(src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchData) (bool, int, *MatchData) {
+// Steps counts pattern-machine instructions against a limit shared with
+// the embedder's own step count (a locknode addition: a pattern such as
+// ".-.-.-b" over a long subject is one Lua call but billions of steps).
+type Steps struct {
+	Used *int64
+	Max  int64
+}
+
+// ErrSteps is the error Find returns when Steps runs out.
+var ErrSteps = newError(_UNKNOWN, "pattern matching exceeded the step budget")
+
+func (b *Steps) charge(n int) {
+	if b == nil || b.Used == nil {
+		return
+	}
+	*b.Used += int64(n)
+	if *b.Used > b.Max {
+		panic(ErrSteps)
+	}
+}
+
+func recursiveVMB(b *Steps, src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchData) (bool, int, *MatchData) {
 	recLevel++
 	if recLevel > maxRecursionLevel {
 		panic(newError(_UNKNOWN, "pattern/input too complex"))
@@ -539,6 +560,7 @@ func recursiveVM(src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchDat
 		m = ms[0]
 	}
 redo:
+	b.charge(1)
 	inst := insts[pc]
 	switch inst.OpCode {
 	case opChar:
@@ -556,14 +578,14 @@ redo:
 		pc = inst.Operand1
 		goto redo
 	case opSplit:
-		if ok, nsp, _ := recursiveVM(src, insts, inst.Operand1, sp, recLevel, m); ok {
+		if ok, nsp, _ := recursiveVMB(b, src, insts, inst.Operand1, sp, recLevel, m); ok {
 			return true, nsp, m
 		}
 		pc = inst.Operand2
 		goto redo
 	case opSave:
 		s := m.setCapture(inst.Operand1, sp)
-		if ok, nsp, _ := recursiveVM(src, insts, pc+1, sp, recLevel, m); ok {
+		if ok, nsp, _ := recursiveVMB(b, src, insts, pc+1, sp, recLevel, m); ok {
 			return true, nsp, m
 		}
 		m.restoreCapture(inst.Operand1, s)
@@ -577,6 +599,7 @@ redo:
 			return false, sp, m
 		}
 		count := 1
+		b.charge(len(src) - sp)
 		for sp = sp + 1; sp < len(src); sp++ {
 			if int(src[sp]) == inst.Operand2 {
 				count--
@@ -597,6 +620,7 @@ redo:
 			panic(newError(_UNKNOWN, "invalid capture index"))
 		}
 		capture := src[m.Capture(idx):m.Capture(idx+1)]
+		b.charge(len(capture))
 		for i := 0; i < len(capture); i++ {
 			if i+sp >= len(src) || capture[i] != src[i+sp] {
 				return false, sp, m
@@ -613,7 +637,16 @@ redo:
 
 /* API {{{ */
 
+const matchSteps = 8
+
 func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
+	return FindSteps(nil, p, src, offset, limit)
+}
+
+// FindSteps is Find counting its work in b (nil: not counted); every match
+// kept costs matchSteps more, so the matches a call collects are bounded
+// by the budget too.
+func FindSteps(b *Steps, p string, src []byte, offset, limit int) (matches []*MatchData, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if perr, ok := v.(*Error); ok {
@@ -627,9 +660,10 @@ func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err er
 	insts := compilePattern(pat)
 	matches = []*MatchData{}
 	for sp := offset; sp <= len(src); {
-		ok, nsp, ms := recursiveVM(src, insts, 0, sp, 0)
+		ok, nsp, ms := recursiveVMB(b, src, insts, 0, sp, 0)
 		sp++
 		if ok {
+			b.charge(matchSteps)
 			if sp < nsp {
 				sp = nsp
 			}
