@@ -211,6 +211,15 @@ type luaRun struct {
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
+	// The budgets are per log entry: the scripts of one EXEC share them,
+	// so a MULTI block of spinning scripts stalls no longer than one.
+	memLeft := int64(t.cfg.MaxScriptMemory) - ctx.luaMem
+	if ctx.luaSteps >= int64(t.cfg.MaxScriptSteps) {
+		return reply.NewError(fmt.Sprintf(errScriptSteps, t.cfg.MaxScriptSteps, sha))
+	}
+	if memLeft <= 0 {
+		return reply.NewError(fmt.Sprintf(errScriptMemory, t.cfg.MaxScriptMemory, sha))
+	}
 	vm := t.rx.lua.getVM()
 	defer t.rx.lua.putVM(vm)
 	r := vm.begin(t, ctx, sha, keys, args)
@@ -221,10 +230,12 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	fn.Env = vm.env
 	L.SetContext(&r.budget)
 	L.SetPatternSteps(&r.budget.steps, r.budget.max)
-	L.SetMemLimit(int64(t.cfg.MaxScriptMemory))
+	L.SetMemLimit(memLeft)
 	L.Push(fn)
 	err := L.PCall(0, 1, nil)
 	memExceeded := L.MemExceeded()
+	ctx.luaMem += L.MemUsed()
+	ctx.luaSteps = r.budget.steps
 	L.SetMemLimit(0)
 	L.SetPatternSteps(nil, 0)
 	L.RemoveContext()

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,42 @@ func BenchmarkLuaWorstSteps(b *testing.B) {
 					b.Fatalf("not stopped: %v", fmtReply(got))
 				} else if i == 0 {
 					b.Logf("%.70s", got.Str)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkExecMax applies one EXEC of DefaultConfig().MaxExecCommands
+// commands of a kind: how long the largest MULTI block allowed stalls
+// applies.
+func BenchmarkExecMax(b *testing.B) {
+	n := DefaultConfig().MaxExecCommands
+	for _, bc := range []struct {
+		name string
+		cmd  func(i int) []string
+	}{
+		{"set-new-keys", func(i int) []string { return []string{"SET", fmt.Sprintf("k%d", i), "v"} }},
+		{"set-nx-px-locks", func(i int) []string { return []string{"SET", fmt.Sprintf("l%d", i), "tok", "NX", "PX", "30000"} }},
+		{"incr", func(int) []string { return []string{"INCR", "n"} }},
+		{"hset", func(i int) []string { return []string{"HSET", "h", fmt.Sprintf("f%d", i), "v"} }},
+		{"eval-small", func(i int) []string {
+			return []string{"EVAL", "return redis.call('SET', KEYS[1], ARGV[1])", "1", fmt.Sprintf("e%d", i), "v"}
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			multi := make([][][]byte, n)
+			for i := range multi {
+				multi[i] = bargs(bc.cmd(i)...)
+			}
+			cpu0 := cpuTime()
+			defer func() {
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			}()
+			for i := 0; i < b.N; i++ {
+				r := newRT(b)
+				if got := r.apply(&Command{Op: OpExec, Multi: multi}).Reply; got.IsError() || len(got.Arr) != n {
+					b.Fatalf("%.100s", fmtReply(got))
 				}
 			}
 		})

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -134,5 +135,34 @@ func TestLuaMemoryBudgetConfig(t *testing.T) {
 	want := fmt.Sprintf("-ERR locknode: script memory limit exceeded (%d bytes, MaxScriptMemory)", 1<<20)
 	if !strings.HasPrefix(got, want) {
 		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+// TestApplyTotal: a command whose application panics is refused, the
+// table keeps serving, and the same entry gives the same refusal on
+// another table.
+func TestApplyTotal(t *testing.T) {
+	var errs []string
+	for node := 0; node < 2; node++ {
+		r := newRT(t)
+		r.do("SET", "k", "v")
+		r.index++
+		res := r.t.Apply(r.index, nil) // a nil command: applying it panics
+		if !errors.Is(res.Err, ErrBadCommand) || res.Index != r.index {
+			t.Fatalf("got %+v", res)
+		}
+		errs = append(errs, res.Err.Error())
+		if got := fmtReply(r.do("GET", "k")); got != `"v"` {
+			t.Fatalf("after the panic: %s", got)
+		}
+		if got := fmtReply(r.eval(`return redis.call('INCR', 'n')`, 0)); got != ":1" {
+			t.Fatalf("script after the panic: %s", got)
+		}
+	}
+	if errs[0] != errs[1] {
+		t.Fatalf("tables disagree: %q vs %q", errs[0], errs[1])
+	}
+	if _, err := DecodeCommand([]byte{cmdVersion, byte(OpEval), 0xff, 0xff, 0xff}); err == nil {
+		t.Fatal("garbage decoded")
 	}
 }

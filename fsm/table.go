@@ -29,6 +29,14 @@ type Config struct {
 	// a script at the same instruction; real heap use can be a few times
 	// the count. Default 32 MiB.
 	MaxScriptMemory int
+	// MaxExecCommands and MaxExecBytes bound a MULTI block: the commands
+	// one EXEC runs and their total argument bytes. Past either, EXEC is
+	// refused whole (EXECABORT); the RESP bridge refuses the command
+	// that goes past them while queueing. Defaults 5,000 commands and
+	// 64 MiB: the largest EXEC then stalls applies for tens of
+	// milliseconds (see bench/results/README.md#lua-step-budget).
+	MaxExecCommands int
+	MaxExecBytes    int
 	MaxValueBytes   int   // longest Redis string/field value; default 1 MiB
 	ReqIDWindow     int64 // ms a request id is remembered (without a session); default 10 min
 	// MaxReqIDs bounds the request ids remembered (oldest forgotten
@@ -52,6 +60,8 @@ func DefaultConfig() Config {
 		MaxScriptBytes:   64 << 10,
 		MaxScriptSteps:   100_000,
 		MaxScriptMemory:  32 << 20,
+		MaxExecCommands:  5_000,
+		MaxExecBytes:     64 << 20,
 		MaxValueBytes:    1 << 20,
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
@@ -62,7 +72,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0,
-		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxScriptMemory <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
+		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxScriptMemory <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0,
+		c.MaxExecCommands <= 0, c.MaxExecBytes <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
@@ -403,6 +414,9 @@ type applyCtx struct {
 	// is complete, so a Redis command that deletes and re-creates a key in
 	// one step never hands it to a waiter in between.
 	freed []string
+	// luaSteps and luaMem are what the entry's scripts have used of
+	// Config.MaxScriptSteps and MaxScriptMemory (lua.go).
+	luaSteps, luaMem int64
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -462,6 +476,8 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxScriptBytes, d.MaxScriptBytes)
 	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)
 	fill(&cfg.MaxScriptMemory, d.MaxScriptMemory)
+	fill(&cfg.MaxExecCommands, d.MaxExecCommands)
+	fill(&cfg.MaxExecBytes, d.MaxExecBytes)
 	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
@@ -513,7 +529,22 @@ func (t *Table) ApplyBytes(index uint64, b []byte) Result {
 // same sequence of (index, command) gives the same results and state on
 // every node. Time is max(previous time, cmd.Time): a command time that
 // goes backwards is clamped, never applied.
-func (t *Table) Apply(index uint64, cmd *Command) Result {
+//
+// Apply is total: a panic while applying (a bug) is recovered and the
+// command refused with ErrBadCommand, so the node stays up and a restart
+// replays the entry the same way. Whatever the command changed before the
+// panic stays changed, identically on every node (the panic is as
+// deterministic as the rest); the interpreters are dropped, as a panic
+// may have left one in any state.
+func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.rx.lua.dropIdle()
+			// Events already emitted (a waiter granted by an expiry) did
+			// happen: their waiters must hear of them.
+			res = Result{Index: index, Err: fmt.Errorf("%w: applying it panicked: %v", ErrBadCommand, p), Events: t.actx.events}
+		}
+	}()
 	if index > t.applied {
 		t.applied = index
 	}

@@ -47,6 +47,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	scriptLim := addScriptLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -70,6 +71,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
 	if !ok {
+		return 2
+	}
+	fsmCfg := cluster.DefaultConfig().FSM
+	if err := scriptLim.apply(&fsmCfg); err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	memPlan.apply(log)
@@ -164,6 +170,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Transport = trs[i]
 		cfg.Bootstrap = true
 		cfg.Peers = peers
+		cfg.FSM = fsmCfg
 		cfg.Logger = log.With("node", peers[i].ID)
 		p, err := startProc(ctx, procConfig{
 			Cluster:  cfg,

@@ -95,6 +95,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
+	scriptLim := addScriptLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -140,6 +141,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Peers = pl
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
+	if err := scriptLim.apply(&cfg.FSM); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
