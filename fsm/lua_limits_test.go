@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
@@ -165,4 +166,56 @@ func TestApplyTotal(t *testing.T) {
 	if _, err := DecodeCommand([]byte{cmdVersion, byte(OpEval), 0xff, 0xff, 0xff}); err == nil {
 		t.Fatal("garbage decoded")
 	}
+}
+
+// FuzzLuaLimits runs generated Lua through two tables with small limits:
+// no panic, and the same reply and the same snapshot on both. The seeds
+// are the bombs and a few ordinary scripts; the fuzzer mutates their text.
+func FuzzLuaLimits(f *testing.F) {
+	for _, b := range luaBombs {
+		f.Add(b.script, "a")
+	}
+	for _, s := range []string{
+		`return redis.call('SET', KEYS[1], ARGV[1])`,
+		`local t = {} for i = 1, 100 do t[#t + 1] = i .. ARGV[1] end return table.concat(t, ',')`,
+		`return {pcall(string.rep, 'x', -1)}`,
+		`local s = ARGV[1] for i = 1, 20 do s = s .. s end return #s`,
+		`return string.gsub(ARGV[1], '(%w+)', '%1 %1')`,
+		`local t = setmetatable({}, {__index = function(t, k) return k .. k end}) return t.abc`,
+		`local f = function(...) return select('#', ...) end return f(unpack({1, 2, 3}))`,
+		`return redis.pcall('INCR', KEYS[1])`,
+	} {
+		f.Add(s, "b")
+	}
+	cfg := DefaultConfig()
+	cfg.MaxScriptSteps = 20_000
+	cfg.MaxScriptMemory = 1 << 20
+	cfg.MaxValueBytes = 1 << 16
+	f.Fuzz(func(t *testing.T, script, arg string) {
+		if len(script) > 4096 || len(arg) > 4096 {
+			return
+		}
+		var replies [2]string
+		var snaps [2][]byte
+		for i := range replies {
+			r := &rt{tb: t, t: New(cfg), now: 1000}
+			r.do("SET", "k", "v")
+			replies[i] = fmtReply(r.eval(script, 1, "k", arg))
+			// The next script must run whatever the first did.
+			if got := fmtReply(r.eval(`return redis.call('INCR', 'after')`, 0)); !strings.HasPrefix(got, ":") && !strings.Contains(got, "WRONGTYPE") {
+				t.Fatalf("script after %q: %s", script, got)
+			}
+			var buf bytes.Buffer
+			if err := r.t.Snapshot(&buf); err != nil {
+				t.Fatal(err)
+			}
+			snaps[i] = buf.Bytes()
+		}
+		if replies[0] != replies[1] {
+			t.Fatalf("replies differ for %q: %q vs %q", script, replies[0], replies[1])
+		}
+		if !bytes.Equal(snaps[0], snaps[1]) {
+			t.Fatalf("snapshots differ for %q", script)
+		}
+	})
 }
