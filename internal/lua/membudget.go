@@ -152,6 +152,22 @@ func (tb *LTable) chargeArray(index int) {
 	}
 }
 
+// chargeHashString is chargeHash for a string key; kept apart so that
+// an uncharged table does not box the key.
+func (tb *LTable) chargeHashString(key string) {
+	if tb.mem.limit <= 0 {
+		return
+	}
+	if _, ok := tb.strdict[key]; ok {
+		return // (a key deleted and set again is charged again)
+	}
+	n := int64(memHashEntry + len(key))
+	if tb.strdict == nil && tb.dict == nil {
+		n += defaultHashCap * memHashEntry / 2
+	}
+	tb.mem.charge(n)
+}
+
 // chargeHash charges a new hash key of tb (and the hash part's first
 // allocation).
 func (tb *LTable) chargeHash(key LValue) {

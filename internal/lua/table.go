@@ -212,8 +212,8 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
-	if value != LNil {
-		tb.chargeHash(LString(key))
+	if value != LNil && tb.mem != nil {
+		tb.chargeHashString(key)
 	}
 	if tb.strdict == nil {
 		tb.strdict = make(map[string]LValue, defaultHashCap)
