@@ -48,8 +48,9 @@ import (
 //   - Neither limit can be caught: pcall may catch the error, but the VM
 //     polls the budget before the next instruction and fails again, and
 //     the reply is the limit's error whatever the script returned.
-//   - A script that fails leaves the key space as it was: its writes are
-//     undone (undo.go), for every error, not only the limits.
+//   - The budgets are per log entry: the scripts of one EXEC share them.
+//   - A script that fails keeps the writes it made before failing, as in
+//     Redis, also when a limit stopped it (identically on every node).
 //   - Lua 5.1 numeric-for conversion: `for i = "3", 1, -1` converts string
 //     bounds to numbers; gopher-lua does not, so the compiler front end
 //     wraps the three expressions of every numeric for in a conversion
