@@ -16,18 +16,29 @@ type Config struct {
 	MaxWaitersPerKey int   // queue length per key; default 10000
 	MaxKeys          int   // keys in the key space (locks and values); default 10,000,000
 	MaxScriptBytes   int   // longest Lua script; default 64 KiB
-	// MaxScriptSteps bounds the Lua VM instructions of one script run
-	// (a redis.call counts 10; pattern matching, sort, unpack and the like
-	// count their work), so that the worst script stalls applies on every
-	// node for tens of milliseconds, not seconds; default 100,000 (see
-	// bench/results/README.md#lua-step-budget).
-	MaxScriptSteps int
-	// MaxScriptMemory bounds the bytes one script run may allocate:
-	// strings it builds, tables and their growth, closures, replies of
-	// redis.call. It is a deterministic count of what the script asked
-	// for, never credited back (garbage counts too), so every node stops
-	// a script at the same instruction; real heap use can be a few times
-	// the count. Default 32 MiB.
+	MaxScriptSteps   int   // Lua VM steps per script run (see below); default 100,000
+	MaxValueBytes    int   // longest Redis string/field value; default 1 MiB
+	ReqIDWindow      int64 // ms a request id is remembered (without a session); default 10 min
+	// MaxReqIDs bounds the request ids remembered (oldest forgotten
+	// first); default 1,000,000. Each costs about 150 bytes of heap with
+	// a 26-byte id, so the default bound is about 150 MB. The cluster
+	// gives every native acquire, release and extend an id, so under load
+	// this bound, not ReqIDWindow, decides how long a retry is answered
+	// exactly once: at 10,000 remembered commands a second, 100 s.
+	MaxReqIDs int
+
+	// MaxScriptSteps (above) bounds the Lua VM instructions of one log
+	// entry's scripts (a redis.call counts 10; pattern matching, sort,
+	// unpack and the like count their work), so that the worst script
+	// stalls applies on every node for tens of milliseconds, not seconds
+	// (see bench/results/README.md#lua-step-budget).
+	//
+	// MaxScriptMemory bounds the bytes one log entry's scripts may
+	// allocate: strings they build, tables and their growth, closures,
+	// replies of redis.call. It is a deterministic count of what the
+	// script asked for, never credited back (garbage counts too), so every
+	// node stops a script at the same instruction; real heap use can be a
+	// few times the count. Default 32 MiB.
 	MaxScriptMemory int
 	// MaxExecCommands and MaxExecBytes bound a MULTI block: the commands
 	// one EXEC runs and their total argument bytes. Past either, EXEC is
@@ -37,15 +48,6 @@ type Config struct {
 	// milliseconds (see bench/results/README.md#lua-step-budget).
 	MaxExecCommands int
 	MaxExecBytes    int
-	MaxValueBytes   int   // longest Redis string/field value; default 1 MiB
-	ReqIDWindow     int64 // ms a request id is remembered (without a session); default 10 min
-	// MaxReqIDs bounds the request ids remembered (oldest forgotten
-	// first); default 1,000,000. Each costs about 150 bytes of heap with
-	// a 26-byte id, so the default bound is about 150 MB. The cluster
-	// gives every native acquire, release and extend an id, so under load
-	// this bound, not ReqIDWindow, decides how long a retry is answered
-	// exactly once: at 10,000 remembered commands a second, 100 s.
-	MaxReqIDs int
 }
 
 // DefaultConfig returns the documented defaults.
@@ -72,8 +74,9 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	switch {
 	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0,
-		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxScriptMemory <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0,
-		c.MaxExecCommands <= 0, c.MaxExecBytes <= 0:
+		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
+		return fmt.Errorf("fsm: config: limits must be positive")
+	case c.MaxScriptMemory <= 0, c.MaxExecCommands <= 0, c.MaxExecBytes <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
