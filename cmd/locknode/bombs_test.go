@@ -164,6 +164,17 @@ func TestServeBombs(t *testing.T) {
 	startAll()
 	term := leaderTerm("a leader known to all three")
 	t.Logf("cluster up, term %d", term)
+	// The limit is in force (sh exec'd the node, so the pid is the node's).
+	for _, n := range nodes {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", n.cmd.Process.Pid))
+		if err != nil {
+			t.Logf("cannot check the address-space limit: %v", err)
+			break
+		}
+		if want := fmt.Sprint(addressSpaceKB * 1024); !strings.Contains(string(b), want) {
+			t.Fatalf("node %s runs without ulimit -v %d:\n%s", n.id, addressSpaceKB, b)
+		}
+	}
 
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: nodes[0].resp, Protocol: 2, MaxRetries: -1,
