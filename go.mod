@@ -14,7 +14,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/yuin/gopher-lua v1.1.2
 	go.etcd.io/bbolt v1.3.6
 )
 

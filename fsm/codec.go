@@ -230,7 +230,14 @@ func (d *decoder) bytList() [][]byte {
 }
 
 // DecodeCommand decodes an encoded command. The result aliases b.
-func DecodeCommand(b []byte) (*Command, error) {
+func DecodeCommand(b []byte) (cmd *Command, err error) {
+	// Total on any input, so a log entry can never stop a node: a decoder
+	// bug becomes a refused command.
+	defer func() {
+		if p := recover(); p != nil {
+			cmd, err = nil, fmt.Errorf("decoder panic: %v", p)
+		}
+	}()
 	if len(b) < 3 {
 		return nil, errTruncated
 	}

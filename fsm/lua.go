@@ -5,13 +5,14 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
-	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/parse"
+	lua "github.com/locknode/locknode/internal/lua"
+	"github.com/locknode/locknode/internal/lua/parse"
 
 	"github.com/locknode/locknode/fsm/reply"
 )
@@ -34,9 +35,22 @@ import (
 //   - Step budget: the VM checks its context once per instruction; our
 //     context is not a clock but a counter (stepBudget), so a script that
 //     runs more than Config.MaxScriptSteps instructions fails with the same
-//     error on every node. Go library calls count as one step each; the
-//     one that could build a huge string in one step, string.rep, is
-//     capped at Config.MaxValueBytes.
+//     error on every node. Go library calls count as one step each, except
+//     pattern matching (find, match, gmatch, gsub), which adds its own
+//     steps to the same counter; string.rep is also capped at
+//     Config.MaxValueBytes.
+//   - Memory budget: internal/lua charges every allocation a script
+//     controls (strings it builds, tables and their growth, closures,
+//     redis.call replies) to a per-run count, before allocating, and
+//     raises an error past Config.MaxScriptMemory. The count depends only
+//     on what the script asked for, so every node stops the script at the
+//     same instruction with the same error.
+//   - Neither limit can be caught: pcall may catch the error, but the VM
+//     polls the budget before the next instruction and fails again, and
+//     the reply is the limit's error whatever the script returned.
+//   - The budgets are per log entry: the scripts of one EXEC share them.
+//   - A script that fails keeps the writes it made before failing, as in
+//     Redis, also when a limit stopped it (identically on every node).
 //   - Lua 5.1 numeric-for conversion: `for i = "3", 1, -1` converts string
 //     bounds to numbers; gopher-lua does not, so the compiler front end
 //     wraps the three expressions of every numeric for in a conversion
@@ -67,10 +81,18 @@ const (
 	luaProtoCache = 256 // compiled scripts kept per node
 	luaChunkName  = "user_script"
 	luaMaxDepth   = 1000 // nesting of a returned table
+	luaCallSteps  = 10   // steps a redis.call or redis.pcall costs
 	luaForNum     = "__locknode_fornum"
 )
 
 var errStepBudget = errors.New("script step budget exhausted")
+
+// Replies of a script stopped by a limit; the budget is in the text so a
+// client sees which knob to turn.
+const (
+	errScriptSteps  = "ERR locknode: script exceeded %d VM steps (MaxScriptSteps) script: %s"
+	errScriptMemory = "ERR locknode: script memory limit exceeded (%d bytes, MaxScriptMemory) script: %s"
+)
 
 // luaEngine caches per-script derived data. Not replicated: losing it
 // only costs a recompile.
@@ -146,6 +168,7 @@ func compileErrText(err error) string {
 type stepBudget struct {
 	steps, max int64
 	exceeded   bool
+	L          *lua.LState // its memory budget ends the script too
 }
 
 var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -158,11 +181,17 @@ func (b *stepBudget) Done() <-chan struct{} {
 		b.exceeded = true
 		return closedCh
 	}
+	if b.L.MemExceeded() {
+		return closedCh
+	}
 	return nil
 }
 func (b *stepBudget) Err() error {
 	if b.exceeded {
 		return errStepBudget
+	}
+	if b.L.MemExceeded() {
+		return errors.New(lua.MemErrorText)
 	}
 	return nil
 }
@@ -183,6 +212,15 @@ type luaRun struct {
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
+	// The budgets are per log entry: the scripts of one EXEC share them,
+	// so a MULTI block of spinning scripts stalls no longer than one.
+	memLeft := int64(t.cfg.MaxScriptMemory) - ctx.luaMem
+	if ctx.luaSteps >= int64(t.cfg.MaxScriptSteps) {
+		return reply.NewError(fmt.Sprintf(errScriptSteps, t.cfg.MaxScriptSteps, sha))
+	}
+	if memLeft <= 0 {
+		return reply.NewError(fmt.Sprintf(errScriptMemory, t.cfg.MaxScriptMemory, sha))
+	}
 	vm := t.rx.lua.getVM()
 	defer t.rx.lua.putVM(vm)
 	r := vm.begin(t, ctx, sha, keys, args)
@@ -192,12 +230,23 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = vm.env
 	L.SetContext(&r.budget)
+	L.SetPatternSteps(&r.budget.steps, r.budget.max)
+	L.SetMemLimit(memLeft)
 	L.Push(fn)
 	err := L.PCall(0, 1, nil)
+	memExceeded := L.MemExceeded()
+	ctx.luaMem += L.MemUsed()
+	ctx.luaSteps = r.budget.steps
+	L.SetMemLimit(0)
+	L.SetPatternSteps(nil, 0)
 	L.RemoveContext()
-	if r.budget.exceeded {
-		return reply.NewError("ERR locknode: script exceeded " + strconv.Itoa(t.cfg.MaxScriptSteps) +
-			" VM steps (MaxScriptSteps) script: " + sha)
+	if r.budget.exceeded || r.budget.steps > r.budget.max {
+		vm.poisoned = true // stopped anywhere in the VM: not trusted again
+		return reply.NewError(fmt.Sprintf(errScriptSteps, t.cfg.MaxScriptSteps, sha))
+	}
+	if memExceeded {
+		vm.poisoned = true
+		return reply.NewError(fmt.Sprintf(errScriptMemory, t.cfg.MaxScriptMemory, sha))
 	}
 	if err != nil {
 		var ae *lua.ApiError
@@ -374,6 +423,8 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 	if n == 0 {
 		return fail("ERR Please specify at least one argument for this redis lib call")
 	}
+	// A command does far more than one VM instruction's work.
+	L.ChargeSteps(luaCallSteps - 1)
 	// One buffer holds every argument's bytes; each argument is a
 	// capacity-limited slice of it, so a command that appends to one
 	// cannot run into the next.
@@ -388,6 +439,7 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 			return fail("ERR Lua redis lib command arguments must be strings or integers")
 		}
 	}
+	L.ChargeMem(int64(size) + 24*int64(n))
 	buf := make([]byte, 0, size)
 	args := make([][]byte, n)
 	for i := 1; i <= n; i++ {
@@ -463,6 +515,7 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 	case reply.Int:
 		return lua.LNumber(res.Int)
 	case reply.Bulk:
+		L.ChargeMem(int64(len(res.Str)))
 		return lua.LString(res.Str)
 	case reply.Double:
 		if r.resp3 {
@@ -598,6 +651,7 @@ func (r *luaRun) stringRep(L *lua.LState) int {
 	if int64(len(s))*int64(n) > int64(r.t.cfg.MaxValueBytes) {
 		L.RaiseError("string.rep result longer than MaxValueBytes")
 	}
+	L.ChargeMem(int64(len(s)) * int64(n))
 	L.Push(lua.LString(strings.Repeat(s, n)))
 	return 1
 }

@@ -1,6 +1,6 @@
 package fsm
 
-import "github.com/yuin/gopher-lua/ast"
+import "github.com/locknode/locknode/internal/lua/ast"
 
 // rewriteFors wraps the init, limit and step expressions of every numeric
 // for statement in a call to the luaForNum helper, which converts numeric

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 )
 
 // luaFormat is Lua 5.1's string.format (lstrlib.c str_format), which
@@ -26,8 +26,17 @@ func luaFormat(L *lua.LState) int {
 		luaArgErr(L, 1, "string expected, got "+L.Get(1).Type().String())
 	}
 	b := make([]byte, 0, len(fs)+16)
+	L.ChargeMem(int64(cap(b)))
+	charged := cap(b) // bytes of b charged to the script's memory budget
 	arg := 1
 	for i := 0; i < len(fs); i++ {
+		// Each conversion adds at most a few hundred bytes (width and
+		// precision have two digits) except %s and %q, charged before
+		// they append; the rest is charged as it comes.
+		if len(b) > charged {
+			L.ChargeMem(int64(len(b) - charged))
+			charged = len(b)
+		}
 		if fs[i] != '%' {
 			b = append(b, fs[i])
 			continue
@@ -90,12 +99,16 @@ func luaFormat(L *lua.LState) int {
 			if !ok {
 				luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
 			}
+			L.ChargeMem(4*int64(len(s)) + 2) // "\0" becomes four bytes
+			charged += 4*len(s) + 2
 			b = appendQuoted(b, s)
 		case 's':
 			s, ok := luaCheckString(L, arg)
 			if !ok {
 				luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
 			}
+			L.ChargeMem(int64(len(s)) + 100)
+			charged += len(s) + 100
 			if !strings.Contains(spec, ".") && len(s) >= 100 {
 				b = append(b, s...) // Lua adds long strings whole
 			} else {
@@ -104,6 +117,9 @@ func luaFormat(L *lua.LState) int {
 		default:
 			L.RaiseError("invalid option '%%%c' to 'format'", conv)
 		}
+	}
+	if len(b) > charged {
+		L.ChargeMem(int64(len(b) - charged))
 	}
 	L.Push(lua.LString(b))
 	return 1

@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 
 	"github.com/locknode/locknode/fsm/reply"
 )

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 )
 
 // luaVM is one interpreter with its sandbox built once. Building it costs
@@ -56,6 +56,14 @@ func (e *luaEngine) putVM(vm *luaVM) {
 	e.idle = append(e.idle, vm)
 }
 
+// dropIdle closes the idle interpreters (after a recovered panic).
+func (e *luaEngine) dropIdle() {
+	for _, vm := range e.idle {
+		vm.L.Close()
+	}
+	e.idle = nil
+}
+
 // begin prepares vm to run one script: every piece of per-script state
 // starts from the same value whatever ran on vm before.
 func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte) *luaRun {
@@ -64,7 +72,7 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 		clear(r.ids)
 	}
 	r.t, r.ctx, r.sha, r.resp3 = t, ctx, sha, false
-	r.budget = stepBudget{max: int64(t.cfg.MaxScriptSteps)}
+	r.budget = stepBudget{steps: ctx.luaSteps, max: int64(t.cfg.MaxScriptSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)
 	vm.base.RawSetString("KEYS", byteTable(vm.L, keys))
@@ -119,7 +127,9 @@ func newLuaVM() *luaVM {
 		if getMetaTostring(v) != nil {
 			L.Push(L.ToStringMeta(v))
 		} else {
-			L.Push(lua.LString(r.tostring(v)))
+			s := r.tostring(v)
+			L.ChargeMem(int64(len(s)))
+			L.Push(lua.LString(s))
 		}
 		return 1
 	})

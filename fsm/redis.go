@@ -248,6 +248,9 @@ func (t *Table) KeyVersion(key string, now int64) uint64 {
 
 // exec runs a MULTI block atomically, after checking the WATCHed versions.
 func (t *Table) exec(ctx *applyCtx, watch []WatchKey, multi [][][]byte) reply.Reply {
+	if r, ok := t.execTooBig(multi); !ok {
+		return r
+	}
 	for _, w := range watch {
 		if t.KeyVersion(w.Key, ctx.now) != w.Version {
 			return reply.Reply{Kind: reply.NilArray}
@@ -262,6 +265,31 @@ func (t *Table) exec(ctx *applyCtx, watch []WatchKey, multi [][][]byte) reply.Re
 		out = append(out, t.redis(ctx, args))
 	}
 	return reply.NewArray(out...)
+}
+
+// ExecLimitText is the EXECABORT reply to a MULTI block over
+// Config.MaxExecCommands or MaxExecBytes; the RESP bridge gives the same
+// text when it refuses to queue past them.
+func ExecLimitText(cfg Config) string {
+	return fmt.Sprintf("EXECABORT Transaction discarded: a MULTI block holds at most %d commands (MaxExecCommands) and %d bytes (MaxExecBytes).",
+		cfg.MaxExecCommands, cfg.MaxExecBytes)
+}
+
+// execTooBig refuses a block over the limits, before anything runs.
+func (t *Table) execTooBig(multi [][][]byte) (reply.Reply, bool) {
+	if len(multi) > t.cfg.MaxExecCommands {
+		return reply.NewError(ExecLimitText(t.cfg)), false
+	}
+	n := 0
+	for _, args := range multi {
+		for _, a := range args {
+			n += len(a)
+		}
+	}
+	if n > t.cfg.MaxExecBytes {
+		return reply.NewError(ExecLimitText(t.cfg)), false
+	}
+	return reply.Reply{}, true
 }
 
 // execScript runs EVAL, EVALSHA and their _RO forms queued inside MULTI

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
+	lua "github.com/locknode/locknode/internal/lua"
 
 	"github.com/locknode/locknode/fsm/reply"
 )

@@ -17,7 +17,7 @@ type Config struct {
 	MaxPermits       int   // largest semaphore; default 10000
 	MaxKeys          int   // keys in the key space (locks and values); default 10,000,000
 	MaxScriptBytes   int   // longest Lua script; default 64 KiB
-	MaxScriptSteps   int   // Lua VM instructions per script run; default 10,000,000
+	MaxScriptSteps   int   // Lua VM steps per script run (see below); default 100,000
 	MaxValueBytes    int   // longest Redis string/field value; default 1 MiB
 	ReqIDWindow      int64 // ms a request id is remembered (without a session); default 10 min
 	// MaxReqIDs bounds the request ids remembered (oldest forgotten
@@ -45,6 +45,28 @@ type Config struct {
 	// every node); the accounted size is an estimate of the live heap
 	// the key space takes (bench/results/README.md#key-space-memory).
 	MaxMemory int64
+
+	// MaxScriptSteps (above) bounds the Lua VM instructions of one log
+	// entry's scripts (a redis.call counts 10; pattern matching, sort,
+	// unpack and the like count their work), so that the worst script
+	// stalls applies on every node for tens of milliseconds, not seconds
+	// (see bench/results/README.md#lua-step-budget).
+	//
+	// MaxScriptMemory bounds the bytes one log entry's scripts may
+	// allocate: strings they build, tables and their growth, closures,
+	// replies of redis.call. It is a deterministic count of what the
+	// script asked for, never credited back (garbage counts too), so every
+	// node stops a script at the same instruction; real heap use can be a
+	// few times the count. Default 32 MiB.
+	MaxScriptMemory int
+	// MaxExecCommands and MaxExecBytes bound a MULTI block: the commands
+	// one EXEC runs and their total argument bytes. Past either, EXEC is
+	// refused whole (EXECABORT); the RESP bridge refuses the command
+	// that goes past them while queueing. Defaults 5,000 commands and
+	// 64 MiB: the largest EXEC then stalls applies for tens of
+	// milliseconds (see bench/results/README.md#lua-step-budget).
+	MaxExecCommands int
+	MaxExecBytes    int
 }
 
 // NoMaxMemory as Config.MaxMemory turns the key-space memory limit off.
@@ -61,9 +83,12 @@ func DefaultConfig() Config {
 		MaxPermits:       10000,
 		MaxKeys:          10_000_000,
 		MaxScriptBytes:   64 << 10,
-		MaxScriptSteps:   10_000_000,
+		MaxScriptSteps:   100_000,
 		MaxLoadedScripts: 1000,
 		MaxEvalScripts:   500,
+		MaxScriptMemory:  32 << 20,
+		MaxExecCommands:  5_000,
+		MaxExecBytes:     64 << 20,
 		MaxValueBytes:    1 << 20,
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
@@ -76,6 +101,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxKeyBytes <= 0, c.MaxOwnerBytes <= 0, c.MaxWaitersPerKey <= 0, c.MaxKeys <= 0, c.MaxPermits <= 0,
 		c.MaxScriptBytes <= 0, c.MaxScriptSteps <= 0, c.MaxValueBytes <= 0, c.MaxReqIDs <= 0:
+		return fmt.Errorf("fsm: config: limits must be positive")
+	case c.MaxScriptMemory <= 0, c.MaxExecCommands <= 0, c.MaxExecBytes <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
@@ -424,6 +451,9 @@ type applyCtx struct {
 	// readOnly is set while an EVAL_RO or EVALSHA_RO script runs: every
 	// write command it calls fails (runCmd).
 	readOnly bool
+	// luaSteps and luaMem are what the entry's scripts have used of
+	// Config.MaxScriptSteps and MaxScriptMemory (lua.go).
+	luaSteps, luaMem int64
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -489,6 +519,9 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxScriptSteps, d.MaxScriptSteps)
 	fill(&cfg.MaxLoadedScripts, d.MaxLoadedScripts)
 	fill(&cfg.MaxEvalScripts, d.MaxEvalScripts)
+	fill(&cfg.MaxScriptMemory, d.MaxScriptMemory)
+	fill(&cfg.MaxExecCommands, d.MaxExecCommands)
+	fill(&cfg.MaxExecBytes, d.MaxExecBytes)
 	fill(&cfg.MaxValueBytes, d.MaxValueBytes)
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
@@ -542,7 +575,22 @@ func (t *Table) ApplyBytes(index uint64, b []byte) Result {
 // same sequence of (index, command) gives the same results and state on
 // every node. Time is max(previous time, cmd.Time): a command time that
 // goes backwards is clamped, never applied.
-func (t *Table) Apply(index uint64, cmd *Command) Result {
+//
+// Apply is total: a panic while applying (a bug) is recovered and the
+// command refused with ErrBadCommand, so the node stays up and a restart
+// replays the entry the same way. Whatever the command changed before the
+// panic stays changed, identically on every node (the panic is as
+// deterministic as the rest); the interpreters are dropped, as a panic
+// may have left one in any state.
+func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.rx.lua.dropIdle()
+			// Events already emitted (a waiter granted by an expiry) did
+			// happen: their waiters must hear of them.
+			res = Result{Index: index, Err: fmt.Errorf("%w: applying it panicked: %v", ErrBadCommand, p), Events: t.actx.events}
+		}
+	}()
 	if index > t.applied {
 		t.applied = index
 	}

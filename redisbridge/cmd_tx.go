@@ -1,6 +1,8 @@
 package redisbridge
 
 import (
+	"fmt"
+
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
@@ -10,7 +12,9 @@ type txState struct {
 	active  bool
 	aborted bool       // a queued command was refused: EXEC replies EXECABORT
 	queue   [][][]byte // owned copies
+	bytes   int        // argument bytes in queue
 	watch   []fsm.WatchKey
+	tooBig  bool // the block went past fsm.Config's MULTI limits
 }
 
 func (t *txState) abort() {
@@ -19,7 +23,9 @@ func (t *txState) abort() {
 	}
 }
 
-func (t *txState) reset() { t.active, t.aborted, t.queue = false, false, nil }
+func (t *txState) reset() {
+	t.active, t.aborted, t.queue, t.bytes, t.tooBig = false, false, nil, 0, false
+}
 
 func (t *txState) unwatch() { t.watch = nil }
 
@@ -31,6 +37,20 @@ func (c *conn) queue(cmd *command, name string, args [][]byte) {
 		c.w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
 		return
 	}
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	lim := c.s.limits
+	if c.tx.tooBig || len(c.tx.queue) >= lim.MaxExecCommands || c.tx.bytes+n > lim.MaxExecBytes {
+		// Refused like any error while queueing (EXEC then answers
+		// EXECABORT); the queue is dropped at once, as it can never run.
+		c.tx.abort()
+		c.tx.tooBig, c.tx.queue, c.tx.bytes = true, nil, 0
+		c.w.WriteError(fmt.Sprintf(msgMultiTooBig, lim.MaxExecCommands, lim.MaxExecBytes))
+		return
+	}
+	c.tx.bytes += n
 	c.tx.queue = append(c.tx.queue, resp.CloneArgs(args))
 	c.w.WriteStatus("QUEUED")
 }

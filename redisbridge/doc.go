@@ -67,4 +67,7 @@
 //     queued (the FSM's Redis commands, PING, PUBLISH, EVAL and EVALSHA
 //     — the latter resolved from the replicated script cache at EXEC);
 //     others (LOCK.*, INFO, ...) are refused and abort the transaction.
+//     A block holds at most fsm.Config's MaxExecCommands commands and
+//     MaxExecBytes argument bytes: the command past either is refused, the
+//     queue dropped, and EXEC answers EXECABORT.
 package redisbridge

@@ -36,6 +36,7 @@ const (
 	msgDiscardNoMult = "ERR DISCARD without MULTI"
 	msgWatchInMulti  = "ERR WATCH inside MULTI is not allowed"
 	msgExecAbort     = "EXECABORT Transaction discarded because of previous errors."
+	msgMultiTooBig   = "ERR locknode: a MULTI block holds at most %d commands (MaxExecCommands) and %d bytes (MaxExecBytes)"
 	msgMaxClients    = "ERR max number of clients reached"
 
 	// locknode's own: no leader, and the typed lock API's outcomes.

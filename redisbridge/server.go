@@ -44,6 +44,10 @@ type Server struct {
 	closed    bool
 	wg        sync.WaitGroup // connection goroutines
 	started   time.Time
+
+	// limits are the table's (fsm.Config, the same on every node), read
+	// once: MULTI refuses to queue past them.
+	limits fsm.Config
 }
 
 // New returns a Server over b. It subscribes to b's applied events at
@@ -71,6 +75,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 	}
 	s.async, _ = b.(asyncBackend)
 	s.lim = api.LimitsOf(b)
+	s.limits = fsm.DefaultConfig()
+	_ = b.Read(context.Background(), true, func(t *fsm.Table, _ int64) { s.limits = t.Config() })
 	s.commands = commandTable()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.cancel = b.Subscribe(s.onApplied)

@@ -50,6 +50,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
 	limits := addLimitFlags(fs)
 	scripts := addScriptFlags(fs)
+	scriptLim := addScriptLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,6 +88,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
 	if !ok {
+		return 2
+	}
+	if err := scriptLim.apply(&fsmCfg); err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	memPlan.apply(log)
@@ -184,6 +189,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Transport = trs[i]
 		cfg.Bootstrap = true
 		cfg.Peers = peers
+		cfg.FSM = fsmCfg
 		cfg.Logger = log.With("node", peers[i].ID)
 		cfg.FSM = fsmCfg
 		cfg.FSM.MaxMemory = maxMemory

@@ -98,6 +98,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
 	limits := addLimitFlags(fs)
 	scripts := addScriptFlags(fs)
+	scriptLim := addScriptLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -152,6 +153,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	if err := scripts.apply(&cfg.FSM); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	if err := scriptLim.apply(&cfg.FSM); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
