@@ -47,7 +47,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	limitFlags := addNetLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	limits, err := limitFlags.parse()
+	if err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -120,7 +126,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if st.Raft != nil {
 			bind = st.Raft[i]
 		}
-		tr, err := transport.New(transport.Config{BindAddr: bind, Logger: log.Named("transport")})
+		tr, err := transport.New(transport.Config{
+			BindAddr:         bind,
+			Logger:           log.Named("transport"),
+			HandshakeTimeout: limits.PeerHandshakeTimeout,
+			MaxConns:         limits.PeerMaxConns,
+		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: raft listener %s: %v\n", bind, err)
 			for _, t := range trs[:i] {
@@ -171,6 +182,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			RESPAddr: port(*respBase, i),
 			Logger:   cfg.Logger,
 			Mirror:   mirror,
+			Limits:   limits,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)

@@ -95,7 +95,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
+	limitFlags := addNetLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	limits, err := limitFlags.parse()
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -140,6 +146,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Peers = pl
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
+	limits.applyPeer(&cfg)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
@@ -167,6 +174,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		RESPAdvertise: *respAdvertise,
 		Mirror:        mirror,
 		Logger:        log,
+		Limits:        limits,
 	})
 	cancel()
 	if err != nil {
