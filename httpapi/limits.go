@@ -71,9 +71,6 @@ type limitListener struct {
 	log      hclog.Logger
 }
 
-// Open returns the number of connections open through the listener.
-func (l *limitListener) Open() int64 { return l.open.Load() }
-
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()

@@ -362,8 +362,10 @@ func cmdConfig(c *conn, args [][]byte) {
 		return
 	}
 	timeout := "0"
-	if c.s.cfg.IdleTimeout > 0 {
-		timeout = strconv.FormatInt(int64(c.s.cfg.IdleTimeout/time.Second), 10)
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		// Whole seconds, rounded up: a sub-second timeout must not read
+		// as 0, which is "never".
+		timeout = strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 	}
 	params := [][2]string{
 		{"databases", "1"},
