@@ -173,6 +173,9 @@ const (
 func (r *Reader) shrink() {
 	if cap(r.buf) > keepBufBytes {
 		r.buf = nil
+		// The argument slices point into the old buffer, also past
+		// their length: they would keep it alive.
+		clear(r.args[:cap(r.args)])
 	}
 	if cap(r.args) > keepArgs {
 		r.args = nil

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+	"unsafe"
 )
 
 // chunkReader hands out its chunks one per Read and, at each Read, notes
@@ -27,6 +31,40 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 		c.chunks = c.chunks[1:]
 	}
 	return n, nil
+}
+
+// watchFreed notes r's large buffers now; the returned func fails the
+// test unless each of them is collected (reachable from nowhere).
+func watchFreed(t *testing.T, r *Reader) func() {
+	t.Helper()
+	var pending atomic.Int32
+	watch := func(p unsafe.Pointer) {
+		pending.Add(1)
+		runtime.AddCleanup((*byte)(p), func(*atomic.Int32) { pending.Add(-1) }, &pending)
+	}
+	if cap(r.buf) > keepBufBytes {
+		watch(unsafe.Pointer(unsafe.SliceData(r.buf)))
+	}
+	if cap(r.args) > keepArgs {
+		watch(unsafe.Pointer(unsafe.SliceData(r.args)))
+	}
+	if cap(r.offs) > keepArgs {
+		watch(unsafe.Pointer(unsafe.SliceData(r.offs)))
+	}
+	if cap(r.line) > keepLineBytes {
+		watch(unsafe.Pointer(unsafe.SliceData(r.line)))
+	}
+	return func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for pending.Load() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d large buffers still reachable after the Reader shrank", pending.Load())
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond) // cleanups run on their own goroutine after a collection
+		}
+	}
 }
 
 func multibulk(args ...string) []byte {
@@ -68,6 +106,9 @@ func TestBuffersShrinkBeforeWaiting(t *testing.T) {
 			if grown <= keepBufBytes && grown <= 24*keepArgs {
 				t.Fatalf("the large command grew the buffers to only %d bytes", grown)
 			}
+			// Every buffer the large command grew must become garbage, not
+			// only leave the Reader's accounting.
+			freed := watchFreed(t, r)
 			atWait = nil
 			args, err := r.ReadCommand() // waits for input: shrinks first
 			if err != nil || len(args) != 1 || string(args[0]) != "PING" {
@@ -79,6 +120,8 @@ func TestBuffersShrinkBeforeWaiting(t *testing.T) {
 			if limit := keepBufBytes + keepLineBytes + 32*keepArgs; atWait[0] > limit {
 				t.Fatalf("waiting with %d bytes of argument buffers (grown: %d), want <= %d", atWait[0], grown, limit)
 			}
+			freed()
+			runtime.KeepAlive(r) // what is checked is that r itself no longer holds them
 		})
 	}
 	t.Run("pipeline keeps its buffers", func(t *testing.T) {
