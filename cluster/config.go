@@ -65,6 +65,12 @@ type Config struct {
 	// and Advertise (tests and TLS set-ups build their own). The node
 	// owns it from Start on and closes it on Close.
 	Transport Transport
+	// PeerHandshakeTimeout and PeerMaxConns are the peer port's limits on
+	// accepted connections when the node builds its own transport
+	// (transport.Config's HandshakeTimeout and MaxConns; zero takes their
+	// defaults, 10s and 1024). Ignored when Transport is set.
+	PeerHandshakeTimeout time.Duration
+	PeerMaxConns         int
 
 	// Advertised are the addresses this node serves clients on (HTTP,
 	// RESP) as clients should dial them; other members learn them through
@@ -302,6 +308,9 @@ func (c Config) Validate() error {
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		bad("Bootstrap and Join are exclusive")
+	}
+	if c.PeerHandshakeTimeout < 0 || c.PeerMaxConns < 0 {
+		bad("PeerHandshakeTimeout and PeerMaxConns must not be negative")
 	}
 	// fsm.New completes a partly filled fsm.Config; check the result.
 	if err := fsm.New(c.FSM).Config().Validate(); err != nil {

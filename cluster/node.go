@@ -137,9 +137,11 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.tr = cfg.Transport
 	if n.tr == nil {
 		tr, err := transport.New(transport.Config{
-			BindAddr:  cfg.BindAddr,
-			Advertise: cfg.Advertise,
-			Logger:    cfg.Logger.Named("transport"),
+			BindAddr:         cfg.BindAddr,
+			Advertise:        cfg.Advertise,
+			Logger:           cfg.Logger.Named("transport"),
+			HandshakeTimeout: cfg.PeerHandshakeTimeout,
+			MaxConns:         cfg.PeerMaxConns,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: transport: %w", err)

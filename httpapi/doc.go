@@ -2,8 +2,12 @@
 // each node. Any api.Locker works: cluster.Node in production, an
 // in-memory fake (package httpapitest) in tests.
 //
-//	h := httpapi.New(node, httpapi.Config{Logger: log, Metrics: promhttp.Handler()})
-//	srv := &http.Server{Handler: h} // no WriteTimeout below api.MaxWait: acquire long-polls
+//	cfg := httpapi.Config{Logger: log, Metrics: promhttp.Handler()}
+//	srv := httpapi.NewServer(httpapi.New(node, cfg), cfg) // header, idle, header-size limits
+//	err := srv.Serve(httpapi.LimitListener(ln, cfg))       // connection cap
+//
+// Set no WriteTimeout below api.MaxWait on such a server: acquire
+// long-polls.
 //
 // # Routes
 //
@@ -60,10 +64,12 @@
 //	                                           numbers that do not fit 64 bits, a value
 //	                                           past the Locker's api.Limits (a ttl, wait,
 //	                                           permits, size), a fence check token above
-//	                                           the highest fence granted, body over
-//	                                           MaxBodyBytes
+//	                                           the highest fence granted
 //	507 out_of_memory                          ErrOutOfMemory: the key space is past its
 //	                                           memory limit (--max-memory); releases still work
+//	413 limit                                  ErrBodyTooLarge: body over MaxBodyBytes
+//	408 bad_request                            ErrBodyTimeout: body not in within BodyTimeout
+//	503 too_many_connections                   ErrTooManyConns: over MaxConns (LimitListener)
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing:

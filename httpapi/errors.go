@@ -8,6 +8,22 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
+// Errors of the HTTP layer itself, before a request reaches the Locker.
+var (
+	// ErrBodyTooLarge: a request body over Config.MaxBodyBytes (413, code
+	// "limit", which the client maps back to api.ErrLimit).
+	ErrBodyTooLarge = errors.New("httpapi: request body too large")
+	// ErrBodyTimeout: a request body not received within
+	// Config.BodyTimeout (408, code "bad_request").
+	ErrBodyTimeout = errors.New("httpapi: request body not received in time")
+	// ErrTooManyConns: the node is at Config.MaxConns open connections
+	// (503, code "too_many_connections"); another node may have room.
+	ErrTooManyConns = errors.New("httpapi: too many connections")
+)
+
+// CodeTooManyConns is the wire code of ErrTooManyConns.
+const CodeTooManyConns = "too_many_connections"
+
 // errorMapping ties one api sentinel to its HTTP status and wire code.
 type errorMapping struct {
 	Err    error
@@ -39,6 +55,11 @@ var errorTable = []errorMapping{
 	// deadline passed). Nobody may read the answer, but it must be honest.
 	{context.Canceled, http.StatusRequestTimeout, api.CodeCancelled},
 	{context.DeadlineExceeded, http.StatusRequestTimeout, api.CodeWaitTimeout},
+	// After the api rows, so a code they share maps back to the api
+	// sentinel in ErrorOf.
+	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, api.CodeLimit},
+	{ErrBodyTimeout, http.StatusRequestTimeout, api.CodeBadRequest},
+	{ErrTooManyConns, http.StatusServiceUnavailable, CodeTooManyConns},
 }
 
 // StatusOf returns the HTTP status and wire code for err: the first

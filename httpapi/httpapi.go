@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -18,8 +19,15 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
-// DefaultMaxBodyBytes is Config.MaxBodyBytes when it is zero.
-const DefaultMaxBodyBytes = 1 << 20
+// Defaults of the Config fields that are zero.
+const (
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultBodyTimeout    = 30 * time.Second
+	DefaultHeaderTimeout  = 10 * time.Second
+	DefaultIdleTimeout    = 2 * time.Minute
+	DefaultMaxHeaderBytes = 64 << 10
+	DefaultMaxConns       = 10000
+)
 
 // Config configures the handler. The zero value is usable.
 type Config struct {
@@ -27,8 +35,33 @@ type Config struct {
 	// otherwise). Default: a null logger.
 	Logger hclog.Logger
 	// MaxBodyBytes bounds a request body; a larger one is refused with
-	// 400 "limit" before it is decoded. Default DefaultMaxBodyBytes (1 MiB).
+	// 413 "limit" (at once when its Content-Length says so, else once that
+	// many bytes have arrived). The body buffer grows with the bytes
+	// received, never from the declared length. Default
+	// DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
+	// BodyTimeout bounds receiving a request body, from the end of its
+	// header; a body still incomplete then is answered 408 and its
+	// connection closed. Only the body: a blocking acquire's wait after
+	// it is not limited. Default DefaultBodyTimeout (30s).
+	BodyTimeout time.Duration
+	// HeaderTimeout bounds receiving a request's header
+	// (http.Server.ReadHeaderTimeout, used by NewServer). Default
+	// DefaultHeaderTimeout (10s).
+	HeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that sends no new
+	// request for this long (http.Server.IdleTimeout, used by NewServer).
+	// Default DefaultIdleTimeout (2m), above the Go client's 90 s idle
+	// pool timeout, so clients normally close first.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's header (http.Server.MaxHeaderBytes,
+	// used by NewServer); a larger one is answered 431. Default
+	// DefaultMaxHeaderBytes (64 KiB).
+	MaxHeaderBytes int
+	// MaxConns bounds the open connections of a listener wrapped by
+	// LimitListener; one past it is answered 503 too_many_connections and
+	// closed. Default DefaultMaxConns (10,000).
+	MaxConns int
 	// Metrics, when set, is served at GET /metrics (a Prometheus handler).
 	Metrics http.Handler
 	// Extra, when set, fills node-level fields of GET /v1/status that the
@@ -41,10 +74,18 @@ type Config struct {
 	Ready func(context.Context) error
 }
 
-// Validate reports a configuration error.
+// Validate reports a configuration error. Zero fields are valid (they
+// take the defaults).
 func (c Config) Validate() error {
-	if c.MaxBodyBytes < 0 {
+	switch {
+	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("httpapi: MaxBodyBytes %d is negative", c.MaxBodyBytes)
+	case c.BodyTimeout < 0, c.HeaderTimeout < 0, c.IdleTimeout < 0:
+		return fmt.Errorf("httpapi: timeouts must not be negative (body %v, header %v, idle %v)", c.BodyTimeout, c.HeaderTimeout, c.IdleTimeout)
+	case c.MaxHeaderBytes < 0:
+		return fmt.Errorf("httpapi: MaxHeaderBytes %d is negative", c.MaxHeaderBytes)
+	case c.MaxConns < 0:
+		return fmt.Errorf("httpapi: MaxConns %d is negative", c.MaxConns)
 	}
 	return nil
 }
@@ -55,6 +96,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = DefaultBodyTimeout
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHeaderBytes == 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
 	}
 	return c
 }
@@ -117,6 +173,9 @@ type router struct {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 { // a body follows (-1: chunked)
+		setReadDeadline(w, time.Now().Add(rt.s.cfg.BodyTimeout))
+	}
 	if r.Method == http.MethodPost && r.URL.RawPath == "" {
 		switch r.URL.Path {
 		case PathTry:
@@ -429,13 +488,20 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			s.fail(w, r, fmt.Errorf("%w: body over %d bytes", api.ErrLimit, tooBig.Limit))
-		} else {
+		switch {
+		case errors.As(err, &tooBig):
+			s.fail(w, r, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, tooBig.Limit))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			s.fail(w, r, fmt.Errorf("%w: %v", ErrBodyTimeout, s.cfg.BodyTimeout))
+		default:
 			s.fail(w, r, fmt.Errorf("%w: reading body: %v", api.ErrBadRequest, err))
 		}
 		return false
 	}
+	// The whole body is in: what follows (a blocking acquire's wait) must
+	// not be cut by the body deadline, and net/http's check for a client
+	// that hangs up reads the connection under it.
+	setReadDeadline(w, time.Time{})
 	// The fast path copies every string it keeps, so b can go back to
 	// the pool; so does encoding/json.
 	if DecodeJSON(b, v) {
@@ -461,23 +527,37 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 
 const maxPooledBody = 16 << 10
 
-// readBody appends the request body to b. A body whose length is declared
-// is read in one piece (no growing buffer); one over MaxBodyBytes is a
-// *http.MaxBytesError either way.
+// readBody appends the request body to b; one over MaxBodyBytes is a
+// *http.MaxBytesError. b grows with the bytes that arrive, at most
+// doubling, never by the declared Content-Length alone: a client that
+// declares a large body and sends little costs little. A declared length
+// is read up to that length, so the common small body takes one read.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request, b []byte) ([]byte, error) {
-	max := s.cfg.MaxBodyBytes
+	limit := s.cfg.MaxBodyBytes
 	if n := r.ContentLength; n >= 0 {
-		if n > max {
-			return b, &http.MaxBytesError{Limit: max}
+		if n > limit {
+			return b, &http.MaxBytesError{Limit: limit}
 		}
-		b = slices.Grow(b, int(n))[:n]
-		_, err := io.ReadFull(r.Body, b)
-		return b, err
+		want := len(b) + int(n)
+		for len(b) < want {
+			if len(b) == cap(b) {
+				b = slices.Grow(b, min(want-len(b), max(512, len(b))))
+			}
+			m, err := r.Body.Read(b[len(b):min(cap(b), want)])
+			b = b[:len(b)+m]
+			if err == io.EOF && len(b) < want {
+				return b, io.ErrUnexpectedEOF
+			}
+			if err != nil && err != io.EOF {
+				return b, err
+			}
+		}
+		return b, nil
 	}
-	body := http.MaxBytesReader(w, r.Body, max)
+	body := http.MaxBytesReader(w, r.Body, limit)
 	for {
 		if len(b) == cap(b) {
-			b = slices.Grow(b, 512)
+			b = slices.Grow(b, max(512, len(b)))
 		}
 		n, err := body.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

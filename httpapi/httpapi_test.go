@@ -249,8 +249,7 @@ func TestErrorMapping(t *testing.T) {
 
 func TestBadInputIsRefusedBeforeTheLocker(t *testing.T) {
 	fake := httpapitest.NewFake()
-	srv := newServer(t, fake, httpapi.Config{MaxBodyBytes: 256})
-	big := `{"key":"` + strings.Repeat("x", 300) + `","owner":"o","ttl_ms":1}`
+	srv := newServer(t, fake, httpapi.Config{MaxBodyBytes: 256}) // an oversized body: TestBodyOverTheLimitIs413
 	cases := []struct {
 		name, method, path, body string
 		code                     string
@@ -271,7 +270,6 @@ func TestBadInputIsRefusedBeforeTheLocker(t *testing.T) {
 		{"negative wait", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"wait_ms":-1}`, api.CodeBadRequest},
 		{"bad mode", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"mode":"sideways"}`, api.CodeBadRequest},
 		{"semaphore without permits", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"mode":"semaphore"}`, api.CodeBadRequest},
-		{"oversized body", "POST", "/v1/locks/acquire", big, api.CodeLimit},
 		{"release without owner", "POST", "/v1/locks/release", `{"key":"k"}`, api.CodeBadRequest},
 		{"extend zero ttl", "POST", "/v1/locks/extend", `{"key":"k","owner":"o"}`, api.CodeBadRequest},
 		{"extend no owner", "POST", "/v1/locks/extend", `{"key":"k","ttl_ms":5}`, api.CodeBadRequest},
@@ -533,7 +531,7 @@ func TestChunkedBodies(t *testing.T) {
 	}
 	resp, raw = post(`{"key":"` + strings.Repeat("x", 300) + `","owner":"o","ttl_ms":1000}`)
 	var eb api.ErrorBody
-	if resp.StatusCode != 400 || json.Unmarshal(raw, &eb) != nil || eb.Code != api.CodeLimit {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || json.Unmarshal(raw, &eb) != nil || eb.Code != api.CodeLimit {
 		t.Fatalf("oversized chunked body: %d %s", resp.StatusCode, raw)
 	}
 }

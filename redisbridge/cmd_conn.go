@@ -3,6 +3,7 @@ package redisbridge
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"path"
 	"strconv"
@@ -182,10 +183,10 @@ func validClientName(b []byte) bool {
 	return true
 }
 
-// CLIENT SETNAME|GETNAME|SETINFO|ID
+// CLIENT SETNAME|GETNAME|SETINFO|ID|INFO
 func cmdClient(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
-	arity := map[string]int{"setname": 3, "getname": 2, "setinfo": 4, "id": 2}
+	arity := map[string]int{"setname": 3, "getname": 2, "setinfo": 4, "id": 2, "info": 2}
 	want, ok := arity[sub]
 	if !ok {
 		c.w.WriteError(unknownSubcommand(args[1], "client"))
@@ -218,7 +219,30 @@ func cmdClient(c *conn, args [][]byte) {
 		}
 	case "id":
 		c.w.WriteInt(c.id)
+	case "info":
+		c.w.WriteBulkString(c.clientInfo())
 	}
+}
+
+// clientInfo is CLIENT INFO's line: Redis' fields for this connection's
+// identity and memory (qbuf, argv-mem: input buffers; obl: unflushed
+// replies; oll, omem: pub/sub messages pending; tot-mem: their sum). Call
+// from serve.
+func (c *conn) clientInfo() string {
+	sub := c.s.hub.names(c, false)
+	psub := c.s.hub.names(c, true)
+	multi := -1
+	if c.tx.active {
+		multi = len(c.tx.queue)
+	}
+	qbuf := c.rd.Buffered()
+	argv := c.rd.ArgsMemory()
+	oll, omem := c.pendingOutput()
+	tot := c.rd.Size() + argv + c.w.Size() + int(omem)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 sub=%d psub=%d ssub=0 multi=%d "+
+		"qbuf=%d qbuf-free=%d argv-mem=%d obl=%d oll=%d omem=%d tot-mem=%d resp=%d\n",
+		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), c.name, len(sub), len(psub), multi,
+		qbuf, c.rd.Size()-qbuf, argv, c.w.Buffered(), oll, omem, tot, c.w.Proto)
 }
 
 // selfAddr is the RESP address clients reach this node at: the local end
@@ -346,8 +370,10 @@ func cmdConfig(c *conn, args [][]byte) {
 		return
 	}
 	timeout := "0"
-	if c.s.cfg.IdleTimeout > 0 {
-		timeout = strconv.FormatInt(int64(c.s.cfg.IdleTimeout/time.Second), 10)
+	if d := c.s.cfg.IdleTimeout; d > 0 {
+		// Whole seconds, rounded up: a sub-second timeout must not read
+		// as 0, which is "never".
+		timeout = strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 	}
 	params := [][2]string{
 		{"databases", "1"},

@@ -40,9 +40,19 @@ type Config struct {
 	// MaxBulkBytes bounds one argument. Default 16 MiB.
 	MaxBulkBytes int
 	// MaxPendingPushes bounds the pub/sub messages queued for one slow
-	// subscriber; beyond it the subscriber is disconnected (Redis'
-	// client-output-buffer-limit pubsub). Default 100000.
+	// subscriber; beyond it the subscriber is disconnected. Default 100000.
 	MaxPendingPushes int
+	// PubSubHardLimit disconnects a subscriber at once when its pending
+	// output (messages queued for it, or being written to it, in bytes)
+	// passes it: Redis' client-output-buffer-limit pubsub hard limit.
+	// Delivery to other subscribers and the apply path never wait for a
+	// slow one. Default 32 MiB; negative: none.
+	PubSubHardLimit int64
+	// PubSubSoftLimit disconnects a subscriber whose pending output stays
+	// above it for longer than PubSubSoftFor (checked as messages arrive):
+	// Redis' soft limit. Default 8 MiB for 60s; a negative limit: none.
+	PubSubSoftLimit int64
+	PubSubSoftFor   time.Duration
 	// Logger receives connection-level problems. Default: null logger.
 	Logger hclog.Logger
 	// Version is the redis_version reported by HELLO and INFO. Default
@@ -79,6 +89,9 @@ const (
 	DefaultWriteTimeout     = 30 * time.Second
 	DefaultRequestTimeout   = 30 * time.Second
 	DefaultMaxPendingPushes = 100000
+	DefaultPubSubHardLimit  = 32 << 20
+	DefaultPubSubSoftLimit  = 8 << 20
+	DefaultPubSubSoftFor    = 60 * time.Second
 	DefaultVersion          = "7.2.4"
 	DefaultNodeID           = "locknode"
 	DefaultMasterName       = "locknode"
@@ -96,6 +109,9 @@ func DefaultConfig() Config {
 		MaxArgs:          resp.DefaultMaxArgs,
 		MaxBulkBytes:     resp.DefaultMaxBulkBytes,
 		MaxPendingPushes: DefaultMaxPendingPushes,
+		PubSubHardLimit:  DefaultPubSubHardLimit,
+		PubSubSoftLimit:  DefaultPubSubSoftLimit,
+		PubSubSoftFor:    DefaultPubSubSoftFor,
 		Logger:           hclog.NewNullLogger(),
 		Version:          DefaultVersion,
 		NodeID:           DefaultNodeID,
@@ -132,6 +148,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxPendingPushes == 0 {
 		c.MaxPendingPushes = d.MaxPendingPushes
 	}
+	if c.PubSubHardLimit == 0 {
+		c.PubSubHardLimit = d.PubSubHardLimit
+	}
+	if c.PubSubSoftLimit == 0 {
+		c.PubSubSoftLimit = d.PubSubSoftLimit
+	}
+	if c.PubSubSoftFor == 0 {
+		c.PubSubSoftFor = d.PubSubSoftFor
+	}
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}
@@ -156,7 +181,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.MaxConns < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0:
 		return errors.New("redisbridge: config: limits must not be negative")
-	case c.WriteTimeout < 0, c.RequestTimeout < 0:
+	case c.WriteTimeout < 0, c.RequestTimeout < 0, c.PubSubSoftFor < 0:
 		return errors.New("redisbridge: config: timeouts must not be negative")
 	case c.MaxArgs != 0 && c.MaxArgs < 8:
 		return errors.New("redisbridge: config: MaxArgs must be at least 8")

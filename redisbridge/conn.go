@@ -42,6 +42,8 @@ type conn struct {
 	// Pub/sub state; subs is guarded by the hub's lock.
 	pushMu    sync.Mutex
 	pushes    []push
+	pending   int64     // bytes of pushes, plus those of a batch being written
+	softSince time.Time // when pending last went over PubSubSoftLimit; zero: not over
 	overflow  bool
 	wake      chan struct{}
 	pusherOn  bool

@@ -115,7 +115,9 @@ func TestMaxConns(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	s, _ := testServer(t, Config{IdleTimeout: 100 * time.Millisecond})
 	c := dialRaw(t, s)
-	c.do("PING")
+	if v := c.do("CONFIG", "GET", "timeout"); len(v.Elems) != 2 || v.Elems[1].Str != "1" {
+		t.Fatalf("CONFIG GET timeout = %v, want 1 (seconds, rounded up)", v)
+	}
 	start := time.Now()
 	if out := c.readRaw(5 * time.Second); out != "" {
 		t.Fatalf("idle connection got %q", out)

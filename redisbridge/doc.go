@@ -36,6 +36,16 @@
 // hangs up while blocked in LOCK.ACQUIRE ... WAIT leaves the queue through
 // the log, so the lock is never handed to a connection that is gone.
 //
+// Every connection is bounded (Config): MaxConns clients (Redis'
+// maxclients), argument and command sizes (proto-max-bulk-len, multibulk
+// length), an optional IdleTimeout (Redis' timeout), and the pub/sub
+// output limits: pub/sub messages are queued per subscriber on the apply
+// path without waiting, and a subscriber whose pending output passes
+// PubSubHardLimit (or stays over PubSubSoftLimit for PubSubSoftFor) is
+// disconnected. A connection's argument buffers are dropped before it
+// waits for its next command if a large command grew them; CLIENT INFO
+// shows them (argv-mem) and the pending output (oll, omem).
+//
 // Choices that differ from a single Redis server, all deliberate:
 //
 //   - Every node accepts every command; writes are forwarded to the leader

@@ -3,6 +3,7 @@ package redisbridge
 import (
 	"sort"
 	"sync"
+	"time"
 )
 
 // hub holds this node's subscriptions. Messages reach it from
@@ -272,28 +273,71 @@ func matchClass(pattern string, p int, ch byte) (ok bool, next int) {
 	return match, p
 }
 
-// enqueue adds a message for c's pusher; a subscriber that falls
-// MaxPendingPushes behind is disconnected.
+// pushOverhead is what one queued message costs besides its strings
+// (the push struct and its RESP framing), counted towards the limits.
+const pushOverhead = 64
+
+func (m *push) size() int64 {
+	return int64(len(m.pattern)+len(m.channel)+len(m.message)) + pushOverhead
+}
+
+// enqueue adds a message for c's pusher. It never blocks (it runs on the
+// apply path): a subscriber whose pending output passes the pub/sub
+// limits is disconnected instead, and its queue dropped.
 func (c *conn) enqueue(m push) {
 	c.pushMu.Lock()
 	if c.overflow {
 		c.pushMu.Unlock()
 		return
 	}
-	if len(c.pushes) >= c.s.cfg.MaxPendingPushes {
+	pending := c.pending + m.size()
+	if why := c.overLimit(pending); why != "" {
 		c.overflow = true
 		c.pushes = nil
+		c.pending = 0
 		c.pushMu.Unlock()
-		c.s.cfg.Logger.Warn("disconnecting slow subscriber", "client_id", c.id, "pending", c.s.cfg.MaxPendingPushes)
+		c.s.cfg.Logger.Warn("disconnecting slow subscriber", "client_id", c.id, "remote", c.nc.RemoteAddr().String(),
+			"pending_bytes", pending, "limit", why)
 		c.nc.Close()
 		return
 	}
+	c.pending = pending
 	c.pushes = append(c.pushes, m)
 	c.pushMu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// overLimit reports which pub/sub output limit c passes with pending
+// bytes pending ("" if none). Call with pushMu held.
+func (c *conn) overLimit(pending int64) string {
+	cfg := &c.s.cfg
+	switch {
+	case len(c.pushes) >= cfg.MaxPendingPushes:
+		return "pending messages"
+	case cfg.PubSubHardLimit > 0 && pending > cfg.PubSubHardLimit:
+		return "hard"
+	case cfg.PubSubSoftLimit > 0 && pending > cfg.PubSubSoftLimit:
+		now := time.Now()
+		if c.softSince.IsZero() {
+			c.softSince = now
+		} else if now.Sub(c.softSince) > cfg.PubSubSoftFor {
+			return "soft"
+		}
+	default:
+		c.softSince = time.Time{}
+	}
+	return ""
+}
+
+// pendingOutput returns the queued messages and their bytes (CLIENT
+// INFO's oll and omem).
+func (c *conn) pendingOutput() (msgs int, bytes int64) {
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	return len(c.pushes), c.pending
 }
 
 // drainPushes writes queued messages. Call with wmu held: serve calls it
@@ -304,7 +348,8 @@ func (c *conn) drainPushes() {
 	ps := c.pushes
 	c.pushes = nil
 	c.pushMu.Unlock()
-	for _, m := range ps {
+	for i := range ps {
+		m := &ps[i]
 		if m.pattern != "" {
 			c.w.WritePushLen(4)
 			c.w.WriteBulkString("pmessage")
@@ -315,6 +360,14 @@ func (c *conn) drainPushes() {
 		}
 		c.w.WriteBulkString(m.channel)
 		c.w.WriteBulkString(m.message)
+		// Written (into the fixed buffer, or through to the socket): no
+		// longer pending. While a write blocks on a client that does not
+		// read, the rest of ps still counts.
+		c.pushMu.Lock()
+		if !c.overflow {
+			c.pending -= m.size()
+		}
+		c.pushMu.Unlock()
 	}
 }
 

@@ -60,11 +60,14 @@ func (t *Transport) serveRPC(raw, conn net.Conn) {
 	}
 	r := bufio.NewReaderSize(conn, 64<<10)
 	var hdr [frameHeader]byte
-	for {
+	for first := true; ; first = false {
 		f, err := readFrame(r, &hdr, MaxFrameSize)
 		if err != nil {
 			s.logReadErr(remote, err)
 			return
+		}
+		if first {
+			endHandshake(conn) // a whole frame: later ones may come at any time
 		}
 		switch f.kind {
 		case kindRequest:

@@ -36,9 +36,6 @@ const (
 )
 
 const (
-	// handshakeTimeout bounds reading the type byte and the TLS handshake of
-	// an accepted connection, so silent connections cannot pile up.
-	handshakeTimeout = 10 * time.Second
 	// TCP keepalive on every TCP connection we dial or accept: a peer whose
 	// host vanished without a RST is detected within idle + interval*count.
 	keepAliveIdle     = 5 * time.Second
@@ -75,6 +72,20 @@ type Config struct {
 	// CallTimeout is Call's deadline when its ctx has none, and the write
 	// deadline of each batch of frames. Default 10s.
 	CallTimeout time.Duration
+	// HandshakeTimeout bounds how long an accepted connection may take to
+	// send its type byte, finish a TLS handshake and deliver its first
+	// complete request (an RPC frame, or a raft request the node has
+	// answered). A first request larger than 1 MiB (a snapshot, a large
+	// batch of entries) may take longer, as long as every read of it
+	// returns data within HandshakeTimeout. A connection that stays silent
+	// or stalls is closed; later requests on it are not timed (raft keeps
+	// idle connections). Default 10s.
+	HandshakeTimeout time.Duration
+	// MaxConns bounds the accepted connections open at once (raft and RPC,
+	// from every peer); one past it is closed at once and its peer
+	// redials. Default 1024: a member opens a few (raft's pool, its
+	// heartbeat connection, MaxConnsPerPeer RPC connections).
+	MaxConns int
 	// MaxConnsPerPeer is how many RPC connections Call keeps per peer;
 	// concurrent calls are pipelined over them. More connections spread
 	// large requests; fewer batch better. Default 2.
@@ -84,12 +95,20 @@ type Config struct {
 // DefaultConfig returns a Config that listens on an ephemeral loopback port.
 func DefaultConfig() Config {
 	return Config{
-		BindAddr:        "127.0.0.1:0",
-		Logger:          hclog.NewNullLogger(),
-		CallTimeout:     10 * time.Second,
-		MaxConnsPerPeer: 2,
+		BindAddr:         "127.0.0.1:0",
+		Logger:           hclog.NewNullLogger(),
+		CallTimeout:      10 * time.Second,
+		HandshakeTimeout: DefaultHandshakeTimeout,
+		MaxConns:         DefaultMaxConns,
+		MaxConnsPerPeer:  2,
 	}
 }
+
+// Defaults of the peer-port limits.
+const (
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultMaxConns         = 1024
+)
 
 // Validate reports a configuration New would reject.
 func (c Config) Validate() error {
@@ -111,6 +130,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConnsPerPeer < 0 {
 		return fmt.Errorf("transport: MaxConnsPerPeer %d is negative", c.MaxConnsPerPeer)
+	}
+	if c.HandshakeTimeout < 0 {
+		return fmt.Errorf("transport: HandshakeTimeout %v is negative", c.HandshakeTimeout)
+	}
+	if c.MaxConns < 0 {
+		return fmt.Errorf("transport: MaxConns %d is negative", c.MaxConns)
 	}
 	return nil
 }
@@ -139,6 +164,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxConnsPerPeer == 0 {
 		c.MaxConnsPerPeer = d.MaxConnsPerPeer
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = d.HandshakeTimeout
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = d.MaxConns
 	}
 	if c.Dial == nil {
 		var dialer net.Dialer
@@ -173,11 +204,15 @@ type Transport struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[net.Conn]struct{} // every raw connection open, so Close can cut them all
+	in     map[net.Conn]struct{} // the accepted ones among them (MaxConns)
 	peers  map[string]*peer
 	wg     sync.WaitGroup // every goroutine the Transport starts
 
 	closeOnce sync.Once
 	closeErr  error
+
+	refused     atomic.Int64 // connections refused past MaxConns since the last warning
+	lastRefusal atomic.Int64 // unix nanoseconds of that warning
 }
 
 // New listens (unless cfg.Listener is set) and starts accepting connections.
@@ -213,6 +248,7 @@ func New(cfg Config) (*Transport, error) {
 		cancel: cancel,
 		served: make(chan struct{}),
 		conns:  make(map[net.Conn]struct{}),
+		in:     make(map[net.Conn]struct{}),
 		peers:  make(map[string]*peer),
 	}
 	t.raft = newRaftLayer(t)
@@ -295,6 +331,7 @@ func (t *Transport) track(c net.Conn) bool {
 func (t *Transport) untrack(c net.Conn) {
 	t.mu.Lock()
 	delete(t.conns, c)
+	delete(t.in, c)
 	t.mu.Unlock()
 }
 
@@ -331,7 +368,12 @@ func (t *Transport) acceptLoop() {
 			continue
 		}
 		delay = 0
-		if !t.track(conn) {
+		ok, full := t.trackAccepted(conn)
+		if full {
+			t.refuse(conn)
+			continue
+		}
+		if !ok {
 			conn.Close()
 			return
 		}
@@ -349,6 +391,7 @@ func (t *Transport) acceptLoop() {
 // TLS handshake) and dispatches it.
 func (t *Transport) handleConn(raw net.Conn) {
 	remote := raw.RemoteAddr().String()
+	accepted := time.Now()
 	setKeepAlive(raw)
 	conn, typ, err := t.serverHandshake(raw)
 	if err != nil {
@@ -356,6 +399,15 @@ func (t *Transport) handleConn(raw net.Conn) {
 		t.untrack(raw)
 		raw.Close()
 		return
+	}
+	if typ == typeRaft || typ == typeRPC {
+		conn, err = t.awaitFirstRequest(raw, conn, typ, accepted)
+		if err != nil {
+			t.log.Warn("dropping connection", "remote", remote, "error", err)
+			t.untrack(raw)
+			raw.Close()
+			return
+		}
 	}
 	switch typ {
 	case typeRaft:
@@ -370,7 +422,7 @@ func (t *Transport) handleConn(raw net.Conn) {
 }
 
 func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
-	if err := raw.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
+	if err := raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
 		return nil, 0, err
 	}
 	var b [1]byte

@@ -48,10 +48,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
-	limits := addLimitFlags(fs)
+	reqLimits := addLimitFlags(fs)
 	scripts := addScriptFlags(fs)
 	scriptLim := addScriptLimitFlags(fs)
+	limitFlags := addNetLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	limits, err := limitFlags.parse()
+	if err != nil {
+		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -63,7 +69,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fsmCfg := cluster.DefaultConfig().FSM
-	if err := limits.apply(&fsmCfg); err != nil {
+	if err := reqLimits.apply(&fsmCfg); err != nil {
 		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
@@ -145,7 +151,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if st.Raft != nil {
 			bind = st.Raft[i]
 		}
-		tr, err := transport.New(transport.Config{BindAddr: bind, Logger: log.Named("transport")})
+		tr, err := transport.New(transport.Config{
+			BindAddr:         bind,
+			Logger:           log.Named("transport"),
+			HandshakeTimeout: limits.PeerHandshakeTimeout,
+			MaxConns:         limits.PeerMaxConns,
+		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: raft listener %s: %v\n", bind, err)
 			for _, t := range trs[:i] {
@@ -199,6 +210,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			RESPAddr: port(*respBase, i),
 			Logger:   cfg.Logger,
 			Mirror:   mirror,
+			Limits:   limits,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)

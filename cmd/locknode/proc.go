@@ -31,6 +31,9 @@ type procConfig struct {
 	// node runs a mirror; only the leader's writes).
 	Mirror *redisbridge.MirrorConfig
 	Logger hclog.Logger
+	// Limits are the HTTP and RESP servers' connection and buffer limits
+	// (zero fields: the packages' defaults).
+	Limits parsedLimits
 }
 
 // proc is one running node with its HTTP and RESP servers and mirror.
@@ -104,34 +107,38 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}()
 	}
 
-	h := httpapi.New(p.node, httpapi.Config{
-		Logger:  pc.Logger.Named("http"),
-		Metrics: promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{}),
-		Ready:   p.node.Ready,
-		Extra: func(s *api.Status) {
-			s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
-			if p.mirror != nil {
-				s.Mirror = p.mirror.Status().Map()
-			}
-		},
-	})
-	// No WriteTimeout: a blocking acquire long-polls up to api.MaxWait.
-	p.httpSrv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hc := pc.Limits.HTTP
+	hc.Logger = pc.Logger.Named("http")
+	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
+	hc.Ready = p.node.Ready
+	hc.Extra = func(s *api.Status) {
+		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
+		if p.mirror != nil {
+			s.Mirror = p.mirror.Status().Map()
+		}
+	}
+	if err := hc.Validate(); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	// No WriteTimeout (NewServer sets none): a blocking acquire long-polls
+	// up to api.MaxWait.
+	p.httpSrv = httpapi.NewServer(httpapi.New(p.node, hc), hc)
+	httpLn := httpapi.LimitListener(p.httpLn, hc)
 	p.httpDone = make(chan struct{})
 	// Ends when Close shuts the server down.
 	go func() {
 		defer close(p.httpDone)
-		if err := p.httpSrv.Serve(p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := p.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("http server stopped", "error", err)
 		}
 	}()
 
-	rc := redisbridge.Config{
-		Addr:   adv.RESP,
-		NodeID: pc.Cluster.ID,
-		Logger: pc.Logger.Named("resp"),
-		Peers:  p.respPeers,
-	}
+	rc := pc.Limits.RESP
+	rc.Addr = adv.RESP
+	rc.NodeID = pc.Cluster.ID
+	rc.Logger = pc.Logger.Named("resp")
+	rc.Peers = p.respPeers
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText
 	}

@@ -96,10 +96,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
-	limits := addLimitFlags(fs)
+	reqLimits := addLimitFlags(fs)
 	scripts := addScriptFlags(fs)
 	scriptLim := addScriptLimitFlags(fs)
+	limitFlags := addNetLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	limits, err := limitFlags.parse()
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -148,7 +154,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Peers = pl
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
-	if err := limits.apply(&cfg.FSM); err != nil {
+	if err := reqLimits.apply(&cfg.FSM); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
@@ -160,6 +166,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
+	limits.applyPeer(&cfg)
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
@@ -187,6 +194,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		RESPAdvertise: *respAdvertise,
 		Mirror:        mirror,
 		Logger:        log,
+		Limits:        limits,
 	})
 	cancel()
 	if err != nil {

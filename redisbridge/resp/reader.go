@@ -136,6 +136,12 @@ func (r *Reader) WaitInput() error {
 // command, *ProtocolError for malformed or oversized input, or the
 // underlying read error.
 func (r *Reader) ReadCommand() ([][]byte, error) {
+	if r.br.Buffered() == 0 {
+		// About to wait for the client: a large command's buffers go
+		// now, so an idle connection holds no more than a normal one.
+		// A pipeline (input waiting) keeps them for the next command.
+		r.shrink()
+	}
 	for {
 		b, err := r.br.Peek(1)
 		if err != nil {
@@ -154,6 +160,43 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 			return args, nil
 		}
 	}
+}
+
+// What an idle Reader keeps of the buffers a command grew; larger ones
+// are dropped before it waits for input.
+const (
+	keepBufBytes  = 64 << 10
+	keepArgs      = 1024
+	keepLineBytes = 4 << 10
+)
+
+func (r *Reader) shrink() {
+	if cap(r.buf) > keepBufBytes {
+		r.buf = nil
+		// The argument slices point into the old buffer, also past
+		// their length: they would keep it alive.
+		clear(r.args[:cap(r.args)])
+	}
+	if cap(r.args) > keepArgs {
+		r.args = nil
+	}
+	if cap(r.offs) > keepArgs {
+		r.offs = nil
+	}
+	if cap(r.line) > keepLineBytes {
+		r.line = nil
+	}
+}
+
+// Size returns the size of the read buffer (fixed: Config.BufferSize).
+func (r *Reader) Size() int { return r.br.Size() }
+
+// ArgsMemory returns the bytes held by the buffers that commands' arguments
+// grew; before it waits for input the Reader drops those larger than a
+// normal command needs, so a connection that sent one huge command does
+// not keep its size while idle.
+func (r *Reader) ArgsMemory() int {
+	return cap(r.buf) + cap(r.line) + 24*cap(r.args) + 8*cap(r.offs)
 }
 
 // readLine returns the next line without its "\n" (and "\r" before it).

@@ -29,6 +29,10 @@ func NewWriter(w io.Writer, size int) *Writer {
 // Flush writes buffered output.
 func (w *Writer) Flush() error { return w.bw.Flush() }
 
+// Size returns the size of the output buffer (fixed: replies larger than
+// it are written through).
+func (w *Writer) Size() int { return w.bw.Size() }
+
 // Buffered returns the bytes not yet flushed.
 func (w *Writer) Buffered() int { return w.bw.Buffered() }
 
