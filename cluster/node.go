@@ -137,6 +137,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		tr, err := transport.New(transport.Config{
 			BindAddr:  cfg.BindAddr,
 			Advertise: cfg.Advertise,
+			ServerTLS: cfg.PeerServerTLS,
+			ClientTLS: cfg.PeerClientTLS,
 			Logger:    cfg.Logger.Named("transport"),
 		})
 		if err != nil {
