@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -26,6 +27,11 @@ type Config struct {
 	// at a time). A Timeout set here caps every request, long polls
 	// included.
 	HTTPClient *http.Client
+	// TLS configures https:// endpoints of the default HTTPClient: the CA
+	// to trust (RootCAs; nil: the system's) and a client certificate for
+	// nodes that require one (Certificates or GetClientCertificate).
+	// Leave it nil with your own HTTPClient, whose transport has its own.
+	TLS *tls.Config
 	// Logger gets retries, fail-overs and lock state changes. Default: null.
 	Logger hclog.Logger
 	// Retry bounds retries of retryable failures. Zero fields take the
@@ -79,6 +85,8 @@ func (c Config) Validate() error {
 		return errors.New("client: negative RequestTimeout")
 	case c.DriftMargin < 0:
 		return errors.New("client: negative DriftMargin")
+	case c.TLS != nil && c.HTTPClient != nil:
+		return errors.New("client: TLS is for the default HTTPClient; configure your HTTPClient's transport instead")
 	}
 	return nil
 }
@@ -88,7 +96,7 @@ const defaultIdlePerHost = 256
 
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: NewTransport(defaultIdlePerHost)}
+		c.HTTPClient = &http.Client{Transport: newTransport(defaultIdlePerHost, c.TLS)}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -124,10 +132,18 @@ func (c Config) withDefaults() Config {
 // from the environment (HTTP_PROXY and the like) and protocol upgrades go
 // through a clone of http.DefaultTransport with the same idle limit.
 func NewTransport(maxIdlePerHost int) http.RoundTripper {
+	return newTransport(maxIdlePerHost, nil)
+}
+
+// newTransport is NewTransport with tlsCfg (nil: Go's defaults) for https.
+func newTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
 	if maxIdlePerHost <= 0 {
 		maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsCfg != nil {
+		t.TLSClientConfig = tlsCfg.Clone()
+	}
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.MaxIdleConns = 4 * maxIdlePerHost
 	return newH1Transport(t, maxIdlePerHost)

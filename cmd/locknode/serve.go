@@ -95,6 +95,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
+	tlsFlags := addServerTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -130,6 +131,22 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --gomaxprocs:", err)
 		return 2
 	}
+	tlsSet, err := tlsFlags.build()
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	if why := peerIDMismatch(tlsSet.peerServer, *id); why != "" {
+		fmt.Fprintln(stderr, "serve: --peer-tls-cert:", why)
+		return 2
+	}
+	if tlsSet.mirror != nil {
+		if mirror == nil {
+			fmt.Fprintln(stderr, "serve: --mirror-cacert, --mirror-cert and --mirror-key need --mirror")
+			return 2
+		}
+		mirror.TLS = tlsSet.mirror
+	}
 
 	cfg := cluster.DefaultConfig()
 	cfg.ID = *id
@@ -140,9 +157,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Peers = pl
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
+	cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
+	}
+	if cfg.PeerServerTLS == nil && peerPortExposed(cfg.BindAddr) {
+		log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
+			"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
 	}
 
 	memPlan.apply(log)
@@ -166,6 +188,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		HTTPAdvertise: *httpAdvertise,
 		RESPAdvertise: *respAdvertise,
 		Mirror:        mirror,
+		TLS:           tlsSet.client,
 		Logger:        log,
 	})
 	cancel()
@@ -175,6 +198,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	stopGCTuner := gcPlan.startTuner()
 	defer stopGCTuner()
+	stopReload := watchSIGHUP(log, tlsSet.reloads)
+	defer stopReload()
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")
