@@ -98,6 +98,7 @@ func run() int {
 	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
 	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
 	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
+	flag.BoolVar(&lnTLS, "tls", false, "run the locknode clusters with TLS on every port (HTTP and RESP, mutual TLS between nodes; a throwaway CA)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data and logs) and print its path")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -157,6 +158,10 @@ func run() int {
 		if s = strings.TrimSpace(s); s != "" {
 			skip[s] = true
 		}
+	}
+	if lnTLS && !skip["scale"] && o.scaleLocks > 0 {
+		fmt.Fprintln(os.Stderr, "lockbench: -tls does not cover the scale workload; add -skip scale or -scale-locks 0")
+		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
