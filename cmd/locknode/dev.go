@@ -146,6 +146,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
 		}
 	}
+	if !*useTLS && peerPortExposed(net.JoinHostPort(*host, "0")) {
+		log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
+	}
 	stopReload := watchSIGHUP(log, reloads)
 	defer stopReload()
 	trs := make([]*transport.Transport, *nodes)
