@@ -135,7 +135,17 @@ func NewTransport(maxIdlePerHost int) http.RoundTripper {
 	return newTransport(maxIdlePerHost, nil)
 }
 
-// newTransport is NewTransport with tlsCfg (nil: Go's defaults) for https.
+// NewTLSTransport is NewTransport for https endpoints whose certificates
+// tlsCfg verifies (and that may ask for its client certificate): https
+// requests then take the same HTTP/1.1 path as plain ones. The default
+// HTTPClient of a Config with TLS set uses it.
+func NewTLSTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
+	return newTransport(maxIdlePerHost, tlsCfg)
+}
+
+// newTransport is NewTransport with tlsCfg for https; with it, https
+// requests take the same HTTP/1.1 path as plain ones (without it they go
+// through net/http with Go's TLS defaults).
 func newTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
 	if maxIdlePerHost <= 0 {
 		maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
@@ -146,7 +156,11 @@ func newTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
 	}
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.MaxIdleConns = 4 * maxIdlePerHost
-	return newH1Transport(t, maxIdlePerHost)
+	h := newH1Transport(t, maxIdlePerHost)
+	if tlsCfg != nil {
+		h.tls = t.TLSClientConfig
+	}
+	return h
 }
 
 // backoff returns the sleep before retry round r >= 1.

@@ -424,17 +424,10 @@ func (b *lnHTTPBackend) commands() []string { return b.argv }
 // Go client's own default transport (client.NewTransport), wrapped to
 // count requests, with an idle connection per worker and node kept (the
 // default keeps 2, so 64 workers would re-dial).
-//
-// With TLS (-tls) it is net/http's transport with the same idle limits:
-// the Go client sends https through it too (client.NewTransport's fast
-// path is plain HTTP only), so TLS-on figures include that difference.
+// With -tls, client.NewTLSTransport (the same transport for https).
 func httpClientFor(n *atomic.Int64, workers int, tc *tls.Config) *http.Client {
 	if tc != nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.TLSClientConfig = tc
-		tr.MaxIdleConnsPerHost = 2 * workers
-		tr.MaxIdleConns = 8 * workers
-		return &http.Client{Transport: countRT{n: n, base: tr}}
+		return &http.Client{Transport: countRT{n: n, base: client.NewTLSTransport(2*workers, tc)}}
 	}
 	return &http.Client{Transport: countRT{n: n, base: client.NewTransport(2 * workers)}}
 }
