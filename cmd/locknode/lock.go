@@ -45,7 +45,7 @@ type clientFlags struct {
 
 func addClientFlags(fs *flag.FlagSet) clientFlags {
 	return clientFlags{
-		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "http://127.0.0.1:8080"),
+		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "127.0.0.1:8080"),
 			"HTTP addresses of cluster nodes, comma separated; without a scheme, http:// (https:// with --cacert or --cert) (env LOCKNODE_ENDPOINTS)"),
 		logLevel: fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "warn"), "log level (trace, debug, info, warn, error, off)"),
 		caCert: fs.String("cacert", envDefault("LOCKNODE_CACERT", ""),

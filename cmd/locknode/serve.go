@@ -131,13 +131,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --gomaxprocs:", err)
 		return 2
 	}
-	tlsSet, err := tlsFlags.build()
+	tlsSet, err := tlsFlags.build(*id)
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	if why := peerIDMismatch(tlsSet.peerServer, *id); why != "" {
-		fmt.Fprintln(stderr, "serve: --peer-tls-cert:", why)
 		return 2
 	}
 	if tlsSet.mirror != nil {

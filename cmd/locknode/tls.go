@@ -61,7 +61,8 @@ var errTLSFlags = errors.New("TLS flags")
 
 // build loads every file the flags name; a missing or bad one is an error
 // before anything starts.
-func (f serverTLSFlags) build() (tlsSetup, error) {
+// id is the node's id, which its peer certificate must name.
+func (f serverTLSFlags) build(id string) (tlsSetup, error) {
 	var st tlsSetup
 	if (*f.cert == "") != (*f.key == "") {
 		return st, fmt.Errorf("%w: --tls-cert and --tls-key go together", errTLSFlags)
@@ -93,12 +94,23 @@ func (f serverTLSFlags) build() (tlsSetup, error) {
 		if err != nil {
 			return st, err
 		}
+		// Other members know a node by its certificate's Common Name; a
+		// wrong one would have every request it forwards refused.
+		names := func(leaf *x509.Certificate) error {
+			if got := tlsutil.NodeID(leaf); got != id {
+				return fmt.Errorf("%w: the peer certificate names %q, not the node id %q", errTLSFlags, got, id)
+			}
+			return nil
+		}
+		if err := names(kp.Certificate().Leaf); err != nil {
+			return st, err
+		}
 		ca, err := tlsutil.LoadCAPool(*f.peerCA)
 		if err != nil {
 			return st, err
 		}
 		st.peerServer, st.peerClient = tlsutil.PeerConfigs(kp, ca)
-		st.reloads = append(st.reloads, reloadFunc{"peer tls certificate", kp.Reload})
+		st.reloads = append(st.reloads, reloadFunc{"peer tls certificate", func() error { return kp.ReloadIf(names) }})
 	}
 	if *f.mirrorCA != "" || *f.mirrorCert != "" || *f.mirrorKey != "" {
 		c, kp, err := tlsutil.ClientFiles(*f.mirrorCA, *f.mirrorCert, *f.mirrorKey)
@@ -111,23 +123,6 @@ func (f serverTLSFlags) build() (tlsSetup, error) {
 		}
 	}
 	return st, nil
-}
-
-// peerIDMismatch says why a peer certificate cannot serve node id, or "".
-// Other members identify a node by its certificate's Common Name, so a
-// wrong one would have every forwarded request refused.
-func peerIDMismatch(peerServer *tls.Config, id string) string {
-	if peerServer == nil {
-		return ""
-	}
-	c, err := peerServer.GetCertificate(nil)
-	if err != nil || c == nil || c.Leaf == nil {
-		return "cannot read the peer certificate"
-	}
-	if got := tlsutil.NodeID(c.Leaf); got != id {
-		return fmt.Sprintf("the peer certificate names %q, not --id %q", got, id)
-	}
-	return ""
 }
 
 // peerPortExposed reports whether a peer port bound at addr can be

@@ -548,3 +548,29 @@ func TestDevTLS(t *testing.T) {
 		t.Fatalf("plain HTTP answered: %s", b)
 	}
 }
+
+// dev --tls tells how to connect: curl, redis-cli and the CLI, each with
+// the CA file and the first node's addresses.
+func TestPrintDevTLS(t *testing.T) {
+	listen := func() net.Listener {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return ln
+	}
+	p := &proc{httpLn: listen(), respLn: listen()}
+	var out strings.Builder
+	printDevTLS(&out, &devTLS{caFile: "/d/tls/ca.crt"}, p)
+	_, rport, _ := net.SplitHostPort(p.RESPAddr())
+	for _, want := range []string{
+		"curl --cacert /d/tls/ca.crt https://" + p.HTTPAddr() + "/v1/status",
+		"redis-cli --tls --cacert /d/tls/ca.crt -h 127.0.0.1 -p " + rport + " PING",
+		"locknode status --cacert /d/tls/ca.crt --endpoints https://" + p.HTTPAddr(),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, out.String())
+		}
+	}
+}

@@ -35,13 +35,22 @@ func NewKeyPair(certFile, keyFile string) (*KeyPair, error) {
 }
 
 // Reload re-reads the files. On error the current certificate stays.
-func (kp *KeyPair) Reload() error {
+func (kp *KeyPair) Reload() error { return kp.ReloadIf(nil) }
+
+// ReloadIf is Reload that also keeps the current certificate when check
+// (if not nil) refuses the new one's leaf.
+func (kp *KeyPair) ReloadIf(check func(leaf *x509.Certificate) error) error {
 	c, err := tls.LoadX509KeyPair(kp.certFile, kp.keyFile)
 	if err != nil {
 		return fmt.Errorf("%w: %s, %s: %w", ErrKeyPair, kp.certFile, kp.keyFile, err)
 	}
 	if c.Leaf == nil && len(c.Certificate) > 0 {
 		if c.Leaf, err = x509.ParseCertificate(c.Certificate[0]); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrKeyPair, kp.certFile, err)
+		}
+	}
+	if check != nil {
+		if err := check(c.Leaf); err != nil {
 			return fmt.Errorf("%w: %s: %w", ErrKeyPair, kp.certFile, err)
 		}
 	}

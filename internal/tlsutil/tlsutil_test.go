@@ -172,6 +172,25 @@ func TestKeyPairReload(t *testing.T) {
 	if got := name(); got != "second" {
 		t.Fatalf("after a failed reload serving %q", got)
 	}
+	// A whole pair the check refuses is not taken either.
+	if err := os.WriteFile(kf, other.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	onlySecond := func(leaf *x509.Certificate) error {
+		if leaf.Subject.CommonName != "second" {
+			return errors.New("wrong name")
+		}
+		return nil
+	}
+	if err := kp.ReloadIf(onlySecond); !errors.Is(err, ErrKeyPair) {
+		t.Fatalf("reload of a refused pair: %v", err)
+	}
+	if got := name(); got != "second" {
+		t.Fatalf("after a refused reload serving %q", got)
+	}
+	if err := kp.Reload(); err != nil || name() != "third" {
+		t.Fatalf("plain reload: %v, serving %q", err, name())
+	}
 }
 
 func TestClientFiles(t *testing.T) {
