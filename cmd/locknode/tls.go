@@ -60,8 +60,8 @@ type reloadFunc struct {
 var errTLSFlags = errors.New("TLS flags")
 
 // build loads every file the flags name; a missing or bad one is an error
-// before anything starts.
-// id is the node's id, which its peer certificate must name.
+// before anything starts. id is the node's id, which its peer certificate
+// must name.
 func (f serverTLSFlags) build(id string) (tlsSetup, error) {
 	var st tlsSetup
 	if (*f.cert == "") != (*f.key == "") {
