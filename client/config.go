@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,6 +29,11 @@ type Config struct {
 	// at a time). A Timeout set here caps every request, long polls
 	// included.
 	HTTPClient *http.Client
+	// TLS configures https:// endpoints of the default HTTPClient: the CA
+	// to trust (RootCAs; nil: the system's) and a client certificate for
+	// nodes that require one (Certificates or GetClientCertificate).
+	// Leave it nil with your own HTTPClient, whose transport has its own.
+	TLS *tls.Config
 	// Logger gets retries, fail-overs and lock state changes. Default: null.
 	Logger hclog.Logger
 	// Retry bounds retries of retryable failures. Zero fields take the
@@ -87,6 +93,8 @@ func (c Config) Validate() error {
 		return errors.New("client: negative RequestTimeout")
 	case c.DriftMargin < 0:
 		return errors.New("client: negative DriftMargin")
+	case c.TLS != nil && c.HTTPClient != nil:
+		return errors.New("client: TLS is for the default HTTPClient; configure your HTTPClient's transport instead")
 	}
 	if err := c.Limits.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -99,7 +107,7 @@ const defaultIdlePerHost = 256
 
 func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: NewTransport(defaultIdlePerHost)}
+		c.HTTPClient = &http.Client{Transport: newTransport(defaultIdlePerHost, c.TLS)}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
@@ -136,13 +144,35 @@ func (c Config) withDefaults() Config {
 // from the environment (HTTP_PROXY and the like) and protocol upgrades go
 // through a clone of http.DefaultTransport with the same idle limit.
 func NewTransport(maxIdlePerHost int) http.RoundTripper {
+	return newTransport(maxIdlePerHost, nil)
+}
+
+// NewTLSTransport is NewTransport for https endpoints whose certificates
+// tlsCfg verifies (and that may ask for its client certificate): https
+// requests then take the same HTTP/1.1 path as plain ones. The default
+// HTTPClient of a Config with TLS set uses it.
+func NewTLSTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
+	return newTransport(maxIdlePerHost, tlsCfg)
+}
+
+// newTransport is NewTransport with tlsCfg for https; with it, https
+// requests take the same HTTP/1.1 path as plain ones (without it they go
+// through net/http with Go's TLS defaults).
+func newTransport(maxIdlePerHost int, tlsCfg *tls.Config) http.RoundTripper {
 	if maxIdlePerHost <= 0 {
 		maxIdlePerHost = http.DefaultMaxIdleConnsPerHost
 	}
 	t := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsCfg != nil {
+		t.TLSClientConfig = tlsCfg.Clone()
+	}
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.MaxIdleConns = 4 * maxIdlePerHost
-	return newH1Transport(t, maxIdlePerHost)
+	h := newH1Transport(t, maxIdlePerHost)
+	if tlsCfg != nil {
+		h.tls = t.TLSClientConfig
+	}
+	return h
 }
 
 // backoff returns the sleep before retry round r >= 1.

@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -25,15 +26,17 @@ import (
 // Here a request costs one write and the reads of its answer, like a
 // Redis client's command.
 //
-// Requests it does not handle go to fallback: https, a proxy configured
-// in the environment, a request that asks for a protocol upgrade.
+// Requests it does not handle go to fallback: https unless the client was
+// given a TLS configuration (Config.TLS), a proxy configured in the
+// environment, a request that asks for a protocol upgrade.
 type h1Transport struct {
 	fallback http.RoundTripper
 	dialer   net.Dialer
-	maxIdle  int // idle connections kept per host
+	maxIdle  int         // idle connections kept per host
+	tls      *tls.Config // when set, https:// is handled too, with it
 
 	mu   sync.Mutex
-	idle map[string][]*h1Conn // by host:port, most recently used last
+	idle map[string][]*h1Conn // by scheme and host:port (poolKey), most recently used last
 
 	staleAfter time.Duration // staleCheckAfter; tests lower it
 }
@@ -70,7 +73,7 @@ type h1Conn struct {
 	c    net.Conn
 	br   *bufio.Reader
 	bw   *bufio.Writer
-	addr string
+	key  string    // its pool (poolKey)
 	idle time.Time // when it was pooled
 }
 
@@ -88,7 +91,8 @@ const staleCheckAfter = 100 * time.Millisecond
 var errStaleConn = errors.New("client: pooled connection closed by the server")
 
 func (t *h1Transport) handles(req *http.Request) bool {
-	if req.URL.Scheme != "http" || req.URL.User != nil || req.Header.Get("Upgrade") != "" {
+	if (req.URL.Scheme != "http" && (req.URL.Scheme != "https" || t.tls == nil)) ||
+		req.URL.User != nil || req.Header.Get("Upgrade") != "" {
 		return false
 	}
 	p, err := http.ProxyFromEnvironment(req)
@@ -101,12 +105,17 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.fallback.RoundTrip(req)
 	}
 	addr := req.URL.Host
+	secure := req.URL.Scheme == "https"
 	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+		port := "80"
+		if secure {
+			port = "443"
+		}
+		addr = net.JoinHostPort(req.URL.Hostname(), port)
 	}
 	ctx := req.Context()
 	for try := 0; ; try++ {
-		pc, reused, err := t.get(ctx, addr, try == 0)
+		pc, reused, err := t.get(ctx, addr, secure, try == 0)
 		if err != nil {
 			closeReqBody(req)
 			return nil, err
@@ -121,7 +130,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// pooled with it too, most likely (it restarted, or timed them
 		// out as idle): drop them.
 		if errors.Is(err, errStaleConn) && try == 0 && ctx.Err() == nil {
-			t.dropIdle(addr)
+			t.dropIdle(pc.key)
 			if req.Body == nil || req.Body == http.NoBody {
 				continue
 			}
@@ -147,13 +156,14 @@ func closeReqBody(req *http.Request) {
 
 // get returns a pooled connection to addr (when pooled is true and there
 // is one), or dials one.
-func (t *h1Transport) get(ctx context.Context, addr string, pooled bool) (pc *h1Conn, reused bool, err error) {
+func (t *h1Transport) get(ctx context.Context, addr string, secure, pooled bool) (pc *h1Conn, reused bool, err error) {
+	key := poolKey(addr, secure)
 	if pooled {
 		t.mu.Lock()
-		if cs := t.idle[addr]; len(cs) > 0 {
+		if cs := t.idle[key]; len(cs) > 0 {
 			pc = cs[len(cs)-1]
 			cs[len(cs)-1] = nil
-			t.idle[addr] = cs[:len(cs)-1]
+			t.idle[key] = cs[:len(cs)-1]
 		}
 		t.mu.Unlock()
 		if pc != nil {
@@ -164,14 +174,36 @@ func (t *h1Transport) get(ctx context.Context, addr string, pooled bool) (pc *h1
 	if err != nil {
 		return nil, false, err
 	}
-	return &h1Conn{c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096), addr: addr}, false, nil
+	if secure {
+		cfg := t.tls
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, false, err
+		}
+		c = tc
+	}
+	return &h1Conn{c: c, br: bufio.NewReaderSize(c, 4096), bw: bufio.NewWriterSize(c, 4096), key: key}, false, nil
 }
 
-// dropIdle closes the pooled connections to addr.
-func (t *h1Transport) dropIdle(addr string) {
+// poolKey names the pool of connections to addr: plain and TLS ones are
+// never mixed.
+func poolKey(addr string, secure bool) string {
+	if secure {
+		return "https://" + addr
+	}
+	return addr
+}
+
+// dropIdle closes the pooled connections of one pool (poolKey).
+func (t *h1Transport) dropIdle(key string) {
 	t.mu.Lock()
-	cs := t.idle[addr]
-	delete(t.idle, addr)
+	cs := t.idle[key]
+	delete(t.idle, key)
 	t.mu.Unlock()
 	for _, pc := range cs {
 		pc.c.Close()
@@ -181,9 +213,9 @@ func (t *h1Transport) dropIdle(addr string) {
 // put pools pc for the next request, or closes it when the pool is full.
 func (t *h1Transport) put(pc *h1Conn) {
 	t.mu.Lock()
-	if cs := t.idle[pc.addr]; len(cs) < t.maxIdle {
+	if cs := t.idle[pc.key]; len(cs) < t.maxIdle {
 		pc.idle = time.Now()
-		t.idle[pc.addr] = append(cs, pc)
+		t.idle[pc.key] = append(cs, pc)
 		t.mu.Unlock()
 		return
 	}
@@ -274,7 +306,13 @@ func connAlive(pc *h1Conn) bool {
 	if pc.br.Buffered() > 0 {
 		return false // bytes nobody asked for: not a clean connection
 	}
-	return peekConn(pc.c)
+	c := pc.c
+	if tc, ok := c.(*tls.Conn); ok {
+		// The socket underneath: a close or a close_notify alert from
+		// the server shows there the same way.
+		c = tc.NetConn()
+	}
+	return peekConn(c)
 }
 
 // staleIf marks a write or first-read failure on a pooled connection

@@ -172,7 +172,9 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	if err != nil {
 		return err
 	}
-	if rd != nil {
+	if rd != nil || cl.method != http.MethodGet {
+		// The server refuses a write without it (httpapi.ErrContentType),
+		// a bodiless one (keepalive, DELETE) included.
 		req.Header["Content-Type"] = jsonContentType
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)
@@ -231,7 +233,7 @@ func (ep endpoint) request(ctx context.Context, method, path string, body io.Rea
 	return req, nil
 }
 
-// jsonContentType is the Content-Type of every request body. Shared:
+// jsonContentType is the Content-Type of every request but GETs. Shared:
 // the transport only reads a request's header.
 var jsonContentType = []string{httpapi.ContentTypeJSON}
 

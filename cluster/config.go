@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -71,6 +72,17 @@ type Config struct {
 	// defaults, 10s and 1024). Ignored when Transport is set.
 	PeerHandshakeTimeout time.Duration
 	PeerMaxConns         int
+	// PeerServerTLS and PeerClientTLS, both or neither, turn on mutual
+	// TLS on the peer port (ignored when Transport is set): the server
+	// side must require and verify client certificates
+	// (tls.RequireAndVerifyClientCert) and the client side present one;
+	// tlsutil.PeerConfigs builds such a pair. A peer is then the node its
+	// certificate's Common Name names: forwarded commands and membership
+	// changes are served only for current members, and a join also for
+	// the node it adds. Default: plain TCP, anyone who reaches the port
+	// is trusted.
+	PeerServerTLS *tls.Config
+	PeerClientTLS *tls.Config
 
 	// Advertised are the addresses this node serves clients on (HTTP,
 	// RESP) as clients should dial them; other members learn them through
@@ -305,6 +317,12 @@ func (c Config) Validate() error {
 		if !self {
 			bad("Peers must include this node (%q)", c.ID)
 		}
+	}
+	if (c.PeerServerTLS == nil) != (c.PeerClientTLS == nil) {
+		bad("PeerServerTLS and PeerClientTLS go together")
+	}
+	if c.PeerServerTLS != nil && c.PeerServerTLS.ClientAuth != tls.RequireAndVerifyClientCert {
+		bad("PeerServerTLS must require and verify client certificates")
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		bad("Bootstrap and Join are exclusive")

@@ -47,6 +47,11 @@
 //     the cluster clock (the log's time plus what it has seen pass since),
 //     not from the old leader's clock, so a read must not call a lease
 //     ended that later writes find alive.
+//  8. Peers. With Config.PeerServerTLS and PeerClientTLS (mutual TLS on
+//     the peer port), a peer is the node its certificate's Common Name
+//     names; forwarded commands, read indexes and membership changes are
+//     served only for current members, and a join also for the node it
+//     adds (peerauth.go). Without them the port trusts whoever reaches it.
 //
 // Elections are locks: election E is the exclusive lock "election/E"
 // (ElectionPrefix), owned by the leader's value and bound to its session.

@@ -22,6 +22,7 @@ type metrics struct {
 	proposalsBy  [64]atomic.Pointer[prometheus.Counter]
 	forwardCalls *prometheus.CounterVec // RPCs this node sent to the leader, by kind
 	rpcServed    *prometheus.CounterVec // RPCs this node served, by kind
+	rpcRefused   *prometheus.CounterVec // RPCs refused: the peer is not a member, by kind
 	forwarded    prometheus.Counter     // commands this node forwarded and got answered
 	commands     prometheus.Counter
 	grants       prometheus.Counter
@@ -49,6 +50,8 @@ func newMetrics(n *Node) *metrics {
 			Name: "locknode_forward_calls_total", Help: "Requests this node sent to the leader, by kind."}, []string{"kind"}),
 		rpcServed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "locknode_rpc_served_total", Help: "Node-to-node requests this node served, by kind."}, []string{"kind"}),
+		rpcRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "locknode_rpc_refused_total", Help: "Node-to-node requests refused because the peer's certificate names no member, by kind."}, []string{"kind"}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_forwarded_total", Help: "Commands forwarded to the leader and answered."}),
 		commands: prometheus.NewCounter(prometheus.CounterOpts{
@@ -69,7 +72,7 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(
-		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.forwarded,
+		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
 		m.commands, m.grants, m.expiries, m.ticks, m.applyBatch,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),

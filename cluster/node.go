@@ -142,6 +142,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			Logger:           cfg.Logger.Named("transport"),
 			HandshakeTimeout: cfg.PeerHandshakeTimeout,
 			MaxConns:         cfg.PeerMaxConns,
+			ServerTLS:        cfg.PeerServerTLS,
+			ClientTLS:        cfg.PeerClientTLS,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cluster: transport: %w", err)

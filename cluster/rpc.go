@@ -42,6 +42,9 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 	if len(req) == 0 {
 		return nil, errBadRPC
 	}
+	if err := n.authorizeRPC(ctx, req); err != nil {
+		return nil, err
+	}
 	n.metrics.rpcServed.WithLabelValues(rpcName(req[0])).Inc()
 	switch req[0] {
 	case rpcApply:

@@ -33,6 +33,12 @@
 //	DELETE      /v1/members/{id}                  -> 204                            RemoveServer (if Membership)
 //	GET         /metrics                          Prometheus text                   Config.Metrics, if set
 //
+// Every request but GET and HEAD must carry Content-Type: application/json
+// (parameters allowed), bodiless ones included, or it is refused with 415
+// unsupported_media_type before it reaches the Locker: browsers send other
+// types across sites without a CORS preflight, and the API answers no
+// preflight and sends no CORS headers.
+//
 // A multi-lock is an acquire (or release, extend) with "keys" instead of
 // "key": all or nothing. A key in the inspect path is path-escaped by the
 // client (a "/" in a key travels as %2F).
@@ -70,6 +76,7 @@
 //	413 limit                                  ErrBodyTooLarge: body over MaxBodyBytes
 //	408 bad_request                            ErrBodyTimeout: body not in within BodyTimeout
 //	503 too_many_connections                   ErrTooManyConns: over MaxConns (LimitListener)
+//	415 unsupported_media_type                 ErrContentType: a write without JSON's type
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing:

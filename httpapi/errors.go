@@ -24,6 +24,13 @@ var (
 // CodeTooManyConns is the wire code of ErrTooManyConns.
 const CodeTooManyConns = "too_many_connections"
 
+// ErrContentType refuses a request that may change something but does
+// not say Content-Type: application/json (415).
+var ErrContentType = errors.New("httpapi: write requests need Content-Type: application/json")
+
+// CodeUnsupportedMediaType is ErrContentType's wire code.
+const CodeUnsupportedMediaType = "unsupported_media_type"
+
 // errorMapping ties one api sentinel to its HTTP status and wire code.
 type errorMapping struct {
 	Err    error
@@ -51,6 +58,7 @@ var errorTable = []errorMapping{
 	{api.ErrBadRequest, http.StatusBadRequest, api.CodeBadRequest},
 	{api.ErrLimit, http.StatusBadRequest, api.CodeLimit},
 	{api.ErrOutOfMemory, http.StatusInsufficientStorage, api.CodeOutOfMemory},
+	{ErrContentType, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType},
 	// A request whose context ended: the client went away (or its own
 	// deadline passed). Nobody may read the answer, but it must be honest.
 	{context.Canceled, http.StatusRequestTimeout, api.CodeCancelled},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"slices"
@@ -173,6 +174,10 @@ type router struct {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !isJSON(r.Header["Content-Type"]) {
+		rt.s.fail(w, r, fmt.Errorf("%w: got %q", ErrContentType, r.Header.Get("Content-Type")))
+		return
+	}
 	if r.ContentLength != 0 { // a body follows (-1: chunked)
 		setReadDeadline(w, time.Now().Add(rt.s.cfg.BodyTimeout))
 	}
@@ -193,6 +198,24 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rt.mux.ServeHTTP(w, r)
+}
+
+// isJSON reports whether a request's Content-Type header says
+// application/json (parameters such as charset allowed). Every request
+// that may change something must say so: a web page can make a browser
+// send a form or a "simple" cross-origin request with any other type
+// (text/plain, form encodings) without asking, but this one only after a
+// CORS preflight, which the API never answers, so no page a user opens
+// can take, release or force anything.
+func isJSON(h []string) bool {
+	if len(h) != 1 {
+		return false
+	}
+	if h[0] == ContentTypeJSON { // the common case, without parsing
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(h[0])
+	return err == nil && mt == ContentTypeJSON
 }
 
 // ---- locks ----

@@ -41,6 +41,9 @@ func call(t *testing.T, srv *httptest.Server, method, path string, body any, out
 	if err != nil {
 		t.Fatal(err)
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -384,6 +387,7 @@ func TestLongPoll(t *testing.T) {
 		go func() {
 			body := `{"key":"k","owner":"d","ttl_ms":1000,"wait_ms":60000}`
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/locks/acquire", strings.NewReader(body))
+			req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
 			resp, err := srv.Client().Do(req)
 			if err == nil {
 				resp.Body.Close()
@@ -516,6 +520,7 @@ func TestChunkedBodies(t *testing.T) {
 		if req.ContentLength != 0 || req.TransferEncoding != nil {
 			t.Fatalf("request has a declared length %d", req.ContentLength)
 		}
+		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -578,5 +583,91 @@ func TestProbes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWritesNeedJSON: every route that changes something takes only
+// Content-Type: application/json, so a web page cannot post to it (a
+// cross-site form or a simple fetch cannot send that type without a CORS
+// preflight, which is never answered); the refusal is a JSON 415 and
+// changes nothing. No answer carries CORS headers.
+func TestWritesNeedJSON(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	routes := []struct{ method, path, body string }{
+		{"POST", httpapi.PathAcquire, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", httpapi.PathTry, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", httpapi.PathRelease, `{"key":"k","force":true}`},
+		{"POST", httpapi.PathExtend, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", httpapi.PathSessions, `{"ttl_ms":60000}`},
+		{"POST", httpapi.PathSessions + "/s/keepalive", ``},
+		{"PUT", httpapi.PathSessions + "/s/keepalive", ``},
+		{"DELETE", httpapi.PathSessions + "/s", ``},
+		{"POST", httpapi.PathElections + "e/campaign", `{"value":"v","session":"s"}`},
+		{"POST", httpapi.PathElections + "e/resign", `{"value":"v"}`},
+		{"POST", httpapi.PathFenceCheck, `{"resource":"r","token":1}`},
+		{"POST", "/v1/locks/%74ry", `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", httpapi.PathMembers, `{"id":"x","address":"127.0.0.1:1"}`},
+		{"DELETE", httpapi.PathMembers + "/x", ``},
+	}
+	calls := func() int {
+		n := 0
+		for _, m := range []string{"Acquire", "TryAcquire", "Release", "Extend", "OpenSession", "KeepAlive",
+			"CloseSession", "Campaign", "Resign", "FenceCheck", "AddVoter", "RemoveServer"} {
+			n += fake.Calls(m)
+		}
+		return n
+	}
+	types := []struct {
+		contentType string
+		want        int // 0: anything but 415
+	}{
+		{"", http.StatusUnsupportedMediaType},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
+		{"application/jsonx", http.StatusUnsupportedMediaType},
+		{"application/json", 0},
+		{"application/json; charset=utf-8", 0},
+		{"Application/JSON", 0},
+	}
+	for _, rt := range routes {
+		for _, ct := range types {
+			t.Run(rt.method+" "+rt.path+" "+ct.contentType, func(t *testing.T) {
+				before := calls()
+				req, err := http.NewRequest(rt.method, srv.URL+rt.path, strings.NewReader(rt.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ct.contentType != "" {
+					req.Header.Set("Content-Type", ct.contentType)
+				}
+				req.Header.Set("Origin", "https://evil.example")
+				resp, err := srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				for h := range resp.Header {
+					if strings.HasPrefix(strings.ToLower(h), "access-control-") {
+						t.Errorf("CORS header %s: %v", h, resp.Header[h])
+					}
+				}
+				if ct.want == 0 {
+					if resp.StatusCode == http.StatusUnsupportedMediaType || calls() != before+1 {
+						t.Fatalf("refused (%d calls): %s", calls()-before, raw)
+					}
+					return
+				}
+				if calls() != before {
+					t.Fatal("a refused request reached the Locker")
+				}
+				var eb api.ErrorBody
+				if resp.StatusCode != ct.want || json.Unmarshal(raw, &eb) != nil || eb.Code != httpapi.CodeUnsupportedMediaType {
+					t.Fatalf("got %d %s, want %d with code %q", resp.StatusCode, raw, ct.want, httpapi.CodeUnsupportedMediaType)
+				}
+			})
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package redisbridge
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -35,6 +37,13 @@ type MirrorConfig struct {
 	// MasterName). Redis Cluster is not supported: a batch is one script
 	// over many keys, which needs a single shard.
 	Sentinel *redis.FailoverOptions
+	// TLS, when set, makes the URL's connection TLS with this
+	// configuration, whatever its scheme (rediss:// alone trusts the
+	// system's roots and presents no certificate): the CA to trust
+	// (RootCAs) and a client certificate for a Redis started with
+	// tls-auth-clients. An empty ServerName is the URL's host. For Redis
+	// and Sentinel set their TLSConfig instead.
+	TLS *tls.Config
 
 	// KeyPrefix is put before every key the mirror writes. Default ""
 	// (lock "lock:x" is GET lock:x). With a non-empty prefix the mirror
@@ -149,6 +158,9 @@ func (c MirrorConfig) Validate() error {
 	if c.Sentinel != nil && (c.Sentinel.MasterName == "" || len(c.Sentinel.SentinelAddrs) == 0) {
 		return fmt.Errorf("%w: Sentinel needs MasterName and SentinelAddrs", ErrMirrorConfig)
 	}
+	if c.TLS != nil && c.URL == "" {
+		return fmt.Errorf("%w: TLS goes with URL (set TLSConfig in Redis or Sentinel)", ErrMirrorConfig)
+	}
 	if c.Redis != nil && c.Redis.Addr == "" {
 		return fmt.Errorf("%w: Redis.Addr is empty", ErrMirrorConfig)
 	}
@@ -170,7 +182,21 @@ func (c MirrorConfig) client() (*redis.Client, error) {
 		return nil, err
 	}
 	if fo != nil {
+		if c.TLS != nil {
+			// Sentinels and the master they name are dialed by address:
+			// verify against the host each is dialed at.
+			fo.TLSConfig = c.TLS.Clone()
+		}
 		return redis.NewFailoverClient(fo), nil
+	}
+	if c.TLS != nil {
+		tc := c.TLS.Clone()
+		if tc.ServerName == "" {
+			if host, _, err := net.SplitHostPort(o.Addr); err == nil {
+				tc.ServerName = host
+			}
+		}
+		o.TLSConfig = tc
 	}
 	return redis.NewClient(o), nil
 }

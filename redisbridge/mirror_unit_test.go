@@ -2,6 +2,7 @@ package redisbridge
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ func TestMirrorConfigValidate(t *testing.T) {
 		{"negative check interval", func(c *MirrorConfig) { c.CheckInterval = -1 }, false},
 		{"braces in prefix", func(c *MirrorConfig) { c.KeyPrefix = "{x}" }, false},
 		{"verify disabled", func(c *MirrorConfig) { c.VerifyInterval = -1 }, true},
+		{"TLS with a URL", func(c *MirrorConfig) { c.TLS = &tls.Config{} }, true},
+		{"TLS with Redis options", func(c *MirrorConfig) {
+			c.URL = ""
+			c.Redis = &redis.Options{Addr: "h:1"}
+			c.TLS = &tls.Config{}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := base()
@@ -225,6 +232,25 @@ func TestMirrorable(t *testing.T) {
 	} {
 		if got := mirrorable(tc.filter, tc.key); got != tc.want {
 			t.Errorf("mirrorable(%q, %q) = %v, want %v", tc.filter, tc.key, got, tc.want)
+		}
+	}
+}
+
+// MirrorConfig.TLS turns TLS on for a URL of either scheme and keeps the
+// URL's host as the name to verify.
+func TestMirrorClientTLS(t *testing.T) {
+	roots := &tls.Config{MinVersion: tls.VersionTLS12}
+	for _, u := range []string{"redis://cache.example:6380/0", "rediss://cache.example:6380/0"} {
+		c := DefaultMirrorConfig()
+		c.URL, c.TLS = u, roots
+		rc, err := c.client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := rc.Options()
+		rc.Close()
+		if o.TLSConfig == nil || o.TLSConfig.ServerName != "cache.example" || o.TLSConfig == roots {
+			t.Fatalf("%s: TLSConfig %+v", u, o.TLSConfig)
 		}
 	}
 }

@@ -7,8 +7,10 @@
 // Consul): 0x01 is raft, handed to the raft.StreamLayer returned by
 // RaftStreamLayer (give it to raft.NewNetworkTransport); 0x02 is RPC,
 // served by the Handler installed with Serve. Any other byte closes the
-// connection. With TLS configured, the type byte travels in clear and the
-// TLS handshake follows it, so one listener serves both kinds under TLS.
+// connection. With TLS configured, the handshake comes first and the type
+// byte travels inside TLS, so one listener serves both kinds under TLS and
+// a peer that fails the handshake never gets a byte read. RPC handlers
+// find the verified peer certificate with PeerCertificate.
 //
 // # RPC
 //

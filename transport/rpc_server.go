@@ -3,6 +3,8 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,20 @@ import (
 // handler's to keep. A returned error reaches the caller as ErrRemote with
 // err.Error() as its text.
 type Handler func(ctx context.Context, req []byte) ([]byte, error)
+
+type peerKey struct{}
+
+type peerInfo struct{ cert *x509.Certificate }
+
+// PeerCertificate tells an RPC handler who sent the request: secured is
+// true when the connection is TLS, and cert is then the certificate the
+// peer presented (verified against ServerTLS.ClientCAs when the server
+// requires one), or nil if it presented none. Without TLS both are zero:
+// the peer is unknown.
+func PeerCertificate(ctx context.Context) (cert *x509.Certificate, secured bool) {
+	p, ok := ctx.Value(peerKey{}).(peerInfo)
+	return p.cert, ok
+}
 
 // serverConn is the accepting side of one RPC connection.
 type serverConn struct {
@@ -35,6 +51,13 @@ type serverConn struct {
 // fails; every request is handled in its own goroutine.
 func (t *Transport) serveRPC(raw, conn net.Conn) {
 	ctx, cancel := context.WithCancel(t.ctx)
+	if tc, ok := conn.(*tls.Conn); ok {
+		p := peerInfo{}
+		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+			p.cert = certs[0]
+		}
+		ctx = context.WithValue(ctx, peerKey{}, p)
+	}
 	s := &serverConn{
 		t: t, raw: raw, conn: conn,
 		w:        newFrameWriter(conn, t.cfg.CallTimeout),

@@ -8,8 +8,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"math/big"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -101,5 +103,72 @@ func TestMutualTLS(t *testing.T) {
 				t.Fatalf("call succeeded: %q", got)
 			}
 		})
+	}
+}
+
+// A handler learns who called over TLS, and that nobody is known over
+// plain TCP.
+func TestPeerCertificate(t *testing.T) {
+	serverTLS, clientTLS := testTLS(t)
+	whoami := func(ctx context.Context, _ []byte) ([]byte, error) {
+		cert, secured := PeerCertificate(ctx)
+		switch {
+		case !secured:
+			return []byte("plain"), nil
+		case cert == nil:
+			return []byte("anonymous"), nil
+		}
+		return []byte(cert.Subject.CommonName), nil
+	}
+	tests := []struct {
+		name string
+		srv  func(*Config)
+		cli  func(*Config)
+		want string
+	}{
+		{"plain", nil, nil, "plain"},
+		{"mutual TLS", func(c *Config) { c.ServerTLS = serverTLS }, func(c *Config) { c.ClientTLS = clientTLS }, "node"},
+		{"server TLS only", func(c *Config) {
+			c.ServerTLS = serverTLS.Clone()
+			c.ServerTLS.ClientAuth = tls.NoClientCert
+		}, func(c *Config) { c.ClientTLS = &tls.Config{RootCAs: clientTLS.RootCAs} }, "anonymous"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newTransport(t, tc.srv)
+			srv.Serve(whoami)
+			cli := newTransport(t, tc.cli)
+			got, err := cli.Call(context.Background(), srv.Addr().String(), nil)
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// Over TLS the handshake comes first: a peer that starts with a type
+// byte and a frame in clear is cut off without an answer.
+func TestTLSHandshakeFirst(t *testing.T) {
+	serverTLS, _ := testTLS(t)
+	var called atomic.Bool
+	srv := newTransport(t, func(c *Config) { c.ServerTLS = serverTLS })
+	srv.Serve(func(context.Context, []byte) ([]byte, error) { called.Store(true); return nil, nil })
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Type byte, then a request frame in clear.
+	c.Write([]byte{typeRPC, 0, 0, 0, 9, byte(kindRequest), 0, 0, 0, 0, 0, 0, 0, 1})
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(c)
+	if len(b) > 0 && b[0] != 0x15 { // a TLS alert record is all it may send
+		t.Fatalf("answer %x", b)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("connection left open")
+	}
+	if called.Load() {
+		t.Fatal("handler ran")
 	}
 }

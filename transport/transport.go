@@ -59,13 +59,14 @@ type Config struct {
 	// Dial opens outgoing connections (raft and RPC). Default: a net.Dialer.
 	// Tests wrap connections here to drop, delay or partition traffic.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
-	// ServerTLS, when set, makes every accepted connection TLS. The type
-	// byte travels in clear; the TLS handshake follows it, so raft and RPC
-	// still share one port. Set ClientAuth for mutual TLS.
+	// ServerTLS, when set, makes every accepted connection TLS. The
+	// handshake comes first and the type byte travels inside TLS, so raft
+	// and RPC still share one port and nothing is read from a peer that
+	// failed the handshake. Set ClientAuth for mutual TLS; RPC handlers
+	// then learn the peer's certificate from PeerCertificate.
 	ServerTLS *tls.Config
-	// ClientTLS, when set, makes every outgoing connection TLS (after the
-	// type byte). An empty ServerName is filled with the host of the dialed
-	// address.
+	// ClientTLS, when set, makes every outgoing connection TLS. An empty
+	// ServerName is filled with the host of the dialed address.
 	ClientTLS *tls.Config
 	// Logger receives connection-level events. Default: a null logger.
 	Logger hclog.Logger
@@ -387,8 +388,8 @@ func (t *Transport) acceptLoop() {
 	}
 }
 
-// handleConn reads the type byte of an accepted connection (and does the
-// TLS handshake) and dispatches it.
+// handleConn does the TLS handshake of an accepted connection (if
+// configured), reads its type byte and dispatches it.
 func (t *Transport) handleConn(raw net.Conn) {
 	remote := raw.RemoteAddr().String()
 	accepted := time.Now()
@@ -425,13 +426,8 @@ func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
 	if err := raw.SetDeadline(time.Now().Add(t.cfg.HandshakeTimeout)); err != nil {
 		return nil, 0, err
 	}
-	var b [1]byte
-	if _, err := io.ReadFull(raw, b[:]); err != nil {
-		return nil, 0, fmt.Errorf("read type byte: %w", err)
-	}
-	if b[0] != typeRaft && b[0] != typeRPC {
-		return raw, b[0], nil // dispatched (and refused) by the caller
-	}
+	// With TLS the handshake comes first, so a peer without a
+	// certificate from the CA is refused before any byte of ours is read.
 	conn := raw
 	if t.cfg.ServerTLS != nil {
 		tc := tls.Server(raw, t.cfg.ServerTLS)
@@ -440,14 +436,21 @@ func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
 		}
 		conn = tc
 	}
+	var b [1]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		return nil, 0, fmt.Errorf("read type byte: %w", err)
+	}
+	if b[0] != typeRaft && b[0] != typeRPC {
+		return conn, b[0], nil // dispatched (and refused) by the caller
+	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, 0, err
 	}
 	return conn, b[0], nil
 }
 
-// dial opens an outgoing connection of the given type: dial, type byte,
-// then TLS if configured. It returns the raw connection (tracked; Close
+// dial opens an outgoing connection of the given type: dial, TLS if
+// configured, then the type byte. It returns the raw connection (tracked; Close
 // cuts it) and the one to use.
 func (t *Transport) dial(ctx context.Context, addr string, typ byte) (raw, conn net.Conn, err error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -480,9 +483,6 @@ func (t *Transport) dial(ctx context.Context, addr string, typ byte) (raw, conn 
 			return fail(err)
 		}
 	}
-	if _, err := raw.Write([]byte{typ}); err != nil {
-		return fail(err)
-	}
 	conn = raw
 	if t.cfg.ClientTLS != nil {
 		cfg := t.cfg.ClientTLS
@@ -497,6 +497,9 @@ func (t *Transport) dial(ctx context.Context, addr string, typ byte) (raw, conn 
 			return fail(fmt.Errorf("tls: %w", err))
 		}
 		conn = tc
+	}
+	if _, err := conn.Write([]byte{typ}); err != nil {
+		return fail(err)
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return fail(err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/internal/tlsutil"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -52,6 +54,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scripts := addScriptFlags(fs)
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
+	useTLS := fs.Bool("tls", false, "make a throwaway CA and node certificates in DATA/tls (kept with --data), serve HTTP and RESP over TLS and use mutual TLS between the nodes")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -144,6 +147,41 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dev:", err)
 		return 1
 	}
+	ids := make([]string, *nodes)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("n%d", i+1)
+	}
+	// Per node: the HTTP/RESP server config and the peer configs.
+	clientTLS := make([]*tls.Config, *nodes)
+	peerTLS := make([][2]*tls.Config, *nodes)
+	var dt *devTLS
+	var reloads []reloadFunc
+	if *useTLS {
+		if dt, err = makeDevTLS(dir, *host, ids); err != nil {
+			fmt.Fprintln(stderr, "dev: --tls:", err)
+			return 1
+		}
+		ca, err := tlsutil.LoadCAPool(dt.caFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "dev: --tls:", err)
+			return 1
+		}
+		for i, id := range ids {
+			kp, err := tlsutil.NewKeyPair(dt.nodes[id][0], dt.nodes[id][1])
+			if err != nil {
+				fmt.Fprintln(stderr, "dev: --tls:", err)
+				return 1
+			}
+			clientTLS[i] = tlsutil.ServerConfig(kp, nil)
+			peerTLS[i][0], peerTLS[i][1] = tlsutil.PeerConfigs(kp, ca)
+			reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
+		}
+	}
+	if !*useTLS && peerPortExposed(net.JoinHostPort(*host, "0")) {
+		log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
+	}
+	stopReload := watchSIGHUP(log, reloads)
+	defer stopReload()
 	trs := make([]*transport.Transport, *nodes)
 	peers := make([]cluster.Peer, *nodes)
 	for i := range trs {
@@ -156,6 +194,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Logger:           log.Named("transport"),
 			HandshakeTimeout: limits.PeerHandshakeTimeout,
 			MaxConns:         limits.PeerMaxConns,
+			ServerTLS:        peerTLS[i][0],
+			ClientTLS:        peerTLS[i][1],
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: raft listener %s: %v\n", bind, err)
@@ -165,7 +205,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		trs[i] = tr
-		peers[i] = cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()}
+		peers[i] = cluster.Peer{ID: ids[i], Addr: tr.Addr().String()}
 	}
 	if st.Raft == nil {
 		for _, p := range peers {
@@ -211,6 +251,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Logger:   cfg.Logger,
 			Mirror:   mirror,
 			Limits:   limits,
+			TLS:      clientTLS[i],
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)
@@ -232,7 +273,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintln(stdout, "ready")
+	if dt != nil {
+		printDevTLS(stdout, dt, procs[0])
+	}
 	<-ctx.Done()
 	log.Info("shutting down")
 	return 0
+}
+
+// printDevTLS tells how to reach a `dev --tls` cluster.
+func printDevTLS(w io.Writer, dt *devTLS, p *proc) {
+	rh, rp, _ := net.SplitHostPort(p.RESPAddr())
+	fmt.Fprintf(w, "tls: HTTP and RESP over TLS, mutual TLS between nodes; CA certificate %s\n", dt.caFile)
+	fmt.Fprintf(w, "  curl --cacert %s https://%s/v1/status\n", dt.caFile, p.HTTPAddr())
+	fmt.Fprintf(w, "  redis-cli --tls --cacert %s -h %s -p %s PING\n", dt.caFile, rh, rp)
+	fmt.Fprintf(w, "  locknode status --cacert %s --endpoints https://%s\n", dt.caFile, p.HTTPAddr())
 }

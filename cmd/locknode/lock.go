@@ -15,6 +15,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
+	"github.com/locknode/locknode/internal/tlsutil"
 )
 
 // Exit codes of "locknode lock" besides the child's own.
@@ -37,13 +38,21 @@ func init() {
 type clientFlags struct {
 	endpoints *string
 	logLevel  *string
+	// TLS: the CA that signed the nodes' certificates, and a client
+	// certificate for nodes started with --tls-client-ca.
+	caCert, cert, key *string
 }
 
 func addClientFlags(fs *flag.FlagSet) clientFlags {
 	return clientFlags{
-		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "http://127.0.0.1:8080"),
-			"HTTP addresses of cluster nodes, comma separated (env LOCKNODE_ENDPOINTS)"),
+		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "127.0.0.1:8080"),
+			"HTTP addresses of cluster nodes, comma separated; without a scheme, http:// (https:// with --cacert or --cert) (env LOCKNODE_ENDPOINTS)"),
 		logLevel: fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "warn"), "log level (trace, debug, info, warn, error, off)"),
+		caCert: fs.String("cacert", envDefault("LOCKNODE_CACERT", ""),
+			"trust this CA (PEM) for https endpoints instead of the system's (env LOCKNODE_CACERT)"),
+		cert: fs.String("cert", envDefault("LOCKNODE_CERT", ""),
+			"client certificate (PEM) for nodes that require one, with --key (env LOCKNODE_CERT)"),
+		key: fs.String("key", envDefault("LOCKNODE_KEY", ""), "private key of --cert (PEM) (env LOCKNODE_KEY)"),
 	}
 }
 
@@ -52,6 +61,14 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg := client.Config{Logger: log}
+	scheme := "http://"
+	if *f.caCert != "" || *f.cert != "" || *f.key != "" {
+		if cfg.TLS, _, err = tlsutil.ClientFiles(*f.caCert, *f.cert, *f.key); err != nil {
+			return nil, err
+		}
+		scheme = "https://"
+	}
 	var eps []string
 	for _, e := range strings.Split(*f.endpoints, ",") {
 		e = strings.TrimSpace(e)
@@ -59,11 +76,12 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 			continue
 		}
 		if !strings.Contains(e, "://") {
-			e = "http://" + e
+			e = scheme + e
 		}
 		eps = append(eps, e)
 	}
-	return client.New(client.Config{Endpoints: eps, Logger: log})
+	cfg.Endpoints = eps
+	return client.New(cfg)
 }
 
 // splitName takes the lock NAME whether it comes before or after the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -30,6 +31,8 @@ type procConfig struct {
 	// Mirror, when set, mirrors the lock table into that Redis (every
 	// node runs a mirror; only the leader's writes).
 	Mirror *redisbridge.MirrorConfig
+	// TLS, when set, serves HTTP (https) and RESP over TLS with it.
+	TLS    *tls.Config
 	Logger hclog.Logger
 	// Limits are the HTTP and RESP servers' connection and buffer limits
 	// (zero fields: the packages' defaults).
@@ -64,6 +67,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	if p.respLn, err = net.Listen("tcp", pc.RESPAddr); err != nil {
 		p.httpLn.Close()
 		return nil, fmt.Errorf("resp listen: %w", err)
+	}
+	if pc.TLS != nil {
+		// The handshake runs on each connection's first read, in its own
+		// goroutine (bounded by ReadHeaderTimeout on HTTP).
+		p.httpLn = tls.NewListener(p.httpLn, pc.TLS)
+		p.respLn = tls.NewListener(p.respLn, pc.TLS)
 	}
 	raftHost := raftAdvertiseHost(pc.Cluster)
 	pc.Cluster.Advertised = cluster.ClientAddrs{

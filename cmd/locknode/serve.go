@@ -100,6 +100,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	scripts := addScriptFlags(fs)
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
+	tlsFlags := addServerTLSFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -140,6 +141,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve: --gomaxprocs:", err)
 		return 2
 	}
+	tlsSet, err := tlsFlags.build(*id)
+	if err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
+	if tlsSet.mirror != nil {
+		if mirror == nil {
+			fmt.Fprintln(stderr, "serve: --mirror-cacert, --mirror-cert and --mirror-key need --mirror")
+			return 2
+		}
+		mirror.TLS = tlsSet.mirror
+	}
 
 	cfg := cluster.DefaultConfig()
 	if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
@@ -167,9 +180,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	limits.applyPeer(&cfg)
+	cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
+	}
+	if cfg.PeerServerTLS == nil && peerPortExposed(cfg.BindAddr) {
+		log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
+			"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
 	}
 
 	memPlan.apply(log)
@@ -193,6 +211,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		HTTPAdvertise: *httpAdvertise,
 		RESPAdvertise: *respAdvertise,
 		Mirror:        mirror,
+		TLS:           tlsSet.client,
 		Logger:        log,
 		Limits:        limits,
 	})
@@ -203,6 +222,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	stopGCTuner := gcPlan.startTuner()
 	defer stopGCTuner()
+	stopReload := watchSIGHUP(log, tlsSet.reloads)
+	defer stopReload()
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -218,9 +219,18 @@ func (b *respBackend) newClient(addr string) *redis.Client {
 		ReadTimeout: 40 * time.Second,
 		// Off: go-redis would otherwise probe CLIENT MAINT_NOTIFICATIONS.
 		MaxRetries: 0,
+		TLSConfig:  b.clientTLS(),
 	})
 	rdb.AddHook(countHook{&b.count})
 	return rdb
+}
+
+// clientTLS is the TLS configuration of locknode clients with -tls.
+func (b *respBackend) clientTLS() *tls.Config {
+	if b.lnc == nil {
+		return nil
+	}
+	return b.lnc.tls
 }
 
 func (b *respBackend) start(ctx context.Context, dir string) error {
@@ -414,7 +424,11 @@ func (b *lnHTTPBackend) commands() []string { return b.argv }
 // Go client's own default transport (client.NewTransport), wrapped to
 // count requests, with an idle connection per worker and node kept (the
 // default keeps 2, so 64 workers would re-dial).
-func httpClientFor(n *atomic.Int64, workers int) *http.Client {
+// With -tls, client.NewTLSTransport (the same transport for https).
+func httpClientFor(n *atomic.Int64, workers int, tc *tls.Config) *http.Client {
+	if tc != nil {
+		return &http.Client{Transport: countRT{n: n, base: client.NewTLSTransport(2*workers, tc)}}
+	}
 	return &http.Client{Transport: countRT{n: n, base: client.NewTransport(2 * workers)}}
 }
 
@@ -436,7 +450,7 @@ func (b *lnHTTPBackend) start(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	hc := httpClientFor(&b.count, b.s.workers)
+	hc := httpClientFor(&b.count, b.s.workers, c.tls)
 	for _, t := range targets {
 		// Every endpoint is listed (fail-over), starting at the target.
 		cl, err := client.New(client.Config{Endpoints: c.httpURLs(t), HTTPClient: hc})

@@ -31,7 +31,7 @@ func failover(ctx context.Context, s *settings, dir string, runs, workers int, l
 		cmds = append(cmds, shellJoin(c.argv(i)))
 	}
 	var reqs atomic.Int64
-	cl, err := client.New(client.Config{Endpoints: c.httpURLs(0), HTTPClient: httpClientFor(&reqs, workers)})
+	cl, err := client.New(client.Config{Endpoints: c.httpURLs(0), HTTPClient: httpClientFor(&reqs, workers, c.tls)})
 	if err != nil {
 		return nil, cmds, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/tlsutil"
 )
 
 // nodeLogLevel is --log-level of every locknode process (-node-log-level).
@@ -22,9 +25,13 @@ var nodeLogLevel = "warn"
 type lnNode struct {
 	id, raft, http, resp string
 	data                 string
+	cert, key            string // with -tls
 	proc                 *proc
 	logN                 int // restarts, for log file names
 }
+
+// lnTLS runs every locknode cluster with TLS on every port (-tls).
+var lnTLS bool
 
 // lnCluster is a 3-node locknode cluster of separate processes on
 // loopback, with the default (fsync on) configuration.
@@ -33,6 +40,9 @@ type lnCluster struct {
 	dir   string
 	nodes []*lnNode
 	hc    *http.Client
+	// With -tls: the CA's file and a client configuration trusting it.
+	caFile string
+	tls    *tls.Config
 }
 
 func newLNCluster(bin, dir string, n int) (*lnCluster, error) {
@@ -41,6 +51,21 @@ func newLNCluster(bin, dir string, n int) (*lnCluster, error) {
 		return nil, err
 	}
 	c := &lnCluster{bin: bin, dir: dir, hc: &http.Client{Timeout: 10 * time.Second}}
+	var ca *tlsutil.CA
+	if lnTLS {
+		if ca, err = tlsutil.NewCA("lockbench CA", 24*time.Hour); err != nil {
+			return nil, err
+		}
+		if c.caFile, err = ca.WriteCert(dir, "ca"); err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		pool.AddCert(ca.Cert)
+		c.tls = &tls.Config{RootCAs: pool, MinVersion: tlsutil.MinVersion}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = c.tls
+		c.hc.Transport = tr
+	}
 	for i := 0; i < n; i++ {
 		nd := &lnNode{
 			id:   fmt.Sprintf("n%d", i+1),
@@ -51,6 +76,15 @@ func newLNCluster(bin, dir string, n int) (*lnCluster, error) {
 		nd.data = filepath.Join(dir, nd.id)
 		if err := os.MkdirAll(nd.data, 0o755); err != nil {
 			return nil, err
+		}
+		if ca != nil {
+			is, err := ca.Issue(nd.id, []string{"127.0.0.1"}, 24*time.Hour)
+			if err != nil {
+				return nil, err
+			}
+			if nd.cert, nd.key, err = is.WriteFiles(dir, nd.id); err != nil {
+				return nil, err
+			}
 		}
 		c.nodes = append(c.nodes, nd)
 	}
@@ -68,8 +102,21 @@ func (c *lnCluster) peers() string {
 // argv is the exact command line of node i (recorded in the results).
 func (c *lnCluster) argv(i int) []string {
 	n := c.nodes[i]
-	return []string{c.bin, "serve", "--id", n.id, "--data", n.data, "--raft-addr", n.raft,
+	argv := []string{c.bin, "serve", "--id", n.id, "--data", n.data, "--raft-addr", n.raft,
 		"--http-addr", n.http, "--resp-addr", n.resp, "--bootstrap", "--peers", c.peers(), "--log-level", nodeLogLevel}
+	if c.tls != nil {
+		argv = append(argv, "--tls-cert", n.cert, "--tls-key", n.key,
+			"--peer-tls-cert", n.cert, "--peer-tls-key", n.key, "--peer-tls-ca", c.caFile)
+	}
+	return argv
+}
+
+// scheme is the HTTP API's URL scheme.
+func (c *lnCluster) scheme() string {
+	if c.tls != nil {
+		return "https://"
+	}
+	return "http://"
 }
 
 // startNode starts node i and waits until it prints its address line.
@@ -124,7 +171,7 @@ func (c *lnCluster) start(ctx context.Context) error {
 
 func (c *lnCluster) status(ctx context.Context, i int) (api.Status, error) {
 	var st api.Status
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.nodes[i].http+"/v1/status", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.scheme()+c.nodes[i].http+"/v1/status", nil)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return st, err
@@ -220,7 +267,7 @@ func (c *lnCluster) stop() {
 func (c *lnCluster) httpURLs(first int) []string {
 	var out []string
 	for k := range c.nodes {
-		out = append(out, "http://"+c.nodes[(first+k)%len(c.nodes)].http)
+		out = append(out, c.scheme()+c.nodes[(first+k)%len(c.nodes)].http)
 	}
 	return out
 }

@@ -102,6 +102,7 @@ func run() int {
 	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
 	flag.DurationVar(&o.soak, "soak", 0, "run only the soak workload for this long (mixed load on 3 nodes, RSS and apply pauses sampled; make soak)")
 	flag.DurationVar(&o.soakEvery, "soak-every", 10*time.Second, "sampling interval of the soak workload")
+	flag.BoolVar(&lnTLS, "tls", false, "run the locknode clusters with TLS on every port (HTTP and RESP, mutual TLS between nodes; a throwaway CA)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (server data and logs) and print its path")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -164,6 +165,10 @@ func run() int {
 		if s = strings.TrimSpace(s); s != "" {
 			skip[s] = true
 		}
+	}
+	if lnTLS && !skip["scale"] && o.scaleLocks > 0 {
+		fmt.Fprintln(os.Stderr, "lockbench: -tls does not cover the scale workload; add -skip scale or -scale-locks 0")
+		return 2
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
