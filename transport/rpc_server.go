@@ -51,7 +51,11 @@ type serverConn struct {
 // fails; every request is handled in its own goroutine.
 func (t *Transport) serveRPC(raw, conn net.Conn) {
 	ctx, cancel := context.WithCancel(t.ctx)
-	if tc, ok := conn.(*tls.Conn); ok {
+	inner := conn
+	if hc, ok := conn.(*handshakeConn); ok {
+		inner = hc.Conn
+	}
+	if tc, ok := inner.(*tls.Conn); ok {
 		p := peerInfo{}
 		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
 			p.cert = certs[0]
