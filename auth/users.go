@@ -368,3 +368,11 @@ func (u *User) addHash(sum [sha256.Size]byte) {
 	}
 	u.hashes = append(u.hashes, sum)
 }
+
+// RequirePass returns users holding one user, "default", with password
+// and every permission: Redis' requirepass.
+func RequirePass(password string) *Users {
+	u := &User{Name: DefaultUser, Enabled: true, Categories: All, allKeys: true, keys: []string{"*"}}
+	u.addHash(sha256.Sum256([]byte(password)))
+	return &Users{byName: map[string]*User{DefaultUser: u}, names: []string{DefaultUser}}
+}

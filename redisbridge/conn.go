@@ -3,6 +3,7 @@ package redisbridge
 import (
 	"context"
 	"errors"
+	"github.com/locknode/locknode/auth"
 	"io"
 	"net"
 	"strings"
@@ -30,6 +31,7 @@ type conn struct {
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
 	authed    bool
+	user      string // the authenticated user's name (ACL WHOAMI); looked up again per command
 	name      string
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
@@ -60,15 +62,15 @@ type conn struct {
 
 func (s *Server) newConn(nc net.Conn) *conn {
 	c := &conn{
-		s:      s,
-		nc:     nc,
-		id:     s.nextID.Add(1),
-		rd:     nil, // below: reads through c.flushingRead
-		w:      resp.NewWriter(nc, 0),
-		authed: s.cfg.Password == "",
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		s:    s,
+		nc:   nc,
+		id:   s.nextID.Add(1),
+		rd:   nil, // below: reads through c.flushingRead
+		w:    resp.NewWriter(nc, 0),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
+	c.authed, c.user = s.anonymous()
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	c.pipeCond.L = &c.pipeMu
 	return c
@@ -218,8 +220,18 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
 		c.w.WriteError(msgNoAuth)
 		return
+	}
+	if c.s.users != nil && c.authed {
+		if msg := c.permission(cmd, name, args); msg != "" {
+			// Refused while queueing: EXEC then fails (EXECABORT), as Redis.
+			c.tx.abort()
+			c.s.cfg.Audit.Failure("resp", auth.ReasonPermission)
+			c.w.WriteError(msg)
+			return
+		}
 	}
 	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
 		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")

@@ -1,0 +1,221 @@
+package redisbridge
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Permissions. With Config.Users set, each command is checked once, in
+// dispatch, against what its command-table entry says it needs: a
+// category and the keys and channels it names (Redis' order: command,
+// then keys, then channels; Redis' NOPERM texts). Connection commands
+// (PING, AUTH, HELLO, CLIENT, ...) need no category.
+
+// access is what one command needs.
+type access struct {
+	cat      auth.Category // 0: any authenticated user
+	name     string        // for NOPERM's text when not the command's ("script|flush")
+	keys     [][]byte
+	chans    [][]byte
+	patterns bool // chans are PSUBSCRIBE patterns
+}
+
+// accessFn tells what a command with these arguments (arity checked)
+// needs.
+type accessFn func(args [][]byte) access
+
+const (
+	msgNoPermKeys  = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	msgNoPermChans = "NOPERM this user has no permissions to access one of the channels used as arguments"
+)
+
+func msgNoPermCmd(name string) string {
+	return "NOPERM this user has no permissions to run the '" + name + "' command"
+}
+
+// Access functions of the command table.
+
+// connAccess: connection commands, any authenticated user.
+func connAccess([][]byte) access { return access{} }
+
+// need returns an accessFn needing cat and no keys.
+func need(cat auth.Category) accessFn { return func([][]byte) access { return access{cat: cat} } }
+
+// firstKey: the key is args[1].
+func firstKey(cat auth.Category) accessFn {
+	return func(args [][]byte) access { return access{cat: cat, keys: args[1:2]} }
+}
+
+// restKeys: every argument after the name is a key (WATCH).
+func restKeys(cat auth.Category) accessFn {
+	return func(args [][]byte) access { return access{cat: cat, keys: args[1:]} }
+}
+
+// channels: every argument after the name is a channel (or pattern).
+func channels(cat auth.Category, patterns bool) accessFn {
+	return func(args [][]byte) access { return access{cat: cat, chans: args[1:], patterns: patterns} }
+}
+
+// publishAccess: PUBLISH channel message.
+func publishAccess(args [][]byte) access {
+	return access{cat: auth.Write, chans: args[1:2]}
+}
+
+// lockReleaseAccess: LOCK.RELEASE of one's own hold is write; FORCE
+// (anybody's hold) is admin.
+func lockReleaseAccess(args [][]byte) access {
+	a := access{cat: auth.Write, keys: args[1:2]}
+	for _, o := range args[3:] {
+		if strings.EqualFold(string(o), "force") {
+			a.cat = auth.Admin
+		}
+	}
+	return a
+}
+
+// scriptKeys: EVAL/EVALSHA script numkeys key... arg...: every key in
+// KEYS must be the user's (Redis ACL semantics). A bad numkeys names no
+// keys; the handler refuses it.
+func scriptKeys(cat auth.Category) accessFn {
+	return func(args [][]byte) access {
+		a := access{cat: cat}
+		n, err := strconv.ParseInt(string(args[2]), 10, 64)
+		if err == nil && n >= 0 && n <= int64(len(args)-3) {
+			a.keys = args[3 : 3+n]
+		}
+		return a
+	}
+}
+
+// scriptAccess: SCRIPT LOAD is write, EXISTS read, FLUSH and KILL admin.
+func scriptAccess(args [][]byte) access {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "load":
+		return access{cat: auth.Write, name: "script|load"}
+	case "exists":
+		return access{cat: auth.Read, name: "script|exists"}
+	case "flush", "kill":
+		return access{cat: auth.Admin, name: "script|" + sub}
+	}
+	return access{} // HELP and unknown subcommands: the handler answers
+}
+
+// dataAccess: a Redis command of the FSM. Read-only ones need read, the
+// others write; keys by Redis' key positions.
+func dataAccess(args [][]byte) access {
+	a := access{cat: auth.Write}
+	if fsm.IsReadOnly(args[0]) {
+		a.cat = auth.Read
+	}
+	a.keys = dataKeys(args)
+	return a
+}
+
+// dataKeys returns the keys a data command names, by Redis' key
+// specifications (first key, last key, step). Every FSM command not
+// listed takes exactly one key, args[1]; TestDataKeysCoverFSM checks the
+// FSM's whole table against this.
+func dataKeys(args [][]byte) [][]byte {
+	switch strings.ToLower(string(args[0])) {
+	case "time", "ping":
+		return nil
+	case "del", "unlink", "exists", "mget":
+		return args[1:]
+	case "mset", "msetnx":
+		keys := make([][]byte, 0, len(args)/2)
+		for i := 1; i < len(args); i += 2 {
+			keys = append(keys, args[i])
+		}
+		return keys
+	}
+	return args[1:2]
+}
+
+// permission returns the error text that refuses args for the
+// connection's user, or "". Call only with Config.Users set.
+func (c *conn) permission(cmd *command, name string, args [][]byte) string {
+	u := c.s.users.Users().Lookup(c.user)
+	if u == nil || !u.Enabled {
+		// Removed or disabled by a reload: the connection must
+		// authenticate again.
+		c.authed = false
+		return msgNoAuth
+	}
+	acc := cmd.acl
+	if acc == nil {
+		acc = dataAccess
+	}
+	a := acc(args)
+	if a.cat == 0 {
+		return ""
+	}
+	if !u.Can(a.cat) {
+		if a.name != "" {
+			name = a.name
+		}
+		return msgNoPermCmd(name)
+	}
+	for _, k := range a.keys {
+		if !u.Key(string(k)) {
+			return msgNoPermKeys
+		}
+	}
+	for _, ch := range a.chans {
+		ok := u.Channel(string(ch))
+		if a.patterns {
+			ok = u.ChannelPattern(string(ch))
+		}
+		if !ok {
+			return msgNoPermChans
+		}
+	}
+	return ""
+}
+
+// cmdACL: ACL WHOAMI.
+func cmdACL(c *conn, args [][]byte) {
+	if strings.ToLower(string(args[1])) != "whoami" {
+		c.w.WriteError(unknownSubcommand(args[1], "acl"))
+		return
+	}
+	if len(args) != 2 {
+		c.w.WriteError(errArity("acl|whoami"))
+		return
+	}
+	c.w.WriteBulkString(c.user)
+}
+
+// anonymous is a fresh (or RESET) connection's state: authenticated as
+// "default" when there are no users, or when "default" is "on nopass".
+func (s *Server) anonymous() (authed bool, user string) {
+	if s.users == nil {
+		return true, auth.DefaultUser
+	}
+	if u := s.users.Users().Anonymous(); u != nil {
+		return true, u.Name
+	}
+	return false, ""
+}
+
+// login authenticates the connection as user; on failure the connection
+// keeps its previous user and the caller replies WRONGPASS. Without
+// users, "default" with any password succeeds (Redis' nopass default).
+func (c *conn) login(user, pass []byte) bool {
+	if c.s.users == nil {
+		return string(user) == auth.DefaultUser
+	}
+	u, err := c.s.users.Users().Authenticate(string(user), string(pass))
+	if err != nil {
+		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
+		// The name, never the password: a client that sends its password
+		// as the user name is a common mistake, so debug level only.
+		c.s.cfg.Logger.Debug("resp authentication failed", "remote", c.nc.RemoteAddr().String())
+		return false
+	}
+	c.authed, c.user = true, u.Name
+	return true
+}
