@@ -33,6 +33,8 @@ var errorTable = []errorMapping{
 	{api.ErrSessionExpired, http.StatusGone, api.CodeSessionExpired},
 	{api.ErrBadRequest, http.StatusBadRequest, api.CodeBadRequest},
 	{api.ErrLimit, http.StatusBadRequest, api.CodeLimit},
+	{api.ErrUnauthorized, http.StatusUnauthorized, api.CodeUnauthorized},
+	{api.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
 	// A request whose context ended: the client went away (or its own
 	// deadline passed). Nobody may read the answer, but it must be honest.
 	{context.Canceled, http.StatusRequestTimeout, api.CodeCancelled},
