@@ -39,6 +39,11 @@ type Config struct {
 	// between this machine's clock and the cluster leader's. Default
 	// (zero): max(10ms, TTL/10) for each lease.
 	DriftMargin time.Duration
+	// Username and Password, when either is set, are sent as HTTP Basic
+	// credentials with every request, for a node started with --users.
+	// Use https endpoints: Basic credentials travel in clear otherwise.
+	Username string
+	Password string
 }
 
 // RetryPolicy is exponential back-off with full jitter: before retry

@@ -175,6 +175,9 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	if rd != nil {
 		req.Header["Content-Type"] = jsonContentType
 	}
+	if c.authz != nil {
+		req.Header["Authorization"] = c.authz
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return err
