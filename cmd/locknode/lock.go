@@ -37,6 +37,8 @@ func init() {
 type clientFlags struct {
 	endpoints *string
 	logLevel  *string
+	user      *string
+	password  *string
 }
 
 func addClientFlags(fs *flag.FlagSet) clientFlags {
@@ -44,6 +46,9 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 		endpoints: fs.String("endpoints", envDefault("LOCKNODE_ENDPOINTS", "http://127.0.0.1:8080"),
 			"HTTP addresses of cluster nodes, comma separated (env LOCKNODE_ENDPOINTS)"),
 		logLevel: fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "warn"), "log level (trace, debug, info, warn, error, off)"),
+		user:     fs.String("user", envDefault("LOCKNODE_USER", ""), "user name, for nodes started with --users (env LOCKNODE_USER)"),
+		password: fs.String("password", envDefault("LOCKNODE_PASSWORD", ""),
+			"password of --user (prefer env LOCKNODE_PASSWORD: other users of the machine can read a flag)"),
 	}
 }
 
@@ -63,7 +68,7 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 		}
 		eps = append(eps, e)
 	}
-	return client.New(client.Config{Endpoints: eps, Logger: log})
+	return client.New(client.Config{Endpoints: eps, Logger: log, Username: *f.user, Password: *f.password})
 }
 
 // splitName takes the lock NAME whether it comes before or after the

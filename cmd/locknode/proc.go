@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
@@ -31,6 +32,11 @@ type procConfig struct {
 	// node runs a mirror; only the leader's writes).
 	Mirror *redisbridge.MirrorConfig
 	Logger hclog.Logger
+	// Users, when set, authenticates every HTTP and RESP request.
+	Users *auth.Store
+	// Audit logs and counts forced releases, membership changes and
+	// refused requests (nil: not audited).
+	Audit *auth.Audit
 }
 
 // proc is one running node with its HTTP and RESP servers and mirror.
@@ -76,6 +82,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		return nil, err
 	}
 	adv := pc.Cluster.Advertised
+	for _, c := range pc.Audit.Collectors() {
+		if err := p.node.Metrics().Register(c); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("audit metrics: %w", err)
+		}
+	}
 
 	if pc.Mirror != nil {
 		mc := *pc.Mirror
@@ -106,6 +118,8 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 
 	h := httpapi.New(p.node, httpapi.Config{
 		Logger:  pc.Logger.Named("http"),
+		Users:   pc.Users,
+		Audit:   pc.Audit,
 		Metrics: promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{}),
 		Extra: func(s *api.Status) {
 			s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
@@ -130,6 +144,8 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		NodeID: pc.Cluster.ID,
 		Logger: pc.Logger.Named("resp"),
 		Peers:  p.respPeers,
+		Users:  pc.Users,
+		Audit:  pc.Audit,
 	}
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText

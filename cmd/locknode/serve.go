@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/locknode/locknode/auth"
 	"io"
 	"os"
 	"strconv"
@@ -95,6 +96,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
+	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -145,6 +147,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 
+	audit := auth.NewAudit(log.Named("audit"))
+	var users *auth.Store
+	if *usersFile != "" {
+		if users, err = auth.NewStore(*usersFile, audit); err != nil {
+			fmt.Fprintln(stderr, "serve: --users:", err)
+			return 2
+		}
+	}
+
 	memPlan.apply(log)
 	gcPlan.apply(log)
 	procsPlan.apply(log)
@@ -167,6 +178,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		RESPAdvertise: *respAdvertise,
 		Mirror:        mirror,
 		Logger:        log,
+		Users:         users,
+		Audit:         audit,
 	})
 	cancel()
 	if err != nil {
@@ -175,6 +188,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	stopGCTuner := gcPlan.startTuner()
 	defer stopGCTuner()
+	var reloaders []reloader
+	if users != nil {
+		reloaders = append(reloaders, reloader{"users", users.Reload})
+	} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
+		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
+			"http", p.HTTPAddr(), "resp", p.RESPAddr())
+	}
+	reloadOnSIGHUP(ctx, log, reloaders)
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")
