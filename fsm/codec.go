@@ -40,7 +40,8 @@ const (
 	fScript
 	fMulti
 	fWatch
-	fAll = fWatch<<1 - 1
+	fNoForce
+	fAll = fNoForce<<1 - 1
 )
 
 // maxDecodeLen bounds any single length in an encoded command, so garbage
@@ -80,6 +81,7 @@ func (c *Command) AppendBinary(b []byte) []byte {
 	set(fScript, len(c.Script) > 0)
 	set(fMulti, len(c.Multi) > 0)
 	set(fWatch, len(c.Watch) > 0)
+	set(fNoForce, c.NoForce)
 
 	b = append(b, cmdVersion, byte(c.Op))
 	b = binary.AppendUvarint(b, mask)
@@ -281,6 +283,7 @@ func DecodeCommand(b []byte) (*Command, error) {
 	}
 	c.Reentrant = mask&fReentrant != 0
 	c.Force = mask&fForce != 0
+	c.NoForce = mask&fNoForce != 0
 	if mask&fSession != 0 {
 		c.Session = d.str()
 	}

@@ -119,6 +119,12 @@ type Command struct {
 	Script []byte     // OpEval, OpScriptLoad
 	Multi  [][][]byte // OpExec
 	Watch  []WatchKey // OpExec
+
+	// NoForce marks a Redis command (OpRedis, OpEval, OpExec) of a
+	// client without the admin permission: a command that would end or
+	// change a live lock without its owner's token (DEL, SET over it,
+	// PEXPIRE, ...) is refused (redis_noforce.go).
+	NoForce bool
 }
 
 // WatchKey is a WATCHed key and the version the client saw when it watched

@@ -197,6 +197,9 @@ func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
 				return reply.NewError(errValTooLong)
 			}
 		}
+		if ctx.noForce && t.forcesLock(ctx, c.name, args) {
+			return reply.NewError(errNoForce)
+		}
 	}
 	return c.fn(t, ctx, args)
 }

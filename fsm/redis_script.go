@@ -136,7 +136,10 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte) reply.Re
 		return reply.NewError(compileErrText(err))
 	}
 	t.cacheScript(sha, script)
-	return t.runLua(ctx, sha, proto, keys, args)
+	ctx.proof = args // redis_noforce.go: the caller's tokens
+	r := t.runLua(ctx, sha, proto, keys, args)
+	ctx.proof = nil
+	return r
 }
 
 func (t *Table) cacheScript(sha string, script []byte) {

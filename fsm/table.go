@@ -390,6 +390,10 @@ type applyCtx struct {
 	// is complete, so a Redis command that deletes and re-creates a key in
 	// one step never hands it to a waiter in between.
 	freed []string
+	// noForce: the command's Command.NoForce. proof: the running
+	// script's ARGV, whose tokens prove ownership (redis_noforce.go).
+	noForce bool
+	proof   [][]byte
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -507,7 +511,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 		t.now = cmd.Time
 	}
 	ctx := &t.actx
-	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0]}
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], noForce: cmd.NoForce}
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {

@@ -219,3 +219,15 @@ func (c *conn) login(user, pass []byte) bool {
 	c.authed, c.user = true, u.Name
 	return true
 }
+
+// noForce reports whether the connection's commands must not end or
+// change a lock without its owner's token (fsm.Command.NoForce): users
+// are configured and this user lacks admin. The FSM decides, when it
+// applies the entry, whether a command would do so: the bridge never
+// reads before it writes.
+func (c *conn) noForce() bool {
+	if c.s.users == nil {
+		return false
+	}
+	return !c.s.users.Users().Lookup(c.user).Can(auth.Admin)
+}

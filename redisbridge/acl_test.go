@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locknode/locknode/auth"
@@ -431,5 +435,84 @@ func TestAuthTextsMatchRedis(t *testing.T) {
 		if fmt.Sprint(want) != fmt.Sprint(got) {
 			t.Errorf("%q: redis %v, bridge %v", st, want, got)
 		}
+	}
+}
+
+// TestLockLibrariesAsWriteUser: redsync and bsm/redislock work for a user
+// with +@read +@write (no admin) in its namespace: their compare-and-
+// delete and extend scripts prove ownership by token. A plain DEL, SET or
+// PEXPIRE of a live lock by that user is refused (the FSM decides, with
+// fsm.Command.NoForce); an admin's DEL forces the release.
+func TestLockLibrariesAsWriteUser(t *testing.T) {
+	s, _ := usersServer(t, testUsers+"user rw on >rwp ~app:* +@read +@write\n")
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		var pools []rsredis.Pool
+		for i := 0; i < 3; i++ {
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "rw", Password: "rwp", Protocol: proto})
+			t.Cleanup(func() { c.Close() })
+			pools = append(pools, rsgoredis.NewPool(c))
+		}
+		rs := redsync.New(pools...)
+		m := rs.NewMutex("app:redsync", redsync.WithExpiry(5*time.Second), redsync.WithTries(1))
+		if err := m.LockContext(ctx); err != nil {
+			t.Fatalf("RESP%d redsync lock: %v", proto, err)
+		}
+		if ok, err := m.ExtendContext(ctx); !ok || err != nil {
+			t.Fatalf("RESP%d redsync extend: %v %v", proto, ok, err)
+		}
+		if ok, err := m.UnlockContext(ctx); !ok || err != nil {
+			t.Fatalf("RESP%d redsync unlock: %v %v", proto, ok, err)
+		}
+		if err := rs.NewMutex("other:redsync", redsync.WithTries(1)).LockContext(ctx); err == nil {
+			t.Fatalf("RESP%d redsync outside the namespace locked", proto)
+		}
+	}
+
+	rw := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "rw", Password: "rwp"})
+	t.Cleanup(func() { rw.Close() })
+	locker := redislock.New(rw)
+	l, err := locker.Obtain(ctx, "app:bsm", 2*time.Second, nil)
+	if err != nil {
+		t.Fatalf("redislock obtain: %v", err)
+	}
+	if err := l.Refresh(ctx, 5*time.Second, nil); err != nil {
+		t.Fatalf("redislock refresh: %v", err)
+	}
+	if ttl, err := l.TTL(ctx); err != nil || ttl <= 2*time.Second {
+		t.Fatalf("redislock ttl %v %v", ttl, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("redislock release: %v", err)
+	}
+
+	// Forcing needs admin.
+	if ok, err := rw.SetNX(ctx, "app:held", "tok", time.Minute).Result(); !ok || err != nil {
+		t.Fatalf("SET NX: %v %v", ok, err)
+	}
+	for _, cmd := range [][]any{{"DEL", "app:held"}, {"SET", "app:held", "mine"}, {"PEXPIRE", "app:held", "1"}} {
+		if err := rw.Do(ctx, cmd...).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+			t.Fatalf("%v by a write user: %v", cmd, err)
+		}
+	}
+	if v, err := rw.Get(ctx, "app:held").Result(); v != "tok" {
+		t.Fatalf("after refused forcing: %q %v", v, err)
+	}
+	all := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "all", Password: "allp"})
+	t.Cleanup(func() { all.Close() })
+	if n, err := all.Del(ctx, "app:held").Result(); n != 1 || err != nil {
+		t.Fatalf("admin DEL: %v %v", n, err)
+	}
+}
+
+// TestRedisPyUsers: redis-py with username and password (Lock, ACL
+// WHOAMI, NoPermissionError, AuthenticationError).
+func TestRedisPyUsers(t *testing.T) {
+	py := pythonWithRedis(t)
+	s, _ := usersServer(t, testUsers+"user rw on >rwp ~app:* +@read +@write\n")
+	host, port, _ := net.SplitHostPort(s.Addr())
+	out, err := exec.Command(py, "testdata/redispy_users.py", host, port).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "ok" {
+		t.Fatalf("redis-py: %v\n%s", err, out)
 	}
 }

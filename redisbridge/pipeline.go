@@ -69,6 +69,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 		c.pipeCond.Wait()
 	}
 	c.pipeMu.Unlock()
+	cmd.NoForce = c.noForce()
 	ctx, cancel := c.ctx()
 	f := ab.ApplyAsync(ctx, cmd)
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
