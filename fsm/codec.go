@@ -41,7 +41,8 @@ const (
 	fMulti
 	fWatch
 	fNoForce
-	fAll = fNoForce<<1 - 1
+	fKeysOnly
+	fAll = fKeysOnly<<1 - 1
 )
 
 // maxDecodeLen bounds any single length in an encoded command, so garbage
@@ -82,6 +83,7 @@ func (c *Command) AppendBinary(b []byte) []byte {
 	set(fMulti, len(c.Multi) > 0)
 	set(fWatch, len(c.Watch) > 0)
 	set(fNoForce, c.NoForce)
+	set(fKeysOnly, c.KeysOnly)
 
 	b = append(b, cmdVersion, byte(c.Op))
 	b = binary.AppendUvarint(b, mask)
@@ -284,6 +286,7 @@ func DecodeCommand(b []byte) (*Command, error) {
 	c.Reentrant = mask&fReentrant != 0
 	c.Force = mask&fForce != 0
 	c.NoForce = mask&fNoForce != 0
+	c.KeysOnly = mask&fKeysOnly != 0
 	if mask&fSession != 0 {
 		c.Session = d.str()
 	}

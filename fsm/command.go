@@ -125,6 +125,10 @@ type Command struct {
 	// change a live lock without its owner's token (DEL, SET over it,
 	// PEXPIRE, ...) is refused (redis_noforce.go).
 	NoForce bool
+	// KeysOnly marks a Redis command of a client limited to key
+	// patterns: a script it runs (OpEval, or EVAL inside OpExec) may touch
+	// only the keys it declares in KEYS, which the front end checked.
+	KeysOnly bool
 }
 
 // WatchKey is a WATCHed key and the version the client saw when it watched

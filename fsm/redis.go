@@ -201,6 +201,9 @@ func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
 			return reply.NewError(errNoForce)
 		}
 	}
+	if ctx.keysOnly && ctx.inScript && !declaredKeys(ctx, args) {
+		return reply.NewError(errUndeclaredKey)
+	}
 	return c.fn(t, ctx, args)
 }
 

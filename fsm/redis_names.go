@@ -1,6 +1,9 @@
 package fsm
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // RedisCommands lists the Redis commands the FSM implements, in lower
 // case and sorted, so front ends can check a table of their own (the RESP
@@ -12,4 +15,27 @@ func RedisCommands() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// CommandKeys returns the arguments of the Redis command args that are
+// keys, by Redis' key specifications (first key, last key, step). Every
+// command not listed takes exactly one key, args[1]. args must have the
+// command's arity.
+func CommandKeys(args [][]byte) [][]byte {
+	switch strings.ToLower(string(args[0])) {
+	case "time", "ping", "publish":
+		return nil
+	case "del", "unlink", "exists", "mget":
+		return args[1:]
+	case "mset", "msetnx":
+		keys := make([][]byte, 0, len(args)/2)
+		for i := 1; i < len(args); i += 2 {
+			keys = append(keys, args[i])
+		}
+		return keys
+	}
+	if len(args) < 2 {
+		return nil
+	}
+	return args[1:2]
 }

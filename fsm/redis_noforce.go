@@ -8,6 +8,29 @@ import "strings"
 // treat as a permission error.
 const errNoForce = "NOPERM this user has no permissions to end or change a lock held by another owner (needs +@admin)"
 
+// errUndeclaredKey refuses, in a script of a client limited to key
+// patterns (Command.KeysOnly), a call on a key the script did not
+// declare in KEYS: Redis' text for a key outside the user's patterns.
+const errUndeclaredKey = "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments"
+
+// declaredKeys reports whether every key the command args names is one
+// of the running script's KEYS.
+func declaredKeys(ctx *applyCtx, args [][]byte) bool {
+	for _, k := range CommandKeys(args) {
+		found := false
+		for _, d := range ctx.scriptKeys {
+			if string(d) == string(k) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // forcesLock reports whether the write command name (arity checked)
 // would end or change a live lock without the owner's token: DEL,
 // UNLINK, DELEX without IFEQ, SET/MSET over it without NX or IFEQ, and

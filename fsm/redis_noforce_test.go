@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -94,5 +95,38 @@ func TestNoForceEncoding(t *testing.T) {
 	b2, _ := c.MarshalBinary()
 	if d, err := DecodeCommand(b2); err != nil || d.NoForce {
 		t.Fatalf("round trip without NoForce: %+v %v", d, err)
+	}
+}
+
+// TestKeysOnly: with Command.KeysOnly a script touches only its KEYS;
+// without it, any key (as before).
+func TestKeysOnly(t *testing.T) {
+	r := newRT(t)
+	r.do("SET", "a", "1")
+	r.do("SET", "b", "2")
+	run := func(script string, keysOnly bool, keys ...string) string {
+		return fmtReply(r.apply(&Command{Op: OpEval, Script: []byte(script), KeysB: bargs(keys...), KeysOnly: keysOnly}).Reply)
+	}
+	cases := []struct {
+		script   string
+		keysOnly bool
+		keys     []string
+		want     string // prefix
+	}{
+		{`return redis.call('get', 'b')`, true, []string{"a"}, "-" + errUndeclaredKey},
+		{`return redis.call('mget', KEYS[1], 'b')`, true, []string{"a"}, "-" + errUndeclaredKey},
+		{`return redis.call('get', KEYS[1])`, true, []string{"a"}, `"1"`},
+		{`return redis.call('time')[1] ~= nil`, true, nil, ":1"},
+		{`return redis.call('get', 'b')`, false, []string{"a"}, `"2"`},
+	}
+	for _, c := range cases {
+		if got := run(c.script, c.keysOnly, c.keys...); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s (keysOnly %v): %s, want %s...", c.script, c.keysOnly, got, c.want)
+		}
+	}
+	// In MULTI too.
+	got := fmtReply(r.apply(&Command{Op: OpExec, KeysOnly: true, Multi: [][][]byte{bargs("EVAL", "return redis.call('get', 'b')", "0")}}).Reply)
+	if !strings.Contains(got, errUndeclaredKey) {
+		t.Fatalf("EXEC: %s", got)
 	}
 }

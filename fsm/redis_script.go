@@ -136,9 +136,10 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte) reply.Re
 		return reply.NewError(compileErrText(err))
 	}
 	t.cacheScript(sha, script)
-	ctx.proof = args // redis_noforce.go: the caller's tokens
+	// redis_noforce.go: the caller's tokens and declared keys.
+	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
 	r := t.runLua(ctx, sha, proto, keys, args)
-	ctx.proof = nil
+	ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
 	return r
 }
 

@@ -394,6 +394,11 @@ type applyCtx struct {
 	// script's ARGV, whose tokens prove ownership (redis_noforce.go).
 	noForce bool
 	proof   [][]byte
+	// keysOnly: Command.KeysOnly; inScript and scriptKeys: a script runs,
+	// with these KEYS.
+	keysOnly   bool
+	inScript   bool
+	scriptKeys [][]byte
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -511,7 +516,7 @@ func (t *Table) Apply(index uint64, cmd *Command) Result {
 		t.now = cmd.Time
 	}
 	ctx := &t.actx
-	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], noForce: cmd.NoForce}
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {

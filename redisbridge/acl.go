@@ -115,25 +115,9 @@ func dataAccess(args [][]byte) access {
 	return a
 }
 
-// dataKeys returns the keys a data command names, by Redis' key
-// specifications (first key, last key, step). Every FSM command not
-// listed takes exactly one key, args[1]; TestDataKeysCoverFSM checks the
-// FSM's whole table against this.
-func dataKeys(args [][]byte) [][]byte {
-	switch strings.ToLower(string(args[0])) {
-	case "time", "ping":
-		return nil
-	case "del", "unlink", "exists", "mget":
-		return args[1:]
-	case "mset", "msetnx":
-		keys := make([][]byte, 0, len(args)/2)
-		for i := 1; i < len(args); i += 2 {
-			keys = append(keys, args[i])
-		}
-		return keys
-	}
-	return args[1:2]
-}
+// dataKeys returns the keys a data command names (fsm.CommandKeys:
+// the FSM's table is the one place that says).
+func dataKeys(args [][]byte) [][]byte { return fsm.CommandKeys(args) }
 
 // permission returns the error text that refuses args for the
 // connection's user, or "". Call only with Config.Users set.
@@ -230,4 +214,15 @@ func (c *conn) noForce() bool {
 		return false
 	}
 	return !c.s.users.Users().Lookup(c.user).Can(auth.Admin)
+}
+
+// keysOnly reports whether the connection's scripts may touch only the
+// keys they declare (fsm.Command.KeysOnly): the user is limited to key
+// patterns, and the bridge checked the declared keys against them.
+func (c *conn) keysOnly() bool {
+	if c.s.users == nil {
+		return false
+	}
+	u := c.s.users.Users().Lookup(c.user)
+	return u == nil || !u.AllKeys()
 }

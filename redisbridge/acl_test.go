@@ -222,7 +222,7 @@ func TestDataKeysCoverFSM(t *testing.T) {
 		args := toBytes([]string{name, "k1", "v1", "k2", "v2"})
 		keys := dataKeys(args)
 		switch name {
-		case "time", "ping":
+		case "time", "ping", "publish":
 			if len(keys) != 0 {
 				t.Errorf("%s: keys %q", name, keys)
 			}
@@ -283,6 +283,13 @@ func TestAuthUsers(t *testing.T) {
 	exact([]string{"AUTH", "w", "wp"}, "OK")
 	exact([]string{"ACL", "WHOAMI"}, "w")
 	exact([]string{"EVAL", "return 1", "1", "other"}, msgNoPermKeys)
+	// A script may touch only the keys it declares (they were checked).
+	if v := c.do("EVAL", "return redis.call('get', 'other')", "0"); !strings.HasPrefix(v.Str, "ERR The user executing the script can't access at least one of the keys") {
+		t.Fatalf("undeclared key: %v", v)
+	}
+	if v := c.do("EVAL", "return redis.call('set', KEYS[1], 'v')", "1", "app:s"); v.Str != "OK" {
+		t.Fatalf("declared key: %v", v)
+	}
 	// A MULTI with a refused command fails as a whole.
 	exact([]string{"MULTI"}, "OK")
 	exact([]string{"SET", "app:k", "v"}, "QUEUED")

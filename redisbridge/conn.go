@@ -280,7 +280,7 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // apply proposes cmd and returns the FSM's outcome; on failure it has
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
-	cmd.NoForce = c.noForce()
+	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
 	r, err := c.s.b.Apply(ctx, cmd)

@@ -69,7 +69,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 		c.pipeCond.Wait()
 	}
 	c.pipeMu.Unlock()
-	cmd.NoForce = c.noForce()
+	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	f := ab.ApplyAsync(ctx, cmd)
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
