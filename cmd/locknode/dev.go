@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/transport"
 )
@@ -47,6 +48,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
+	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax) every node checks requests against; re-read on SIGHUP (default: open)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -71,6 +73,15 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
 	if !ok {
 		return 2
+	}
+	audit := auth.NewAudit(log.Named("audit"))
+	var users *auth.Store
+	if *usersFile != "" {
+		if users, err = auth.NewStore(*usersFile, audit); err != nil {
+			fmt.Fprintln(stderr, "dev: --users:", err)
+			return 2
+		}
+		reloadOnSIGHUP(ctx, log, []reloader{{"users", users.Reload}})
 	}
 	memPlan.apply(log)
 	gcPlan.apply(log)
@@ -171,6 +182,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			RESPAddr: port(*respBase, i),
 			Logger:   cfg.Logger,
 			Mirror:   mirror,
+			Users:    users,
+			Audit:    audit,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)

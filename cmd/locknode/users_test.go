@@ -162,3 +162,23 @@ func TestBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestDevUsers: `locknode dev --users` checks requests on every node.
+func TestDevUsers(t *testing.T) {
+	usersPath := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(usersPath, []byte(cmdTestUsers), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lines, _ := startDev(t, "--nodes", "2", "--users", usersPath)
+	for _, m := range lines {
+		resp, err := http.Get("http://" + m[2] + "/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s without credentials: %d", m[1], resp.StatusCode)
+		}
+		adminGet(t, "http://"+m[2]+"/v1/status")
+	}
+}
