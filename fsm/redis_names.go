@@ -22,7 +22,13 @@ func RedisCommands() []string {
 // command not listed takes exactly one key, args[1]. args must have the
 // command's arity.
 func CommandKeys(args [][]byte) [][]byte {
-	switch strings.ToLower(string(args[0])) {
+	return CommandKeysOf(strings.ToLower(string(args[0])), args)
+}
+
+// CommandKeysOf is CommandKeys for a caller that has the command's name
+// in lower case already (no allocation).
+func CommandKeysOf(name string, args [][]byte) [][]byte {
+	switch name {
 	case "time", "ping", "publish":
 		return nil
 	case "del", "unlink", "exists", "mget":
@@ -38,4 +44,10 @@ func CommandKeys(args [][]byte) [][]byte {
 		return nil
 	}
 	return args[1:2]
+}
+
+// IsReadOnlyName is IsReadOnly for a name in lower case (no allocation).
+func IsReadOnlyName(name string) bool {
+	c := redisCmds[name]
+	return c != nil && c.ro
 }

@@ -16,7 +16,7 @@ const errUndeclaredKey = "ERR The user executing the script can't access at leas
 // declaredKeys reports whether every key the command args names is one
 // of the running script's KEYS.
 func declaredKeys(ctx *applyCtx, args [][]byte) bool {
-	for _, k := range CommandKeys(args) {
+	for _, k := range CommandKeysOf(lowerName(args[0]), args) {
 		found := false
 		for _, d := range ctx.scriptKeys {
 			if string(d) == string(k) {
@@ -74,7 +74,7 @@ func (t *Table) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
 		}
 	case "set":
 		for _, o := range args[3:] {
-			if o := strings.ToLower(string(o)); o == "nx" || o == "ifeq" {
+			if strings.EqualFold(string(o), "nx") || strings.EqualFold(string(o), "ifeq") {
 				return false
 			}
 		}

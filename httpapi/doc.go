@@ -57,6 +57,11 @@
 //	400 bad_request, limit                     ErrBadRequest, ErrLimit: garbage or trailing
 //	                                           JSON, unknown fields, missing key/owner,
 //	                                           non-positive ttl, body over MaxBodyBytes
+//	401 unauthorized                           ErrUnauthorized: Config.Users set, and no or
+//	                                           wrong HTTP Basic credentials
+//	403 forbidden                              ErrForbidden: the user lacks the route's
+//	                                           category (auth.go) or a key is outside its
+//	                                           patterns ("force" release needs admin)
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing.

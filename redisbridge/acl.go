@@ -24,8 +24,8 @@ type access struct {
 }
 
 // accessFn tells what a command with these arguments (arity checked)
-// needs.
-type accessFn func(args [][]byte) access
+// needs; name is the command's name in lower case.
+type accessFn func(name string, args [][]byte) access
 
 const (
 	msgNoPermKeys  = "NOPERM this user has no permissions to access one of the keys used as arguments"
@@ -39,34 +39,36 @@ func msgNoPermCmd(name string) string {
 // Access functions of the command table.
 
 // connAccess: connection commands, any authenticated user.
-func connAccess([][]byte) access { return access{} }
+func connAccess(string, [][]byte) access { return access{} }
 
 // need returns an accessFn needing cat and no keys.
-func need(cat auth.Category) accessFn { return func([][]byte) access { return access{cat: cat} } }
+func need(cat auth.Category) accessFn {
+	return func(string, [][]byte) access { return access{cat: cat} }
+}
 
 // firstKey: the key is args[1].
 func firstKey(cat auth.Category) accessFn {
-	return func(args [][]byte) access { return access{cat: cat, keys: args[1:2]} }
+	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:2]} }
 }
 
 // restKeys: every argument after the name is a key (WATCH).
 func restKeys(cat auth.Category) accessFn {
-	return func(args [][]byte) access { return access{cat: cat, keys: args[1:]} }
+	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:]} }
 }
 
 // channels: every argument after the name is a channel (or pattern).
 func channels(cat auth.Category, patterns bool) accessFn {
-	return func(args [][]byte) access { return access{cat: cat, chans: args[1:], patterns: patterns} }
+	return func(_ string, args [][]byte) access { return access{cat: cat, chans: args[1:], patterns: patterns} }
 }
 
 // publishAccess: PUBLISH channel message.
-func publishAccess(args [][]byte) access {
+func publishAccess(_ string, args [][]byte) access {
 	return access{cat: auth.Write, chans: args[1:2]}
 }
 
 // lockReleaseAccess: LOCK.RELEASE of one's own hold is write; FORCE
 // (anybody's hold) is admin.
-func lockReleaseAccess(args [][]byte) access {
+func lockReleaseAccess(_ string, args [][]byte) access {
 	a := access{cat: auth.Write, keys: args[1:2]}
 	for _, o := range args[3:] {
 		if strings.EqualFold(string(o), "force") {
@@ -80,7 +82,7 @@ func lockReleaseAccess(args [][]byte) access {
 // KEYS must be the user's (Redis ACL semantics). A bad numkeys names no
 // keys; the handler refuses it.
 func scriptKeys(cat auth.Category) accessFn {
-	return func(args [][]byte) access {
+	return func(_ string, args [][]byte) access {
 		a := access{cat: cat}
 		n, err := strconv.ParseInt(string(args[2]), 10, 64)
 		if err == nil && n >= 0 && n <= int64(len(args)-3) {
@@ -91,7 +93,7 @@ func scriptKeys(cat auth.Category) accessFn {
 }
 
 // scriptAccess: SCRIPT LOAD is write, EXISTS read, FLUSH and KILL admin.
-func scriptAccess(args [][]byte) access {
+func scriptAccess(_ string, args [][]byte) access {
 	sub := strings.ToLower(string(args[1]))
 	switch sub {
 	case "load":
@@ -106,18 +108,13 @@ func scriptAccess(args [][]byte) access {
 
 // dataAccess: a Redis command of the FSM. Read-only ones need read, the
 // others write; keys by Redis' key positions.
-func dataAccess(args [][]byte) access {
-	a := access{cat: auth.Write}
-	if fsm.IsReadOnly(args[0]) {
+func dataAccess(name string, args [][]byte) access {
+	a := access{cat: auth.Write, keys: fsm.CommandKeysOf(name, args)}
+	if fsm.IsReadOnlyName(name) {
 		a.cat = auth.Read
 	}
-	a.keys = dataKeys(args)
 	return a
 }
-
-// dataKeys returns the keys a data command names (fsm.CommandKeys:
-// the FSM's table is the one place that says).
-func dataKeys(args [][]byte) [][]byte { return fsm.CommandKeys(args) }
 
 // permission returns the error text that refuses args for the
 // connection's user, or "". Call only with Config.Users set.
@@ -133,7 +130,7 @@ func (c *conn) permission(cmd *command, name string, args [][]byte) string {
 	if acc == nil {
 		acc = dataAccess
 	}
-	a := acc(args)
+	a := acc(name, args)
 	if a.cat == 0 {
 		return ""
 	}

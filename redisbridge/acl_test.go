@@ -212,7 +212,7 @@ func TestPermissionsTable(t *testing.T) {
 	}
 }
 
-// TestDataKeysCoverFSM: the bridge's key positions name, for every FSM
+// TestDataKeysCoverFSM: the key positions (fsm.CommandKeys) name, for every FSM
 // command, exactly the arguments the FSM treats as keys: with every
 // argument a namespaced key, a command whose keys were all outside
 // would pass; here each key position is moved out in turn and must be
@@ -220,7 +220,7 @@ func TestPermissionsTable(t *testing.T) {
 func TestDataKeysCoverFSM(t *testing.T) {
 	for _, name := range fsm.RedisCommands() {
 		args := toBytes([]string{name, "k1", "v1", "k2", "v2"})
-		keys := dataKeys(args)
+		keys := fsm.CommandKeys(args)
 		switch name {
 		case "time", "ping", "publish":
 			if len(keys) != 0 {

@@ -64,4 +64,12 @@
 //     queued (the FSM's Redis commands, PING, PUBLISH, EVAL and EVALSHA
 //     — the latter resolved from the replicated script cache at EXEC);
 //     others (LOCK.*, INFO, ...) are refused and abort the transaction.
+//   - With Config.Users, each command is checked once against what its
+//     command-table entry needs (acl.go): a category and the keys and
+//     channels it names, with Redis 7's NOAUTH, WRONGPASS and NOPERM
+//     texts. Writes of a user without admin carry fsm.Command.NoForce (the
+//     FSM refuses to end or change a live lock without its token), and
+//     those of a user limited to key patterns fsm.Command.KeysOnly (a
+//     script touches only its declared KEYS). A file without a "default"
+//     user leaves none (Redis would create an open one).
 package redisbridge
