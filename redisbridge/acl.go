@@ -223,3 +223,16 @@ func (c *conn) keysOnly() bool {
 	u := c.s.users.Users().Lookup(c.user)
 	return u == nil || !u.AllKeys()
 }
+
+// auditForced audits the holds a Redis command (DEL, SET over a lock, a
+// script, EXEC) ended by force: the FSM says which in its events.
+func (c *conn) auditForced(evs []fsm.Event) {
+	if c.s.cfg.Audit == nil {
+		return
+	}
+	for _, e := range evs {
+		if e.Kind == fsm.EvReleased && e.Reason == fsm.ReasonForced {
+			c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", e.Key, "owner", e.Owner)
+		}
+	}
+}

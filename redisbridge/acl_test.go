@@ -2,6 +2,7 @@ package redisbridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	rsredis "github.com/go-redsync/redsync/v4/redis"
 	rsgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locknode/locknode/auth"
@@ -451,7 +454,13 @@ func TestAuthTextsMatchRedis(t *testing.T) {
 // PEXPIRE of a live lock by that user is refused (the FSM decides, with
 // fsm.Command.NoForce); an admin's DEL forces the release.
 func TestLockLibrariesAsWriteUser(t *testing.T) {
-	s, _ := usersServer(t, testUsers+"user rw on >rwp ~app:* +@read +@write\n")
+	var logs syncBuf
+	us, err := auth.Parse(strings.NewReader(testUsers + "user rw on >rwp ~app:* +@read +@write\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := auth.NewAudit(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn}))
+	s, _ := testServer(t, Config{Users: auth.NewStoreFrom(us, nil), Audit: audit})
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
 		var pools []rsredis.Pool
@@ -510,7 +519,20 @@ func TestLockLibrariesAsWriteUser(t *testing.T) {
 	if n, err := all.Del(ctx, "app:held").Result(); n != 1 || err != nil {
 		t.Fatalf("admin DEL: %v %v", n, err)
 	}
+	if l := logs.String(); strings.Count(l, "event=force_release") != 1 || !strings.Contains(l, "user=all") ||
+		!strings.Contains(l, "key=app:held") || !strings.Contains(l, "owner=tok") {
+		t.Fatalf("audit log: %q", l)
+	}
 }
+
+// syncBuf is a bytes.Buffer safe for a logger and a test to share.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestRedisPyUsers: redis-py with username and password (Lock, ACL
 // WHOAMI, NoPermissionError, AuthenticationError).

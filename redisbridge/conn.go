@@ -301,6 +301,7 @@ func (c *conn) noteResult(r fsm.Result, err error) bool {
 		c.writeErr(r.Err)
 		return false
 	}
+	c.auditForced(r.Events)
 	return true
 }
 
