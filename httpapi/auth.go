@@ -65,6 +65,9 @@ func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern s
 	us := s.cfg.Users.Users()
 	var u *auth.User
 	if name, pass, ok := r.BasicAuth(); ok {
+		if name == "" {
+			name = auth.DefaultUser // as RESP's AUTH password
+		}
 		var err error
 		if u, err = us.Authenticate(name, pass); err != nil {
 			s.cfg.Audit.Failure("http", auth.ReasonCredentials)

@@ -189,6 +189,30 @@ func asJSON(v any) string {
 	return string(b)
 }
 
+// TestEmptyUserIsDefault: Basic credentials with an empty user name are
+// the default user's, as RESP's one-argument AUTH.
+func TestEmptyUserIsDefault(t *testing.T) {
+	us, err := auth.Parse(strings.NewReader("user default on >dp ~* +@read\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, httpapitest.NewFake(), httpapi.Config{Users: auth.NewStoreFrom(us, nil)})
+	status := routeSample{"GET", httpapi.PathStatus, nil}
+	if st, body := send(t, srv, "", "", status); st != http.StatusUnauthorized {
+		t.Fatalf("no credentials: %d %s", st, body)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+httpapi.PathStatus, nil)
+	req.SetBasicAuth("", "dp")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("empty user name with default's password: %d", resp.StatusCode)
+	}
+}
+
 // TestForceReleaseNeedsAdmin: a release of one's own hold is write; with
 // "force" it needs admin, and it is audited.
 func TestForceReleaseNeedsAdmin(t *testing.T) {
