@@ -182,3 +182,20 @@ func TestDevUsers(t *testing.T) {
 		adminGet(t, "http://"+m[2]+"/v1/status")
 	}
 }
+
+// TestServeBadUsersFile: a users file with an error stops serve at once
+// (exit 2), naming the line, never the password.
+func TestServeBadUsersFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(path, []byte("user a on >t0p-secret +@dangerous\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var errb syncBuffer
+	code := run([]string{"serve", "--id", "a", "--data", t.TempDir(), "--users", path}, io.Discard, &errb)
+	if code != 2 || !strings.Contains(errb.String(), "line 1") || strings.Contains(errb.String(), "t0p-secret") {
+		t.Fatalf("exit %d: %q", code, errb.String())
+	}
+	if code := run([]string{"serve", "--id", "a", "--data", t.TempDir(), "--users", path + ".missing"}, io.Discard, io.Discard); code != 2 {
+		t.Fatalf("missing file: exit %d", code)
+	}
+}
