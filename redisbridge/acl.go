@@ -70,8 +70,11 @@ func publishAccess(_ string, args [][]byte) access {
 // (anybody's hold) is admin.
 func lockReleaseAccess(_ string, args [][]byte) access {
 	a := access{cat: auth.Write, keys: args[1:2]}
-	for _, o := range args[3:] {
-		if strings.EqualFold(string(o), "force") {
+	for i := 3; i < len(args); i++ {
+		switch {
+		case strings.EqualFold(string(args[i]), "id"):
+			i++ // its value is a request id, whatever it reads
+		case strings.EqualFold(string(args[i]), "force"):
 			a.cat = auth.Admin
 		}
 	}

@@ -105,6 +105,8 @@ var moreSamples = []struct {
 	name string
 }{
 	{[]string{"LOCK.RELEASE", "app:k", "o", "FORCE"}, auth.Admin, "lock.release"},
+	{[]string{"LOCK.RELEASE", "app:k", "o", "ID", "force"}, auth.Write, "lock.release"},
+	{[]string{"LOCK.RELEASE", "app:k", "o", "ID", "x", "force"}, auth.Admin, "lock.release"},
 	{[]string{"SCRIPT", "LOAD", "return 1"}, auth.Write, "script|load"},
 	{[]string{"SCRIPT", "EXISTS", "abc"}, auth.Read, "script|exists"},
 	{[]string{"SCRIPT", "KILL"}, auth.Admin, "script|kill"},
