@@ -201,6 +201,7 @@ func (c *conn) login(user, pass []byte) bool {
 		return false
 	}
 	c.authed, c.user = true, u.Name
+	c.subUser.Store(&u.Name)
 	return true
 }
 
@@ -238,4 +239,26 @@ func (c *conn) auditForced(evs []fsm.Event) {
 			c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", e.Key, "owner", e.Owner)
 		}
 	}
+}
+
+// mayReceive reports whether a subscriber may still be sent a message of
+// channel (through pattern, when not ""): a reload can disable its user
+// or narrow its channels after it subscribed. Called by publish, outside
+// serve: it reads the user name from subUser.
+func (c *conn) mayReceive(channel, pattern string) bool {
+	if c.s.users == nil {
+		return true
+	}
+	name := c.subUser.Load()
+	if name == nil {
+		return false
+	}
+	u := c.s.users.Users().Lookup(*name)
+	if !u.Can(auth.Read) {
+		return false
+	}
+	if pattern != "" {
+		return u.ChannelPattern(pattern)
+	}
+	return u.Channel(channel)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -545,5 +546,44 @@ func TestRedisPyUsers(t *testing.T) {
 	out, err := exec.Command(py, "testdata/redispy_users.py", host, port).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "ok" {
 		t.Fatalf("redis-py: %v\n%s", err, out)
+	}
+}
+
+// TestReloadNarrowsSubscriptions: a subscriber whose user loses the
+// channel in a reload is disconnected at the next message, as Redis
+// does; one that keeps it still receives.
+func TestReloadNarrowsSubscriptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "users.acl")
+	file := "user pub on >p ~* &* +@all\nuser sub on >s ~app:* +@read\nuser keep on >k ~app:* +@read\n"
+	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store, err := auth.NewStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := testServer(t, Config{Users: store})
+	sub, keep, pub := dialRaw(t, s), dialRaw(t, s), dialRaw(t, s)
+	sub.do("AUTH", "sub", "s")
+	keep.do("AUTH", "keep", "k")
+	pub.do("AUTH", "pub", "p")
+	sub.do("SUBSCRIBE", "app:c")
+	keep.do("SUBSCRIBE", "app:c")
+	if err := os.WriteFile(path, []byte(strings.Replace(file, "user sub on >s ~app:*", "user sub on >s ~other:*", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	pub.do("PUBLISH", "app:c", "m")
+	if v := keep.read(); v.Type != '>' && v.Type != '*' || v.Elems[2].Str != "m" {
+		t.Fatalf("kept subscriber: %v", v)
+	}
+	sub.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := sub.br.ReadByte()
+	var ne net.Error
+	if err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		t.Fatalf("narrowed subscriber: byte %q, err %v; want the connection closed", b, err)
 	}
 }

@@ -54,6 +54,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.name = ""
 	c.w.Proto = 2
 	c.authed, c.user = c.s.anonymous()
+	user := c.user
+	c.subUser.Store(&user)
 	c.w.WriteStatus("RESET")
 }
 

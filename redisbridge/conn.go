@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locknode/locknode/fsm"
@@ -30,8 +31,10 @@ type conn struct {
 
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
-	authed    bool
-	user      string // the authenticated user's name (ACL WHOAMI); looked up again per command
+	authed bool
+	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
+	// subUser is user for publish (pubsub.go), which runs outside serve.
+	subUser   atomic.Pointer[string]
 	name      string
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
@@ -71,6 +74,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		done: make(chan struct{}),
 	}
 	c.authed, c.user = s.anonymous()
+	user := c.user // a copy: serve changes c.user
+	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	c.pipeCond.L = &c.pipeMu
 	return c

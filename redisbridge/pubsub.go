@@ -135,6 +135,10 @@ func (h *hub) publish(channel, message string) int {
 	defer h.mu.RUnlock()
 	n := 0
 	for c := range h.channels[channel] {
+		if !c.mayReceive(channel, "") {
+			c.nc.Close() // as Redis, which disconnects such a subscriber
+			continue
+		}
 		c.enqueue(push{channel: channel, message: message})
 		n++
 	}
@@ -151,6 +155,10 @@ func (h *hub) publish(channel, message string) int {
 			continue
 		}
 		for c := range h.patterns[p] {
+			if !c.mayReceive(channel, p) {
+				c.nc.Close()
+				continue
+			}
 			c.enqueue(push{pattern: p, channel: channel, message: message})
 			n++
 		}
