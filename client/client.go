@@ -27,6 +27,9 @@ type Client struct {
 	cur atomic.Int32 // index of the endpoint that answered last
 
 	eps []endpoint // parsed cfg.Endpoints, same order
+	// authz is the Authorization header of every request (nil: none),
+	// built once.
+	authz []string
 
 	mu        sync.Mutex
 	coalesced map[coalesceKey]*coalescer
@@ -43,6 +46,11 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
+	}
+	if cfg.Username != "" || cfg.Password != "" {
+		r := http.Request{Header: http.Header{}}
+		r.SetBasicAuth(cfg.Username, cfg.Password)
+		c.authz = r.Header["Authorization"]
 	}
 	return c, nil
 }
@@ -376,6 +384,9 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Endpoints[idx]+path, nil)
 		if err != nil {
 			return nil, err
+		}
+		if c.authz != nil {
+			req.Header["Authorization"] = c.authz
 		}
 		resp, err := c.cfg.HTTPClient.Do(req)
 		if err != nil {

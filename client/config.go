@@ -53,6 +53,11 @@ type Config struct {
 	// values the cluster runs with (locknode serve --max-ttl ...) if they
 	// differ from the defaults.
 	Limits api.Limits
+	// Username and Password, when either is set, are sent as HTTP Basic
+	// credentials with every request, for a node started with --users.
+	// Use https endpoints: Basic credentials travel in clear otherwise.
+	Username string
+	Password string
 }
 
 // RetryPolicy is exponential back-off with full jitter: before retry

@@ -177,6 +177,9 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 		// a bodiless one (keepalive, DELETE) included.
 		req.Header["Content-Type"] = jsonContentType
 	}
+	if c.authz != nil {
+		req.Header["Authorization"] = c.authz
+	}
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return err

@@ -41,7 +41,9 @@ const (
 	fMulti
 	fWatch
 	fReadOnly
-	fAll = fReadOnly<<1 - 1
+	fNoForce
+	fKeysOnly
+	fAll = fKeysOnly<<1 - 1
 )
 
 // maxDecodeLen bounds any single length in an encoded command, so garbage
@@ -82,6 +84,8 @@ func (c *Command) AppendBinary(b []byte) []byte {
 	set(fMulti, len(c.Multi) > 0)
 	set(fWatch, len(c.Watch) > 0)
 	set(fReadOnly, c.ReadOnly)
+	set(fNoForce, c.NoForce)
+	set(fKeysOnly, c.KeysOnly)
 
 	b = append(b, cmdVersion, byte(c.Op))
 	b = binary.AppendUvarint(b, mask)
@@ -291,6 +295,8 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 	c.Reentrant = mask&fReentrant != 0
 	c.Force = mask&fForce != 0
 	c.ReadOnly = mask&fReadOnly != 0
+	c.NoForce = mask&fNoForce != 0
+	c.KeysOnly = mask&fKeysOnly != 0
 	if mask&fSession != 0 {
 		c.Session = d.str()
 	}

@@ -128,6 +128,16 @@ type Command struct {
 	Script []byte     // OpEval, OpScriptLoad
 	Multi  [][][]byte // OpExec
 	Watch  []WatchKey // OpExec
+
+	// NoForce marks a Redis command (OpRedis, OpEval, OpExec) of a
+	// client without the admin permission: a command that would end or
+	// change a live lock without its owner's token (DEL, SET over it,
+	// PEXPIRE, ...) is refused (redis_noforce.go).
+	NoForce bool
+	// KeysOnly marks a Redis command of a client limited to key
+	// patterns: a script it runs (OpEval, or EVAL inside OpExec) may touch
+	// only the keys it declares in KEYS, which the front end checked.
+	KeysOnly bool
 }
 
 // WatchKey is a WATCHed key and the version the client saw when it watched

@@ -205,6 +205,12 @@ func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
 				return reply.NewError(errValTooLong)
 			}
 		}
+		if ctx.noForce && t.forcesLock(ctx, c.name, args) {
+			return reply.NewError(errNoForce)
+		}
+	}
+	if ctx.keysOnly && ctx.inScript && !declaredKeys(ctx, args) {
+		return reply.NewError(errUndeclaredKey)
 	}
 	return c.fn(t, ctx, args)
 }

@@ -134,8 +134,14 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 // runScript runs a compiled script; with ro set every write command it
 // calls fails (runCmd).
 func (t *Table) runScript(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte, ro bool) reply.Reply {
+	// ro: every write command fails (runCmd); proof, inScript and
+	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
-	defer func() { ctx.readOnly = false }()
+	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
+	defer func() {
+		ctx.readOnly = false
+		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
+	}()
 	return t.runLua(ctx, sha, proto, keys, args)
 }
 

@@ -454,6 +454,15 @@ type applyCtx struct {
 	// luaSteps and luaMem are what the entry's scripts have used of
 	// Config.MaxScriptSteps and MaxScriptMemory (lua.go).
 	luaSteps, luaMem int64
+	// noForce: the command's Command.NoForce. proof: the running
+	// script's ARGV, whose tokens prove ownership (redis_noforce.go).
+	noForce bool
+	proof   [][]byte
+	// keysOnly: Command.KeysOnly; inScript and scriptKeys: a script runs,
+	// with these KEYS.
+	keysOnly   bool
+	inScript   bool
+	scriptKeys [][]byte
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -598,7 +607,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		t.now = cmd.Time
 	}
 	ctx := &t.actx
-	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0]}
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {

@@ -77,6 +77,11 @@
 //	408 bad_request                            ErrBodyTimeout: body not in within BodyTimeout
 //	503 too_many_connections                   ErrTooManyConns: over MaxConns (LimitListener)
 //	415 unsupported_media_type                 ErrContentType: a write without JSON's type
+//	401 unauthorized                           ErrUnauthorized: Config.Users set, and no or
+//	                                           wrong HTTP Basic credentials
+//	403 forbidden                              ErrForbidden: the user lacks the route's
+//	                                           category (auth.go) or a key is outside its
+//	                                           patterns ("force" release needs admin)
 //	500 internal                               anything else
 //
 // Bad input is refused before the Locker is called and changes nothing:

@@ -59,6 +59,8 @@ var errorTable = []errorMapping{
 	{api.ErrLimit, http.StatusBadRequest, api.CodeLimit},
 	{api.ErrOutOfMemory, http.StatusInsufficientStorage, api.CodeOutOfMemory},
 	{ErrContentType, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType},
+	{api.ErrUnauthorized, http.StatusUnauthorized, api.CodeUnauthorized},
+	{api.ErrForbidden, http.StatusForbidden, api.CodeForbidden},
 	// A request whose context ended: the client went away (or its own
 	// deadline passed). Nobody may read the answer, but it must be honest.
 	{context.Canceled, http.StatusRequestTimeout, api.CodeCancelled},

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 )
 
 // Defaults of the Config fields that are zero.
@@ -73,6 +74,12 @@ type Config struct {
 	// (200), an error is answered 503 with its text. Without it /readyz
 	// asks the Locker's Status for a known leader.
 	Ready func(context.Context) error
+	// Users, when set, turns on authentication (HTTP Basic) and
+	// permissions (auth.go). Nil: every request is allowed.
+	Users *auth.Store
+	// Audit receives forced releases and membership changes and counts
+	// refused requests. Nil: not audited.
+	Audit *auth.Audit
 }
 
 // Validate reports a configuration error. Zero fields are valid (they
@@ -174,6 +181,16 @@ type router struct {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rt.s.cfg.Users != nil {
+		pattern := "POST " + r.URL.Path
+		if r.Method != http.MethodPost || r.URL.RawPath != "" || !fastRoute(r.URL.Path) {
+			_, pattern = rt.mux.Handler(r)
+		}
+		var ok bool
+		if r, ok = rt.authenticate(w, r, pattern); !ok {
+			return
+		}
+	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !isJSON(r.Header["Content-Type"]) {
 		rt.s.fail(w, r, fmt.Errorf("%w: got %q", ErrContentType, r.Header.Get("Content-Type")))
 		return
@@ -218,6 +235,12 @@ func isJSON(h []string) bool {
 	return err == nil && mt == ContentTypeJSON
 }
 
+// fastRoute reports whether ServeHTTP sends path (of a POST) straight to
+// its handler.
+func fastRoute(path string) bool {
+	return path == PathTry || path == PathRelease || path == PathAcquire || path == PathExtend
+}
+
 // ---- locks ----
 
 func (s *server) acquire(w http.ResponseWriter, r *http.Request) {
@@ -255,7 +278,7 @@ func (s *server) acquireRequest(w http.ResponseWriter, r *http.Request) (api.Acq
 		s.fail(w, r, err)
 		return req, false
 	}
-	return req, true
+	return req, s.allowKeys(w, r, auth.Write, keysOf(req.Key, req.Keys)...)
 }
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
@@ -267,7 +290,17 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	cat := auth.Write
+	if req.Force {
+		cat = auth.Admin // anybody's hold
+	}
+	if !s.allowKeys(w, r, cat, keysOf(req.Key, req.Keys)...) {
+		return
+	}
 	res, err := s.l.Release(r.Context(), req)
+	if req.Force && err == nil {
+		s.cfg.Audit.Event(auth.EventForceRelease, userName(r), r.RemoteAddr, "key", req.Key, "keys", req.Keys, "released", res.Released)
+	}
 	s.reply(w, r, &res, err)
 }
 
@@ -278,6 +311,9 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := req.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !s.allowKeys(w, r, auth.Write, keysOf(req.Key, req.Keys)...) {
 		return
 	}
 	lease, err := s.l.Extend(r.Context(), req)
@@ -293,6 +329,9 @@ func (s *server) inspect(w http.ResponseWriter, r *http.Request) {
 	stale, err := boolParam(r, "stale")
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !s.allowKeys(w, r, auth.Read, key) {
 		return
 	}
 	info, err := s.l.Inspect(r.Context(), key, api.ReadOptions{Stale: stale})
@@ -318,6 +357,9 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.l.List(r.Context(), req)
+	// A user sees only its namespace; a page may come back short, Next
+	// still continues after the last lock read.
+	res.Locks = visible(r, res.Locks)
 	if err == nil && res.Locks == nil {
 		res.Locks = []api.LockInfo{} // "locks": [] rather than null
 	}
@@ -360,6 +402,9 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+		return
+	}
 	leader, err := s.l.Campaign(r.Context(), r.PathValue("name"), req.Value, req.Session)
 	s.reply(w, r, leader, err)
 }
@@ -374,12 +419,18 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+		return
+	}
 	s.replyEmpty(w, r, s.l.Resign(r.Context(), r.PathValue("name"), req.Value))
 }
 
 // observe streams one JSON api.Leader per line, flushed after each, until
 // the client goes away or the Locker closes the channel.
 func (s *server) observe(w http.ResponseWriter, r *http.Request) {
+	if !s.allowKeys(w, r, auth.Read, r.PathValue("name")) {
+		return
+	}
 	ch, err := s.l.Observe(r.Context(), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -425,11 +476,24 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request, m Membership)
 		s.fail(w, r, fmt.Errorf("%w: id and address are required", api.ErrBadRequest))
 		return
 	}
-	s.replyEmpty(w, r, m.AddVoter(r.Context(), req.ID, req.Address))
+	err := m.AddVoter(r.Context(), req.ID, req.Address)
+	s.cfg.Audit.Event(auth.EventMemberAdd, userName(r), r.RemoteAddr, "member", req.ID, "address", req.Address, "error", errText(err))
+	s.replyEmpty(w, r, err)
 }
 
 func (s *server) removeMember(w http.ResponseWriter, r *http.Request, m Membership) {
-	s.replyEmpty(w, r, m.RemoveServer(r.Context(), r.PathValue("id")))
+	id := r.PathValue("id")
+	err := m.RemoveServer(r.Context(), id)
+	s.cfg.Audit.Event(auth.EventMemberRemove, userName(r), r.RemoteAddr, "member", id, "error", errText(err))
+	s.replyEmpty(w, r, err)
+}
+
+// errText is err's text, or "" for nil (an audit field).
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // ---- misc ----
@@ -441,6 +505,9 @@ func (s *server) fenceCheck(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := req.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !s.allowKeys(w, r, auth.Write, req.Resource) {
 		return
 	}
 	res, err := s.l.FenceCheck(r.Context(), req.Resource, req.Token)

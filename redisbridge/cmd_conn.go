@@ -47,24 +47,17 @@ func cmdQuit(c *conn, _ [][]byte) {
 }
 
 // RESET: back to a fresh connection's state (protocol 2, no name, no
-// transaction, no subscriptions); authentication is kept unless a
-// password is required, as in Redis.
+// transaction, no subscriptions, the anonymous user), as in Redis.
 func cmdReset(c *conn, _ [][]byte) {
 	c.tx.reset()
 	c.tx.unwatch()
 	c.s.hub.unsubscribeAll(c)
 	c.name = ""
 	c.w.Proto = 2
-	c.authed = c.s.cfg.Password == ""
+	c.authed, c.user = c.s.anonymous()
+	user := c.user
+	c.subUser.Store(&user)
 	c.w.WriteStatus("RESET")
-}
-
-// checkPassword reports whether user/pass match the configuration.
-func (c *conn) checkPassword(user, pass []byte) bool {
-	if string(user) != "default" {
-		return false
-	}
-	return c.s.cfg.Password == "" || string(pass) == c.s.cfg.Password
 }
 
 // AUTH [username] password
@@ -73,7 +66,7 @@ func cmdAuth(c *conn, args [][]byte) {
 		c.w.WriteError(msgSyntax)
 		return
 	}
-	if len(args) == 2 && c.s.cfg.Password == "" {
+	if len(args) == 2 && c.s.users == nil {
 		c.w.WriteError(msgAuthNoPass)
 		return
 	}
@@ -81,11 +74,10 @@ func cmdAuth(c *conn, args [][]byte) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if !c.checkPassword(user, pass) {
+	if !c.login(user, pass) {
 		c.w.WriteError(msgWrongPass)
 		return
 	}
-	c.authed = true
 	c.w.WriteStatus("OK")
 }
 
@@ -125,11 +117,10 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if opts.auth {
-		if !c.checkPassword(opts.user, opts.pass) {
+		if !c.login(opts.user, opts.pass) {
 			c.w.WriteError(msgWrongPass)
 			return
 		}
-		c.authed = true
 	}
 	if !c.authed {
 		c.w.WriteError(msgHelloNoAuth)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 )
 
 // Native lock commands: the typed lock API (api.Locker) over RESP, so a
@@ -159,6 +160,9 @@ func cmdLockRelease(c *conn, args [][]byte) {
 	ctx, cancel := c.ctx()
 	res, err := c.s.b.Release(ctx, req)
 	cancel()
+	if req.Force && err == nil {
+		c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", req.Key, "released", res.Released)
+	}
 	switch {
 	case errors.Is(err, api.ErrNotHeld), errors.Is(err, api.ErrNotFound):
 		c.w.WriteInt(0)

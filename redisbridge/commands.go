@@ -1,10 +1,13 @@
 package redisbridge
 
+import "github.com/locknode/locknode/auth"
+
 // command is one entry of the command table.
 type command struct {
 	name  string // lower case, as Redis names it in error texts
 	arity int    // Redis convention: n = exactly n args (name included), -n = at least n; 0 = checked by the FSM
 	flags cmdFlags
+	acl   accessFn // what a user needs to run it (acl.go)
 	fn    func(c *conn, args [][]byte)
 }
 
@@ -21,57 +24,58 @@ const (
 // (fsm.IsKnownCommand) that the table below does not name: reads
 // (fsm.IsReadOnly) run in one linearizable Read, writes are one OpRedis
 // entry. The FSM checks their arity and options.
-var dataCommand = &command{name: "data", flags: flagQueue, fn: cmdData}
+var dataCommand = &command{name: "data", flags: flagQueue, acl: dataAccess, fn: cmdData}
 
 // commandTable is the bridge's whole surface, one line per command.
 func commandTable() map[string]*command {
 	list := []*command{
 		// connection and handshake (cmd_conn.go)
-		{"ping", -1, flagPubSub | flagQueue, cmdPing},
-		{"echo", 2, 0, cmdEcho},
-		{"hello", -1, flagNoAuth, cmdHello},
-		{"auth", -2, flagNoAuth, cmdAuth},
-		{"select", 2, 0, cmdSelect},
-		{"client", -2, 0, cmdClient},
-		{"info", -1, 0, cmdInfo},
-		{"config", -2, 0, cmdConfig},
-		{"cluster", -2, 0, cmdCluster},
-		{"command", -1, 0, cmdCommand},
-		{"quit", -1, flagNoAuth | flagPubSub | flagTx, cmdQuit},
-		{"reset", 1, flagNoAuth | flagPubSub | flagTx, cmdReset},
-		{"readonly", 1, 0, cmdOK},
-		{"readwrite", 1, 0, cmdOK},
-		{"wait", 3, 0, cmdWait},
-		{"waitaof", 4, 0, cmdWaitAOF},
-		{"sentinel", -2, 0, cmdSentinel},
+		{"ping", -1, flagPubSub | flagQueue, connAccess, cmdPing},
+		{"echo", 2, 0, connAccess, cmdEcho},
+		{"hello", -1, flagNoAuth, connAccess, cmdHello},
+		{"auth", -2, flagNoAuth, connAccess, cmdAuth},
+		{"select", 2, 0, connAccess, cmdSelect},
+		{"client", -2, 0, connAccess, cmdClient},
+		{"info", -1, 0, need(auth.Read), cmdInfo},
+		{"config", -2, 0, need(auth.Read), cmdConfig},
+		{"cluster", -2, 0, need(auth.Read), cmdCluster},
+		{"command", -1, 0, connAccess, cmdCommand},
+		{"quit", -1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdQuit},
+		{"reset", 1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdReset},
+		{"readonly", 1, 0, connAccess, cmdOK},
+		{"readwrite", 1, 0, connAccess, cmdOK},
+		{"wait", 3, 0, connAccess, cmdWait},
+		{"waitaof", 4, 0, connAccess, cmdWaitAOF},
+		{"sentinel", -2, 0, need(auth.Read), cmdSentinel},
+		{"acl", -2, 0, connAccess, cmdACL},
 
 		// scripting (cmd_data.go)
-		{"eval", -3, flagQueue, cmdEval},
-		{"evalsha", -3, flagQueue, cmdEvalSHA},
-		{"eval_ro", -3, flagQueue, cmdEvalRO},
-		{"evalsha_ro", -3, flagQueue, cmdEvalSHARO},
-		{"script", -2, 0, cmdScript},
+		{"eval", -3, flagQueue, scriptKeys(auth.Write), cmdEval},
+		{"evalsha", -3, flagQueue, scriptKeys(auth.Write), cmdEvalSHA},
+		{"eval_ro", -3, flagQueue, scriptKeys(auth.Read), cmdEvalRO},
+		{"evalsha_ro", -3, flagQueue, scriptKeys(auth.Read), cmdEvalSHARO},
+		{"script", -2, 0, scriptAccess, cmdScript},
 
 		// pub/sub (cmd_pubsub.go)
-		{"subscribe", -2, flagPubSub, cmdSubscribe},
-		{"unsubscribe", -1, flagPubSub, cmdUnsubscribe},
-		{"psubscribe", -2, flagPubSub, cmdPSubscribe},
-		{"punsubscribe", -1, flagPubSub, cmdPUnsubscribe},
-		{"publish", 3, flagQueue, cmdPublish},
+		{"subscribe", -2, flagPubSub, channels(auth.Read, false), cmdSubscribe},
+		{"unsubscribe", -1, flagPubSub, connAccess, cmdUnsubscribe},
+		{"psubscribe", -2, flagPubSub, channels(auth.Read, true), cmdPSubscribe},
+		{"punsubscribe", -1, flagPubSub, connAccess, cmdPUnsubscribe},
+		{"publish", 3, flagQueue, publishAccess, cmdPublish},
 
 		// transactions (cmd_tx.go)
-		{"watch", -2, flagTx, cmdWatch},
-		{"unwatch", 1, 0, cmdUnwatch},
-		{"multi", 1, flagTx, cmdMulti},
-		{"exec", 1, flagTx, cmdExec},
-		{"discard", 1, flagTx, cmdDiscard},
+		{"watch", -2, flagTx, restKeys(auth.Read), cmdWatch},
+		{"unwatch", 1, 0, connAccess, cmdUnwatch},
+		{"multi", 1, flagTx, connAccess, cmdMulti},
+		{"exec", 1, flagTx, connAccess, cmdExec},
+		{"discard", 1, flagTx, connAccess, cmdDiscard},
 
 		// native locks (cmd_lock.go)
-		{"lock.acquire", -4, 0, cmdLockAcquire},
-		{"lock.release", -3, 0, cmdLockRelease},
-		{"lock.extend", -4, 0, cmdLockExtend},
-		{"lock.info", 2, 0, cmdLockInfo},
-		{"fence.check", 3, 0, cmdFenceCheck},
+		{"lock.acquire", -4, 0, firstKey(auth.Write), cmdLockAcquire},
+		{"lock.release", -3, 0, lockReleaseAccess, cmdLockRelease},
+		{"lock.extend", -4, 0, firstKey(auth.Write), cmdLockExtend},
+		{"lock.info", 2, 0, firstKey(auth.Read), cmdLockInfo},
+		{"fence.check", 3, 0, firstKey(auth.Write), cmdFenceCheck},
 	}
 	m := make(map[string]*command, len(list))
 	for _, c := range list {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -14,10 +16,19 @@ type Config struct {
 	// Addr is the RESP listen address ("host:port"); used by the caller to
 	// listen and reported in INFO. Default "127.0.0.1:6379".
 	Addr string
-	// Password, when set, is required (AUTH / HELLO AUTH) before any data
-	// command, as Redis' requirepass. The user name, when given, must be
-	// "default". Empty: no authentication.
+	// Users, when set, turns on authentication and permissions: every
+	// command but AUTH, HELLO, QUIT and RESET needs an authenticated user
+	// (AUTH user pass, AUTH pass for "default", HELLO 3 AUTH user pass),
+	// and each command is checked against the user's categories, key and
+	// channel patterns (see package auth). Nil: open, as before.
+	Users *auth.Store
+	// Password is shorthand for Users holding one user, "default" with
+	// this password and every permission, as Redis' requirepass. Ignored
+	// when Users is set. Empty: no password.
 	Password string
+	// Audit receives forced releases (LOCK.RELEASE ... FORCE) and counts
+	// refused requests. Nil: not audited.
+	Audit *auth.Audit
 	// MaxConns is the most concurrent client connections; more are
 	// accepted and closed with "ERR max number of clients reached".
 	// Default 10000.

@@ -3,10 +3,12 @@ package redisbridge
 import (
 	"context"
 	"errors"
+	"github.com/locknode/locknode/auth"
 	"io"
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locknode/locknode/fsm"
@@ -29,7 +31,10 @@ type conn struct {
 
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
-	authed    bool
+	authed bool
+	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
+	// subUser is user for publish (pubsub.go), which runs outside serve.
+	subUser   atomic.Pointer[string]
 	name      string
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
@@ -62,15 +67,17 @@ type conn struct {
 
 func (s *Server) newConn(nc net.Conn) *conn {
 	c := &conn{
-		s:      s,
-		nc:     nc,
-		id:     s.nextID.Add(1),
-		rd:     nil, // below: reads through c.flushingRead
-		w:      resp.NewWriter(nc, 0),
-		authed: s.cfg.Password == "",
-		wake:   make(chan struct{}, 1),
-		done:   make(chan struct{}),
+		s:    s,
+		nc:   nc,
+		id:   s.nextID.Add(1),
+		rd:   nil, // below: reads through c.flushingRead
+		w:    resp.NewWriter(nc, 0),
+		wake: make(chan struct{}, 1),
+		done: make(chan struct{}),
 	}
+	c.authed, c.user = s.anonymous()
+	user := c.user // a copy: serve changes c.user
+	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	c.pipeCond.L = &c.pipeMu
 	return c
@@ -220,8 +227,18 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
 		c.w.WriteError(msgNoAuth)
 		return
+	}
+	if c.s.users != nil && c.authed {
+		if msg := c.permission(cmd, name, args); msg != "" {
+			// Refused while queueing: EXEC then fails (EXECABORT), as Redis.
+			c.tx.abort()
+			c.s.cfg.Audit.Failure("resp", auth.ReasonPermission)
+			c.w.WriteError(msg)
+			return
+		}
 	}
 	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
 		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
@@ -270,6 +287,7 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // apply proposes cmd and returns the FSM's outcome; on failure it has
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
+	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
 	r, err := c.s.b.Apply(ctx, cmd)
@@ -290,6 +308,7 @@ func (c *conn) noteResult(r fsm.Result, err error) bool {
 		c.writeErr(r.Err)
 		return false
 	}
+	c.auditForced(r.Events)
 	return true
 }
 

@@ -80,4 +80,12 @@
 //     A block holds at most fsm.Config's MaxExecCommands commands and
 //     MaxExecBytes argument bytes: the command past either is refused, the
 //     queue dropped, and EXEC answers EXECABORT.
+//   - With Config.Users, each command is checked once against what its
+//     command-table entry needs (acl.go): a category and the keys and
+//     channels it names, with Redis 7's NOAUTH, WRONGPASS and NOPERM
+//     texts. Writes of a user without admin carry fsm.Command.NoForce (the
+//     FSM refuses to end or change a live lock without its token), and
+//     those of a user limited to key patterns fsm.Command.KeysOnly (a
+//     script touches only its declared KEYS). A file without a "default"
+//     user leaves none (Redis would create an open one).
 package redisbridge

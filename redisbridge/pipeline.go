@@ -51,6 +51,16 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	if cmd == nil {
 		return false
 	}
+	if c.s.users != nil {
+		name := c.lowerName(args[0])
+		tc := c.s.commands[name]
+		if tc == nil {
+			tc = dataCommand
+		}
+		if c.permission(tc, name, args) != "" {
+			return false // dispatch refuses it, in order
+		}
+	}
 	if c.w.Proto < 3 && c.s.hub.isSubscribed(c) {
 		return false // refused in subscribe mode: dispatch says so
 	}
@@ -59,6 +69,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 		c.pipeCond.Wait()
 	}
 	c.pipeMu.Unlock()
+	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	f := ab.ApplyAsync(ctx, cmd)
 	cancel() // bounds only a synchronous fallback inside ApplyAsync

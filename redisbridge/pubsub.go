@@ -1,6 +1,7 @@
 package redisbridge
 
 import (
+	"github.com/locknode/locknode/auth"
 	"sort"
 	"sync"
 	"time"
@@ -135,6 +136,10 @@ func (h *hub) publish(channel, message string) int {
 	defer h.mu.RUnlock()
 	n := 0
 	for c := range h.channels[channel] {
+		if !c.mayReceive(channel, "") {
+			c.nc.Close() // as Redis, which disconnects such a subscriber
+			continue
+		}
 		c.enqueue(push{channel: channel, message: message})
 		n++
 	}
@@ -151,6 +156,10 @@ func (h *hub) publish(channel, message string) int {
 			continue
 		}
 		for c := range h.patterns[p] {
+			if !c.mayReceive(channel, p) {
+				c.nc.Close()
+				continue
+			}
 			c.enqueue(push{pattern: p, channel: channel, message: message})
 			n++
 		}
@@ -172,106 +181,9 @@ func (h *hub) receivers(channel string) int {
 	return n
 }
 
-// globMatch is Redis' stringmatch: * ? [abc] [^a] [a-z] and \ escapes.
-// Iterative with one backtrack point per '*', so linear-ish, never
-// exponential on hostile patterns.
-func globMatch(pattern, s string) bool {
-	p, i := 0, 0
-	starP, starI := -1, 0
-	for i < len(s) {
-		if p < len(pattern) {
-			switch pattern[p] {
-			case '*':
-				for p < len(pattern) && pattern[p] == '*' {
-					p++
-				}
-				if p == len(pattern) {
-					return true
-				}
-				starP, starI = p, i
-				continue
-			case '?':
-				p++
-				i++
-				continue
-			case '[':
-				if ok, next := matchClass(pattern, p, s[i]); ok {
-					p, i = next, i+1
-					continue
-				}
-			case '\\':
-				if p+1 < len(pattern) {
-					if pattern[p+1] == s[i] {
-						p, i = p+2, i+1
-						continue
-					}
-				} else if s[i] == '\\' {
-					p, i = p+1, i+1
-					continue
-				}
-			default:
-				if pattern[p] == s[i] {
-					p++
-					i++
-					continue
-				}
-			}
-		}
-		if starP < 0 {
-			return false
-		}
-		starI++
-		p, i = starP, starI
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
-
-// matchClass matches ch against the [...] class starting at pattern[p];
-// next is the index after the class.
-func matchClass(pattern string, p int, ch byte) (ok bool, next int) {
-	p++ // '['
-	not := false
-	if p < len(pattern) && pattern[p] == '^' {
-		not = true
-		p++
-	}
-	match := false
-	for p < len(pattern) && pattern[p] != ']' {
-		switch {
-		case pattern[p] == '\\' && p+1 < len(pattern):
-			p++
-			if pattern[p] == ch {
-				match = true
-			}
-		case p+2 < len(pattern) && pattern[p+1] == '-' && pattern[p+2] != ']':
-			lo, hi := pattern[p], pattern[p+2]
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			if ch >= lo && ch <= hi {
-				match = true
-			}
-			p += 2
-		default:
-			if pattern[p] == ch {
-				match = true
-			}
-		}
-		p++
-	}
-	// p is at ']' or past the end (Redis treats an unclosed class as
-	// ending at the pattern's end).
-	if p < len(pattern) {
-		p++
-	}
-	if not {
-		match = !match
-	}
-	return match, p
-}
+// globMatch is Redis' stringmatch (auth.Match, shared with the users'
+// key and channel patterns).
+func globMatch(pattern, s string) bool { return auth.Match(pattern, s) }
 
 // pushOverhead is what one queued message costs besides its strings
 // (the push struct and its RESP framing), counted towards the limits.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"github.com/locknode/locknode/auth"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type Server struct {
 	lim      api.Limits // b's (api.LimitsOf): LOCK.* requests are validated with them
 	rcfg     resp.Config
 	commands map[string]*command
+	users    *auth.Store // nil: no authentication
 
 	hub    *hub
 	arity  arityTable
@@ -72,6 +74,10 @@ func New(b Backend, cfg Config) (*Server, error) {
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),
+	}
+	s.users = cfg.Users
+	if s.users == nil && cfg.Password != "" {
+		s.users = auth.NewStoreFrom(auth.RequirePass(cfg.Password), nil)
 	}
 	s.async, _ = b.(asyncBackend)
 	s.lim = api.LimitsOf(b)

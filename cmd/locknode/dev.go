@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/internal/tlsutil"
 	"github.com/locknode/locknode/transport"
@@ -55,6 +56,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	useTLS := fs.Bool("tls", false, "make a throwaway CA and node certificates in DATA/tls (kept with --data), serve HTTP and RESP over TLS and use mutual TLS between the nodes")
+	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax) every node checks requests against; re-read on SIGHUP (default: open)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -102,6 +104,15 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := scriptLim.apply(&fsmCfg); err != nil {
 		fmt.Fprintln(stderr, "dev:", err)
 		return 2
+	}
+	audit := auth.NewAudit(log.Named("audit"))
+	var users *auth.Store
+	if *usersFile != "" {
+		if users, err = auth.NewStore(*usersFile, audit); err != nil {
+			fmt.Fprintln(stderr, "dev: --users:", err)
+			return 2
+		}
+		reloadOnSIGHUP(ctx, log, []reloader{{"users", users.Reload}})
 	}
 	memPlan.apply(log)
 	gcPlan.apply(log)
@@ -252,6 +263,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			Mirror:   mirror,
 			Limits:   limits,
 			TLS:      clientTLS[i],
+			Users:    users,
+			Audit:    audit,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)

@@ -41,6 +41,8 @@ type clientFlags struct {
 	// TLS: the CA that signed the nodes' certificates, and a client
 	// certificate for nodes started with --tls-client-ca.
 	caCert, cert, key *string
+	user              *string
+	password          *string
 }
 
 func addClientFlags(fs *flag.FlagSet) clientFlags {
@@ -52,7 +54,10 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 			"trust this CA (PEM) for https endpoints instead of the system's (env LOCKNODE_CACERT)"),
 		cert: fs.String("cert", envDefault("LOCKNODE_CERT", ""),
 			"client certificate (PEM) for nodes that require one, with --key (env LOCKNODE_CERT)"),
-		key: fs.String("key", envDefault("LOCKNODE_KEY", ""), "private key of --cert (PEM) (env LOCKNODE_KEY)"),
+		key:  fs.String("key", envDefault("LOCKNODE_KEY", ""), "private key of --cert (PEM) (env LOCKNODE_KEY)"),
+		user: fs.String("user", envDefault("LOCKNODE_USER", ""), "user name, for nodes started with --users (env LOCKNODE_USER)"),
+		password: fs.String("password", envDefault("LOCKNODE_PASSWORD", ""),
+			"password of --user (prefer env LOCKNODE_PASSWORD: other users of the machine can read a flag)"),
 	}
 }
 
@@ -81,6 +86,7 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 		eps = append(eps, e)
 	}
 	cfg.Endpoints = eps
+	cfg.Username, cfg.Password = *f.user, *f.password
 	return client.New(cfg)
 }
 

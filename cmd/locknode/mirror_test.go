@@ -263,11 +263,17 @@ func TestBadMirrorFlag(t *testing.T) {
 // startServe runs `locknode serve` in-process and returns its node line.
 func startServe(t *testing.T, args ...string) []string {
 	t.Helper()
+	return startServeTo(t, io.Discard, args...)
+}
+
+// startServeTo is startServe with serve's stderr (its log) to stderr.
+func startServeTo(t *testing.T, stderr io.Writer, args ...string) []string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	code := make(chan int, 1)
 	go func() { // ends when ctx is cancelled (runServe returns)
-		c := runServe(ctx, args, pw, io.Discard)
+		c := runServe(ctx, args, pw, stderr)
 		pw.Close()
 		code <- c
 	}()

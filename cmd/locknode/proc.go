@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
@@ -37,6 +38,11 @@ type procConfig struct {
 	// Limits are the HTTP and RESP servers' connection and buffer limits
 	// (zero fields: the packages' defaults).
 	Limits parsedLimits
+	// Users, when set, authenticates every HTTP and RESP request.
+	Users *auth.Store
+	// Audit logs and counts forced releases, membership changes and
+	// refused requests (nil: not audited).
+	Audit *auth.Audit
 }
 
 // proc is one running node with its HTTP and RESP servers and mirror.
@@ -88,6 +94,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		return nil, err
 	}
 	adv := pc.Cluster.Advertised
+	for _, c := range pc.Audit.Collectors() {
+		if err := p.node.Metrics().Register(c); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("audit metrics: %w", err)
+		}
+	}
 
 	if pc.Mirror != nil {
 		mc := *pc.Mirror
@@ -120,6 +132,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc.Logger = pc.Logger.Named("http")
 	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
 	hc.Ready = p.node.Ready
+	hc.Users, hc.Audit = pc.Users, pc.Audit
 	hc.Extra = func(s *api.Status) {
 		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
 		if p.mirror != nil {
@@ -148,6 +161,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	rc.NodeID = pc.Cluster.ID
 	rc.Logger = pc.Logger.Named("resp")
 	rc.Peers = p.respPeers
+	rc.Users, rc.Audit = pc.Users, pc.Audit
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/locknode/locknode/auth"
 	"io"
 	"os"
 	"strconv"
@@ -101,6 +102,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
+	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -190,6 +192,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
 	}
 
+	audit := auth.NewAudit(log.Named("audit"))
+	var users *auth.Store
+	if *usersFile != "" {
+		if users, err = auth.NewStore(*usersFile, audit); err != nil {
+			fmt.Fprintln(stderr, "serve: --users:", err)
+			return 2
+		}
+	}
+
 	memPlan.apply(log)
 	gcPlan.apply(log)
 	procsPlan.apply(log)
@@ -214,6 +225,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		TLS:           tlsSet.client,
 		Logger:        log,
 		Limits:        limits,
+		Users:         users,
+		Audit:         audit,
 	})
 	cancel()
 	if err != nil {
@@ -224,6 +237,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer stopGCTuner()
 	stopReload := watchSIGHUP(log, tlsSet.reloads)
 	defer stopReload()
+	var reloaders []reloader
+	if users != nil {
+		reloaders = append(reloaders, reloader{"users", users.Reload})
+	} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
+		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
+			"http", p.HTTPAddr(), "resp", p.RESPAddr())
+	}
+	reloadOnSIGHUP(ctx, log, reloaders)
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")

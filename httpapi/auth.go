@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
+)
+
+// Users and permissions. With Config.Users set, every request
+// authenticates with HTTP Basic credentials (401 without or with wrong
+// ones, unless the users file has "user default on nopass"), its route
+// needs a category (routeCategories; 403 without it), and handlers check
+// the keys a request names (403 outside the user's key patterns).
+
+// routeCategories is what each route needs, by its mux pattern. A route
+// missing here needs admin, so a new route cannot be open by accident;
+// TestRoutePermissions walks the routes.
+var routeCategories = map[string]auth.Category{
+	"POST " + PathAcquire:                       auth.Write,
+	"POST " + PathTry:                           auth.Write,
+	"POST " + PathRelease:                       auth.Write, // "force": admin, checked by the handler
+	"POST " + PathExtend:                        auth.Write,
+	"GET " + PathLocks:                          auth.Read,
+	"GET " + PathLockPrefix + "{key...}":        auth.Read,
+	"POST " + PathSessions:                      auth.Write,
+	"PUT " + PathSessions + "/{id}/keepalive":   auth.Write,
+	"POST " + PathSessions + "/{id}/keepalive":  auth.Write,
+	"DELETE " + PathSessions + "/{id}":          auth.Write,
+	"POST " + PathElections + "{name}/campaign": auth.Write,
+	"POST " + PathElections + "{name}/resign":   auth.Write,
+	"GET " + PathElections + "{name}/observe":   auth.Read,
+	"POST " + PathFenceCheck:                    auth.Write,
+	"GET " + PathStatus:                         auth.Read,
+	"POST " + PathMembers:                       auth.Admin,
+	"DELETE " + PathMembers + "/{id}":           auth.Admin,
+	"GET " + PathMetrics:                        auth.Read,
+	"/":                                         0, // the JSON 404
+}
+
+type userKey struct{}
+
+// userOf returns the request's user (nil when users are off).
+func userOf(r *http.Request) *auth.User {
+	u, _ := r.Context().Value(userKey{}).(*auth.User)
+	return u
+}
+
+// userName is the request's user name for the audit log ("" when users
+// are off).
+func userName(r *http.Request) string {
+	if u := userOf(r); u != nil {
+		return u.Name
+	}
+	return ""
+}
+
+// authenticate checks the request's credentials and its route's
+// category. On success it returns the request carrying its user; on
+// failure it has answered 401 or 403.
+func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern string) (*http.Request, bool) {
+	s := rt.s
+	us := s.cfg.Users.Users()
+	var u *auth.User
+	if name, pass, ok := r.BasicAuth(); ok {
+		if name == "" {
+			name = auth.DefaultUser // as RESP's AUTH password
+		}
+		var err error
+		if u, err = us.Authenticate(name, pass); err != nil {
+			s.cfg.Audit.Failure("http", auth.ReasonCredentials)
+			w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
+			s.fail(w, r, fmt.Errorf("%w: %w", api.ErrUnauthorized, err))
+			return nil, false
+		}
+	} else if u = us.Anonymous(); u == nil {
+		s.cfg.Audit.Failure("http", auth.ReasonCredentials)
+		w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
+		s.fail(w, r, fmt.Errorf("%w: no credentials (HTTP Basic)", api.ErrUnauthorized))
+		return nil, false
+	}
+	cat, known := routeCategories[pattern]
+	if !known {
+		cat = auth.Admin
+	}
+	if cat != 0 && !u.Can(cat) {
+		s.cfg.Audit.Failure("http", auth.ReasonPermission)
+		s.fail(w, r, fmt.Errorf("%w: user %q lacks +@%s for %s", api.ErrForbidden, u.Name, cat, pattern))
+		return nil, false
+	}
+	return r.WithContext(context.WithValue(r.Context(), userKey{}, u)), true
+}
+
+// allowKeys answers 403 and returns false unless the request's user may
+// use every key with category cat (always true when users are off).
+func (s *server) allowKeys(w http.ResponseWriter, r *http.Request, cat auth.Category, keys ...string) bool {
+	u := userOf(r)
+	if u == nil {
+		return true
+	}
+	if !u.Can(cat) {
+		s.cfg.Audit.Failure("http", auth.ReasonPermission)
+		s.fail(w, r, fmt.Errorf("%w: user %q lacks +@%s", api.ErrForbidden, u.Name, cat))
+		return false
+	}
+	for _, k := range keys {
+		if !u.Key(k) {
+			s.cfg.Audit.Failure("http", auth.ReasonPermission)
+			s.fail(w, r, fmt.Errorf("%w: key %q is outside user %q's key patterns", api.ErrForbidden, k, u.Name))
+			return false
+		}
+	}
+	return true
+}
+
+// keysOf is a request's key or keys.
+func keysOf(key string, keys []string) []string {
+	if key != "" {
+		return []string{key}
+	}
+	return keys
+}
+
+// visible keeps the locks the request's user may see.
+func visible(r *http.Request, locks []api.LockInfo) []api.LockInfo {
+	u := userOf(r)
+	if u == nil || u.AllKeys() {
+		return locks
+	}
+	out := locks[:0]
+	for _, l := range locks {
+		if u.Key(l.Key) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

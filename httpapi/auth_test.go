@@ -1,0 +1,257 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/httpapi/httpapitest"
+)
+
+const testUsers = `
+user r on >rp ~app:* +@read
+user w on >wp ~app:* +@write
+user a on >ap ~app:* +@admin
+user all on >allp ~app:* +@all
+`
+
+type routeSample struct {
+	method, path string
+	body         any
+}
+
+// routeSamples: a request for every route, its keys in the namespace
+// app:*. A route without a sample fails TestRoutePermissions.
+var routeSamples = map[string]routeSample{
+	"POST " + httpapi.PathAcquire:                       {"POST", httpapi.PathAcquire, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000, WaitMs: 1}},
+	"POST " + httpapi.PathTry:                           {"POST", httpapi.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
+	"POST " + httpapi.PathRelease:                       {"POST", httpapi.PathRelease, api.ReleaseRequest{Key: "app:k", Owner: "o"}},
+	"POST " + httpapi.PathExtend:                        {"POST", httpapi.PathExtend, api.ExtendRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
+	"GET " + httpapi.PathLocks:                          {"GET", httpapi.PathLocks, nil},
+	"GET " + httpapi.PathLockPrefix + "{key...}":        {"GET", httpapi.PathLockPrefix + "app:k", nil},
+	"POST " + httpapi.PathSessions:                      {"POST", httpapi.PathSessions, httpapi.SessionRequest{TTLMs: 1000}},
+	"PUT " + httpapi.PathSessions + "/{id}/keepalive":   {"PUT", httpapi.PathSessions + "/s1/keepalive", nil},
+	"POST " + httpapi.PathSessions + "/{id}/keepalive":  {"POST", httpapi.PathSessions + "/s1/keepalive", nil},
+	"DELETE " + httpapi.PathSessions + "/{id}":          {"DELETE", httpapi.PathSessions + "/s1", nil},
+	"POST " + httpapi.PathElections + "{name}/campaign": {"POST", httpapi.PathElections + "app:e/campaign", httpapi.CampaignRequest{Value: "v", Session: "s1"}},
+	"POST " + httpapi.PathElections + "{name}/resign":   {"POST", httpapi.PathElections + "app:e/resign", httpapi.ResignRequest{Value: "v"}},
+	"GET " + httpapi.PathElections + "{name}/observe":   {"GET", httpapi.PathElections + "app:e/observe", nil},
+	"POST " + httpapi.PathFenceCheck:                    {"POST", httpapi.PathFenceCheck, httpapi.FenceCheckRequest{Resource: "app:k", Token: 1}},
+	"GET " + httpapi.PathStatus:                         {"GET", httpapi.PathStatus, nil},
+	"POST " + httpapi.PathMembers:                       {"POST", httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
+	"DELETE " + httpapi.PathMembers + "/{id}":           {"DELETE", httpapi.PathMembers + "/n9", nil},
+	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
+	"/":                                                 {"GET", "/nope", nil},
+}
+
+func usersHandler(t *testing.T) (*httptest.Server, *auth.Audit) {
+	srv, audit, _ := usersHandlerFake(t)
+	return srv, audit
+}
+
+func usersHandlerFake(t *testing.T) (*httptest.Server, *auth.Audit, *httpapitest.Fake) {
+	t.Helper()
+	us, err := auth.Parse(strings.NewReader(testUsers))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := auth.NewAudit(nil)
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{
+		Users:   auth.NewStoreFrom(us, audit),
+		Audit:   audit,
+		Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x 1\n") }),
+	})
+	return srv, audit, fake
+}
+
+// counter reads one labelled counter of audit ("" if absent).
+func counter(t *testing.T, audit *auth.Audit, name, label string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(audit.Collectors()...)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// send makes one request as user (no credentials when user is "").
+func send(t *testing.T, srv *httptest.Server, user, pass string, s routeSample) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if s.body != nil {
+		b, _ := json.Marshal(s.body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(s.method, srv.URL+s.path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if s.path == httpapi.PathElections+"app:e/observe" && resp.StatusCode == 200 {
+		return 200, "" // a stream: do not wait for it to end
+	}
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestRoutePermissions: every route × each category → allowed (neither
+// 401 nor 403) exactly when the user has the route's category, else 403;
+// every route without or with wrong credentials → 401; routes that name
+// keys → 403 outside the namespace, even for a user with every category.
+func TestRoutePermissions(t *testing.T) {
+	srv, _ := usersHandler(t)
+	for pattern := range httpapi.RouteCategories {
+		if _, ok := routeSamples[pattern]; !ok {
+			t.Errorf("route %q has no sample", pattern)
+		}
+	}
+	users := []struct {
+		name, pass string
+		cats       auth.Category
+	}{{"r", "rp", auth.Read}, {"w", "wp", auth.Write}, {"a", "ap", auth.Admin}, {"all", "allp", auth.All}}
+	for pattern, s := range routeSamples {
+		cat, ok := httpapi.RouteCategories[pattern]
+		if !ok {
+			t.Errorf("sample %q is not a route", pattern)
+			continue
+		}
+		t.Run(pattern, func(t *testing.T) {
+			if st, _ := send(t, srv, "", "", s); st != http.StatusUnauthorized {
+				t.Errorf("no credentials: %d", st)
+			}
+			if st, _ := send(t, srv, "all", "wrong", s); st != http.StatusUnauthorized {
+				t.Errorf("wrong password: %d", st)
+			}
+			for _, u := range users {
+				st, body := send(t, srv, u.name, u.pass, s)
+				want := cat != 0 && u.cats&cat == 0
+				if got := st == http.StatusForbidden; got != want || st == http.StatusUnauthorized {
+					t.Errorf("user %s: %d %s, want forbidden=%v", u.name, st, body, want)
+				}
+				if want && !strings.Contains(body, `"code":"forbidden"`) {
+					t.Errorf("user %s: body %s", u.name, body)
+				}
+			}
+			if !strings.Contains(s.path, "app:") && !strings.Contains(asJSON(s.body), "app:") {
+				return
+			}
+			out := routeSample{s.method, strings.ReplaceAll(s.path, "app:", "other:"), nil}
+			if s.body != nil {
+				var m map[string]any
+				json.Unmarshal([]byte(strings.ReplaceAll(asJSON(s.body), "app:", "other:")), &m)
+				out.body = m
+			}
+			if st, body := send(t, srv, "all", "allp", out); st != http.StatusForbidden {
+				t.Errorf("outside the namespace: %d %s", st, body)
+			}
+		})
+	}
+}
+
+func asJSON(v any) string {
+	if v == nil {
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestEmptyUserIsDefault: Basic credentials with an empty user name are
+// the default user's, as RESP's one-argument AUTH.
+func TestEmptyUserIsDefault(t *testing.T) {
+	us, err := auth.Parse(strings.NewReader("user default on >dp ~* +@read\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, httpapitest.NewFake(), httpapi.Config{Users: auth.NewStoreFrom(us, nil)})
+	status := routeSample{"GET", httpapi.PathStatus, nil}
+	if st, body := send(t, srv, "", "", status); st != http.StatusUnauthorized {
+		t.Fatalf("no credentials: %d %s", st, body)
+	}
+	req, _ := http.NewRequest("GET", srv.URL+httpapi.PathStatus, nil)
+	req.SetBasicAuth("", "dp")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("empty user name with default's password: %d", resp.StatusCode)
+	}
+}
+
+// TestForceReleaseNeedsAdmin: a release of one's own hold is write; with
+// "force" it needs admin, and it is audited.
+func TestForceReleaseNeedsAdmin(t *testing.T) {
+	srv, audit := usersHandler(t)
+	try := routeSample{"POST", httpapi.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 60000}}
+	if st, body := send(t, srv, "w", "wp", try); st != 200 {
+		t.Fatalf("try: %d %s", st, body)
+	}
+	force := routeSample{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: "app:k", Force: true}}
+	if st, _ := send(t, srv, "w", "wp", force); st != http.StatusForbidden {
+		t.Fatalf("forced release by a write user: %d", st)
+	}
+	if st, body := send(t, srv, "all", "allp", force); st != 200 || !strings.Contains(body, `"released":true`) {
+		t.Fatalf("forced release by an admin: %d %s", st, body)
+	}
+	if n := counter(t, audit, "locknode_audit_events_total", auth.EventForceRelease); n != 1 {
+		t.Fatalf("audited forced releases: %v", n)
+	}
+	if n := counter(t, audit, "locknode_auth_failures_total", "permission"); n != 1 {
+		t.Fatalf("permission failures: %v", n)
+	}
+}
+
+// TestListFiltered: a user lists only its namespace.
+func TestListFiltered(t *testing.T) {
+	srv, _, fake := usersHandlerFake(t)
+	for _, k := range []string{"app:1", "other:1", "app:2"} {
+		if _, err := fake.TryAcquire(context.Background(), api.AcquireRequest{Key: k, Owner: "o", TTLMs: 60000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, body := send(t, srv, "r", "rp", routeSample{"GET", httpapi.PathLocks, nil})
+	var res api.ListResult
+	if err := json.Unmarshal([]byte(body), &res); st != 200 || err != nil || len(res.Locks) != 2 {
+		t.Fatalf("list: %d %s", st, body)
+	}
+	for _, l := range res.Locks {
+		if !strings.HasPrefix(l.Key, "app:") {
+			t.Fatalf("listed %q", l.Key)
+		}
+	}
+}

@@ -1,0 +1,4 @@
+package httpapi
+
+// RouteCategories exposes the route table to the external tests.
+var RouteCategories = routeCategories

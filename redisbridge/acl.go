@@ -1,0 +1,264 @@
+package redisbridge
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Permissions. With Config.Users set, each command is checked once, in
+// dispatch, against what its command-table entry says it needs: a
+// category and the keys and channels it names (Redis' order: command,
+// then keys, then channels; Redis' NOPERM texts). Connection commands
+// (PING, AUTH, HELLO, CLIENT, ...) need no category.
+
+// access is what one command needs.
+type access struct {
+	cat      auth.Category // 0: any authenticated user
+	name     string        // for NOPERM's text when not the command's ("script|flush")
+	keys     [][]byte
+	chans    [][]byte
+	patterns bool // chans are PSUBSCRIBE patterns
+}
+
+// accessFn tells what a command with these arguments (arity checked)
+// needs; name is the command's name in lower case.
+type accessFn func(name string, args [][]byte) access
+
+const (
+	msgNoPermKeys  = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	msgNoPermChans = "NOPERM this user has no permissions to access one of the channels used as arguments"
+)
+
+func msgNoPermCmd(name string) string {
+	return "NOPERM this user has no permissions to run the '" + name + "' command"
+}
+
+// Access functions of the command table.
+
+// connAccess: connection commands, any authenticated user.
+func connAccess(string, [][]byte) access { return access{} }
+
+// need returns an accessFn needing cat and no keys.
+func need(cat auth.Category) accessFn {
+	return func(string, [][]byte) access { return access{cat: cat} }
+}
+
+// firstKey: the key is args[1].
+func firstKey(cat auth.Category) accessFn {
+	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:2]} }
+}
+
+// restKeys: every argument after the name is a key (WATCH).
+func restKeys(cat auth.Category) accessFn {
+	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:]} }
+}
+
+// channels: every argument after the name is a channel (or pattern).
+func channels(cat auth.Category, patterns bool) accessFn {
+	return func(_ string, args [][]byte) access { return access{cat: cat, chans: args[1:], patterns: patterns} }
+}
+
+// publishAccess: PUBLISH channel message.
+func publishAccess(_ string, args [][]byte) access {
+	return access{cat: auth.Write, chans: args[1:2]}
+}
+
+// lockReleaseAccess: LOCK.RELEASE of one's own hold is write; FORCE
+// (anybody's hold) is admin.
+func lockReleaseAccess(_ string, args [][]byte) access {
+	a := access{cat: auth.Write, keys: args[1:2]}
+	for i := 3; i < len(args); i++ {
+		switch {
+		case strings.EqualFold(string(args[i]), "id"):
+			i++ // its value is a request id, whatever it reads
+		case strings.EqualFold(string(args[i]), "force"):
+			a.cat = auth.Admin
+		}
+	}
+	return a
+}
+
+// scriptKeys: EVAL/EVALSHA script numkeys key... arg...: every key in
+// KEYS must be the user's (Redis ACL semantics). A bad numkeys names no
+// keys; the handler refuses it.
+func scriptKeys(cat auth.Category) accessFn {
+	return func(_ string, args [][]byte) access {
+		a := access{cat: cat}
+		n, err := strconv.ParseInt(string(args[2]), 10, 64)
+		if err == nil && n >= 0 && n <= int64(len(args)-3) {
+			a.keys = args[3 : 3+n]
+		}
+		return a
+	}
+}
+
+// scriptAccess: SCRIPT LOAD is write, EXISTS read, FLUSH and KILL admin.
+func scriptAccess(_ string, args [][]byte) access {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "load":
+		return access{cat: auth.Write, name: "script|load"}
+	case "exists":
+		return access{cat: auth.Read, name: "script|exists"}
+	case "flush", "kill":
+		return access{cat: auth.Admin, name: "script|" + sub}
+	}
+	return access{} // HELP and unknown subcommands: the handler answers
+}
+
+// dataAccess: a Redis command of the FSM. Read-only ones need read, the
+// others write; keys by Redis' key positions.
+func dataAccess(name string, args [][]byte) access {
+	a := access{cat: auth.Write, keys: fsm.CommandKeysOf(name, args)}
+	if fsm.IsReadOnlyName(name) {
+		a.cat = auth.Read
+	}
+	return a
+}
+
+// permission returns the error text that refuses args for the
+// connection's user, or "". Call only with Config.Users set.
+func (c *conn) permission(cmd *command, name string, args [][]byte) string {
+	u := c.s.users.Users().Lookup(c.user)
+	if u == nil || !u.Enabled {
+		// Removed or disabled by a reload: the connection must
+		// authenticate again.
+		c.authed = false
+		return msgNoAuth
+	}
+	acc := cmd.acl
+	if acc == nil {
+		acc = dataAccess
+	}
+	a := acc(name, args)
+	if a.cat == 0 {
+		return ""
+	}
+	if !u.Can(a.cat) {
+		if a.name != "" {
+			name = a.name
+		}
+		return msgNoPermCmd(name)
+	}
+	for _, k := range a.keys {
+		if !u.Key(string(k)) {
+			return msgNoPermKeys
+		}
+	}
+	for _, ch := range a.chans {
+		ok := u.Channel(string(ch))
+		if a.patterns {
+			ok = u.ChannelPattern(string(ch))
+		}
+		if !ok {
+			return msgNoPermChans
+		}
+	}
+	return ""
+}
+
+// cmdACL: ACL WHOAMI.
+func cmdACL(c *conn, args [][]byte) {
+	if strings.ToLower(string(args[1])) != "whoami" {
+		c.w.WriteError(unknownSubcommand(args[1], "acl"))
+		return
+	}
+	if len(args) != 2 {
+		c.w.WriteError(errArity("acl|whoami"))
+		return
+	}
+	c.w.WriteBulkString(c.user)
+}
+
+// anonymous is a fresh (or RESET) connection's state: authenticated as
+// "default" when there are no users, or when "default" is "on nopass".
+func (s *Server) anonymous() (authed bool, user string) {
+	if s.users == nil {
+		return true, auth.DefaultUser
+	}
+	if u := s.users.Users().Anonymous(); u != nil {
+		return true, u.Name
+	}
+	return false, ""
+}
+
+// login authenticates the connection as user; on failure the connection
+// keeps its previous user and the caller replies WRONGPASS. Without
+// users, "default" with any password succeeds (Redis' nopass default).
+func (c *conn) login(user, pass []byte) bool {
+	if c.s.users == nil {
+		return string(user) == auth.DefaultUser
+	}
+	u, err := c.s.users.Users().Authenticate(string(user), string(pass))
+	if err != nil {
+		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
+		// The name, never the password: a client that sends its password
+		// as the user name is a common mistake, so debug level only.
+		c.s.cfg.Logger.Debug("resp authentication failed", "remote", c.nc.RemoteAddr().String())
+		return false
+	}
+	c.authed, c.user = true, u.Name
+	c.subUser.Store(&u.Name)
+	return true
+}
+
+// noForce reports whether the connection's commands must not end or
+// change a lock without its owner's token (fsm.Command.NoForce): users
+// are configured and this user lacks admin. The FSM decides, when it
+// applies the entry, whether a command would do so: the bridge never
+// reads before it writes.
+func (c *conn) noForce() bool {
+	if c.s.users == nil {
+		return false
+	}
+	return !c.s.users.Users().Lookup(c.user).Can(auth.Admin)
+}
+
+// keysOnly reports whether the connection's scripts may touch only the
+// keys they declare (fsm.Command.KeysOnly): the user is limited to key
+// patterns, and the bridge checked the declared keys against them.
+func (c *conn) keysOnly() bool {
+	if c.s.users == nil {
+		return false
+	}
+	u := c.s.users.Users().Lookup(c.user)
+	return u == nil || !u.AllKeys()
+}
+
+// auditForced audits the holds a Redis command (DEL, SET over a lock, a
+// script, EXEC) ended by force: the FSM says which in its events.
+func (c *conn) auditForced(evs []fsm.Event) {
+	if c.s.cfg.Audit == nil {
+		return
+	}
+	for _, e := range evs {
+		if e.Kind == fsm.EvReleased && e.Reason == fsm.ReasonForced {
+			c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", e.Key, "owner", e.Owner)
+		}
+	}
+}
+
+// mayReceive reports whether a subscriber may still be sent a message of
+// channel (through pattern, when not ""): a reload can disable its user
+// or narrow its channels after it subscribed. Called by publish, outside
+// serve: it reads the user name from subUser.
+func (c *conn) mayReceive(channel, pattern string) bool {
+	if c.s.users == nil {
+		return true
+	}
+	name := c.subUser.Load()
+	if name == nil {
+		return false
+	}
+	u := c.s.users.Users().Lookup(*name)
+	if !u.Can(auth.Read) {
+		return false
+	}
+	if pattern != "" {
+		return u.ChannelPattern(pattern)
+	}
+	return u.Channel(channel)
+}
