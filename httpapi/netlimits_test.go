@@ -95,7 +95,7 @@ func (c *rawHTTP) closed(t *testing.T, d time.Duration) bool {
 const tryBody = `{"key":"k","owner":"o","ttl_ms":1000}`
 
 func tryRequest(body string) string {
-	return "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
+	return "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body
 }
 
 // serves checks that addr answers a fresh request normally.
@@ -114,8 +114,8 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 	big := `{"key":"` + strings.Repeat("x", 300) + `","owner":"o","ttl_ms":1}`
 	cases := []struct{ name, request string }{
 		{"declared length", tryRequest(big)},
-		{"declared length, body not sent", "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n"},
-		{"chunked", "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		{"declared length, body not sent", "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"},
+		{"chunked", "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
 			fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(big), big)},
 	}
 	for _, c := range cases {
@@ -157,7 +157,7 @@ func TestSlowBodiesAreCutAndNotAllocated(t *testing.T) {
 	cs := make([]*rawHTTP, conns)
 	for i := range cs {
 		cs[i] = dialHTTP(t, addr)
-		io.WriteString(cs[i].nc, "POST /v1/locks/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n{")
+		io.WriteString(cs[i].nc, "POST /v1/locks/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{")
 	}
 	var wg sync.WaitGroup
 	for i, c := range cs {
@@ -213,7 +213,7 @@ func TestBodyTimeoutDoesNotCutTheWait(t *testing.T) {
 	const wait = 600 * time.Millisecond
 	body := fmt.Sprintf(`{"key":"k","owner":"p","ttl_ms":1000,"wait_ms":%d}`, wait.Milliseconds())
 	start := time.Now()
-	io.WriteString(c.nc, "POST /v1/locks/acquire HTTP/1.1\r\nHost: x\r\nContent-Length: "+fmt.Sprint(len(body))+"\r\n\r\n"+body)
+	io.WriteString(c.nc, "POST /v1/locks/acquire HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "+fmt.Sprint(len(body))+"\r\n\r\n"+body)
 	st, eb := c.answer(t, 10*time.Second)
 	if st != http.StatusRequestTimeout || eb.Code != api.CodeWaitTimeout {
 		t.Fatalf("waiter: %d %+v, want 408 %s", st, eb, api.CodeWaitTimeout)
@@ -226,7 +226,7 @@ func TestBodyTimeoutDoesNotCutTheWait(t *testing.T) {
 func TestHeaderTimeoutClosesTheConnection(t *testing.T) {
 	addr := limitedServer(t, httpapitest.NewFake(), httpapi.Config{HeaderTimeout: 200 * time.Millisecond})
 	c := dialHTTP(t, addr)
-	io.WriteString(c.nc, "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\n") // and never the blank line
+	io.WriteString(c.nc, "POST /v1/locks/try HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n") // and never the blank line
 	if !c.closed(t, 10*time.Second) {
 		t.Fatal("a connection with an unfinished header is still open")
 	}
