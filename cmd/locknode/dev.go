@@ -112,7 +112,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "dev: --users:", err)
 			return 2
 		}
-		reloadOnSIGHUP(ctx, log, []reloader{{"users", users.Reload}})
 	}
 	memPlan.apply(log)
 	gcPlan.apply(log)
@@ -188,8 +187,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
 		}
 	}
-	if !*useTLS && peerPortExposed(net.JoinHostPort(*host, "0")) {
+	if !*useTLS && beyondLoopback(net.JoinHostPort(*host, "0")) {
 		log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
+	}
+	if users != nil {
+		reloads = append(reloads, reloadFunc{"users", users.Reload})
 	}
 	stopReload := watchSIGHUP(log, reloads)
 	defer stopReload()

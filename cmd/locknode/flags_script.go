@@ -59,24 +59,20 @@ func (l *scriptLimits) apply(cfg *fsm.Config) error {
 // (the units of --memory-limit).
 func parseCount(s string, bytes bool) (int, error) {
 	s = strings.TrimSpace(s)
-	num, mult := s, int64(1)
+	var v int64
+	var err error
 	if bytes {
-		i := len(s)
-		for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
-			i--
+		if v, err = parseBytes(s); err != nil {
+			return 0, fmt.Errorf("%q: %w", s, err)
 		}
-		m, ok := byteUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
-		if !ok {
-			return 0, fmt.Errorf("%q: unknown unit %q (B, KiB, MiB, GiB, KB, MB, GB)", s, s[i:])
-		}
-		num, mult = strings.TrimSpace(s[:i]), m
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v <= 0 {
+	} else if v, err = strconv.ParseInt(s, 10, 64); err != nil {
 		return 0, fmt.Errorf("%q: want a positive whole number", s)
 	}
-	if v > int64(1<<31-1)/mult {
+	switch {
+	case v <= 0:
+		return 0, fmt.Errorf("%q: want a positive whole number", s)
+	case v > 1<<31-1:
 		return 0, fmt.Errorf("%q: too large", s)
 	}
-	return int(v * mult), nil
+	return int(v), nil
 }

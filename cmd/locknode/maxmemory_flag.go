@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/locknode/locknode/fsm"
@@ -27,24 +25,12 @@ func parseMaxMemory(s string) (int64, error) {
 	case "0", "off", "none":
 		return fsm.NoMaxMemory, nil
 	}
-	i := len(s)
-	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
-		i--
-	}
-	num, unit := s[:i], strings.TrimSpace(s[i:])
-	mult, ok := byteUnits[strings.ToLower(unit)]
-	if !ok {
-		return 0, fmt.Errorf("max memory %q: unknown unit %q (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", s, unit)
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("max memory %q: want a non-negative whole number with a unit, e.g. 512MiB, or off", s)
-	}
-	if v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("max memory %q: too large", s)
+	v, err := parseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("max memory %q: %w", s, err)
 	}
 	if v == 0 {
 		return fsm.NoMaxMemory, nil
 	}
-	return v * mult, nil
+	return v, nil
 }

@@ -95,7 +95,7 @@ func (n *netLimits) parse() (parsedLimits, error) {
 		v, err := parseBytes(s)
 		switch {
 		case err != nil:
-			fail(flag, err)
+			fail(flag, fmt.Errorf("%q: %w", s, err))
 		case v < 1:
 			fail(flag, fmt.Errorf("%q must be at least 1 byte", s))
 		default:
@@ -159,11 +159,11 @@ func parsePubSubLimit(s string, c *redisbridge.Config) error {
 	}
 	hard, err := parseBytes(parts[0])
 	if err != nil {
-		return err
+		return fmt.Errorf("HARD %q: %w", parts[0], err)
 	}
 	soft, err := parseBytes(parts[1])
 	if err != nil {
-		return err
+		return fmt.Errorf("SOFT %q: %w", parts[1], err)
 	}
 	secs, err := time.ParseDuration(parts[2])
 	if n, nerr := strconv.Atoi(parts[2]); nerr == nil {
@@ -183,27 +183,4 @@ func parsePubSubLimit(s string, c *redisbridge.Config) error {
 		c.PubSubSoftFor = time.Nanosecond // over SOFT at two messages in a row
 	}
 	return nil
-}
-
-// parseBytes reads a size: a whole number with an optional unit (B, KiB,
-// MiB, GiB, TiB; KB, MB, GB, TB decimal; K, M, G, T binary).
-func parseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	i := len(s)
-	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
-		i--
-	}
-	num, unit := s[:i], strings.TrimSpace(s[i:])
-	mult, ok := byteUnits[strings.ToLower(unit)]
-	if !ok {
-		return 0, fmt.Errorf("size %q: unknown unit %q (B, KiB, MiB, GiB, KB, MB, GB)", s, unit)
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("size %q: want a non-negative whole number with an optional unit, e.g. 64KiB", s)
-	}
-	if v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q: too large", s)
-	}
-	return v * mult, nil
 }

@@ -105,23 +105,10 @@ func parseMemoryLimit(s string, cgroupLimit, physical int64) (int64, error) {
 		}
 		return int64(float64(base) * f / 100), nil
 	}
-	i := len(s)
-	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
-		i--
+	v, err := parseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("memory limit %q: %w", s, err)
 	}
-	num, unit := s[:i], strings.TrimSpace(s[i:])
-	mult, ok := byteUnits[strings.ToLower(unit)]
-	if !ok {
-		return 0, fmt.Errorf("memory limit %q: unknown unit %q (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB or %%)", s, unit)
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("memory limit %q: want a non-negative whole number with a unit, e.g. 512MiB", s)
-	}
-	if v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("memory limit %q: too large", s)
-	}
-	v *= mult
 	if v != 0 && v < minMemoryLimit {
 		return 0, fmt.Errorf("memory limit %q: below the minimum of %d MiB", s, minMemoryLimit>>20)
 	}
@@ -131,6 +118,30 @@ func parseMemoryLimit(s string, cgroupLimit, physical int64) (int64, error) {
 // minMemoryLimit refuses limits a node cannot start under (the runtime
 // would collect continuously): almost certainly a missing unit.
 const minMemoryLimit = 16 << 20
+
+// parseBytes reads a size: a whole number with an optional unit (B, KiB,
+// MiB, GiB, TiB; KB, MB, GB, TB decimal; K, M, G, T binary). Every flag
+// that takes a size reads it here.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	i := len(s)
+	for i > 0 && (s[i-1] < '0' || s[i-1] > '9') {
+		i--
+	}
+	num, unit := s[:i], strings.TrimSpace(s[i:])
+	mult, ok := byteUnits[strings.ToLower(unit)]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", unit)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("want a non-negative whole number with an optional unit, e.g. 512MiB")
+	}
+	if v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("too large")
+	}
+	return v * mult, nil
+}
 
 var byteUnits = map[string]int64{
 	"": 1, "b": 1,

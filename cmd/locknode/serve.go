@@ -187,7 +187,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
 	}
-	if cfg.PeerServerTLS == nil && peerPortExposed(cfg.BindAddr) {
+	if cfg.PeerServerTLS == nil && beyondLoopback(cfg.BindAddr) {
 		log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
 			"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
 	}
@@ -235,16 +235,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	stopGCTuner := gcPlan.startTuner()
 	defer stopGCTuner()
-	stopReload := watchSIGHUP(log, tlsSet.reloads)
-	defer stopReload()
-	var reloaders []reloader
+	reloads := tlsSet.reloads
 	if users != nil {
-		reloaders = append(reloaders, reloader{"users", users.Reload})
+		reloads = append(reloads, reloadFunc{"users", users.Reload})
 	} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
 		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
 			"http", p.HTTPAddr(), "resp", p.RESPAddr())
 	}
-	reloadOnSIGHUP(ctx, log, reloaders)
+	stopReload := watchSIGHUP(log, reloads)
+	defer stopReload()
 	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
 	<-ctx.Done()
 	log.Info("shutting down")

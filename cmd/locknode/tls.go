@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -123,20 +122,6 @@ func (f serverTLSFlags) build(id string) (tlsSetup, error) {
 		}
 	}
 	return st, nil
-}
-
-// peerPortExposed reports whether a peer port bound at addr can be
-// reached from beyond this host: anything but a loopback address.
-func peerPortExposed(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return true
-	}
-	if host == "localhost" {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsLoopback()
 }
 
 // watchSIGHUP runs every reload whenever the process gets SIGHUP, until

@@ -481,8 +481,8 @@ func TestPeerPortExposed(t *testing.T) {
 		"127.0.0.1:7000": false, "[::1]:7000": false, "localhost:7000": false, "127.0.0.2:7000": false,
 		"0.0.0.0:7000": true, "[::]:7000": true, ":7000": true, "10.0.0.5:7000": true, "node1.example:7000": true,
 	} {
-		if got := peerPortExposed(addr); got != want {
-			t.Errorf("peerPortExposed(%q) = %v, want %v", addr, got, want)
+		if got := beyondLoopback(addr); got != want {
+			t.Errorf("beyondLoopback(%q) = %v, want %v", addr, got, want)
 		}
 	}
 }
