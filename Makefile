@@ -25,6 +25,8 @@ run:
 # tests run here, its benchmarks under `make bench`.
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
+	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/locknode
 	cd third_party/raft && $(GO) test -race -count=1 -run ParallelWrite . && $(GO) vet -tags lattrace .
 	cd bench && $(GO) test -count=1 ./...
 
