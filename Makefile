@@ -22,7 +22,8 @@ run:
 # third_party/raft is its own module (outside ./...): its fork tests run
 # here (and its lattrace build is vetted); upstream's whole suite is
 # `cd third_party/raft && go test .`. bench/ is a module too: its unit
-# tests run here, its benchmarks under `make bench`.
+# tests run here, its benchmarks under `make bench`. The binary is also
+# built for windows and darwin so that it keeps building there.
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
