@@ -585,6 +585,8 @@ if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset
 			c("INCRBYFLOAT", "f", "nan"), c("INCRBYFLOAT", "f", "inf"), c("INCRBYFLOAT", "f", "-Infinity"),
 			c("INCRBYFLOAT", "f", "1e5000"), c("INCRBYFLOAT", "f", "1e-5000"), c("INCRBYFLOAT", "f", ""),
 			c("INCRBYFLOAT", "f", "1e4000"), c("INCRBYFLOAT", "f", "-1e4000"), c("GET", "f"),
+			c("INCRBYFLOAT", "f", "1e999999999"), c("INCRBYFLOAT", "f", "1e-999999999"), c("INCRBYFLOAT", "f", "0e999999999"),
+			c("INCRBYFLOAT", "f", "0.000e-999999999"), c("INCRBYFLOAT", "f", "1e99999999999999999999"), c("GET", "f"),
 			c("SET", "f", "17179869184"), c("INCRBYFLOAT", "f", "1.1"), c("INCRBYFLOAT", "f", "1e20"),
 			c("SET", "f", "1.7976931348623157e308"), c("INCRBYFLOAT", "f", "1.7976931348623157e308"),
 			c("SET", "f", "-0.0"), c("INCRBYFLOAT", "f", "0"), c("INCRBYFLOAT", "f", "-3"),

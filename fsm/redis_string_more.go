@@ -124,7 +124,16 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if f.Sign() != 0 {
+	switch {
+	case f.IsInf():
+		return nil, false // overflow: strtold's ERANGE with HUGE_VAL
+	case f.Sign() == 0:
+		// An underflow to zero is ERANGE too; a written zero is not.
+		mant, _, _ := strings.Cut(strings.ToLower(body), "e")
+		if strings.Trim(mant, "0.") != "" {
+			return nil, false
+		}
+	default:
 		if e := f.MantExp(nil); e > ldMaxExp || e < ldMinExp {
 			return nil, false
 		}
