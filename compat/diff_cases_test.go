@@ -300,6 +300,8 @@ end`
 const (
 	whySetNXSameToken = "SET NX by the current holder's token succeeds and changes nothing (redsync quorum on one cluster)"
 	whyTombstone      = "a repeated compare-and-delete by the token that just released answers as the release did"
+	whyLockNoAppend   = "a write that would change a lock's token is WRONGTYPE"
+	whyLockNoCounter  = "a lock is not a counter, whatever its token reads"
 )
 
 func diffSequences() []sequence {
@@ -544,6 +546,41 @@ func diffSequences() []sequence {
 			cmd("SCRIPT", "FLUSH", "sync"),
 			cmd("SCRIPT", "FLUSH"),
 			cmd("EVALSHA", sha1hex(luaSetRO), "1", L, "v9"),
+		}},
+		{name: "strings: STRLEN GETDEL APPEND INCRBYFLOAT GETEX", keys: keys(L, L2, "$P:s", "$P:f", "$P:a"), steps: []step{
+			cmd("SET", "$P:s", "hello"), cmd("STRLEN", "$P:s"), cmd("STRLEN", "$P:none"), cmd("STRLEN"),
+			cmd("APPEND", "$P:a", "ab"), cmd("APPEND", "$P:a", "cd"), cmd("APPEND", "$P:a", ""), cmd("GET", "$P:a"),
+			cmd("GETDEL", "$P:a"), cmd("GETDEL", "$P:a"), cmd("HSET", "$P:h", "f", "v"), cmd("GETDEL", "$P:h"),
+			cmd("APPEND", "$P:h", "x"), cmd("STRLEN", "$P:h"), cmd("GETEX", "$P:h"), cmd("DEL", "$P:h"),
+			cmd("INCRBYFLOAT", "$P:f", "10.50"), cmd("INCRBYFLOAT", "$P:f", "0.1"), cmd("INCRBYFLOAT", "$P:f", "-5.0e3"),
+			cmd("INCRBYFLOAT", "$P:f", "abc"), cmd("INCRBYFLOAT", "$P:f", "inf"), cmd("INCRBYFLOAT", "$P:f", "1e5000"),
+			cmd("SET", "$P:f", "0.1"), cmd("INCRBYFLOAT", "$P:f", "0.2"), cmd("SET", "$P:f", "x"), cmd("INCRBYFLOAT", "$P:f", "1"),
+			cmd("GETEX", "$P:s", "PX", "100000"), cmd("PTTL", "$P:s").approxMs(), cmd("GETEX", "$P:s", "PERSIST"),
+			cmd("TTL", "$P:s"), cmd("GETEX", "$P:s", "EX", "0"), cmd("GETEX", "$P:s", "EX", "1", "PX", "1"),
+			cmd("GETEX", "$P:s", "KEEPTTL"), cmd("GETEX", "$P:none", "EX", "abc"), cmd("GETEX", "$P:s", "EXAT", "1"),
+			cmd("EXISTS", "$P:s"),
+			// A lock key reads as a string holding the token.
+			cmd("SET", L, "tok1", "NX", "PX", "10000"), cmd("STRLEN", L), cmd("GETEX", L),
+			cmd("INCR", L), cmd("INCRBY", L, "2"), cmd("DECR", L), cmd("INCRBYFLOAT", L, "1"),
+			cmd("GETEX", L, "PX", "20000"), cmd("PTTL", L).approxMs(),
+			cmd("APPEND", L, "x").deviates("-WRONGTYPE Operation against a key holding the wrong kind of value", whyLockNoAppend),
+			cmd("GETDEL", L).deviates(`"tok1"`, whyLockNoAppend), cmd("EXISTS", L),
+			cmd("SET", L2, "12", "NX", "PX", "10000"),
+			cmd("INCR", L2).deviates("-ERR value is not an integer or out of range", whyLockNoCounter),
+			cmd("GETEX", L2, "PXAT", "1").deviates(`"12"`, whyLockNoCounter), cmd("EXISTS", L2),
+		}},
+		{name: "ROLE and CLIENT", steps: []step{
+			cmd("ROLE"), cmd("ROLE", "x"),
+			cmd("CLIENT", "NO-EVICT", "on"), cmd("CLIENT", "NO-EVICT", "OFF"), cmd("CLIENT", "NO-EVICT", "maybe"),
+			cmd("CLIENT", "NO-EVICT"),
+			cmd("CLIENT", "KILL", "ID", "999999999"), cmd("CLIENT", "KILL", "ID", "0"), cmd("CLIENT", "KILL", "ID", "x"),
+			cmd("CLIENT", "KILL", "ID", "1", "SKIPME"), cmd("CLIENT", "KILL", "SKIPME", "maybe"),
+			cmd("CLIENT", "KILL", "FOO", "bar"), cmd("CLIENT", "KILL", "TYPE", "x"), cmd("CLIENT", "KILL", "TYPE", "master"),
+			cmd("CLIENT", "KILL", "USER", "nobody"), cmd("CLIENT", "KILL", "ADDR", "1.2.3.4:5", "SKIPME", "no"),
+			cmd("CLIENT", "KILL", "LADDR", "1.2.3.4:5"), cmd("CLIENT", "KILL", "1.2.3.4:5"), cmd("CLIENT", "KILL"),
+			cmd("CLIENT", "LIST", "TYPE", "x"), cmd("CLIENT", "LIST", "ID", "x"), cmd("CLIENT", "LIST", "foo"),
+			cmd("CLIENT", "LIST", "ID", "999999999"), cmd("CLIENT", "LIST", "TYPE", "master"), cmd("CLIENT", "HELP", "x"),
+			cmd("CLIENT", "NOPE"),
 		}},
 	}
 }

@@ -18,10 +18,15 @@ import (
 //   - A lock reads as a string: GET = the exclusive holder's token, PTTL =
 //     the remaining lease, TYPE = string, DEL = a forced release, PEXPIRE =
 //     an extend. `SET k v NX` on an absent key creates a lock (not a
-//     string); SET without NX over a lock force-releases it first. Any other
-//     write to a lock key is WRONGTYPE.
+//     string); SET without NX over a lock force-releases it first. GETDEL
+//     is a forced release, GETEX with a time an extend, GETEX PERSIST
+//     changes nothing (as PERSIST); INCR, INCRBY, DECR, DECRBY and
+//     INCRBYFLOAT answer as Redis does for a string that is not a number,
+//     whatever the token reads. Any other write to a lock key is WRONGTYPE.
 //   - PUBLISH replies 0: messages are delivered when each node applies the
 //     entry (Event EvPublish), after the reply is decided.
+//   - INCRBYFLOAT refuses hexadecimal numbers ("0x1p3"), which Redis'
+//     strtold reads.
 //   - SET ... IFEQ and DELEX (Redis 8.4) are implemented although 7.0 has
 //     neither.
 //   - Limits (Config.MaxKeyBytes, MaxValueBytes, MaxKeys) refuse a command
@@ -104,6 +109,11 @@ func init() {
 		{"decr", 2, false, cmdDecr},
 		{"incrby", 3, false, cmdIncrby},
 		{"decrby", 3, false, cmdDecrby},
+		{"strlen", 2, true, cmdStrlen},
+		{"getdel", 2, false, cmdGetdel},
+		{"append", 3, false, cmdAppend},
+		{"incrbyfloat", 3, false, cmdIncrbyfloat},
+		{"getex", -2, false, cmdGetex},
 		{"time", 1, true, cmdTime},
 		{"ping", -1, true, cmdPing},
 		{"publish", 3, false, cmdPublish},

@@ -95,3 +95,21 @@ return n`
 		}
 	}
 }
+
+// The counters on one key: INCRBYFLOAT computes in 64-bit-significand
+// big.Float (Redis' long double), INCRBY in int64, for comparison.
+func benchCounter(b *testing.B, args ...string) {
+	t := New(DefaultConfig())
+	cmd := &Command{Op: OpRedis, Args: bargs(args...)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd.Time = int64(i + 1)
+		if r := t.Apply(uint64(i+1), cmd); r.Reply.Kind == reply.Error {
+			b.Fatalf("%v: %+v", args, r.Reply)
+		}
+	}
+}
+
+func BenchmarkIncrby(b *testing.B)      { benchCounter(b, "INCRBY", "n", "3") }
+func BenchmarkIncrbyfloat(b *testing.B) { benchCounter(b, "INCRBYFLOAT", "n", "0.1") }

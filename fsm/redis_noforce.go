@@ -33,8 +33,8 @@ func declaredKeys(ctx *applyCtx, args [][]byte) bool {
 
 // forcesLock reports whether the write command name (arity checked)
 // would end or change a live lock without the owner's token: DEL,
-// UNLINK, DELEX without IFEQ, SET/MSET over it without NX or IFEQ, and
-// the expiry commands (a PEXPIRE of 1 ms is a forced release). Owner-
+// UNLINK, GETDEL, DELEX without IFEQ, SET/MSET over it without NX or
+// IFEQ, and the expiry commands (GETEX with a time among them) (a PEXPIRE of 1 ms is a forced release). Owner-
 // proven forms stay allowed: SET ... IFEQ token, DELEX ... IFEQ token,
 // LOCK.RELEASE/EXTEND by owner, and the compare-and-delete/extend
 // scripts of the lock libraries, which run natively without going
@@ -84,8 +84,10 @@ func (t *Table) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
 			return false
 		}
 		return live(args[1])
-	case "pexpire", "expire", "pexpireat", "expireat", "persist":
+	case "pexpire", "expire", "pexpireat", "expireat", "persist", "getdel":
 		return live(args[1])
+	case "getex":
+		return getexChanges(args) && live(args[1])
 	}
 	return false
 }

@@ -588,11 +588,16 @@ func cmdDecrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 // incrBy adds delta to the integer string at key; the key keeps its TTL.
-// A lock is not a counter: WRONGTYPE.
+// A lock reads as a string, its holder's token, and is not a counter:
+// Redis' answer to a string that is not an integer, even for a token of
+// digits.
 func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	v := t.lookup(c, key)
 	var cur int64
 	if v != nil {
+		if v.Kind() == KindLock {
+			return reply.NewError(errNotInt)
+		}
 		if v.Kind() != KindString {
 			return wrongType
 		}

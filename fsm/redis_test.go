@@ -89,7 +89,8 @@ func TestRedisLocksInKeySpace(t *testing.T) {
 		}},
 		{"other-writes-on-a-lock-are-wrongtype", []step{
 			s("+OK", "SET", "l", "tok", "NX", "PX", "1000"),
-			s(wt, "INCR", "l"),
+			s("-"+errNotInt, "INCR", "l"),
+			s(wt, "APPEND", "l", "x"),
 			s(wt, "HSET", "l", "f", "v"),
 			s(wt, "SADD", "l", "m"),
 			s(wt, "LPUSH", "l", "m"),

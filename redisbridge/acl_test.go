@@ -75,6 +75,7 @@ var bridgeSamples = map[string]struct {
 	"wait":         {args: []string{"WAIT", "0", "1"}},
 	"waitaof":      {args: []string{"WAITAOF", "0", "0", "1"}},
 	"sentinel":     {args: []string{"SENTINEL", "MASTERS"}, cat: auth.Read},
+	"role":         {args: []string{"ROLE"}, cat: auth.Read},
 	"acl":          {args: []string{"ACL", "WHOAMI"}},
 	"eval":         {args: []string{"EVAL", "return 1", "1", "app:k"}, cat: auth.Write},
 	"evalsha":      {args: []string{"EVALSHA", strings.Repeat("0", 40), "1", "app:k"}, cat: auth.Write},
@@ -111,6 +112,10 @@ var moreSamples = []struct {
 	{[]string{"SCRIPT", "LOAD", "return 1"}, auth.Write, "script|load"},
 	{[]string{"SCRIPT", "EXISTS", "abc"}, auth.Read, "script|exists"},
 	{[]string{"SCRIPT", "KILL"}, auth.Admin, "script|kill"},
+	{[]string{"CLIENT", "LIST"}, auth.Admin, "client|list"},
+	{[]string{"CLIENT", "KILL", "ID", "999999"}, auth.Admin, "client|kill"},
+	{[]string{"CLIENT", "NO-EVICT", "on"}, auth.Admin, "client|no-evict"},
+	{[]string{"CLIENT", "HELP"}, 0, "client"},
 }
 
 type permCase struct {

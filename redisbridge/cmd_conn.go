@@ -54,6 +54,7 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.s.hub.unsubscribeAll(c)
 	c.name = ""
 	c.w.Proto = 2
+	c.publishListed()
 	c.authed, c.user = c.s.anonymous()
 	user := c.user
 	c.subUser.Store(&user)
@@ -134,6 +135,7 @@ func cmdHello(c *conn, args [][]byte) {
 		c.name = string(opts.name)
 	}
 	c.w.Proto = opts.proto
+	c.publishListed()
 	c.w.WriteMapLen(7)
 	c.w.WriteBulkString("server")
 	c.w.WriteBulkString("redis")
@@ -177,23 +179,39 @@ func validClientName(b []byte) bool {
 // CLIENT SETNAME|GETNAME|SETINFO|ID|INFO
 func cmdClient(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
-	arity := map[string]int{"setname": 3, "getname": 2, "setinfo": 4, "id": 2, "info": 2}
-	want, ok := arity[sub]
+	want, ok := clientArity[sub]
 	if !ok {
 		c.w.WriteError(unknownSubcommand(args[1], "client"))
 		return
 	}
-	if len(args) != want {
+	if (want >= 0 && len(args) != want) || (want < 0 && len(args) < -want) {
 		c.w.WriteError(errArity("client|" + sub))
 		return
 	}
 	switch sub {
+	case "list":
+		clientList(c, args)
+	case "kill":
+		clientKill(c, args)
+	case "no-evict":
+		switch strings.ToLower(string(args[2])) {
+		case "on", "off":
+			c.w.WriteStatus("OK")
+		default:
+			c.w.WriteError(msgSyntax)
+		}
+	case "help":
+		c.w.WriteArrayLen(len(clientHelp))
+		for _, l := range clientHelp {
+			c.w.WriteStatus(l)
+		}
 	case "setname":
 		if !validClientName(args[2]) {
 			c.w.WriteError(msgBadClientName)
 			return
 		}
 		c.name = string(args[2])
+		c.publishListed()
 		c.w.WriteStatus("OK")
 	case "getname":
 		if c.name == "" {

@@ -34,8 +34,11 @@ type conn struct {
 	authed bool
 	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
 	// subUser is user for publish (pubsub.go), which runs outside serve.
-	subUser   atomic.Pointer[string]
-	name      string
+	subUser atomic.Pointer[string]
+	name    string
+	// listed is what CLIENT LIST on another connection shows of this one
+	// (name, protocol): serve alone touches name and w.
+	listed    atomic.Pointer[listedInfo]
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
 	nameBuf   [32]byte
