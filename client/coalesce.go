@@ -33,6 +33,9 @@ type coalesceKey struct {
 	session   string
 	lockDelay time.Duration
 	maxHold   time.Duration
+	// progress: each handle gets the timeout it asked for, so calls
+	// that differ in it do not share a waiter.
+	progress time.Duration
 }
 
 type coalescer struct {
@@ -53,7 +56,7 @@ type localWaiter struct {
 }
 
 func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (*Lock, error) {
-	k := coalesceKey{key: key, ttl: o.ttl, lockDelay: o.lockDelay, maxHold: o.maxHold}
+	k := coalesceKey{key: key, ttl: o.ttl, lockDelay: o.lockDelay, maxHold: o.maxHold, progress: o.progressTimeout}
 	if o.session != nil {
 		k.session = o.session.ID()
 	}

@@ -16,10 +16,13 @@
 //     it is cancelled when renewal has been failing and the safe deadline
 //     is near — before the server could hand the lock to anyone else.
 //  2. Pass Lock.Fence() to the resource you protect and let it reject
-//     older tokens (api.Locker.FenceCheck does CheckAndAdvance for you):
-//     no deadline protects against a pause between a check and a write.
+//     older tokens (api.Locker.FenceCheck does CheckAndAdvance for you;
+//     packages fence and fence/pgfence do it at an HTTP server and in
+//     PostgreSQL): no deadline protects against a pause between a check
+//     and a write.
 //  3. Call Unlock. A forgotten lock is renewed for as long as the process
-//     lives.
+//     lives — unless WithProgressTimeout is set and the work stops calling
+//     Lock.Progress, which stops the renewal.
 //  4. Share one Client per process: coalescing and fail-over state live in
 //     it.
 //

@@ -10,4 +10,5 @@ var (
 	ErrLost       = errors.New("client: lock lost")
 	ErrUnlocked   = errors.New("client: lock released by Unlock")
 	ErrSessionEnd = errors.New("client: session ended")
+	ErrNoProgress = errors.New("client: no progress reported within the progress timeout; renewal stopped")
 )

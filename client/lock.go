@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -23,6 +24,8 @@ const (
 	// server has NOT given the lock away yet (it cannot before the safe
 	// deadline), so stopping now is stopping in time. Renewal continues;
 	// a later success moves the deadline but not the state back.
+	// A handle made WithProgressTimeout also enters it when Progress was
+	// not called in time; it then stops renewing.
 	Jeopardy
 	// Lost: the safe deadline passed without a successful renewal, the
 	// server said this owner no longer holds the lock, or the session the
@@ -92,6 +95,9 @@ type Lock struct {
 	lostOnce  sync.Once
 	stopOnce  sync.Once
 	onRelease func() // set by the coalescer: hand the key to the next local waiter
+
+	progressTimeout time.Duration // 0: no hang protection
+	lastProgress    time.Time     // under mu
 }
 
 // Lock blocks until key is held, the wait (WithWait) passes — an error
@@ -123,12 +129,37 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Loc
 }
 
 // TryLock takes key if it is free right now, else returns an error
-// wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue.
+// wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue;
+// WithRetry makes it try again a bounded number of times. Cancelling ctx
+// ends the retries with an error wrapping api.ErrCancelled and ctx.Err().
 func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
 	o := buildOptions(opts)
 	if err := c.checkOptions(key, o); err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		l, err := c.tryLockOnce(ctx, key, o)
+		if err == nil || attempt >= o.tries ||
+			!(errors.Is(err, api.ErrLocked) || errors.Is(err, api.ErrLockDelay)) {
+			return l, err
+		}
+		pause := o.retryDelay
+		if o.jitter > 0 {
+			pause += rand.N(o.jitter)
+		}
+		c.log.Trace("trylock: held, retrying", "lock", key, "attempt", attempt, "pause", pause)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("client: trylock %s: %w: %w (after %d attempts; last: %w)",
+				key, api.ErrCancelled, ctx.Err(), attempt, err)
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
 	req := o.request(key)
 	req.WaitMs = 0
 	ours := req.Owner == ""
@@ -155,6 +186,12 @@ func (c *Client) checkOptions(key string, o lockOptions) error {
 		return fmt.Errorf("%w: ttl %v too short for drift margin %v", api.ErrBadRequest, o.ttl, c.cfg.margin(o.ttl))
 	case o.wait < 0:
 		return fmt.Errorf("%w: negative wait", api.ErrBadRequest)
+	case o.retrySet && o.tries < 1:
+		return fmt.Errorf("%w: retry attempts %d under 1", api.ErrBadRequest, o.tries)
+	case o.retryDelay < 0 || o.jitter < 0:
+		return fmt.Errorf("%w: negative retry delay %v or jitter %v", api.ErrBadRequest, o.retryDelay, o.jitter)
+	case o.progressSet && o.progressTimeout <= 0:
+		return fmt.Errorf("%w: progress timeout %v not positive", api.ErrBadRequest, o.progressTimeout)
 	}
 	return nil
 }
@@ -166,6 +203,7 @@ func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent
 	l := &Lock{
 		c: c, key: key, owner: owner, ttl: o.ttl, margin: c.cfg.margin(o.ttl), session: o.session, lease: lease,
 		ctx: ctx, cancel: cancel, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		progressTimeout: o.progressTimeout, lastProgress: time.Now(),
 	}
 	l.safe = l.safeDeadline(sent, lease)
 	c.log.Debug("lock held", "lock", key, "fence", lease.Fence, "ttl", o.ttl)
@@ -214,10 +252,21 @@ func (l *Lock) SafeDeadline() time.Time {
 }
 
 // Context returns a context that is cancelled when the handle leaves
-// Held: entering Jeopardy (cause ErrJeopardy), Lost (cause ErrLost, when
+// Held: entering Jeopardy (cause ErrJeopardy, or ErrNoProgress when the
+// progress timeout passed), Lost (cause ErrLost, when
 // it was lost without a Jeopardy first, e.g. "not the owner") or Released
 // (ErrUnlocked). Use context.Cause to tell which.
 func (l *Lock) Context() context.Context { return l.ctx }
+
+// Progress tells a handle made WithProgressTimeout that the work is still
+// advancing, restarting the progress timeout. Once the timeout has passed
+// it has no effect: the handle does not resume renewing. Without
+// WithProgressTimeout it does nothing.
+func (l *Lock) Progress() {
+	l.mu.Lock()
+	l.lastProgress = time.Now()
+	l.mu.Unlock()
+}
 
 // Lost returns a channel closed when the handle enters Lost or Released:
 // from then on the caller must assume someone else may hold the lock.
@@ -265,7 +314,10 @@ func (l *Lock) run(sent time.Time) {
 	var (
 		// capped: the hold reached its max hold; no renewal can move the
 		// safe deadline any more, so the handle only waits for it.
-		capped      bool
+		capped bool
+		// stalled: Progress was not called within the progress timeout;
+		// no more renewals, the lease runs out.
+		stalled     bool
 		inflight    chan extendResult
 		stopExtend  context.CancelFunc = func() {}
 		sessionDone <-chan struct{}
@@ -276,18 +328,21 @@ func (l *Lock) run(sent time.Time) {
 	}
 	for {
 		l.mu.Lock()
-		safe, state := l.safe, l.state
+		safe, state, lastProgress := l.safe, l.state, l.lastProgress
 		l.mu.Unlock()
 
-		var renewC, jeopardyC <-chan time.Time
+		var renewC, jeopardyC, progressC <-chan time.Time
 		var stops []func() bool
 		timer := func(at time.Time) <-chan time.Time {
 			t := time.NewTimer(time.Until(at))
 			stops = append(stops, t.Stop)
 			return t.C
 		}
-		if inflight == nil && !capped {
+		if inflight == nil && !capped && !stalled {
 			renewC = timer(renewAt)
+		}
+		if l.progressTimeout > 0 && !stalled {
+			progressC = timer(lastProgress.Add(l.progressTimeout))
 		}
 		if state == Held {
 			jeopardyC = timer(safe.Add(-l.ttl / 3))
@@ -343,7 +398,28 @@ func (l *Lock) run(sent time.Time) {
 			l.mu.Unlock()
 			l.c.log.Warn("lock in jeopardy", "lock", l.key, "fence", l.lease.Fence, "safe_in", time.Until(safe))
 			l.cancel(ErrJeopardy)
+		case <-progressC:
+			l.mu.Lock()
+			idle := time.Since(l.lastProgress)
+			if idle >= l.progressTimeout {
+				stalled = true
+				if l.state == Held {
+					l.state = Jeopardy
+				}
+			}
+			l.mu.Unlock()
+			if stalled {
+				// An extend in flight may still land; it only moves the
+				// safe deadline, which stays true.
+				l.c.log.Warn("lock: no progress, renewal stopped", "lock", l.key, "fence", l.lease.Fence,
+					"idle", idle, "safe_in", time.Until(safe))
+				l.cancel(ErrNoProgress)
+			}
 		case <-lostC:
+			if stalled {
+				l.lose(fmt.Errorf("%w: %w", ErrLost, ErrNoProgress))
+				return
+			}
 			l.lose(fmt.Errorf("%w: safe deadline passed without renewal", ErrLost))
 			return
 		}

@@ -14,12 +14,14 @@ import (
 // request's context is replaced by one that also ends when the lock
 // leaves Held (see Lock.Context), so a handler that honours its context
 // stops before the lease could be lost. The lock is released when the
-// handler returns.
+// handler returns. The handler finds the Lock with LockFromContext: its
+// Fence to pass on to the resource, its Progress for WithProgressTimeout.
 //
 // Without WithWait, a held lock answers 423 Locked at once; with it, the
 // request waits up to that long, then answers 423. A request whose key is
 // "" is served without a lock. If the cluster cannot be reached the answer
-// is 503. Error bodies are api.ErrorBody JSON.
+// is 503. Error bodies are api.ErrorBody JSON. WithRetry retries the
+// immediate attempt before answering 423.
 func Middleware(c *Client, key func(*http.Request) string, opts ...LockOption) func(http.Handler) http.Handler {
 	o := buildOptions(opts)
 	return func(next http.Handler) http.Handler {
@@ -59,9 +61,19 @@ func Middleware(c *Client, key func(*http.Request) string, opts ...LockOption) f
 			}()
 			ctx, cancel := mergeCancel(r.Context(), l.Context())
 			defer cancel()
+			ctx = context.WithValue(ctx, lockCtxKey{}, l)
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
+}
+
+type lockCtxKey struct{}
+
+// LockFromContext returns the Lock that Middleware holds for the request
+// whose context ctx is (or descends from), or nil.
+func LockFromContext(ctx context.Context) *Lock {
+	l, _ := ctx.Value(lockCtxKey{}).(*Lock)
+	return l
 }
 
 // mergeCancel returns a child of parent that is also cancelled, with

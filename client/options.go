@@ -19,6 +19,15 @@ type lockOptions struct {
 	lockDelay time.Duration
 	maxHold   time.Duration
 	noCoalesc bool
+
+	// TryLock retry (WithRetry); tries 0 means one attempt.
+	tries      int
+	retryDelay time.Duration
+	jitter     time.Duration
+	retrySet   bool
+
+	progressTimeout time.Duration // WithProgressTimeout; 0: off
+	progressSet     bool
 }
 
 // LockOption adjusts Client.Lock, Client.TryLock and Middleware.
@@ -61,6 +70,33 @@ func WithMaxHold(d time.Duration) LockOption { return func(o *lockOptions) { o.m
 // WithoutCoalescing makes this Lock call queue its own waiter on the
 // server even when other goroutines of the Client wait for the same key.
 func WithoutCoalescing() LockOption { return func(o *lockOptions) { o.noCoalesc = true } }
+
+// WithRetry makes TryLock try up to attempts times in all while the key
+// is held (api.ErrLocked) or in its lock delay (api.ErrLockDelay),
+// sleeping delay plus a random part of up to jitter between attempts, as
+// redsync's WithTries and WithRetryDelay do. Other errors end it at once,
+// and so does ctx (its error is returned). The jitter spreads out
+// competitors that failed together; without it they would retry in step.
+// Lock and Middleware's waiting path ignore it: they queue on the server
+// instead. attempts under 1, or a negative delay or jitter, are refused
+// (api.ErrBadRequest).
+func WithRetry(attempts int, delay, jitter time.Duration) LockOption {
+	return func(o *lockOptions) { o.tries, o.retryDelay, o.jitter, o.retrySet = attempts, delay, jitter, true }
+}
+
+// WithProgressTimeout turns on hang protection: if Lock.Progress is not
+// called for d (counting from the grant), the handle stops renewing and
+// cancels its Context with ErrNoProgress; the hold then ends on the server
+// when its lease runs out, and the handle becomes Lost at its safe
+// deadline. A wedged worker so loses the lock instead of holding it
+// forever. The handle does not release at once: a worker that is slow
+// rather than dead keeps the lock until the safe deadline, which it can
+// still see through Context, instead of sharing the resource with the next
+// holder straight away. Fence your writes all the same.
+// d must be positive when given (api.ErrBadRequest otherwise).
+func WithProgressTimeout(d time.Duration) LockOption {
+	return func(o *lockOptions) { o.progressTimeout = d; o.progressSet = true }
+}
 
 func buildOptions(opts []LockOption) lockOptions {
 	o := lockOptions{ttl: DefaultLockTTL, mode: api.ModeExclusive}
