@@ -93,8 +93,8 @@ func TestLockNoLeaderIsNotBusy(t *testing.T) {
 	if code != exitLockFailed {
 		t.Fatalf("code %d, want %d; stderr %s", code, exitLockFailed, errb.String())
 	}
-	if !strings.Contains(errb.String(), "LOCKNODE_ENDPOINTS") {
-		t.Fatalf("stderr does not name the endpoints: %s", errb.String())
+	if !strings.Contains(errb.String(), "no leader: the cluster has no quorum") {
+		t.Fatalf("stderr does not give the cause: %s", errb.String())
 	}
 }
 

@@ -84,11 +84,7 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 		scheme = "https://"
 	}
 	var eps []string
-	for _, e := range strings.Split(*f.endpoints, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
+	for _, e := range splitEndpoints(*f.endpoints) {
 		if !strings.Contains(e, "://") {
 			e = scheme + e
 		}
@@ -97,6 +93,17 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 	cfg.Endpoints = eps
 	cfg.Username, cfg.Password = *f.user, *f.password
 	return client.New(cfg)
+}
+
+// splitEndpoints splits a comma separated --endpoints value.
+func splitEndpoints(s string) []string {
+	var eps []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
+	}
+	return eps
 }
 
 // runLock acquires NAME, runs CMD in its own process group with the fence

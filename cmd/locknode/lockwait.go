@@ -94,7 +94,7 @@ func describeHolders(info api.LockInfo) string {
 func lockFailure(ctx context.Context, c *client.Client, name string, err error, stderr io.Writer) int {
 	busy := errors.Is(err, api.ErrLocked) || errors.Is(err, api.ErrLockDelay)
 	if !busy && !errors.Is(err, api.ErrWaitTimeout) {
-		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, errorWithHint(err))
+		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, explain(err))
 		return exitLockFailed
 	}
 	ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -109,16 +109,7 @@ func lockFailure(ctx context.Context, c *client.Client, name string, err error, 
 		fmt.Fprintf(stderr, "locknode lock: %s is held: %v\n", name, err)
 		return exitLockBusy
 	default:
-		fmt.Fprintf(stderr, "locknode lock: %s: the wait ran out and the cluster does not answer: %v\n", name, errorWithHint(ierr))
+		fmt.Fprintf(stderr, "locknode lock: %s: the wait ran out and the cluster does not answer: %v\n", name, explain(ierr))
 		return exitLockFailed
 	}
-}
-
-// errorWithHint adds, to an error that means nothing answered, where the
-// addresses came from.
-func errorWithHint(err error) error {
-	if errors.Is(err, api.ErrNoLeader) {
-		return fmt.Errorf("%w (check --endpoints / LOCKNODE_ENDPOINTS)", err)
-	}
-	return err
 }
