@@ -93,7 +93,9 @@ func TestLockNoLeaderIsNotBusy(t *testing.T) {
 	if code != exitLockFailed {
 		t.Fatalf("code %d, want %d; stderr %s", code, exitLockFailed, errb.String())
 	}
-	if !strings.Contains(errb.String(), "no leader: the cluster has no quorum") {
+	// The cause is "no leader", or on a slow machine the inspect's own
+	// timeout while the node keeps answering 503.
+	if !strings.Contains(errb.String(), "the cluster does not answer: no leader") && !strings.Contains(errb.String(), "the cluster does not answer: timed out") {
 		t.Fatalf("stderr does not give the cause: %s", errb.String())
 	}
 }

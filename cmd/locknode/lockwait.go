@@ -97,7 +97,9 @@ func lockFailure(ctx context.Context, c *client.Client, name string, err error, 
 		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, explain(err))
 		return exitLockFailed
 	}
-	ictx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// Long enough for the client's retries to give their verdict (no
+	// leader) rather than this timeout's.
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	info, ierr := c.Inspect(ictx, name, api.ReadOptions{})
 	switch {
