@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/reply"
 )
 
 // fsmAdapter is the node seen as a raft.BatchingFSM. Raft calls it from
@@ -36,7 +39,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	// entry). proposalResult takes *fsm.Result.
 	results := make([]fsm.Result, len(logs))
 	var evs []appliedEvents // allocated at the first entry with events
-	var grants, expiries, commands int
+	var counts applyCounts
 
 	n.mu.Lock()
 	held := time.Now()
@@ -44,7 +47,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		commands++
+		counts.commands++
 		var r fsm.Result
 		cmd, err := fsm.DecodeCommand(l.Data)
 		if err != nil {
@@ -52,16 +55,26 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			r = n.table.ApplyBytes(l.Index, l.Data)
 		} else {
 			r = n.table.Apply(l.Index, cmd)
-			if cmd.Op == fsm.OpAcquire && r.Granted && r.Err == nil {
-				grants++
+			switch {
+			case cmd.Op == fsm.OpAcquire && r.Granted && r.Err == nil:
+				counts.grants++
+			case cmd.Op == fsm.OpRedis && isSetNX(cmd.Args) && r.Reply.Kind == reply.Status:
+				counts.grants++
+			case cmd.Op == fsm.OpFenceCheck && errors.Is(r.Err, fsm.ErrStaleFence):
+				counts.fenceRejects++
 			}
 		}
 		for _, e := range r.Events {
 			switch {
 			case e.Kind == fsm.EvGranted:
-				grants++
-			case e.Kind == fsm.EvReleased && (e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession):
-				expiries++
+				counts.grants++
+			case e.Kind != fsm.EvReleased:
+			case e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession:
+				counts.expiries++
+			case e.Reason == fsm.ReasonForced:
+				counts.forced++
+			default:
+				counts.releases++
 			}
 		}
 		if len(r.Events) > 0 {
@@ -79,7 +92,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.mu.Unlock()
 
 	n.metrics.applyPause(time.Since(held))
-	n.metrics.applied(commands, grants, expiries)
+	n.metrics.applied(counts)
 	for _, ae := range evs {
 		n.dispatch(ae.index, ae.events)
 	}
@@ -292,4 +305,18 @@ func (n *Node) unregisterWaiter(id string) {
 	n.waitMu.Lock()
 	delete(n.waiters, id)
 	n.waitMu.Unlock()
+}
+
+// isSetNX reports whether a Redis command is SET with NX: a Redis client's
+// lock acquire, so a successful one (+OK) counts as a grant.
+func isSetNX(args [][]byte) bool {
+	if len(args) < 4 || !bytes.EqualFold(args[0], []byte("set")) {
+		return false
+	}
+	for _, a := range args[3:] {
+		if bytes.EqualFold(a, []byte("nx")) {
+			return true
+		}
+	}
+	return false
 }

@@ -27,7 +27,16 @@ type metrics struct {
 	commands     prometheus.Counter
 	grants       prometheus.Counter
 	expiries     prometheus.Counter
-	ticks        prometheus.Counter
+	// releases and forced are the other ways a hold ends: its owner
+	// let go (or closed its session), or an administrator or a Redis
+	// DEL/overwrite ended it.
+	releases prometheus.Counter
+	forced   prometheus.Counter
+	// fenceRejects counts fence checks refused for an older token: a
+	// former holder writing after its lease ended.
+	fenceRejects  prometheus.Counter
+	leaderChanges prometheus.Counter
+	ticks         prometheus.Counter
 	// applyBatch is how long each batch of applies held the table: every
 	// read and grant on the node waits that long.
 	applyBatch prometheus.Histogram
@@ -57,9 +66,17 @@ func newMetrics(n *Node) *metrics {
 		commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_applied_commands_total", Help: "Commands applied to this node's table."}),
 		grants: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "locknode_grants_total", Help: "Lock grants applied (direct and handed to waiters)."}),
+			Name: "locknode_grants_total", Help: "Lock grants applied (direct, handed to waiters, and Redis SET NX)."}),
 		expiries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_expiries_total", Help: "Holds ended by lease or session expiry."}),
+		releases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_releases_total", Help: "Holds ended by their owner (release, or closing its session)."}),
+		forced: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_forced_releases_total", Help: "Holds ended by a forced release or a Redis DEL or overwrite."}),
+		fenceRejects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_fence_rejections_total", Help: "Fence checks refused because the token was older than the highest seen."}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_leader_changes_total", Help: "Times this node learnt of a new raft leader (itself included)."}),
 		ticks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_ticks_total", Help: "Ticks this node proposed as leader."}),
 		applyBatch: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -73,7 +90,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
-		m.commands, m.grants, m.expiries, m.ticks, m.applyBatch,
+		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",
@@ -129,10 +146,18 @@ func (m *metrics) applyPause(d time.Duration) {
 	}
 }
 
-func (m *metrics) applied(commands, grants, expiries int) {
-	m.commands.Add(float64(commands))
-	m.grants.Add(float64(grants))
-	m.expiries.Add(float64(expiries))
+// applyCounts is what one batch of applies did, for the counters.
+type applyCounts struct {
+	commands, grants, expiries, releases, forced, fenceRejects int
+}
+
+func (m *metrics) applied(c applyCounts) {
+	m.commands.Add(float64(c.commands))
+	m.grants.Add(float64(c.grants))
+	m.expiries.Add(float64(c.expiries))
+	m.releases.Add(float64(c.releases))
+	m.forced.Add(float64(c.forced))
+	m.fenceRejects.Add(float64(c.fenceRejects))
 }
 
 func (m *metrics) setLeader(on bool) {

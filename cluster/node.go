@@ -409,7 +409,10 @@ func (n *Node) voters() int {
 func (n *Node) observeLoop(obs chan raft.Observation) {
 	for {
 		select {
-		case <-obs:
+		case o := <-obs:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
+				n.metrics.leaderChanges.Inc()
+			}
 			n.broadcastLeader()
 		case <-n.closed:
 			return

@@ -46,6 +46,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	respBase := fs.Int("resp-base-port", 0, "RESP port of the first node, the others follow (0: any free port)")
 	raftBase := fs.Int("raft-base-port", 0, "raft port of the first node, the others follow (0: any free port; with --data, the first run's ports are reused)")
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
+	logFormat := fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
@@ -78,7 +79,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "dev:", err)
 		return 2
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "dev:", err)
 		return 2

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -96,7 +97,13 @@ func TestDevCluster(t *testing.T) {
 		if resp, err := http.Get("http://" + m[2] + "/metrics"); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("metrics: %v", err)
 		} else {
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			v, commit := buildVersion()
+			want := fmt.Sprintf(`locknode_build_info{commit=%q,goversion=%q,version=%q} 1`, commit, runtime.Version(), v)
+			if !strings.Contains(string(body), want) {
+				t.Fatalf("metrics lack %s", want)
+			}
 		}
 	}
 	if code := stop(); code != 0 {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -54,26 +56,51 @@ func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: locknode status [--cluster] [--json] [flags]")
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "exit codes: 0 a leader is known (with --cluster: to every node, and every node answered), 1 otherwise, 2 bad command line")
+	}
 	cf := addClientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per endpoint)")
+	cluster := fs.Bool("cluster", false, "ask every node in --endpoints for its own status, not just the first that answers")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return exitUsage
+	}
+	rctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if *cluster {
+		return clusterStatus(rctx, cf, *asJSON, stdout, stderr)
 	}
 	c, err := cf.client(stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "locknode status:", err)
 		return exitUsage
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	st, err := c.Status(rctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "locknode status:", err)
+		fmt.Fprintln(stderr, "locknode status:", explain(err))
 		return exitLockFailed
 	}
 	if *asJSON {
-		return printJSON(stdout, stderr, st)
+		if code := printJSON(stdout, stderr, st); code != 0 {
+			return code
+		}
+	} else {
+		printStatus(stdout, st)
 	}
+	if st.Leader == "" {
+		fmt.Fprintf(stderr, "locknode status: no leader known to node %s: the cluster has no quorum or is electing one\n", st.ID)
+		return exitLockFailed
+	}
+	return 0
+}
+
+func printStatus(stdout io.Writer, st api.Status) {
 	fmt.Fprintf(stdout, "id=%s state=%s leader=%s term=%d applied_index=%d commit_index=%d\n",
 		st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
 	fmt.Fprintf(stdout, "locks=%d keys=%d waiters=%d sessions=%d\n", st.Locks, st.Keys, st.Waiters, st.Sessions)
@@ -83,6 +110,91 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Address, m.Suffrage, m.Leader)
 	}
 	tw.Flush()
+}
+
+// nodeStatus is one endpoint's answer in "status --cluster".
+type nodeStatus struct {
+	Endpoint string      `json:"endpoint"`
+	Status   *api.Status `json:"status,omitempty"`
+	Error    string      `json:"error,omitempty"`
+}
+
+// clusterStatus asks each endpoint on its own (a client with that one
+// endpoint, so no fail-over hides a dead node) and prints a row per node,
+// then the members no endpoint answered for.
+func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, stderr io.Writer) int {
+	eps := splitEndpoints(*cf.endpoints)
+	if len(eps) == 0 {
+		fmt.Fprintln(stderr, "locknode status: --endpoints / LOCKNODE_ENDPOINTS is empty")
+		return exitUsage
+	}
+	nodes := make([]nodeStatus, len(eps))
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		one := cf
+		one.endpoints = &eps[i]
+		c, err := one.client(io.Discard)
+		if err != nil {
+			fmt.Fprintln(stderr, "locknode status:", err)
+			return exitUsage
+		}
+		nodes[i].Endpoint = ep
+		wg.Add(1)
+		// Ends when Status returns (ctx bounds it).
+		go func(n *nodeStatus) {
+			defer wg.Done()
+			st, err := c.Status(ctx)
+			if err != nil {
+				n.Error = explain(err)
+				return
+			}
+			n.Status = &st
+		}(&nodes[i])
+	}
+	wg.Wait()
+	healthy := true
+	seen := map[string]bool{}
+	var members []api.Member
+	for _, n := range nodes {
+		if n.Status == nil || n.Status.Leader == "" {
+			healthy = false
+			continue
+		}
+		seen[n.Status.ID] = true
+		if len(members) == 0 {
+			members = n.Status.Members
+		}
+	}
+	var missing []string
+	for _, m := range members {
+		if !seen[m.ID] {
+			missing = append(missing, m.ID)
+		}
+	}
+	if asJSON {
+		if code := printJSON(stdout, stderr, nodes); code != 0 {
+			return code
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENDPOINT\tID\tSTATE\tLEADER\tTERM\tAPPLIED\tCOMMIT\tERROR")
+		for _, n := range nodes {
+			if n.Status == nil {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s\n", n.Endpoint, n.Error)
+				continue
+			}
+			st := n.Status
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t-\n", n.Endpoint, st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
+		}
+		tw.Flush()
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(stderr, "locknode status: members not in --endpoints: %s\n", strings.Join(missing, ", "))
+	}
+	if !healthy {
+		fmt.Fprintln(stderr, "locknode status: not every node answered with a leader")
+		return exitLockFailed
+	}
 	return 0
 }
 

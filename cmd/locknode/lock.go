@@ -13,18 +13,27 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
 	"github.com/locknode/locknode/internal/tlsutil"
 )
 
 // Exit codes of "locknode lock" besides the child's own.
 const (
-	exitLockFailed  = 1  // could not talk to the cluster, or bad flags' values
+	exitLockFailed  = 1  // could not talk to the cluster (no leader, unreachable), or it refused
 	exitUsage       = 2  // bad command line
 	exitLockBusy    = 75 // EX_TEMPFAIL: held by someone else (try, or the wait ran out)
 	exitStartFailed = 127
 )
+
+// lockExitCodes ends "locknode lock -h"; keep it in step with the
+// constants above.
+const lockExitCodes = `exit codes:
+  CMD's own     the lock was held and CMD ran (128+N if signal N ended it)
+  1             no leader reachable (no quorum, wrong --endpoints / LOCKNODE_ENDPOINTS), or the cluster refused
+  2             bad command line
+  75            the lock is held by another owner (--wait 0, or the wait ran out)
+  127           CMD could not be started
+`
 
 func init() {
 	register(&command{
@@ -75,11 +84,7 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 		scheme = "https://"
 	}
 	var eps []string
-	for _, e := range strings.Split(*f.endpoints, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
+	for _, e := range splitEndpoints(*f.endpoints) {
 		if !strings.Contains(e, "://") {
 			e = scheme + e
 		}
@@ -90,13 +95,15 @@ func (f clientFlags) client(stderr io.Writer) (*client.Client, error) {
 	return client.New(cfg)
 }
 
-// splitName takes the lock NAME whether it comes before or after the
-// flags: "lock NAME --ttl 5s -- cmd" and "lock --ttl 5s NAME -- cmd".
-func splitName(args []string) (name string, rest []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
+// splitEndpoints splits a comma separated --endpoints value.
+func splitEndpoints(s string) []string {
+	var eps []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			eps = append(eps, e)
+		}
 	}
-	return "", args
+	return eps
 }
 
 // runLock acquires NAME, runs CMD in its own process group with the fence
@@ -115,25 +122,27 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode lock NAME [flags] -- CMD [ARGS...]")
+		fmt.Fprintln(stderr, "usage: locknode lock [flags] NAME [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
+		fmt.Fprint(stderr, lockExitCodes)
 	}
 	cf := addClientFlags(fs)
 	ttl := fs.Duration("ttl", 10*time.Second, "lease length; renewed every ttl/3 while CMD runs")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the lock (0: fail at once if held)")
 	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when CMD must stop (capped by the lock's safe deadline)")
-	name, rest := splitName(args)
-	if err := fs.Parse(rest); err != nil {
+	flags, pos, cmdArgs := interspersed(fs, args, 1)
+	if err := fs.Parse(flags); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return exitUsage
 	}
-	cmdArgs := fs.Args()
-	if name == "" && len(cmdArgs) > 0 {
-		name, cmdArgs = cmdArgs[0], cmdArgs[1:]
-	}
-	if name == "" || len(cmdArgs) == 0 {
+	if len(pos) == 0 || len(cmdArgs) == 0 {
+		fmt.Fprintln(stderr, "locknode lock: a lock NAME and a command after it are required")
 		fs.Usage()
 		return exitUsage
 	}
+	name := pos[0]
 	if *ttl <= 0 || *wait < 0 || *grace < 0 {
 		fmt.Fprintln(stderr, "locknode lock: --ttl must be positive, --wait and --grace not negative")
 		return exitUsage
@@ -146,17 +155,17 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	var l *client.Lock
 	if *wait > 0 {
+		stopNotice := func() {}
+		if isTerminal(stderr) {
+			stopNotice = waitingNotice(ctx, c, name, stderr)
+		}
 		l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait))
+		stopNotice()
 	} else {
 		l, err = c.TryLock(ctx, name, client.WithTTL(*ttl))
 	}
-	switch {
-	case errors.Is(err, api.ErrLocked), errors.Is(err, api.ErrLockDelay), errors.Is(err, api.ErrWaitTimeout):
-		fmt.Fprintf(stderr, "locknode lock: %s is held: %v\n", name, err)
-		return exitLockBusy
-	case err != nil:
-		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, err)
-		return exitLockFailed
+	if err != nil {
+		return lockFailure(ctx, c, name, err, stderr)
 	}
 	defer func() {
 		// Releasing a lock in jeopardy is a courtesy (the cluster is

@@ -94,6 +94,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		return nil, err
 	}
 	adv := pc.Cluster.Advertised
+	if err := p.node.Metrics().Register(buildInfo()); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("build info metric: %w", err)
+	}
 	for _, c := range pc.Audit.Collectors() {
 		if err := p.node.Metrics().Register(c); err != nil {
 			p.Close()

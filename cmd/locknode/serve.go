@@ -92,6 +92,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
 	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
 	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
+	logFormat := fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
 	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage)
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
@@ -115,7 +116,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "serve: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2

@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func init() {
@@ -63,4 +65,17 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	v, c := buildVersion()
 	fmt.Fprintf(stdout, "locknode %s\ncommit %s\n%s %s/%s\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return 0
+}
+
+// buildInfo is locknode_build_info: 1, labelled with what this binary is,
+// so dashboards can tell which version each node runs.
+func buildInfo() prometheus.Collector {
+	v, c := buildVersion()
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "locknode_build_info",
+		Help:        "Always 1; the labels say which build this node runs.",
+		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }
