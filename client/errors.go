@@ -10,4 +10,8 @@ var (
 	ErrLost       = errors.New("client: lock lost")
 	ErrUnlocked   = errors.New("client: lock released by Unlock")
 	ErrSessionEnd = errors.New("client: session ended")
+	// ErrLeadershipLost: the election is held by another campaign, or by
+	// none, while a Leadership believed it led (Leadership.Err).
+	ErrLeadershipLost = errors.New("client: leadership lost")
+	ErrResigned       = errors.New("client: leadership resigned")
 )

@@ -5,7 +5,7 @@ package fsm
 // session, lock-delay, hard limit) stays, so a holder can change the
 // identity it publishes without a moment in which it does not hold the
 // key. The hold's position in the holder list is kept; the session index
-// and the memory count follow the new token.
+// and the memory count follow the new token. Repeating it is harmless.
 func (t *Table) reown(ctx *applyCtx, cmd *Command) Result {
 	if err := t.checkKey(cmd.Key); err != nil {
 		return Result{Err: err}
@@ -27,6 +27,12 @@ func (t *Table) reown(ctx *applyCtx, cmd *Command) Result {
 	l := v.lock()
 	i := l.holdIndex(cmd.Owner)
 	if i < 0 {
+		// A retry of a reown that was applied finds the new token holding:
+		// the same answer again, so a caller may repeat it safely.
+		if j := l.holdIndex(newOwner); j >= 0 {
+			h := l.holder(j)
+			return Result{Granted: true, Fence: h.Fence, Deadline: t.holdDeadline(h), Count: int(h.Count)}
+		}
 		return Result{Err: errf(ErrNotOwner, "%q", cmd.Key)}
 	}
 	h := l.holder(i)

@@ -41,6 +41,7 @@ func TestReown(t *testing.T) {
 	}{
 		{"to a longer token", Command{Op: OpReown, Key: "e", Owner: "v1", Args: [][]byte{[]byte("value-two")}, ReqID: "p1"}, nil, "value-two", "e", g.Fence},
 		{"old token refused", Command{Op: OpReown, Key: "e", Owner: "v1", Args: [][]byte{[]byte("x")}}, ErrNotOwner, "value-two", "e", g.Fence},
+		{"retry without request id", Command{Op: OpReown, Key: "e", Owner: "v1", Args: [][]byte{[]byte("value-two")}}, nil, "value-two", "e", g.Fence},
 		{"retry is remembered", Command{Op: OpReown, Key: "e", Owner: "v1", Args: [][]byte{[]byte("value-two")}, ReqID: "p1"}, nil, "value-two", "e", g.Fence},
 		{"to itself", Command{Op: OpReown, Key: "e", Owner: "value-two", Args: [][]byte{[]byte("value-two")}}, nil, "value-two", "e", g.Fence},
 		{"to a shorter token", Command{Op: OpReown, Key: "e", Owner: "value-two", Args: [][]byte{[]byte("v3")}}, nil, "v3", "e", g.Fence},
