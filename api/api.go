@@ -195,8 +195,18 @@ type FenceResult struct {
 // Leader is the current holder of an election.
 type Leader struct {
 	Election string `json:"election"`
-	Value    string `json:"value"` // the leader's proclaimed value (owner token); empty if none
+	Value    string `json:"value"` // the leader's proclaimed value; empty if none
 	Fence    uint64 `json:"fence"`
+	// Token is the campaign's secret: Campaign returns it to the
+	// campaigner only (Observe never shows it), and Resign and Proclaim
+	// need it. The value alone is public and proves nothing.
+	Token string `json:"token,omitempty"`
+}
+
+// Public returns ld without its secret, as observers see it.
+func (ld Leader) Public() Leader {
+	ld.Token = ""
+	return ld
 }
 
 // Member is one raft server in Status.
@@ -255,10 +265,19 @@ type Locker interface {
 	// seen for resource, which it then records.
 	FenceCheck(ctx context.Context, resource string, token uint64) (FenceResult, error)
 
-	// Campaign blocks until value becomes leader of election (or ctx
-	// ends); leadership is bound to session and ends with it or Resign.
-	Campaign(ctx context.Context, election, value, session string) (Leader, error)
-	Resign(ctx context.Context, election, value string) error
+	// Campaign blocks until req.Value becomes leader of req.Election (or
+	// ctx ends); leadership is bound to req.Session and ends with it or
+	// Resign. Each campaign is its own identity, req.Token (chosen by the
+	// implementation when empty; repeating a campaign with the same token
+	// answers the same leadership): two campaigns with the same value are
+	// two candidates, one waiting for the other.
+	Campaign(ctx context.Context, req CampaignRequest) (Leader, error)
+	// Resign ends the leadership Campaign returned (ErrNotOwner without
+	// its token, ErrNotHeld when it has ended).
+	Resign(ctx context.Context, leader Leader) error
+	// Proclaim changes the value a leader publishes, keeping leadership
+	// and fence, in one step; it returns the updated leadership.
+	Proclaim(ctx context.Context, leader Leader, value string) (Leader, error)
 	// Observe streams the election's leader on every change until ctx
 	// ends; the channel is closed then.
 	Observe(ctx context.Context, election string) (<-chan Leader, error)

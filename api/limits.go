@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -303,31 +304,85 @@ type CampaignRequest struct {
 	Election string `json:"election"`
 	Value    string `json:"value"`
 	Session  string `json:"session"`
+	// Token is the campaign's secret identity; empty lets the server
+	// choose one. A client that retries a campaign sends the same token.
+	Token string `json:"token,omitempty"`
 }
+
+// ElectionTokenBytes bounds a campaign token: the server derives the
+// election lock's owner from the value and a digest of the token, so the
+// value may use all of MaxOwnerBytes but ElectionOwnerOverhead.
+const (
+	ElectionTokenBytes    = 128
+	ElectionOwnerOverhead = 33
+)
 
 // Validate checks a campaign.
 func (r *CampaignRequest) Validate(l Limits) error {
 	if err := l.checkName("election", r.Election); err != nil {
 		return err
 	}
-	if err := l.checkToken("value", r.Value, true); err != nil {
+	if err := checkElection(l, r.Value, r.Token, false); err != nil {
 		return err
 	}
 	return l.checkToken("session", r.Session, true)
+}
+
+func checkElection(l Limits, value, token string, tokenRequired bool) error {
+	if value == "" {
+		return badRequest("value is required")
+	}
+	if strings.IndexByte(value, 0) >= 0 {
+		return badRequest("value contains a NUL byte")
+	}
+	if max := l.MaxOwnerBytes - ElectionOwnerOverhead; len(value) > max {
+		return fmt.Errorf("%w: value of %d bytes is over the limit of %d bytes", ErrLimit, len(value), max)
+	}
+	if token == "" && tokenRequired {
+		return fmt.Errorf("%w: the leadership's token is required", ErrNotOwner)
+	}
+	if len(token) > ElectionTokenBytes {
+		return fmt.Errorf("%w: token of %d bytes is over the limit of %d bytes", ErrLimit, len(token), ElectionTokenBytes)
+	}
+	return nil
 }
 
 // ResignRequest steps down from an election (Locker.Resign).
 type ResignRequest struct {
 	Election string `json:"election"`
 	Value    string `json:"value"`
+	Token    string `json:"token"`
 }
 
-// Validate checks a resign.
+// Validate checks a resign. A missing token is ErrNotOwner: the value
+// alone never ends a leadership.
 func (r *ResignRequest) Validate(l Limits) error {
 	if err := l.checkName("election", r.Election); err != nil {
 		return err
 	}
-	return l.checkToken("value", r.Value, true)
+	return checkElection(l, r.Value, r.Token, true)
+}
+
+// ProclaimRequest changes a leader's value (Locker.Proclaim).
+type ProclaimRequest struct {
+	Election string `json:"election"`
+	Value    string `json:"value"` // the value the leadership has now
+	Token    string `json:"token"`
+	NewValue string `json:"new_value"`
+}
+
+// Validate checks a proclaim.
+func (r *ProclaimRequest) Validate(l Limits) error {
+	if err := l.checkName("election", r.Election); err != nil {
+		return err
+	}
+	if err := checkElection(l, r.Value, r.Token, true); err != nil {
+		return err
+	}
+	if err := checkElection(l, r.NewValue, r.Token, true); err != nil {
+		return fmt.Errorf("new value: %w", err)
+	}
+	return nil
 }
 
 // FenceCheckRequest is CheckAndAdvance (POST /v1/fence/check;

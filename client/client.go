@@ -3,6 +3,8 @@ package client
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -260,21 +262,29 @@ func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) 
 	return res, err
 }
 
-// Campaign implements api.Locker: a long poll until value leads election
-// or ctx ends. Retrying it is harmless (campaigning again with the same
-// value while leading answers the same leadership).
-func (c *Client) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
-	creq := api.CampaignRequest{Election: election, Value: value, Session: session}
-	if err := creq.Validate(c.cfg.Limits); err != nil {
+// Campaign implements api.Locker: a long poll until req.Value leads
+// req.Election or ctx ends. The campaign's token is chosen here when
+// req.Token is empty and sent with every retry, so retrying is harmless
+// (campaigning again with the same token while leading answers the same
+// leadership) and never makes the caller its own rival.
+func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
 		return api.Leader{}, err
+	}
+	if req.Token == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return api.Leader{}, fmt.Errorf("campaign token: %w", err)
+		}
+		req.Token = hex.EncodeToString(b[:])
 	}
 	for {
 		var ld api.Leader
 		// Each request is bounded (like an acquire without wait), so a
 		// silently dead connection is noticed.
 		_, err := c.do(ctx, call{op: "campaign", method: http.MethodPost,
-			path: httpapi.PathElections + url.PathEscape(election) + "/campaign",
-			body: jsonBody(httpapi.CampaignRequest{Value: value, Session: session}),
+			path: httpapi.PathElections + url.PathEscape(req.Election) + "/campaign",
+			body: jsonBody(httpapi.CampaignRequest{Value: req.Value, Session: req.Session, Token: req.Token}),
 			wait: api.MaxWait, out: &ld})
 		var e *Error
 		if errors.As(err, &e) || err == nil || ctx.Err() != nil {
@@ -282,20 +292,36 @@ func (c *Client) Campaign(ctx context.Context, election, value, session string) 
 		}
 		// Every endpoint failed at the transport level: keep campaigning
 		// until ctx ends, as the caller asked to block.
-		c.log.Warn("campaign: no endpoint reachable, retrying", "election", election, "error", err)
+		c.log.Warn("campaign: no endpoint reachable, retrying", "election", req.Election, "error", err)
 	}
 }
 
 // Resign implements api.Locker.
-func (c *Client) Resign(ctx context.Context, election, value string) error {
-	rreq := api.ResignRequest{Election: election, Value: value}
+func (c *Client) Resign(ctx context.Context, leader api.Leader) error {
+	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
 	if err := rreq.Validate(c.cfg.Limits); err != nil {
 		return err
 	}
 	_, err := c.do(ctx, call{op: "resign", method: http.MethodPost,
-		path: httpapi.PathElections + url.PathEscape(election) + "/resign",
-		body: jsonBody(httpapi.ResignRequest{Value: value})})
+		path: httpapi.PathElections + url.PathEscape(leader.Election) + "/resign",
+		body: jsonBody(httpapi.ResignRequest{Value: leader.Value, Token: leader.Token})})
 	return err
+}
+
+// Proclaim implements api.Locker.
+func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
+	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
+	if err := preq.Validate(c.cfg.Limits); err != nil {
+		return api.Leader{}, err
+	}
+	var ld api.Leader
+	_, err := c.do(ctx, call{op: "proclaim", method: http.MethodPost,
+		path: httpapi.PathElections + url.PathEscape(leader.Election) + "/proclaim",
+		body: jsonBody(httpapi.ProclaimRequest{Value: leader.Value, Token: leader.Token, NewValue: value}), out: &ld})
+	if err != nil {
+		return api.Leader{}, err
+	}
+	return ld, nil
 }
 
 // AddVoter asks the cluster to add server id, reachable at its raft

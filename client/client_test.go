@@ -277,13 +277,14 @@ func TestObserveAndCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Campaign(ctx, "e", "v1", s.ID()); err != nil {
+	ld1, err := c.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "v1", Session: s.ID()})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ld := <-ch; ld.Value != "v1" {
 		t.Fatalf("got %+v", ld)
 	}
-	if err := c.Resign(ctx, "e", "v1"); err != nil {
+	if err := c.Resign(ctx, ld1); err != nil {
 		t.Fatal(err)
 	}
 	if ld := <-ch; ld.Value != "" {
@@ -420,7 +421,8 @@ func TestObserveReconnectsToAnotherEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fake.Campaign(ctx, "e", "v1", sess.ID); err != nil {
+	ld1, err := fake.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "v1", Session: sess.ID})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ld := <-ch; ld.Value != "v1" {
@@ -429,10 +431,10 @@ func TestObserveReconnectsToAnotherEndpoint(t *testing.T) {
 	// The first node dies: its stream breaks and it refuses new ones.
 	s1.SetMode(httpapitest.Down)
 	s1.CloseClientConnections()
-	if err := fake.Resign(ctx, "e", "v1"); err != nil {
+	if err := fake.Resign(ctx, ld1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fake.Campaign(ctx, "e", "v2", sess.ID); err != nil {
+	if _, err := fake.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "v2", Session: sess.ID}); err != nil {
 		t.Fatal(err)
 	}
 	timeout := time.After(10 * time.Second)

@@ -11,4 +11,8 @@ var (
 	ErrUnlocked   = errors.New("client: lock released by Unlock")
 	ErrSessionEnd = errors.New("client: session ended")
 	ErrNoProgress = errors.New("client: no progress reported within the progress timeout; renewal stopped")
+	// ErrLeadershipLost: the election is held by another campaign, or by
+	// none, while a Leadership believed it led (Leadership.Err).
+	ErrLeadershipLost = errors.New("client: leadership lost")
+	ErrResigned       = errors.New("client: leadership resigned")
 )

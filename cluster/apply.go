@@ -415,6 +415,8 @@ func opName(op fsm.Op) string {
 		return "evalsha"
 	case fsm.OpScriptFlush:
 		return "script_flush"
+	case fsm.OpReown:
+		return "reown"
 	}
 	return "other"
 }

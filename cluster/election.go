@@ -2,17 +2,25 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 )
 
 // ElectionPrefix is prepended to an election's name to form the key of
-// its lock: election E is the exclusive lock "election/E", held by the
-// leader's value (as owner token) and bound to the leader's session. The
-// lock is visible to every client under that key (Inspect, RESP GET).
+// its lock: election E is the exclusive lock "election/E", bound to the
+// leader's session. Its owner token is the leader's value, a NUL byte and
+// a digest of the campaign's secret token (ElectionOwner), so each
+// campaign is a distinct holder even when values repeat, and what readers
+// of the lock see (Inspect, RESP GET) does not let them resign or
+// proclaim through the election API. The lock is visible to every client
+// under that key.
 const ElectionPrefix = "election/"
 
 func electionKey(election string) (string, error) {
@@ -22,22 +30,53 @@ func electionKey(election string) (string, error) {
 	return ElectionPrefix + election, nil
 }
 
-// Campaign blocks until value leads election: an acquire of the
-// election's lock with owner=value, bound to session, waiting in FIFO
-// order behind earlier candidates. Leadership ends with the session or
-// Resign. If ctx ends first, the candidate leaves the queue and ctx's
-// error is returned.
-func (n *Node) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
-	creq := api.CampaignRequest{Election: election, Value: value, Session: session}
-	if err := creq.Validate(n.Limits()); err != nil {
+// ElectionOwner is the election lock's owner token for a campaign with
+// value and secret token.
+func ElectionOwner(value, token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return value + "\x00" + hex.EncodeToString(sum[:16])
+}
+
+// ElectionValue is the public value of an election lock's owner token:
+// the part before the NUL byte (the whole token for a lock taken through
+// the lock API).
+func ElectionValue(owner string) string {
+	if i := strings.IndexByte(owner, 0); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
+// NewElectionToken returns a fresh campaign token: 128 random bits in hex.
+func NewElectionToken() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("campaign token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Campaign blocks until req.Value leads req.Election: an acquire of the
+// election's lock bound to req.Session, waiting in FIFO order behind
+// earlier candidates (a campaign with the same value but another token is
+// another candidate). Leadership ends with the session or Resign. If ctx
+// ends first, the candidate leaves the queue and ctx's error is returned.
+func (n *Node) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+	if err := req.Validate(n.Limits()); err != nil {
 		return api.Leader{}, err
 	}
-	key, err := electionKey(election)
+	key, err := electionKey(req.Election)
 	if err != nil {
 		return api.Leader{}, err
 	}
+	if req.Token == "" {
+		if req.Token, err = NewElectionToken(); err != nil {
+			return api.Leader{}, err
+		}
+	}
+	owner := ElectionOwner(req.Value, req.Token)
 	for {
-		l, err := n.Acquire(ctx, api.AcquireRequest{Key: key, Owner: value, Session: session})
+		l, err := n.Acquire(ctx, api.AcquireRequest{Key: key, Owner: owner, Session: req.Session})
 		if errors.Is(err, api.ErrWaitTimeout) && ctx.Err() == nil {
 			// One wait lasts at most api.MaxWait; campaign on.
 			continue
@@ -45,23 +84,49 @@ func (n *Node) Campaign(ctx context.Context, election, value, session string) (a
 		if err != nil {
 			return api.Leader{}, err
 		}
-		return api.Leader{Election: election, Value: value, Fence: l.Fence}, nil
+		return api.Leader{Election: req.Election, Value: req.Value, Fence: l.Fence, Token: req.Token}, nil
 	}
 }
 
-// Resign ends value's leadership of election (a no-op error ErrNotHeld
-// if value does not lead it).
-func (n *Node) Resign(ctx context.Context, election, value string) error {
-	rreq := api.ResignRequest{Election: election, Value: value}
+// Resign ends leader's leadership: ErrNotOwner unless leader carries the
+// token of the campaign that holds the election, ErrNotHeld when nobody
+// does.
+func (n *Node) Resign(ctx context.Context, leader api.Leader) error {
+	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
 	if err := rreq.Validate(n.Limits()); err != nil {
 		return err
 	}
-	key, err := electionKey(election)
+	key, err := electionKey(leader.Election)
 	if err != nil {
 		return err
 	}
-	_, err = n.Release(ctx, api.ReleaseRequest{Key: key, Owner: value})
+	_, err = n.Release(ctx, api.ReleaseRequest{Key: key, Owner: ElectionOwner(leader.Value, leader.Token)})
 	return err
+}
+
+// Proclaim publishes value as leader's value in one replicated step
+// (fsm.OpReown): leadership, fence and session binding are kept, so there
+// is no moment without a leader and no other candidate can step in.
+func (n *Node) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
+	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
+	if err := preq.Validate(n.Limits()); err != nil {
+		return api.Leader{}, err
+	}
+	key, err := electionKey(leader.Election)
+	if err != nil {
+		return api.Leader{}, err
+	}
+	c := &fsm.Command{Op: fsm.OpReown, Key: key, Owner: ElectionOwner(leader.Value, leader.Token),
+		Args: [][]byte{[]byte(ElectionOwner(value, leader.Token))}}
+	res, err := n.Apply(ctx, c)
+	if err != nil {
+		return api.Leader{}, err
+	}
+	if res.Err != nil {
+		return api.Leader{}, apiErr(res.Err)
+	}
+	leader.Value, leader.Fence = value, res.Fence
+	return leader, nil
 }
 
 // Observe sends election's leader now (linearizable) and then on every
@@ -137,7 +202,7 @@ func (n *Node) electionLeader(ctx context.Context, election, key string, stale b
 	ld := api.Leader{Election: election}
 	err := n.Read(ctx, stale, func(t *fsm.Table, now int64) {
 		if h, ok := t.Inspect(key, now); ok == nil && h.Kind == fsm.KindLock && len(h.Holders) > 0 {
-			ld.Value, ld.Fence = h.Holders[0].Owner, h.Holders[0].Fence
+			ld.Value, ld.Fence = ElectionValue(h.Holders[0].Owner), h.Holders[0].Fence
 		}
 	})
 	if err != nil {

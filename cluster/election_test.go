@@ -39,7 +39,7 @@ func TestElection(t *testing.T) {
 	if l := next(); l.Value != "" {
 		t.Fatalf("initial leader %+v, want none", l)
 	}
-	la, err := a.Campaign(ctx, "e", "alpha", sa.ID)
+	la, err := a.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "alpha", Session: sa.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +48,16 @@ func TestElection(t *testing.T) {
 	}
 	won := make(chan api.Leader, 1)
 	go func() { // ends when b wins (after alpha resigns) or ctx ends
-		l, err := b.Campaign(ctx, "e", "beta", sb.ID)
+		l, err := b.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "beta", Session: sb.ID})
 		if err != nil {
 			t.Error(err)
 		}
 		won <- l
 	}()
-	if _, err := b.Campaign(ctx, "", "x", sb.ID); err == nil {
+	if _, err := b.Campaign(ctx, api.CampaignRequest{Value: "x", Session: sb.ID}); err == nil {
 		t.Fatal("campaign without a name accepted")
 	}
-	if err := a.Resign(ctx, "e", "alpha"); err != nil {
+	if err := a.Resign(ctx, la); err != nil {
 		t.Fatal(err)
 	}
 	lb := <-won

@@ -52,6 +52,11 @@ const (
 	OpEvalSHA
 	// OpScriptFlush empties the replicated script cache (SCRIPT FLUSH).
 	OpScriptFlush
+	// OpReown hands Owner's hold on Key to a new owner token, Args[0], in
+	// one step: fence, mode, count, deadline and session binding are kept;
+	// only Owner's token may do it, and the new token must not already
+	// hold Key (an election's Proclaim).
+	OpReown
 )
 
 // Mode is how a lock is held.

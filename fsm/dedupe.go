@@ -148,7 +148,7 @@ func (x *reqTable) live(f func(e *reqEntry)) {
 
 func rememberedOp(op Op) bool {
 	switch op {
-	case OpAcquire, OpRelease, OpExtend, OpSessionOpen, OpSessionKeepAlive, OpSessionClose, OpFenceCheck:
+	case OpAcquire, OpRelease, OpExtend, OpSessionOpen, OpSessionKeepAlive, OpSessionClose, OpFenceCheck, OpReown:
 		return true
 	}
 	return false

@@ -101,6 +101,13 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"request id too long", Command{Op: OpRelease, Key: "held", Owner: "o2", ReqID: long}, ErrLimit},
 		{"request id of another op", Command{Op: OpExtend, Key: "held", Owner: "o2", ReqID: "rel"}, ErrBadCommand},
 		{"unknown op", Command{Op: 200}, ErrBadCommand},
+		{"reown stranger", Command{Op: OpReown, Key: "held", Owner: "o1", Args: [][]byte{[]byte("n")}}, ErrNotOwner},
+		{"reown free key", Command{Op: OpReown, Key: "free", Owner: "o2", Args: [][]byte{[]byte("n")}}, ErrNotHeld},
+		{"reown redis value", Command{Op: OpReown, Key: "str", Owner: "o2", Args: [][]byte{[]byte("n")}}, ErrWrongType},
+		{"reown without new owner", Command{Op: OpReown, Key: "held", Owner: "o2"}, ErrBadCommand},
+		{"reown to empty owner", Command{Op: OpReown, Key: "held", Owner: "o2", Args: [][]byte{nil}}, ErrBadCommand},
+		{"reown to long owner", Command{Op: OpReown, Key: "held", Owner: "o2", Args: [][]byte{[]byte(long)}}, ErrLimit},
+		{"reown without key", Command{Op: OpReown, Owner: "o2", Args: [][]byte{[]byte("n")}}, ErrBadCommand},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

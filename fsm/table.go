@@ -646,6 +646,8 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		r = Result{Reply: t.exec(ctx, cmd.Watch, cmd.Multi)}
 	case OpScriptLoad:
 		r = Result{Reply: t.scriptLoad(ctx, cmd.Script)}
+	case OpReown:
+		r = t.reown(ctx, cmd)
 	default:
 		r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
 	}

@@ -31,6 +31,7 @@ var routeCategories = map[string]auth.Category{
 	"DELETE " + PathSessions + "/{id}":          auth.Write,
 	"POST " + PathElections + "{name}/campaign": auth.Write,
 	"POST " + PathElections + "{name}/resign":   auth.Write,
+	"POST " + PathElections + "{name}/proclaim": auth.Write,
 	"GET " + PathElections + "{name}/observe":   auth.Read,
 	"POST " + PathFenceCheck:                    auth.Write,
 	"GET " + PathStatus:                         auth.Read,

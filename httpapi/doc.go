@@ -26,6 +26,7 @@
 //	DELETE      /v1/sessions/{id}                 -> 204                            CloseSession
 //	POST        /v1/elections/{name}/campaign     CampaignRequest -> Leader         Campaign (blocks)
 //	POST        /v1/elections/{name}/resign       ResignRequest -> 204              Resign
+//	POST        /v1/elections/{name}/proclaim     ProclaimRequest -> Leader         Proclaim
 //	GET         /v1/elections/{name}/observe      -> stream of Leader, one per line Observe
 //	POST        /v1/fence/check                   FenceCheckRequest -> FenceResult  FenceCheck
 //	GET         /v1/status                        -> Status                         Status (+ Config.Extra)

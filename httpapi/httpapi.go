@@ -150,6 +150,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("DELETE "+PathSessions+"/{id}", s.closeSession)
 	mux.HandleFunc("POST "+PathElections+"{name}/campaign", s.campaign)
 	mux.HandleFunc("POST "+PathElections+"{name}/resign", s.resign)
+	mux.HandleFunc("POST "+PathElections+"{name}/proclaim", s.proclaim)
 	mux.HandleFunc("GET "+PathElections+"{name}/observe", s.observe)
 	mux.HandleFunc("POST "+PathFenceCheck, s.fenceCheck)
 	mux.HandleFunc("GET "+PathStatus, s.status)
@@ -397,7 +398,7 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	creq := api.CampaignRequest{Election: r.PathValue("name"), Value: req.Value, Session: req.Session}
+	creq := api.CampaignRequest{Election: r.PathValue("name"), Value: req.Value, Session: req.Session, Token: req.Token}
 	if err := creq.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
 		return
@@ -405,7 +406,7 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
 		return
 	}
-	leader, err := s.l.Campaign(r.Context(), r.PathValue("name"), req.Value, req.Session)
+	leader, err := s.l.Campaign(r.Context(), creq)
 	s.reply(w, r, leader, err)
 }
 
@@ -414,7 +415,7 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	rreq := api.ResignRequest{Election: r.PathValue("name"), Value: req.Value}
+	rreq := api.ResignRequest{Election: r.PathValue("name"), Value: req.Value, Token: req.Token}
 	if err := rreq.Validate(s.lim); err != nil {
 		s.fail(w, r, err)
 		return
@@ -422,7 +423,24 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
 		return
 	}
-	s.replyEmpty(w, r, s.l.Resign(r.Context(), r.PathValue("name"), req.Value))
+	s.replyEmpty(w, r, s.l.Resign(r.Context(), api.Leader{Election: rreq.Election, Value: req.Value, Token: req.Token}))
+}
+
+func (s *server) proclaim(w http.ResponseWriter, r *http.Request) {
+	var req ProclaimRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	preq := api.ProclaimRequest{Election: r.PathValue("name"), Value: req.Value, Token: req.Token, NewValue: req.NewValue}
+	if err := preq.Validate(s.lim); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+		return
+	}
+	leader, err := s.l.Proclaim(r.Context(), api.Leader{Election: preq.Election, Value: req.Value, Token: req.Token}, req.NewValue)
+	s.reply(w, r, leader, err)
 }
 
 // observe streams one JSON api.Leader per line, flushed after each, until
@@ -444,7 +462,7 @@ func (s *server) observe(w http.ResponseWriter, r *http.Request) {
 	_ = rc.Flush()
 	enc := json.NewEncoder(w)
 	for leader := range ch {
-		if err := enc.Encode(leader); err != nil {
+		if err := enc.Encode(leader.Public()); err != nil {
 			// The client is gone; r.Context() is cancelled, so the
 			// Locker closes ch. Drain it so its sender never blocks.
 			for range ch {

@@ -146,10 +146,20 @@ func TestRoutesEndToEnd(t *testing.T) {
 	if st, eb := call(t, srv, "POST", "/v1/elections/e1/campaign", httpapi.CampaignRequest{Value: "me", Session: sess.ID}, &ld); st != 200 || ld.Value != "me" || ld.Election != "e1" {
 		t.Fatalf("campaign: %d %+v %+v", st, eb, ld)
 	}
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "other"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+	if ld.Token == "" {
+		t.Fatalf("campaign answered no token: %+v", ld)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "other", Token: ld.Token}, nil); st != 409 || eb.Code != api.CodeNotOwner {
 		t.Fatalf("resign by stranger: %d %+v", st, eb)
 	}
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me"}, nil); st != 204 {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+		t.Fatalf("resign without the token: %d %+v", st, eb)
+	}
+	var pl api.Leader
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/proclaim", httpapi.ProclaimRequest{Value: "me", Token: ld.Token, NewValue: "me2"}, &pl); st != 200 || pl.Value != "me2" || pl.Fence != ld.Fence {
+		t.Fatalf("proclaim: %d %+v %+v", st, eb, pl)
+	}
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me2", Token: ld.Token}, nil); st != 204 {
 		t.Fatalf("resign: %d %+v", st, eb)
 	}
 
@@ -219,7 +229,8 @@ func TestErrorMapping(t *testing.T) {
 		{"PUT", "/v1/sessions/s/keepalive", nil},
 		{"DELETE", "/v1/sessions/s", nil},
 		{"POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v", Session: "s"}},
-		{"POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v"}},
+		{"POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v", Token: "t"}},
+		{"POST", "/v1/elections/e/proclaim", httpapi.ProclaimRequest{Value: "v", Token: "t", NewValue: "w"}},
 		{"GET", "/v1/elections/e/observe", nil},
 		{"POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "r", Token: 1}},
 		{"GET", "/v1/status", nil},
@@ -436,11 +447,12 @@ func TestObserveStreams(t *testing.T) {
 		return l
 	}
 	// The header arrived before any leader: campaign now, see it streamed.
-	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v1", Session: sess.ID}, nil)
-	if l := next(); l.Value != "v1" || l.Election != "e" {
+	var ld api.Leader
+	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v1", Session: sess.ID}, &ld)
+	if l := next(); l.Value != "v1" || l.Election != "e" || l.Token != "" {
 		t.Fatalf("first line %+v", l)
 	}
-	call(t, srv, "POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v1"}, nil)
+	call(t, srv, "POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v1", Token: ld.Token}, nil)
 	if l := next(); l.Value != "" {
 		t.Fatalf("after resign %+v", l)
 	}
@@ -604,7 +616,7 @@ func TestWritesNeedJSON(t *testing.T) {
 		{"PUT", httpapi.PathSessions + "/s/keepalive", ``},
 		{"DELETE", httpapi.PathSessions + "/s", ``},
 		{"POST", httpapi.PathElections + "e/campaign", `{"value":"v","session":"s"}`},
-		{"POST", httpapi.PathElections + "e/resign", `{"value":"v"}`},
+		{"POST", httpapi.PathElections + "e/resign", `{"value":"v","token":"t"}`},
 		{"POST", httpapi.PathFenceCheck, `{"resource":"r","token":1}`},
 		{"POST", "/v1/locks/%74ry", `{"key":"k","owner":"o","ttl_ms":60000}`},
 		{"POST", httpapi.PathMembers, `{"id":"x","address":"127.0.0.1:1"}`},
@@ -613,7 +625,7 @@ func TestWritesNeedJSON(t *testing.T) {
 	calls := func() int {
 		n := 0
 		for _, m := range []string{"Acquire", "TryAcquire", "Release", "Extend", "OpenSession", "KeepAlive",
-			"CloseSession", "Campaign", "Resign", "FenceCheck", "AddVoter", "RemoveServer"} {
+			"CloseSession", "Campaign", "Resign", "Proclaim", "FenceCheck", "AddVoter", "RemoveServer"} {
 			n += fake.Calls(m)
 		}
 		return n

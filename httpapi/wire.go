@@ -36,11 +36,24 @@ type SessionRequest = api.SessionRequest
 type CampaignRequest struct {
 	Value   string `json:"value"`
 	Session string `json:"session"`
+	// Token is the campaign's secret; empty lets the server choose one.
+	// The answer's token is the one to resign or proclaim with.
+	Token string `json:"token,omitempty"`
 }
 
-// ResignRequest steps down (POST /v1/elections/{name}/resign).
+// ResignRequest steps down (POST /v1/elections/{name}/resign): the
+// leadership's value and the token its campaign returned.
 type ResignRequest struct {
 	Value string `json:"value"`
+	Token string `json:"token"`
+}
+
+// ProclaimRequest changes a leader's value, keeping its leadership and
+// fence (POST /v1/elections/{name}/proclaim -> Leader).
+type ProclaimRequest struct {
+	Value    string `json:"value"`
+	Token    string `json:"token"`
+	NewValue string `json:"new_value"`
 }
 
 // FenceCheckRequest is CheckAndAdvance (POST /v1/fence/check).

@@ -29,6 +29,8 @@ var cases = []struct {
 	{"InspectAndList", inspectAndList},
 	{"RequestIDExactlyOnce", requestIDExactlyOnce},
 	{"Election", election},
+	{"ElectionSameValueTwoSessions", electionSameValue},
+	{"ElectionNeedsToken", electionNeedsToken},
 	{"Status", status},
 	{"BadInput", badInput},
 	{"BadLimits", badLimits},
@@ -379,7 +381,7 @@ func election(s *suite) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	ld, err := s.l.Campaign(s.ctx, name, "v1", sess.ID)
+	ld, err := s.l.Campaign(s.ctx, api.CampaignRequest{Election: name, Value: "v1", Session: sess.ID})
 	if err != nil || ld.Value != "v1" || ld.Fence == 0 {
 		s.t.Fatalf("Campaign: %+v %v", ld, err)
 	}
@@ -401,13 +403,15 @@ func election(s *suite) {
 		}
 	}
 	next("v1")
-	second := async(func() (api.Leader, error) { return s.l.Campaign(s.ctx, name, "v2", sess.ID) })
+	second := async(func() (api.Leader, error) {
+		return s.l.Campaign(s.ctx, api.CampaignRequest{Election: name, Value: "v2", Session: sess.ID})
+	})
 	select {
 	case r := <-second:
 		s.t.Fatalf("second campaign won while v1 leads: %+v %v", r.v, r.err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	err = s.l.Resign(s.ctx, name, "v1")
+	err = s.l.Resign(s.ctx, ld)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -424,6 +428,141 @@ func election(s *suite) {
 	cancel()
 	for range obs { // closed once its context ends
 	}
+}
+
+// electionSameValue: campaigns with the same value are distinct
+// candidates. While one leads, another (other session, same value) waits;
+// when the leader's session expires exactly one of the waiting ones leads.
+func electionSameValue(s *suite) {
+	name := "locktest-same-" + s.id
+	short, err := s.l.OpenSession(s.ctx, 400*time.Millisecond)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var long [2]api.SessionInfo
+	for i := range long {
+		if long[i], err = s.l.OpenSession(s.ctx, 30*time.Second); err != nil {
+			s.t.Fatal(err)
+		}
+		defer s.l.CloseSession(context.Background(), long[i].ID)
+	}
+	first, err := s.l.Campaign(s.ctx, api.CampaignRequest{Election: name, Value: "same", Session: short.ID})
+	if err != nil || first.Token == "" || first.Fence == 0 {
+		s.t.Fatalf("first campaign: %+v %v", first, err)
+	}
+	cctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	var waiting [2]<-chan result[api.Leader]
+	for i := range waiting {
+		sid := long[i].ID
+		waiting[i] = async(func() (api.Leader, error) {
+			return s.l.Campaign(cctx, api.CampaignRequest{Election: name, Value: "same", Session: sid})
+		})
+	}
+	// Neither may lead while the first does: the one that leads first has
+	// a grant of its own, after the first's session expired (it is not
+	// kept alive), with a higher fence.
+	// The first session expires: one of the others leads, the other waits.
+	var won result[api.Leader]
+	var other <-chan result[api.Leader]
+	select {
+	case won = <-waiting[0]:
+		other = waiting[1]
+	case won = <-waiting[1]:
+		other = waiting[0]
+	case <-time.After(15 * time.Second):
+		s.t.Fatal("no campaign led after the leader's session expired")
+	}
+	if won.err != nil || won.v.Fence <= first.Fence || won.v.Token == first.Token {
+		s.t.Fatalf("campaign after expiry: %+v %v", won.v, won.err)
+	}
+	select {
+	case r := <-other:
+		s.t.Fatalf("two campaigns lead at once: %+v and %+v %v", won.v, r.v, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	// The first's leadership is over: its token resigns nothing.
+	err = s.l.Resign(s.ctx, first)
+	if !errors.Is(err, api.ErrNotOwner) && !errors.Is(err, api.ErrNotHeld) {
+		s.t.Fatalf("resign of the expired leadership: %v, want ErrNotOwner or ErrNotHeld", err)
+	}
+	if err := s.l.Resign(s.ctx, won.v); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case r := <-other:
+		if r.err != nil || r.v.Fence <= won.v.Fence {
+			s.t.Fatalf("last campaign: %+v %v", r.v, r.err)
+		}
+		if err := s.l.Resign(s.ctx, r.v); err != nil {
+			s.t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		s.t.Fatal("the last campaign never led after the resign")
+	}
+}
+
+// electionNeedsToken: the public value does not resign or proclaim;
+// the leadership Campaign returned does, and Proclaim keeps the fence.
+func electionNeedsToken(s *suite) {
+	name := "locktest-token-" + s.id
+	sess, err := s.l.OpenSession(s.ctx, 30*time.Second)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer s.l.CloseSession(context.Background(), sess.ID)
+	octx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	obs, err := s.l.Observe(octx, name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ld, err := s.l.Campaign(s.ctx, api.CampaignRequest{Election: name, Value: "v1", Session: sess.ID})
+	if err != nil || ld.Token == "" {
+		s.t.Fatalf("Campaign: %+v %v", ld, err)
+	}
+	want := func(value string, fence uint64) {
+		s.t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case l, ok := <-obs:
+				if !ok {
+					s.t.Fatal("Observe closed early")
+				}
+				if l.Token != "" {
+					s.t.Fatalf("Observe shows the campaign's token: %+v", l)
+				}
+				if l.Value == value && l.Fence == fence {
+					return
+				}
+			case <-deadline:
+				s.t.Fatalf("Observe never showed %q at fence %d", value, fence)
+			}
+		}
+	}
+	want("v1", ld.Fence)
+	public := api.Leader{Election: name, Value: "v1", Fence: ld.Fence}
+	forged := public
+	forged.Token = "0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		what string
+		ld   api.Leader
+	}{{"the published value", public}, {"a forged token", forged}} {
+		s.wantErr("Resign with "+tc.what, s.l.Resign(s.ctx, tc.ld), api.ErrNotOwner)
+		_, err := s.l.Proclaim(s.ctx, tc.ld, "evil")
+		s.wantErr("Proclaim with "+tc.what, err, api.ErrNotOwner)
+	}
+	p, err := s.l.Proclaim(s.ctx, ld, "v2")
+	if err != nil || p.Value != "v2" || p.Fence != ld.Fence || p.Token != ld.Token {
+		s.t.Fatalf("Proclaim: %+v %v (leader %+v)", p, err, ld)
+	}
+	want("v2", ld.Fence)
+	s.wantErr("Resign with the value before Proclaim", s.l.Resign(s.ctx, ld), api.ErrNotOwner)
+	if err := s.l.Resign(s.ctx, p); err != nil {
+		s.t.Fatal(err)
+	}
+	want("", 0)
 }
 
 func status(s *suite) {

@@ -371,10 +371,13 @@ func (f *fakeBackend) KeepAlive(context.Context, string) (api.SessionInfo, error
 	return api.SessionInfo{}, errFakeUnsupported
 }
 func (f *fakeBackend) CloseSession(context.Context, string) error { return errFakeUnsupported }
-func (f *fakeBackend) Campaign(context.Context, string, string, string) (api.Leader, error) {
+func (f *fakeBackend) Campaign(context.Context, api.CampaignRequest) (api.Leader, error) {
 	return api.Leader{}, errFakeUnsupported
 }
-func (f *fakeBackend) Resign(context.Context, string, string) error { return errFakeUnsupported }
+func (f *fakeBackend) Resign(context.Context, api.Leader) error { return errFakeUnsupported }
+func (f *fakeBackend) Proclaim(context.Context, api.Leader, string) (api.Leader, error) {
+	return api.Leader{}, errFakeUnsupported
+}
 func (f *fakeBackend) Observe(context.Context, string) (<-chan api.Leader, error) {
 	return nil, errFakeUnsupported
 }

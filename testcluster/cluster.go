@@ -603,20 +603,28 @@ func (l nodeLocker) FenceCheck(ctx context.Context, res string, tok uint64) (api
 	return n.FenceCheck(ctx, res, tok)
 }
 
-func (l nodeLocker) Campaign(ctx context.Context, e, v, s string) (api.Leader, error) {
+func (l nodeLocker) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
 	n, err := l.node()
 	if err != nil {
 		return api.Leader{}, err
 	}
-	return n.Campaign(ctx, e, v, s)
+	return n.Campaign(ctx, req)
 }
 
-func (l nodeLocker) Resign(ctx context.Context, e, v string) error {
+func (l nodeLocker) Resign(ctx context.Context, ld api.Leader) error {
 	n, err := l.node()
 	if err != nil {
 		return err
 	}
-	return n.Resign(ctx, e, v)
+	return n.Resign(ctx, ld)
+}
+
+func (l nodeLocker) Proclaim(ctx context.Context, ld api.Leader, value string) (api.Leader, error) {
+	n, err := l.node()
+	if err != nil {
+		return api.Leader{}, err
+	}
+	return n.Proclaim(ctx, ld, value)
 }
 
 func (l nodeLocker) Observe(ctx context.Context, e string) (<-chan api.Leader, error) {

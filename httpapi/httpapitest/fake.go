@@ -2,6 +2,8 @@ package httpapitest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -677,8 +679,18 @@ func (f *Fake) FenceCheck(ctx context.Context, resource string, token uint64) (a
 	return api.FenceResult{OK: true, Highest: token}, nil
 }
 
-// Campaign implements api.Locker.
-func (f *Fake) Campaign(ctx context.Context, election, value, session string) (api.Leader, error) {
+// Campaign implements api.Locker. f.elections keeps the leader with its
+// token; Observe publishes it without.
+func (f *Fake) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+	if err := req.Validate(api.DefaultLimits()); err != nil {
+		return api.Leader{}, err
+	}
+	if req.Token == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		req.Token = hex.EncodeToString(b[:])
+	}
+	election, value, session := req.Election, req.Value, req.Session
 	f.mu.Lock()
 	if err := f.begin("Campaign", ""); err != nil {
 		f.mu.Unlock()
@@ -690,13 +702,13 @@ func (f *Fake) Campaign(ctx context.Context, election, value, session string) (a
 			return api.Leader{}, fmt.Errorf("%w: %s", api.ErrSessionExpired, session)
 		}
 		cur, ok := f.elections[election]
-		if ok && cur.Value == value {
+		if ok && cur.Token == req.Token {
 			f.mu.Unlock()
 			return cur, nil
 		}
 		if !ok {
 			f.index++
-			ld := api.Leader{Election: election, Value: value, Fence: f.index}
+			ld := api.Leader{Election: election, Value: value, Fence: f.index, Token: req.Token}
 			f.elections[election] = ld
 			f.electionSession[election] = session
 			f.notify()
@@ -720,20 +732,57 @@ func (f *Fake) Campaign(ctx context.Context, election, value, session string) (a
 	}
 }
 
+// leaderOf checks that ld is election's current leadership. f.mu held.
+func (f *Fake) leaderOf(ld api.Leader) (api.Leader, error) {
+	if ld.Token == "" {
+		return api.Leader{}, fmt.Errorf("%w: the leadership's token is required", api.ErrNotOwner)
+	}
+	cur, ok := f.elections[ld.Election]
+	if !ok {
+		return api.Leader{}, fmt.Errorf("%w: %s has no leader", api.ErrNotHeld, ld.Election)
+	}
+	if cur.Token != ld.Token || cur.Value != ld.Value {
+		return api.Leader{}, fmt.Errorf("%w: not the leader of %s", api.ErrNotOwner, ld.Election)
+	}
+	return cur, nil
+}
+
 // Resign implements api.Locker.
-func (f *Fake) Resign(ctx context.Context, election, value string) error {
+func (f *Fake) Resign(ctx context.Context, ld api.Leader) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.begin("Resign", ""); err != nil {
 		return err
 	}
-	cur, ok := f.elections[election]
-	if !ok || cur.Value != value {
-		return fmt.Errorf("%w: %s is not the leader of %s", api.ErrNotOwner, value, election)
+	f.expire(time.Now())
+	if _, err := f.leaderOf(ld); err != nil {
+		return err
 	}
-	delete(f.elections, election)
+	delete(f.elections, ld.Election)
 	f.notify()
 	return nil
+}
+
+// Proclaim implements api.Locker.
+func (f *Fake) Proclaim(ctx context.Context, ld api.Leader, value string) (api.Leader, error) {
+	preq := api.ProclaimRequest{Election: ld.Election, Value: ld.Value, Token: ld.Token, NewValue: value}
+	if err := preq.Validate(api.DefaultLimits()); err != nil {
+		return api.Leader{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.begin("Proclaim", ""); err != nil {
+		return api.Leader{}, err
+	}
+	f.expire(time.Now())
+	cur, err := f.leaderOf(ld)
+	if err != nil {
+		return api.Leader{}, err
+	}
+	cur.Value = value
+	f.elections[ld.Election] = cur
+	f.notify()
+	return cur, nil
 }
 
 // Observe implements api.Locker: the current leader (if any), then every
@@ -754,7 +803,7 @@ func (f *Fake) Observe(ctx context.Context, election string) (<-chan api.Leader,
 		for {
 			f.mu.Lock()
 			f.expire(time.Now())
-			cur := f.elections[election]
+			cur := f.elections[election].Public()
 			ch := f.changed
 			f.mu.Unlock()
 			if cur.Election == "" {
