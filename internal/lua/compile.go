@@ -1244,7 +1244,7 @@ func compileExpr(context *funcContext, reg int, expr ast.Expr, ec *expcontext) i
 		}
 		return sused
 	default:
-		panic(fmt.Sprintf("expr %v not implemented.", reflect.TypeOf(ex).Elem().Name()))
+		panic(fmt.Sprintf("compile: unexpected expression type %v", reflect.TypeOf(ex).Elem().Name()))
 	}
 
 } // }}}
