@@ -58,6 +58,11 @@ type ErrorBody struct {
 	Message string `json:"message"`
 }
 
+// ElectionPrefix is prepended to an election's name to form the key of
+// the lock behind it: election E is the lock "election/E". Permissions and
+// key patterns apply to that key.
+const ElectionPrefix = "election/"
+
 // Mode names (JSON "mode").
 const (
 	ModeExclusive = "exclusive"

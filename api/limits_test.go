@@ -36,7 +36,7 @@ func TestValidate(t *testing.T) {
 		{"max hold int64", ptr(with(func(r *api.AcquireRequest) { r.MaxHoldMs = math.MaxInt64 })), api.ErrLimit, "max_hold_ms"},
 		{"lock-delay negative", ptr(with(func(r *api.AcquireRequest) { r.LockDelay = -1 })), api.ErrBadRequest, "lock_delay_ms -1"},
 		{"permits max exactly", ptr(with(func(r *api.AcquireRequest) { r.Mode, r.Permits = api.ModeSemaphore, api.DefaultMaxPermits })), nil, ""},
-		{"permits above max", ptr(with(func(r *api.AcquireRequest) { r.Mode, r.Permits = api.ModeSemaphore, 1 << 40 })), api.ErrLimit, "permits 1099511627776"},
+		{"permits above max", ptr(with(func(r *api.AcquireRequest) { r.Mode, r.Permits = api.ModeSemaphore, 1<<40 })), api.ErrLimit, "permits 1099511627776"},
 		{"key max exactly", ptr(with(func(r *api.AcquireRequest) { r.Key = strings.Repeat("k", 512) })), nil, ""},
 		{"key and keys", ptr(with(func(r *api.AcquireRequest) { r.Keys = []string{"a"} })), api.ErrBadRequest, "not both"},
 		{"keys duplicate", ptr(with(func(r *api.AcquireRequest) { r.Key, r.Keys = "", []string{"a", "b", "a"} })), api.ErrBadRequest, `"a" twice`},

@@ -21,7 +21,7 @@ import (
 // of the lock see (Inspect, RESP GET) does not let them resign or
 // proclaim through the election API. The lock is visible to every client
 // under that key.
-const ElectionPrefix = "election/"
+const ElectionPrefix = api.ElectionPrefix
 
 func electionKey(election string) (string, error) {
 	if election == "" {

@@ -19,10 +19,10 @@ import (
 )
 
 const testUsers = `
-user r on >rp ~app:* +@read
-user w on >wp ~app:* +@write
-user a on >ap ~app:* +@admin
-user all on >allp ~app:* +@all
+user r on >rp ~app:* ~election/app:* +@read
+user w on >wp ~app:* ~election/app:* +@write
+user a on >ap ~app:* ~election/app:* +@admin
+user all on >allp ~app:* ~election/app:* +@all
 `
 
 type routeSample struct {
@@ -254,5 +254,30 @@ func TestListFiltered(t *testing.T) {
 		if !strings.HasPrefix(l.Key, "app:") {
 			t.Fatalf("listed %q", l.Key)
 		}
+	}
+}
+
+// The probes answer without credentials: load balancers and orchestrators
+// ask without them, and they say only whether the node serves.
+func TestProbesNeedNoCredentials(t *testing.T) {
+	srv, _ := usersHandler(t)
+	for _, path := range []string{httpapi.PathLivez, httpapi.PathReadyz} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			t.Fatalf("%s without credentials: %d", path, resp.StatusCode)
+		}
+	}
+	// Anything else still needs them.
+	resp, err := http.Get(srv.URL + httpapi.PathStatus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("%s without credentials: %d, want 401", httpapi.PathStatus, resp.StatusCode)
 	}
 }

@@ -182,6 +182,12 @@ type router struct {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The probes say only whether this node serves; load balancers and
+	// orchestrators ask without credentials.
+	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz) {
+		rt.mux.ServeHTTP(w, r)
+		return
+	}
 	if rt.s.cfg.Users != nil {
 		pattern := "POST " + r.URL.Path
 		if r.Method != http.MethodPost || r.URL.RawPath != "" || !fastRoute(r.URL.Path) {
@@ -403,7 +409,7 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+	if !s.allowKeys(w, r, auth.Write, api.ElectionPrefix+r.PathValue("name")) {
 		return
 	}
 	leader, err := s.l.Campaign(r.Context(), creq)
@@ -420,7 +426,7 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+	if !s.allowKeys(w, r, auth.Write, api.ElectionPrefix+r.PathValue("name")) {
 		return
 	}
 	s.replyEmpty(w, r, s.l.Resign(r.Context(), api.Leader{Election: rreq.Election, Value: req.Value, Token: req.Token}))
@@ -436,7 +442,7 @@ func (s *server) proclaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if !s.allowKeys(w, r, auth.Write, r.PathValue("name")) {
+	if !s.allowKeys(w, r, auth.Write, api.ElectionPrefix+r.PathValue("name")) {
 		return
 	}
 	leader, err := s.l.Proclaim(r.Context(), api.Leader{Election: preq.Election, Value: req.Value, Token: req.Token}, req.NewValue)
@@ -446,7 +452,7 @@ func (s *server) proclaim(w http.ResponseWriter, r *http.Request) {
 // observe streams one JSON api.Leader per line, flushed after each, until
 // the client goes away or the Locker closes the channel.
 func (s *server) observe(w http.ResponseWriter, r *http.Request) {
-	if !s.allowKeys(w, r, auth.Read, r.PathValue("name")) {
+	if !s.allowKeys(w, r, auth.Read, api.ElectionPrefix+r.PathValue("name")) {
 		return
 	}
 	ch, err := s.l.Observe(r.Context(), r.PathValue("name"))

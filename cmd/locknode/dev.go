@@ -254,7 +254,6 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Transport = trs[i]
 		cfg.Bootstrap = true
 		cfg.Peers = peers
-		cfg.FSM = fsmCfg
 		cfg.Logger = log.With("node", peers[i].ID)
 		cfg.FSM = fsmCfg
 		cfg.FSM.MaxMemory = maxMemory
