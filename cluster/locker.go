@@ -140,6 +140,7 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	case res.Err != nil:
 		return api.Lease{}, apiErr(res.Err)
 	case res.Granted:
+		n.metrics.lockWait.Observe(0)
 		return lease(req, res.Fence, res.Deadline, res.Now, res.Count), nil
 	case !res.Queued:
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
@@ -163,7 +164,11 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 			if we.index <= res.Index {
 				continue
 			}
-			return waitOutcome(req, we.ev, res.Now)
+			l, err := waitOutcome(req, we.ev, res.Now)
+			if err == nil {
+				n.metrics.lockWait.Observe(float64(l.WaitedMs) / 1e3)
+			}
+			return l, err
 		case <-ctx.Done():
 			return api.Lease{}, n.cancelWait(id, req, ch, res.Index, ctx.Err())
 		case <-n.closed:

@@ -41,6 +41,10 @@ type metrics struct {
 	// read and grant on the node waits that long.
 	applyBatch prometheus.Histogram
 	maxPause   atomic.Int64 // longest applyBatch observation, ns
+	// lockWait is how long blocking acquires served by this node waited
+	// in the queue before their grant, by the cluster clock (0 for a
+	// grant without a wait).
+	lockWait prometheus.Histogram
 }
 
 func newMetrics(n *Node) *metrics {
@@ -84,13 +88,18 @@ func newMetrics(n *Node) *metrics {
 			Help:    "Time one batch of committed entries held the table while it was applied.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 12),
 		}),
+		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "locknode_lock_wait_seconds",
+			Help:    "Time blocking acquires served by this node waited in the lock's queue before the grant (cluster clock).",
+			Buckets: []float64{0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300},
+		}),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
-		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch,
+		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",

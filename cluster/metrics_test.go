@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -120,5 +121,37 @@ func TestLockLifecycleMetrics(t *testing.T) {
 		if !names[want] {
 			t.Errorf("%s is not exported", want)
 		}
+	}
+}
+
+// locknode_lock_wait_seconds: a blocking acquire granted at once counts a
+// zero wait; one queued behind a holder counts about the time it waited.
+func TestLockWaitMetric(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.leader(10 * time.Second)
+	ctx := ctxT(t, 20*time.Second)
+	hist := func() (count uint64, sum float64) {
+		var d dto.Metric
+		if err := n.metrics.lockWait.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		return d.GetHistogram().GetSampleCount(), d.GetHistogram().GetSampleSum()
+	}
+	if _, err := n.Acquire(ctx, api.AcquireRequest{Key: "w", Owner: "a", TTLMs: 60000, WaitMs: 5000}); err != nil {
+		t.Fatal(err)
+	}
+	if c, s := hist(); c != 1 || s != 0 {
+		t.Fatalf("after a grant without a wait: %d samples, sum %v", c, s)
+	}
+	const hold = 300 * time.Millisecond
+	release := time.AfterFunc(hold, func() { _, _ = n.Release(context.Background(), api.ReleaseRequest{Key: "w", Owner: "a"}) })
+	defer release.Stop()
+	l, err := n.Acquire(ctx, api.AcquireRequest{Key: "w", Owner: "b", TTLMs: 60000, WaitMs: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, s := hist()
+	if c != 2 || s != float64(l.WaitedMs)/1e3 || s < 0.2 {
+		t.Fatalf("after a queued grant: %d samples, sum %v (lease waited %d ms, held %v)", c, s, l.WaitedMs, hold)
 	}
 }
