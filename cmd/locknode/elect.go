@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -88,39 +86,25 @@ func runElect(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}()
 
-	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = append(os.Environ(),
-		"LOCKNODE_FENCE="+strconv.FormatUint(l.Fence(), 10),
-		"LOCKNODE_ELECTION="+name,
-		"LOCKNODE_VALUE="+value)
-	prepareGroup(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "locknode elect: starting %s: %v\n", cmdArgs[0], err)
-		return exitStartFailed
-	}
-	group, err := startedGroup(cmd)
+	ch, err := startChild(cmdArgs, []string{
+		"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
+		"LOCKNODE_ELECTION=" + name,
+		"LOCKNODE_VALUE=" + value}, stdout, stderr)
 	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		fmt.Fprintf(stderr, "locknode elect: starting %s: %v\n", cmdArgs[0], err)
 		return exitStartFailed
 	}
-	defer group.close()
-	exited := make(chan error, 1)
-	// Ends when the child exits (the group is SIGKILLed at worst).
-	go func() { exited <- cmd.Wait() }()
+	defer ch.group.close()
 
 	select {
-	case waitErr := <-exited:
+	case waitErr := <-ch.exited:
 		return exitCode(waitErr)
 	case <-l.Done():
 		// Another leader may act already: no grace.
 		fmt.Fprintf(stderr, "locknode elect: %s: %v; stopping %s\n", name, l.Err(), cmdArgs[0])
-		_ = stopGroup(group, exited, 0, time.Now())
+		_ = stopGroup(ch.group, ch.exited, 0, time.Now())
 		return exitLockFailed
 	case <-ctx.Done():
-		return exitCode(stopGroup(group, exited, *grace, time.Now().Add(*grace)))
+		return exitCode(stopGroup(ch.group, ch.exited, *grace, time.Now().Add(*grace)))
 	}
 }

@@ -181,41 +181,58 @@ func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
+	ch, err := startChild(cmdArgs, []string{
+		"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
+		"LOCKNODE_LOCK=" + name}, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
+		return exitStartFailed
+	}
+	defer ch.group.close()
+
+	var waitErr error
+	select {
+	case waitErr = <-ch.exited:
+	case <-l.Context().Done():
+		fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
+		waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
+	case <-ctx.Done():
+		waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
+	}
+	return exitCode(waitErr)
+}
+
+// child is a command that `lock` and `elect` run, in a process group (a
+// job object on Windows) of its own so that a stop reaches its
+// descendants too.
+type child struct {
+	group  *procGroup
+	exited chan error // the command's Wait result
+}
+
+// startChild starts cmdArgs with env added to this process's environment,
+// with this process's stdin and the given stdout and stderr.
+func startChild(cmdArgs, env []string, stdout, stderr io.Writer) (*child, error) {
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = append(os.Environ(),
-		"LOCKNODE_FENCE="+strconv.FormatUint(l.Fence(), 10),
-		"LOCKNODE_LOCK="+name)
+	cmd.Env = append(os.Environ(), env...)
 	prepareGroup(cmd)
 	// With non-file stdout/stderr Wait also waits for the copy pipes;
 	// don't let a descendant that escaped the group hold us forever.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
-		return exitStartFailed
+		return nil, err
 	}
 	group, err := startedGroup(cmd)
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
-		return exitStartFailed
+		return nil, err
 	}
-	defer group.close()
-	exited := make(chan error, 1)
+	c := &child{group: group, exited: make(chan error, 1)}
 	// Ends when the child exits (the group is SIGKILLed at worst).
-	go func() { exited <- cmd.Wait() }()
-
-	var waitErr error
-	select {
-	case waitErr = <-exited:
-	case <-l.Context().Done():
-		fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
-		waitErr = stopGroup(group, exited, *grace, l.SafeDeadline())
-	case <-ctx.Done():
-		waitErr = stopGroup(group, exited, *grace, l.SafeDeadline())
-	}
-	return exitCode(waitErr)
+	go func() { c.exited <- cmd.Wait() }()
+	return c, nil
 }
 
 // stopGroup asks group to stop (SIGTERM), then kills it after grace or
