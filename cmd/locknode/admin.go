@@ -3,162 +3,186 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/client"
 )
 
 func init() {
-	register(&command{name: "members", summary: "cluster membership: members list|remove ID|leave", run: runMembers})
-	register(&command{name: "release", summary: "release a lock whoever holds it (admin): release --force KEY", run: runRelease})
+	addCommand(newMembersCmd)
+	addCommand(newReleaseCmd)
 }
 
-// runMembers lists the raft configuration, removes a member, or removes
-// the node the first endpoint names (leave: run it against the node that
-// goes away).
-func runMembers(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("members", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `usage: locknode members list [--json] [flags]
-       locknode members remove ID [flags]   remove a member (admin)
-       locknode members leave [flags]       remove the node the first --endpoints address names (admin)`)
-		fs.PrintDefaults()
+// newMembersCmd lists the raft configuration, removes a member, or
+// removes the node the first endpoint names (leave: run it against the
+// node that goes away).
+func newMembersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "members list|remove ID|leave [flags]",
+		Short: "list the cluster's members, remove one, or make a node leave",
+		Example: `  locknode members list --endpoints 10.0.0.1:8080
+  locknode members list --json
+  locknode members remove n3                         # admin
+  locknode members leave --endpoints 10.0.0.3:8080   # admin: the node at that address leaves`,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError("a subcommand is required: list, remove ID or leave")
+			}
+			return usageError("unknown subcommand %q (list, remove ID, leave)", args[0])
+		},
 	}
+	fs := cmd.PersistentFlags()
 	cf := addClientFlags(fs)
-	asJSON := fs.Bool("json", false, "print a JSON array of members")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	flags, pos, tail := interspersed(fs, args, 2)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
-	}
-	pos = append(pos, tail...)
-	usageErr := func(msg string) int {
-		fmt.Fprintln(stderr, "locknode members:", msg)
-		fs.Usage()
-		return exitUsage
-	}
-	if len(pos) == 0 {
-		return usageErr("a subcommand is required")
-	}
-	want := map[string]int{"list": 0, "remove": 1, "leave": 0}
-	n, ok := want[pos[0]]
-	switch {
-	case !ok:
-		return usageErr(fmt.Sprintf("unknown subcommand %q", pos[0]))
-	case len(pos)-1 != n:
-		return usageErr(fmt.Sprintf("%s takes %d argument(s)", pos[0], n))
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode members:", err)
-		return exitUsage
-	}
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	switch pos[0] {
-	case "list":
-		st, err := c.Status(rctx)
+	connect := func(cmd *cobra.Command) (*client.Client, context.Context, context.CancelFunc, error) {
+		c, err := cf.client(cmd.ErrOrStderr())
 		if err != nil {
-			fmt.Fprintln(stderr, "locknode members:", explain(err))
-			return exitLockFailed
+			return nil, nil, nil, usageError("%w", err)
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), *timeout)
+		return c, ctx, cancel, nil
+	}
+	remove := func(ctx context.Context, cmd *cobra.Command, c *client.Client, id string) error {
+		if err := c.RemoveServer(ctx, id); err != nil {
+			return &exitError{code: exitFailed, err: fmt.Errorf("removing %s: %s", id, explain(err))}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
+		return nil
+	}
+
+	list := &cobra.Command{
+		Use:     "list [flags]",
+		Short:   "list the members: id, raft address, voter or not, leader",
+		Example: "  locknode members list --endpoints 10.0.0.1:8080\n  locknode members list --json | jq -r '.[].id'",
+	}
+	asJSON := list.Flags().Bool("json", false, "print a JSON array of members")
+	list.RunE = func(cmd *cobra.Command, _ []string) error {
+		c, ctx, cancel, err := connect(cmd)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return &exitError{code: exitFailed, err: errors.New(explain(err))}
 		}
 		if *asJSON {
-			return printJSON(stdout, stderr, st.Members)
+			return exitWith(printJSON(cmd.OutOrStdout(), cmd.ErrOrStderr(), st.Members))
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tADDRESS\tSUFFRAGE\tLEADER")
 		for _, m := range st.Members {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Address, m.Suffrage, m.Leader)
 		}
-		tw.Flush()
-		return 0
-	case "leave":
-		// Ask the first endpoint alone who it is: with fail-over another
-		// node could answer and remove itself instead.
-		first := splitEndpoints(*cf.endpoints)
-		if len(first) == 0 {
-			return usageErr("--endpoints / LOCKNODE_ENDPOINTS is empty")
-		}
-		one := cf
-		one.endpoints = &first[0]
-		oc, err := one.client(stderr)
-		if err != nil {
-			fmt.Fprintln(stderr, "locknode members:", err)
-			return exitUsage
-		}
-		st, err := oc.Status(rctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "locknode members: leave:", explain(err))
-			return exitLockFailed
-		}
-		pos = append(pos, st.ID)
+		return tw.Flush()
 	}
-	id := pos[len(pos)-1]
-	if err := c.RemoveServer(rctx, id); err != nil {
-		fmt.Fprintf(stderr, "locknode members: removing %s: %s\n", id, explain(err))
-		return exitLockFailed
+
+	rm := &cobra.Command{
+		Use:     "remove ID [flags]",
+		Short:   "remove a member from the cluster (admin)",
+		Example: "  locknode members remove n3 --endpoints 10.0.0.1:8080",
+		Args:    exactArgs(1, "a member ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, ctx, cancel, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			return remove(ctx, cmd, c, args[0])
+		},
 	}
-	fmt.Fprintf(stdout, "removed %s\n", id)
-	return 0
+
+	leave := &cobra.Command{
+		Use:   "leave [flags]",
+		Short: "remove the node the first --endpoints address names (admin)",
+		Long: `Remove the node that answers at the first --endpoints address from the cluster:
+run it against the node that goes away, before stopping it for good.`,
+		Example: "  locknode members leave --endpoints 10.0.0.3:8080",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Ask the first endpoint alone who it is: with fail-over another
+			// node could answer and remove itself instead.
+			first := splitEndpoints(*cf.endpoints)
+			if len(first) == 0 {
+				return usageError("--endpoints / LOCKNODE_ENDPOINTS is empty")
+			}
+			c, ctx, cancel, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer cancel()
+			one := cf
+			one.endpoints = &first[0]
+			oc, err := one.client(cmd.ErrOrStderr())
+			if err != nil {
+				return usageError("%w", err)
+			}
+			st, err := oc.Status(ctx)
+			if err != nil {
+				return &exitError{code: exitFailed, err: fmt.Errorf("leave: %s", explain(err))}
+			}
+			return remove(ctx, cmd, c, st.ID)
+		},
+	}
+	cmd.AddCommand(list, rm, leave)
+	return cmd
 }
 
 // runRelease ends every hold on KEY whoever holds it. Holders are not
 // told: their next renewal fails, and fenced writes with their token are
 // refused once the next holder's token is checked.
-func runRelease(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("release", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode release --force KEY [flags]   (admin; a lock's own holder releases it by ending \"locknode lock\")")
-		fs.PrintDefaults()
+func newReleaseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release --force KEY [flags]",
+		Short: "release a lock whoever holds it (admin)",
+		Long: `End every hold on KEY whoever holds it (admin). A lock's own holder releases it
+by ending "locknode lock". Holders are not told: their next renewal fails, and
+fenced writes with their token are refused once the next holder's token is
+checked.`,
+		Example: `  locknode release --force nightly-backup
+  locknode release --force --json stuck/job --endpoints 10.0.0.1:8080`,
+		Args: exactArgs(1, "one KEY"),
 	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	force := fs.Bool("force", false, "required: release whoever holds KEY")
 	asJSON := fs.Bool("json", false, "print the release result as JSON")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	flags, pos, tail := interspersed(fs, args, 1)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if !*force {
+			return usageError("--force is required: it releases KEY whoever holds it")
 		}
-		return exitUsage
+		return exitWith(func() int {
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode release:", err)
+				return exitUsage
+			}
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			res, err := c.Release(rctx, api.ReleaseRequest{Key: pos[0], Force: true})
+			switch {
+			case errors.Is(err, api.ErrNotHeld):
+				res.Released = false
+			case err != nil:
+				fmt.Fprintf(stderr, "locknode release: %s: %s\n", pos[0], explain(err))
+				return exitLockFailed
+			}
+			if *asJSON {
+				return printJSON(stdout, stderr, res)
+			}
+			if res.Released {
+				fmt.Fprintf(stdout, "released %s\n", pos[0])
+			} else {
+				fmt.Fprintf(stdout, "%s was not held\n", pos[0])
+			}
+			return 0
+		}())
 	}
-	pos = append(pos, tail...)
-	if len(pos) != 1 || !*force {
-		fmt.Fprintln(stderr, "locknode release: --force and exactly one KEY are required")
-		fs.Usage()
-		return exitUsage
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode release:", err)
-		return exitUsage
-	}
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	res, err := c.Release(rctx, api.ReleaseRequest{Key: pos[0], Force: true})
-	switch {
-	case errors.Is(err, api.ErrNotHeld):
-		res.Released = false
-	case err != nil:
-		fmt.Fprintf(stderr, "locknode release: %s: %s\n", pos[0], explain(err))
-		return exitLockFailed
-	}
-	if *asJSON {
-		return printJSON(stdout, stderr, res)
-	}
-	if res.Released {
-		fmt.Fprintf(stdout, "released %s\n", pos[0])
-	} else {
-		fmt.Fprintf(stdout, "%s was not held\n", pos[0])
-	}
-	return 0
+	return cmd
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,39 +11,38 @@ import (
 	"github.com/locknode/locknode/httpapi/httpapitest"
 )
 
-func TestInterspersed(t *testing.T) {
+func TestNormalizeArgs(t *testing.T) {
 	cases := []struct {
-		name             string
-		args             []string
-		flags, pos, tail []string
+		name      string
+		args, out []string
 	}{
-		{"flags after name", []string{"job", "--ttl", "5s", "--", "cmd", "-x"},
-			[]string{"--ttl", "5s"}, []string{"job"}, []string{"cmd", "-x"}},
-		{"flags before name", []string{"--endpoints", "http://h", "job", "--", "cmd"},
-			[]string{"--endpoints", "http://h"}, []string{"job"}, []string{"cmd"}},
-		{"both sides", []string{"-ttl=5s", "job", "--wait", "1m", "--", "cmd"},
-			[]string{"-ttl=5s", "--wait", "1m"}, []string{"job"}, []string{"cmd"}},
-		{"bool flag takes no value", []string{"--json", "job", "--", "cmd"},
-			[]string{"--json"}, []string{"job"}, []string{"cmd"}},
-		{"command without --", []string{"job", "--ttl", "5s", "cmd", "--ttl", "x"},
-			[]string{"--ttl", "5s"}, []string{"job"}, []string{"cmd", "--ttl", "x"}},
-		{"unknown flag passed on", []string{"job", "--bogus", "--", "cmd"},
-			[]string{"--bogus"}, []string{"job"}, []string{"cmd"}},
-		{"no command", []string{"job", "--ttl", "5s"},
-			[]string{"--ttl", "5s"}, []string{"job"}, nil},
-		{"value that looks like a flag", []string{"--endpoints", "-weird", "job", "--", "c"},
-			[]string{"--endpoints", "-weird"}, []string{"job"}, []string{"c"}},
+		{"flags after name", []string{"lock", "job", "--ttl", "5s", "--", "cmd", "-x"},
+			[]string{"lock", "job", "--ttl", "5s", "--", "cmd", "-x"}},
+		{"flags before name", []string{"lock", "--endpoints", "http://h", "job", "--", "cmd"},
+			[]string{"lock", "--endpoints", "http://h", "job", "--", "cmd"}},
+		{"single-dash long flags", []string{"lock", "-ttl=5s", "job", "-wait", "1m", "--", "cmd"},
+			[]string{"lock", "--ttl=5s", "job", "--wait", "1m", "--", "cmd"}},
+		{"bool flag takes no value", []string{"status", "-json", "-endpoints", "h"},
+			[]string{"status", "--json", "--endpoints", "h"}},
+		{"command without --", []string{"lock", "job", "--ttl", "5s", "cmd", "--ttl", "x"},
+			[]string{"lock", "job", "--ttl", "5s", "--", "cmd", "--ttl", "x"}},
+		{"elect: two names, then the command", []string{"elect", "e", "v", "-ttl", "5s", "cmd", "-x"},
+			[]string{"elect", "e", "v", "--ttl", "5s", "--", "cmd", "-x"}},
+		{"unknown flag passed on", []string{"lock", "job", "--bogus", "--", "cmd"},
+			[]string{"lock", "job", "--bogus", "--", "cmd"}},
+		{"no command", []string{"lock", "job", "--ttl", "5s"},
+			[]string{"lock", "job", "--ttl", "5s"}},
+		{"value that looks like a flag", []string{"lock", "--endpoints", "-ttl", "job", "--", "c"},
+			[]string{"lock", "--endpoints", "-ttl", "job", "--", "c"}},
+		{"shorthand untouched", []string{"lock", "-h"}, []string{"lock", "-h"}},
+		{"nested command", []string{"members", "-endpoints", "h", "list", "-json"},
+			[]string{"members", "--endpoints", "h", "list", "--json"}},
+		{"-version", []string{"-version"}, []string{"--version"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("t", flag.ContinueOnError)
-			fs.Duration("ttl", 0, "")
-			fs.Duration("wait", 0, "")
-			fs.String("endpoints", "", "")
-			fs.Bool("json", false, "")
-			f, p, tail := interspersed(fs, tc.args, 1)
-			if !reflect.DeepEqual(f, tc.flags) || !reflect.DeepEqual(p, tc.pos) || !reflect.DeepEqual(tail, tc.tail) {
-				t.Fatalf("got flags %q pos %q tail %q, want %q %q %q", f, p, tail, tc.flags, tc.pos, tc.tail)
+			if got := normalizeArgs(newRoot(), tc.args); !reflect.DeepEqual(got, tc.out) {
+				t.Fatalf("got %q, want %q", got, tc.out)
 			}
 		})
 	}
@@ -76,9 +74,9 @@ func TestLockHelpListsExitCodes(t *testing.T) {
 	if code := runLock(context.Background(), []string{"-h"}, &out, &errb); code != 0 {
 		t.Fatalf("-h exits %d", code)
 	}
-	for _, want := range []string{"exit codes:", "75", "127", "LOCKNODE_ENDPOINTS"} {
-		if !strings.Contains(errb.String(), want) {
-			t.Fatalf("help lacks %q:\n%s", want, errb.String())
+	for _, want := range []string{"Exit codes:", "75", "127", "LOCKNODE_ENDPOINTS"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("help lacks %q:\n%s", want, out.String())
 		}
 	}
 }

@@ -21,11 +21,11 @@ var repoRoot = filepath.Join("..", "..")
 // serveHelp is "locknode serve -h".
 func serveHelp(t *testing.T) string {
 	t.Helper()
-	var errb syncBuffer
-	if code := runServe(context.Background(), []string{"-h"}, io.Discard, &errb); code != 0 && code != 2 {
+	var out syncBuffer
+	if code := runServe(context.Background(), []string{"-h"}, &out, io.Discard); code != 0 {
 		t.Fatalf("serve -h: %d", code)
 	}
-	return errb.String()
+	return out.String()
 }
 
 // checkSetting fails unless the flag ("--log-format") or variable
@@ -37,7 +37,7 @@ func checkSetting(t *testing.T, help, where, s string) {
 	if v, ok := strings.CutPrefix(s, "LOCKNODE_"); ok {
 		name = strings.ReplaceAll(strings.ToLower(v), "_", "-")
 	}
-	if !regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
+	if !regexp.MustCompile(`(?m)^\s+--` + regexp.QuoteMeta(name) + `\b`).MatchString(help) {
 		t.Errorf("%s: %s is not a flag of locknode serve", where, s)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,19 +13,16 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/spf13/cobra"
+
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/internal/tlsutil"
 	"github.com/locknode/locknode/transport"
 )
 
-func init() {
-	register(&command{
-		name:    "dev",
-		summary: "run an N-node cluster in this process on loopback (make run)",
-		run:     runDev,
-	})
-}
+func init() { addCommand(newDevCmd) }
 
 // devState remembers a dev cluster's raft addresses in its data
 // directory: raft stores member addresses, so a restart must reuse them.
@@ -36,9 +32,24 @@ type devState struct {
 
 const devStateFile = "dev-cluster.json"
 
-func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newDevCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dev [flags]",
+		Short: "run an N-node cluster in this process on loopback (make run)",
+		Long: `Run a whole cluster in one process, for development and tests. It prints a line
+per node as it comes up (its HTTP, RESP and raft addresses) and "ready" once a
+leader is elected; Ctrl-C stops it. Without --data the cluster lives in a
+temporary directory removed on exit.`,
+		Example: `  locknode dev
+  locknode dev --nodes 5 --data ./dev-data --http-base-port 8080 --resp-base-port 6379
+  locknode dev --tls --data ./dev-data   # prints how to connect with the throwaway CA`,
+		Annotations: map[string]string{annExitCodes: `  0    stopped by SIGINT or SIGTERM
+  1    the cluster could not start (data directory, listeners, no leader within 30s)
+  2    bad command line (the reason is printed first)
+`},
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	data := fs.String("data", "", "data directory, reusable across runs (default: a temporary directory, removed on exit)")
 	host := fs.String("host", "127.0.0.1", "address to listen on")
@@ -58,242 +69,253 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	limitFlags := addNetLimitFlags(fs)
 	useTLS := fs.Bool("tls", false, "make a throwaway CA and node certificates in DATA/tls (kept with --data), serve HTTP and RESP over TLS and use mutual TLS between the nodes")
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax) every node checks requests against; re-read on SIGHUP (default: open)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	limits, err := limitFlags.parse()
-	if err != nil {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "dev: unexpected arguments %q\n", fs.Args())
-		return 2
-	}
-	if *nodes < 1 || *nodes > 9 {
-		fmt.Fprintln(stderr, "dev: --nodes must be in [1, 9]")
-		return 2
-	}
-	fsmCfg := cluster.DefaultConfig().FSM
-	if err := reqLimits.apply(&fsmCfg); err != nil {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 2
-	}
-	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 2
-	}
-	mirror, err := parseMirrorFlag(*mirrorURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev: --mirror:", err)
-		return 2
-	}
-	if err := scripts.apply(&fsmCfg); err != nil {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 2
-	}
-	maxMemory, err := parseMaxMemory(*maxMem)
-	if err != nil {
-		fmt.Fprintln(stderr, "dev: --max-memory:", err)
-		return 2
-	}
-	memPlan, gcPlan, ok := planRuntime("dev", stderr, *pprofAddr, *memLimit, *gcPct)
-	if !ok {
-		return 2
-	}
-	if err := scriptLim.apply(&fsmCfg); err != nil {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 2
-	}
-	audit := auth.NewAudit(log.Named("audit"))
-	var users *auth.Store
-	if *usersFile != "" {
-		if users, err = auth.NewStore(*usersFile, audit); err != nil {
-			fmt.Fprintln(stderr, "dev: --users:", err)
-			return 2
-		}
-	}
-	memPlan.apply(log)
-	gcPlan.apply(log)
-	// dev starts the tuner at once: its nodes share one heap and start
-	// one after another, so there is no single restore to wait for.
-	stopGCTuner := gcPlan.startTuner()
-	defer stopGCTuner()
-	if *pprofAddr != "" {
-		pp, err := startPprof(*pprofAddr, log)
-		if err != nil {
-			fmt.Fprintln(stderr, "dev: --pprof:", err)
-			return 1
-		}
-		defer pp.Close()
-	}
-	dir := *data
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "locknode-dev-"); err != nil {
-			fmt.Fprintln(stderr, "dev:", err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		fmt.Fprintln(stderr, "dev: --data:", err)
-		return 1
-	}
-	port := func(base, i int) string {
-		if base == 0 {
-			return net.JoinHostPort(*host, "0")
-		}
-		return net.JoinHostPort(*host, strconv.Itoa(base+i))
-	}
-
-	// Raft addresses: remembered ones on a restart, else fresh.
-	var st devState
-	statePath := filepath.Join(dir, devStateFile)
-	if b, err := os.ReadFile(statePath); err == nil {
-		if err := json.Unmarshal(b, &st); err != nil || len(st.Raft) != *nodes {
-			fmt.Fprintf(stderr, "dev: %s does not describe a %d-node cluster; use another --data\n", statePath, *nodes)
-			return 1
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintln(stderr, "dev:", err)
-		return 1
-	}
-	ids := make([]string, *nodes)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("n%d", i+1)
-	}
-	// Per node: the HTTP/RESP server config and the peer configs.
-	clientTLS := make([]*tls.Config, *nodes)
-	peerTLS := make([][2]*tls.Config, *nodes)
-	var dt *devTLS
-	var reloads []reloadFunc
-	if *useTLS {
-		if dt, err = makeDevTLS(dir, *host, ids); err != nil {
-			fmt.Fprintln(stderr, "dev: --tls:", err)
-			return 1
-		}
-		ca, err := tlsutil.LoadCAPool(dt.caFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "dev: --tls:", err)
-			return 1
-		}
-		for i, id := range ids {
-			kp, err := tlsutil.NewKeyPair(dt.nodes[id][0], dt.nodes[id][1])
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return exitWith(func() int {
+			limits, err := limitFlags.parse()
 			if err != nil {
-				fmt.Fprintln(stderr, "dev: --tls:", err)
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
+			if *nodes < 1 || *nodes > 9 {
+				fmt.Fprintln(stderr, "locknode dev: --nodes must be in [1, 9]")
+				return 2
+			}
+			fsmCfg := cluster.DefaultConfig().FSM
+			if err := reqLimits.apply(&fsmCfg); err != nil {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
+			logOpts, err := loggerOptions(stderr, *logLevel, *logFormat)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
+			quiet := &devQuiet{}
+			if logOpts.Level > hclog.Debug {
+				logOpts.Exclude = quiet.exclude
+			}
+			log := hclog.New(logOpts)
+			mirror, err := parseMirrorFlag(*mirrorURL)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode dev: --mirror:", err)
+				return 2
+			}
+			if err := scripts.apply(&fsmCfg); err != nil {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
+			maxMemory, err := parseMaxMemory(*maxMem)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode dev: --max-memory:", err)
+				return 2
+			}
+			memPlan, gcPlan, ok := planRuntime("locknode dev", stderr, *pprofAddr, *memLimit, *gcPct)
+			if !ok {
+				return 2
+			}
+			if err := scriptLim.apply(&fsmCfg); err != nil {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
+			audit := auth.NewAudit(log.Named("audit"))
+			var users *auth.Store
+			if *usersFile != "" {
+				if users, err = auth.NewStore(*usersFile, audit); err != nil {
+					fmt.Fprintln(stderr, "locknode dev: --users:", err)
+					return 2
+				}
+			}
+			memPlan.apply(log)
+			gcPlan.apply(log)
+			// dev starts the tuner at once: its nodes share one heap and start
+			// one after another, so there is no single restore to wait for.
+			stopGCTuner := gcPlan.startTuner()
+			defer stopGCTuner()
+			if *pprofAddr != "" {
+				pp, err := startPprof(*pprofAddr, log)
+				if err != nil {
+					fmt.Fprintln(stderr, "locknode dev: --pprof:", err)
+					return 1
+				}
+				defer pp.Close()
+			}
+			dir := *data
+			if dir == "" {
+				if dir, err = os.MkdirTemp("", "locknode-dev-"); err != nil {
+					fmt.Fprintln(stderr, "locknode dev:", err)
+					return 1
+				}
+				defer os.RemoveAll(dir)
+			} else if err := os.MkdirAll(dir, 0o700); err != nil {
+				fmt.Fprintln(stderr, "locknode dev: --data:", err)
 				return 1
 			}
-			clientTLS[i] = tlsutil.ServerConfig(kp, nil)
-			peerTLS[i][0], peerTLS[i][1] = tlsutil.PeerConfigs(kp, ca)
-			reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
-		}
-	}
-	if !*useTLS && beyondLoopback(net.JoinHostPort(*host, "0")) {
-		log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
-	}
-	if users != nil {
-		reloads = append(reloads, reloadFunc{"users", users.Reload})
-	}
-	stopReload := watchSIGHUP(log, reloads)
-	defer stopReload()
-	trs := make([]*transport.Transport, *nodes)
-	peers := make([]cluster.Peer, *nodes)
-	for i := range trs {
-		bind := port(*raftBase, i)
-		if st.Raft != nil {
-			bind = st.Raft[i]
-		}
-		tr, err := transport.New(transport.Config{
-			BindAddr:         bind,
-			Logger:           log.Named("transport"),
-			HandshakeTimeout: limits.PeerHandshakeTimeout,
-			MaxConns:         limits.PeerMaxConns,
-			ServerTLS:        peerTLS[i][0],
-			ClientTLS:        peerTLS[i][1],
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "dev: raft listener %s: %v\n", bind, err)
-			for _, t := range trs[:i] {
-				t.Close()
+			port := func(base, i int) string {
+				if base == 0 {
+					return net.JoinHostPort(*host, "0")
+				}
+				return net.JoinHostPort(*host, strconv.Itoa(base+i))
 			}
-			return 1
-		}
-		trs[i] = tr
-		peers[i] = cluster.Peer{ID: ids[i], Addr: tr.Addr().String()}
-	}
-	if st.Raft == nil {
-		for _, p := range peers {
-			st.Raft = append(st.Raft, p.Addr)
-		}
-		b, _ := json.Marshal(st)
-		if err := os.WriteFile(statePath, b, 0o644); err != nil {
-			fmt.Fprintln(stderr, "dev:", err)
-			return 1
-		}
-	}
 
-	procs := make([]*proc, 0, *nodes)
-	defer func() {
-		// The leader first: it hands over to a live follower at once,
-		// instead of finding its followers gone.
-		for i, p := range procs {
-			if p.node.IsLeader() {
-				procs[0], procs[i] = procs[i], procs[0]
+			// Raft addresses: remembered ones on a restart, else fresh.
+			var st devState
+			statePath := filepath.Join(dir, devStateFile)
+			if b, err := os.ReadFile(statePath); err == nil {
+				if err := json.Unmarshal(b, &st); err != nil || len(st.Raft) != *nodes {
+					fmt.Fprintf(stderr, "locknode dev: %s does not describe a %d-node cluster; use another --data\n", statePath, *nodes)
+					return 1
+				}
+			} else if !errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 1
 			}
-		}
-		for _, p := range procs {
-			if err := p.Close(); err != nil {
-				log.Warn("close", "node", p.node.ID(), "error", err)
+			ids := make([]string, *nodes)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("n%d", i+1)
 			}
-		}
-	}()
-	for i := range peers {
-		cfg := cluster.DefaultConfig()
-		cfg.ID = peers[i].ID
-		cfg.DataDir = filepath.Join(dir, peers[i].ID)
-		cfg.Transport = trs[i]
-		cfg.Bootstrap = true
-		cfg.Peers = peers
-		cfg.Logger = log.With("node", peers[i].ID)
-		cfg.FSM = fsmCfg
-		cfg.FSM.MaxMemory = maxMemory
-		p, err := startProc(ctx, procConfig{
-			Cluster:  cfg,
-			HTTPAddr: port(*httpBase, i),
-			RESPAddr: port(*respBase, i),
-			Logger:   cfg.Logger,
-			Mirror:   mirror,
-			Limits:   limits,
-			TLS:      clientTLS[i],
-			Users:    users,
-			Audit:    audit,
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "dev: node %s: %v\n", cfg.ID, err)
-			for _, t := range trs[i:] {
-				t.Close()
+			// Per node: the HTTP/RESP server config and the peer configs.
+			clientTLS := make([]*tls.Config, *nodes)
+			peerTLS := make([][2]*tls.Config, *nodes)
+			var dt *devTLS
+			var reloads []reloadFunc
+			if *useTLS {
+				if dt, err = makeDevTLS(dir, *host, ids); err != nil {
+					fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+					return 1
+				}
+				ca, err := tlsutil.LoadCAPool(dt.caFile)
+				if err != nil {
+					fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+					return 1
+				}
+				for i, id := range ids {
+					kp, err := tlsutil.NewKeyPair(dt.nodes[id][0], dt.nodes[id][1])
+					if err != nil {
+						fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+						return 1
+					}
+					clientTLS[i] = tlsutil.ServerConfig(kp, nil)
+					peerTLS[i][0], peerTLS[i][1] = tlsutil.PeerConfigs(kp, ca)
+					reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
+				}
 			}
-			return 1
-		}
-		procs = append(procs, p)
-		fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), peers[i].Addr)
-	}
+			if !*useTLS && beyondLoopback(net.JoinHostPort(*host, "0")) {
+				log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
+			}
+			if users != nil {
+				reloads = append(reloads, reloadFunc{"users", users.Reload})
+			}
+			stopReload := watchSIGHUP(log, reloads)
+			defer stopReload()
+			trs := make([]*transport.Transport, *nodes)
+			peers := make([]cluster.Peer, *nodes)
+			for i := range trs {
+				bind := port(*raftBase, i)
+				if st.Raft != nil {
+					bind = st.Raft[i]
+				}
+				tr, err := transport.New(transport.Config{
+					BindAddr:         bind,
+					Logger:           log.Named("transport"),
+					HandshakeTimeout: limits.PeerHandshakeTimeout,
+					MaxConns:         limits.PeerMaxConns,
+					ServerTLS:        peerTLS[i][0],
+					ClientTLS:        peerTLS[i][1],
+				})
+				if err != nil {
+					fmt.Fprintf(stderr, "locknode dev: raft listener %s: %v\n", bind, err)
+					for _, t := range trs[:i] {
+						t.Close()
+					}
+					return 1
+				}
+				trs[i] = tr
+				peers[i] = cluster.Peer{ID: ids[i], Addr: tr.Addr().String()}
+			}
+			if st.Raft == nil {
+				for _, p := range peers {
+					st.Raft = append(st.Raft, p.Addr)
+				}
+				b, _ := json.Marshal(st)
+				if err := os.WriteFile(statePath, b, 0o644); err != nil {
+					fmt.Fprintln(stderr, "locknode dev:", err)
+					return 1
+				}
+			}
 
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for _, p := range procs {
-		if err := p.node.WaitLeader(wctx); err != nil {
-			fmt.Fprintf(stderr, "dev: no leader: %v\n", err)
-			return 1
-		}
+			procs := make([]*proc, 0, *nodes)
+			defer func() {
+				quiet.phase.Store(devStopping)
+				// The whole cluster stops: no leadership hand-over, the
+				// leader first so no follower campaigns meanwhile.
+				for i, p := range procs {
+					if p.node.IsLeader() {
+						procs[0], procs[i] = procs[i], procs[0]
+					}
+				}
+				for _, p := range procs {
+					if err := p.stop(p.node.Kill); err != nil {
+						fmt.Fprintf(stderr, "locknode dev: stopping %s: %v\n", p.node.ID(), err)
+					}
+				}
+				if len(procs) > 0 {
+					fmt.Fprintln(stderr, "locknode dev: stopped")
+				}
+			}()
+			fmt.Fprintf(stderr, "locknode dev: starting %d nodes, data in %s\n", *nodes, dir)
+			for i := range peers {
+				cfg := cluster.DefaultConfig()
+				cfg.ID = peers[i].ID
+				cfg.DataDir = filepath.Join(dir, peers[i].ID)
+				cfg.Transport = trs[i]
+				cfg.Bootstrap = true
+				cfg.Peers = peers
+				cfg.Logger = log.With("node", peers[i].ID)
+				cfg.FSM = fsmCfg
+				cfg.FSM.MaxMemory = maxMemory
+				p, err := startProc(ctx, procConfig{
+					Cluster:  cfg,
+					HTTPAddr: port(*httpBase, i),
+					RESPAddr: port(*respBase, i),
+					Logger:   cfg.Logger,
+					Mirror:   mirror,
+					Limits:   limits,
+					TLS:      clientTLS[i],
+					Users:    users,
+					Audit:    audit,
+				})
+				if err != nil {
+					fmt.Fprintf(stderr, "locknode dev: node %s: %v\n", cfg.ID, err)
+					for _, t := range trs[i:] {
+						t.Close()
+					}
+					return 1
+				}
+				procs = append(procs, p)
+				fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), peers[i].Addr)
+			}
+
+			fmt.Fprintln(stderr, "locknode dev: electing a leader")
+			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			for _, p := range procs {
+				if err := p.node.WaitLeader(wctx); err != nil {
+					fmt.Fprintf(stderr, "locknode dev: no leader: %v\n", err)
+					return 1
+				}
+			}
+			quiet.phase.Store(devRunning)
+			fmt.Fprintln(stdout, "ready")
+			if dt != nil {
+				printDevTLS(stdout, dt, procs[0])
+			}
+			<-ctx.Done()
+			fmt.Fprintln(stderr, "locknode dev: stopping")
+			return 0
+		}())
 	}
-	fmt.Fprintln(stdout, "ready")
-	if dt != nil {
-		printDevTLS(stdout, dt, procs[0])
-	}
-	<-ctx.Done()
-	log.Info("shutting down")
-	return 0
+	return cmd
 }
 
 // printDevTLS tells how to reach a `dev --tls` cluster.

@@ -2,21 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(&command{
-		name:    "elect",
-		summary: "run a command while leading an election: elect NAME VALUE [flags] -- CMD ARGS...",
-		run:     runElect,
-	})
-}
+func init() { addCommand(newElectCmd) }
 
 // runElect campaigns for election NAME with VALUE (waiting behind other
 // candidates), then runs CMD in its own process group with the fence in
@@ -27,84 +20,90 @@ func init() {
 // group gets SIGTERM, then SIGKILL after --grace. Exit code: the
 // command's (128+signal if a signal ended it), 1 on other errors (lost
 // leadership included, when CMD had to be stopped), 2 on usage errors.
-func runElect(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("elect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode elect NAME VALUE [flags] -- CMD [ARGS...]")
-		fs.PrintDefaults()
+func newElectCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "elect NAME VALUE [flags] -- CMD [ARGS...]",
+		Short: "run a command while leading an election",
+		Long: `Campaign for election NAME with VALUE (waiting behind other candidates), then
+run CMD with the leadership's fencing token in LOCKNODE_FENCE (and
+LOCKNODE_ELECTION, LOCKNODE_VALUE) while leading, and resign when CMD exits.
+When leadership is lost CMD's process group is killed at once: another leader
+may already act. Flags may come before or after NAME VALUE.`,
+		Example: `  locknode elect scheduler "$(hostname)" -- ./scheduler
+  locknode elect --ttl 5s primary 10.0.0.7:5432 -- ./run-primary.sh`,
+		Args: cobra.ArbitraryArgs,
+		Annotations: map[string]string{annMaxArgs: "2", annExitCodes: `  CMD's own  CMD ran while leading (128+N if signal N ended it)
+  1          no leader reachable (no quorum, wrong --endpoints / LOCKNODE_ENDPOINTS), the cluster refused, or leadership was lost
+  2          bad command line (the reason is printed first)
+  127        CMD could not be started
+`},
 	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	ttl := fs.Duration("ttl", 10*time.Second, "session length; kept alive every ttl/3 while leading")
 	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when locknode is interrupted")
-	var pos []string
-	rest := args
-	for len(pos) < 2 && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		pos, rest = append(pos, rest[0]), rest[1:]
-	}
-	if err := fs.Parse(rest); err != nil {
-		return exitUsage
-	}
-	cmdArgs := fs.Args()
-	for len(pos) < 2 && len(cmdArgs) > 0 {
-		pos, cmdArgs = append(pos, cmdArgs[0]), cmdArgs[1:]
-	}
-	if len(pos) < 2 || pos[0] == "" || pos[1] == "" || len(cmdArgs) == 0 {
-		fs.Usage()
-		return exitUsage
-	}
-	name, value := pos[0], pos[1]
-	if *ttl <= 0 || *grace < 0 {
-		fmt.Fprintln(stderr, "locknode elect: --ttl must be positive, --grace not negative")
-		return exitUsage
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode elect:", err)
-		return exitUsage
-	}
-	sess, err := c.NewSession(ctx, *ttl)
-	if err != nil {
-		fmt.Fprintf(stderr, "locknode elect: session: %v\n", err)
-		return exitLockFailed
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = sess.Close(cctx) // releases the election if Resign did not
-	}()
-	l, err := c.Elect(ctx, name, value, sess)
-	if err != nil {
-		fmt.Fprintf(stderr, "locknode elect: %s: %v\n", name, err)
-		return exitLockFailed
-	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := l.Resign(rctx); err != nil {
-			fmt.Fprintf(stderr, "locknode elect: resigning %s: %v\n", name, err)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		pos, cmdArgs := splitAtDash(cmd, args)
+		if len(pos) != 2 || pos[0] == "" || pos[1] == "" || len(cmdArgs) == 0 {
+			return usageError("an election NAME, a VALUE and a command after them are required, got %q", args)
 		}
-	}()
+		return exitWith(func() int {
+			name, value := pos[0], pos[1]
+			if *ttl <= 0 || *grace < 0 {
+				fmt.Fprintln(stderr, "locknode elect: --ttl must be positive, --grace not negative")
+				return exitUsage
+			}
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode elect:", err)
+				return exitUsage
+			}
+			sess, err := c.NewSession(ctx, *ttl)
+			if err != nil {
+				fmt.Fprintf(stderr, "locknode elect: session: %s\n", explain(err))
+				return exitLockFailed
+			}
+			defer func() {
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = sess.Close(cctx) // releases the election if Resign did not
+			}()
+			l, err := c.Elect(ctx, name, value, sess)
+			if err != nil {
+				fmt.Fprintf(stderr, "locknode elect: %s: %s\n", name, explain(err))
+				return exitLockFailed
+			}
+			defer func() {
+				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := l.Resign(rctx); err != nil {
+					fmt.Fprintf(stderr, "locknode elect: resigning %s: %v\n", name, err)
+				}
+			}()
 
-	ch, err := startChild(cmdArgs, []string{
-		"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
-		"LOCKNODE_ELECTION=" + name,
-		"LOCKNODE_VALUE=" + value}, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "locknode elect: starting %s: %v\n", cmdArgs[0], err)
-		return exitStartFailed
-	}
-	defer ch.group.close()
+			ch, err := startChild(cmdArgs, []string{
+				"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
+				"LOCKNODE_ELECTION=" + name,
+				"LOCKNODE_VALUE=" + value}, stdout, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "locknode elect: starting %s: %v\n", cmdArgs[0], err)
+				return exitStartFailed
+			}
+			defer ch.group.close()
 
-	select {
-	case waitErr := <-ch.exited:
-		return exitCode(waitErr)
-	case <-l.Done():
-		// Another leader may act already: no grace.
-		fmt.Fprintf(stderr, "locknode elect: %s: %v; stopping %s\n", name, l.Err(), cmdArgs[0])
-		_ = stopGroup(ch.group, ch.exited, 0, time.Now())
-		return exitLockFailed
-	case <-ctx.Done():
-		return exitCode(stopGroup(ch.group, ch.exited, *grace, time.Now().Add(*grace)))
+			select {
+			case waitErr := <-ch.exited:
+				return exitCode(waitErr)
+			case <-l.Done():
+				// Another leader may act already: no grace.
+				fmt.Fprintf(stderr, "locknode elect: %s: %v; stopping %s\n", name, l.Err(), cmdArgs[0])
+				_ = stopGroup(ch.group, ch.exited, 0, time.Now())
+				return exitLockFailed
+			case <-ctx.Done():
+				return exitCode(stopGroup(ch.group, ch.exited, *grace, time.Now().Add(*grace)))
+			}
+		}())
 	}
+	return cmd
 }

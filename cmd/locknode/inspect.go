@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -12,92 +10,116 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/locknode/locknode/api"
 )
 
 func init() {
-	register(&command{name: "status", summary: "show a node's view of the cluster", run: runStatus})
-	register(&command{name: "locks", summary: "list locks and their holders: locks [--prefix P] [--json]", run: runLocks})
-	register(&command{name: "join", summary: "add a node to a running cluster: join --id ID --raft-addr HOST:PORT", run: runJoin})
+	addCommand(newStatusCmd)
+	addCommand(newLocksCmd)
+	addCommand(newJoinCmd)
 }
 
 // runJoin asks a running cluster (through any node's HTTP API) to add a
 // voter. It is the operator's alternative to starting the new node with
 // "serve --join"; repeating it is harmless.
-func runJoin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("join", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newJoinCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "join --id ID --raft-addr HOST:PORT [flags]",
+		Short: "add a node to a running cluster as a voter (admin)",
+		Long: `Ask a running cluster (through any node's HTTP API) to add a voter. It is the
+operator's alternative to starting the new node with "serve --join"; repeating
+it is harmless.`,
+		Example: "  locknode join --id n4 --raft-addr 10.0.0.4:7000 --endpoints 10.0.0.1:8080",
+		Args:    noArgs,
+	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	id := fs.String("id", "", "id of the node to add (required)")
 	raftAddr := fs.String("raft-addr", "", "raft address the cluster dials the new node at (required)")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	asJSON := fs.Bool("json", false, `print {"id": ..., "raft_addr": ...} of the added voter`)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return exitWith(func() int {
+			if *id == "" || *raftAddr == "" {
+				fmt.Fprintln(stderr, "locknode join: --id and --raft-addr are required")
+				return exitUsage
+			}
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode join:", err)
+				return exitUsage
+			}
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			if err := c.AddVoter(rctx, *id, *raftAddr); err != nil {
+				fmt.Fprintln(stderr, "locknode join:", explain(err))
+				return exitLockFailed
+			}
+			if *asJSON {
+				return printJSON(stdout, stderr, map[string]string{"id": *id, "raft_addr": *raftAddr})
+			}
+			fmt.Fprintf(stdout, "added %s at %s\n", *id, *raftAddr)
+			return 0
+		}())
 	}
-	if *id == "" || *raftAddr == "" {
-		fmt.Fprintln(stderr, "locknode join: --id and --raft-addr are required")
-		return exitUsage
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode join:", err)
-		return exitUsage
-	}
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	if err := c.AddVoter(rctx, *id, *raftAddr); err != nil {
-		fmt.Fprintln(stderr, "locknode join:", err)
-		return exitLockFailed
-	}
-	fmt.Fprintf(stdout, "added %s at %s\n", *id, *raftAddr)
-	return 0
+	return cmd
 }
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode status [--cluster] [--json] [flags]")
-		fs.PrintDefaults()
-		fmt.Fprintln(stderr, "exit codes: 0 a leader is known (with --cluster: to every node, and every node answered), 1 otherwise, 2 bad command line")
+func newStatusCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [flags]",
+		Short: "show a node's view of the cluster (--cluster: every node's)",
+		Example: `  locknode status --endpoints 10.0.0.1:8080
+  locknode status --cluster --endpoints 10.0.0.1:8080,10.0.0.2:8080,10.0.0.3:8080
+  locknode status --json | jq .leader
+  until locknode status >/dev/null 2>&1; do sleep 1; done   # wait for a leader`,
+		Args: noArgs,
+		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: to every node, and every node answered)
+  1    no leader, or no node reachable (check --endpoints / LOCKNODE_ENDPOINTS)
+  2    bad command line (the reason is printed first)
+`},
 	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per endpoint)")
 	cluster := fs.Bool("cluster", false, "ask every node in --endpoints for its own status, not just the first that answers")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		if errors.Is(err, flag.ErrHelp) {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return exitWith(func() int {
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			if *cluster {
+				return clusterStatus(rctx, cf, *asJSON, stdout, stderr)
+			}
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode status:", err)
+				return exitUsage
+			}
+			st, err := c.Status(rctx)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode status:", explain(err))
+				return exitLockFailed
+			}
+			if *asJSON {
+				if code := printJSON(stdout, stderr, st); code != 0 {
+					return code
+				}
+			} else {
+				printStatus(stdout, st)
+			}
+			if st.Leader == "" {
+				fmt.Fprintf(stderr, "locknode status: no leader known to node %s: the cluster has no quorum or is electing one\n", st.ID)
+				return exitLockFailed
+			}
 			return 0
-		}
-		return exitUsage
+		}())
 	}
-	rctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	if *cluster {
-		return clusterStatus(rctx, cf, *asJSON, stdout, stderr)
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode status:", err)
-		return exitUsage
-	}
-	st, err := c.Status(rctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode status:", explain(err))
-		return exitLockFailed
-	}
-	if *asJSON {
-		if code := printJSON(stdout, stderr, st); code != 0 {
-			return code
-		}
-	} else {
-		printStatus(stdout, st)
-	}
-	if st.Leader == "" {
-		fmt.Fprintf(stderr, "locknode status: no leader known to node %s: the cluster has no quorum or is electing one\n", st.ID)
-		return exitLockFailed
-	}
-	return 0
+	return cmd
 }
 
 func printStatus(stdout io.Writer, st api.Status) {
@@ -198,55 +220,66 @@ func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, std
 	return 0
 }
 
-func runLocks(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("locks", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func newLocksCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "locks [flags]",
+		Short: "list locks, their holders, waiters and leases",
+		Example: `  locknode locks
+  locknode locks --prefix jobs/ --json
+  locknode locks --stale --endpoints 10.0.0.2:8080   # this node's view, without the leader`,
+		Args: noArgs,
+	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	prefix := fs.String("prefix", "", "only keys starting with this")
 	asJSON := fs.Bool("json", false, "print a JSON array of api.LockInfo")
 	stale := fs.Bool("stale", false, "read the answering node's state without confirming with the leader")
-	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
-		return exitUsage
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return exitWith(func() int {
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode locks:", err)
+				return exitUsage
+			}
+			rctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			all := []api.LockInfo{}
+			req := api.ListRequest{Prefix: *prefix, Limit: 1000, ReadOptions: api.ReadOptions{Stale: *stale}}
+			for {
+				page, err := c.List(rctx, req)
+				if err != nil {
+					fmt.Fprintln(stderr, "locknode locks:", explain(err))
+					return exitLockFailed
+				}
+				all = append(all, page.Locks...)
+				if page.Next == "" {
+					break
+				}
+				req.After = page.Next
+			}
+			if *asJSON {
+				return printJSON(stdout, stderr, all)
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tKIND\tFENCE\tHOLDERS\tWAITERS\tTTL")
+			for _, l := range all {
+				var hs []string
+				for _, h := range l.Holders {
+					hs = append(hs, fmt.Sprintf("%s(%s,fence=%d)", h.Owner, h.Mode, h.Fence))
+				}
+				ttl := "-"
+				if l.TTLMs >= 0 {
+					ttl = (time.Duration(l.TTLMs) * time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", l.Key, l.Kind, l.Fence, orNone(strings.Join(hs, " ")), len(l.Waiters), ttl)
+			}
+			tw.Flush()
+			return 0
+		}())
 	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode locks:", err)
-		return exitUsage
-	}
-	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	all := []api.LockInfo{}
-	req := api.ListRequest{Prefix: *prefix, Limit: 1000, ReadOptions: api.ReadOptions{Stale: *stale}}
-	for {
-		page, err := c.List(rctx, req)
-		if err != nil {
-			fmt.Fprintln(stderr, "locknode locks:", err)
-			return exitLockFailed
-		}
-		all = append(all, page.Locks...)
-		if page.Next == "" {
-			break
-		}
-		req.After = page.Next
-	}
-	if *asJSON {
-		return printJSON(stdout, stderr, all)
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKIND\tFENCE\tHOLDERS\tWAITERS\tTTL")
-	for _, l := range all {
-		var hs []string
-		for _, h := range l.Holders {
-			hs = append(hs, fmt.Sprintf("%s(%s,fence=%d)", h.Owner, h.Mode, h.Fence))
-		}
-		ttl := "-"
-		if l.TTLMs >= 0 {
-			ttl = (time.Duration(l.TTLMs) * time.Millisecond).String()
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", l.Key, l.Kind, l.Fence, orNone(strings.Join(hs, " ")), len(l.Waiters), ttl)
-	}
-	tw.Flush()
-	return 0
+	return cmd
 }
 
 func printJSON(stdout, stderr io.Writer, v any) int {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/client"
 	"github.com/locknode/locknode/internal/tlsutil"
@@ -25,23 +27,16 @@ const (
 	exitStartFailed = 127
 )
 
-// lockExitCodes ends "locknode lock -h"; keep it in step with the
+// lockExitCodes ends "locknode lock --help"; keep it in step with the
 // constants above.
-const lockExitCodes = `exit codes:
-  CMD's own     the lock was held and CMD ran (128+N if signal N ended it)
-  1             no leader reachable (no quorum, wrong --endpoints / LOCKNODE_ENDPOINTS), or the cluster refused
-  2             bad command line
-  75            the lock is held by another owner (--wait 0, or the wait ran out)
-  127           CMD could not be started
+const lockExitCodes = `  CMD's own  the lock was held and CMD ran (128+N if signal N ended it)
+  1          no leader reachable (no quorum, wrong --endpoints / LOCKNODE_ENDPOINTS), or the cluster refused
+  2          bad command line (the reason is printed first)
+  75         the lock is held by another owner (--wait 0, or the wait ran out)
+  127        CMD could not be started
 `
 
-func init() {
-	register(&command{
-		name:    "lock",
-		summary: "run a command while holding a lock: lock NAME [flags] -- CMD ARGS...",
-		run:     runLock,
-	})
-}
+func init() { addCommand(newLockCmd) }
 
 // clientFlags are the flags every client subcommand shares.
 type clientFlags struct {
@@ -118,88 +113,107 @@ func splitEndpoints(s string) []string {
 // The command runs in its own process group, so terminal Ctrl-C reaches
 // locknode, which forwards it as SIGTERM to the whole group; the command
 // cannot read the terminal (it is not the foreground group).
-func runLock(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lock", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode lock [flags] NAME [flags] -- CMD [ARGS...]")
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, lockExitCodes)
+func newLockCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lock NAME [flags] -- CMD [ARGS...]",
+		Short: "run a command while holding a lock",
+		Long: `Acquire lock NAME, run CMD with its fencing token in LOCKNODE_FENCE (and the
+name in LOCKNODE_LOCK) while renewing the lease, and release the lock when CMD
+exits. If the lease cannot be kept (the cluster is unreachable near its safe
+deadline) or locknode is interrupted, CMD's process group gets SIGTERM, then
+SIGKILL after --grace and before the lease could pass to anyone else.
+Flags may come before or after NAME; everything after "--" (or after the first
+word past NAME) is CMD and its arguments.`,
+		Example: `  locknode lock nightly-backup -- ./backup.sh --full
+  locknode lock --wait 0 deploy -- make deploy        # fail at once (exit 75) if held
+  locknode lock db-migrate --ttl 30s --endpoints 10.0.0.1:8080,10.0.0.2:8080 -- ./migrate
+  LOCKNODE_ENDPOINTS=10.0.0.1:8080 locknode lock job -- sh -c 'echo "fence $LOCKNODE_FENCE"'`,
+		Args:        cobra.ArbitraryArgs,
+		Annotations: map[string]string{annExitCodes: lockExitCodes, annMaxArgs: "1"},
 	}
+	fs := cmd.Flags()
 	cf := addClientFlags(fs)
 	ttl := fs.Duration("ttl", 10*time.Second, "lease length; renewed every ttl/3 while CMD runs")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the lock (0: fail at once if held)")
 	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when CMD must stop (capped by the lock's safe deadline)")
-	flags, pos, cmdArgs := interspersed(fs, args, 1)
-	if err := fs.Parse(flags); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		pos, cmdArgs := splitAtDash(cmd, args)
+		if len(pos) != 1 || len(cmdArgs) == 0 {
+			return usageError("a lock NAME and a command after it are required, got %q", args)
 		}
-		return exitUsage
-	}
-	if len(pos) == 0 || len(cmdArgs) == 0 {
-		fmt.Fprintln(stderr, "locknode lock: a lock NAME and a command after it are required")
-		fs.Usage()
-		return exitUsage
-	}
-	name := pos[0]
-	if *ttl <= 0 || *wait < 0 || *grace < 0 {
-		fmt.Fprintln(stderr, "locknode lock: --ttl must be positive, --wait and --grace not negative")
-		return exitUsage
-	}
-	c, err := cf.client(stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "locknode lock:", err)
-		return exitUsage
-	}
+		return exitWith(func() int {
+			name := pos[0]
+			if *ttl <= 0 || *wait < 0 || *grace < 0 {
+				fmt.Fprintln(stderr, "locknode lock: --ttl must be positive, --wait and --grace not negative")
+				return exitUsage
+			}
+			c, err := cf.client(stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode lock:", err)
+				return exitUsage
+			}
 
-	var l *client.Lock
-	if *wait > 0 {
-		stopNotice := func() {}
-		if isTerminal(stderr) {
-			stopNotice = waitingNotice(ctx, c, name, stderr)
-		}
-		l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait))
-		stopNotice()
-	} else {
-		l, err = c.TryLock(ctx, name, client.WithTTL(*ttl))
-	}
-	if err != nil {
-		return lockFailure(ctx, c, name, err, stderr)
-	}
-	defer func() {
-		// Releasing a lock in jeopardy is a courtesy (the cluster is
-		// probably unreachable; the lease ends by itself): don't linger.
-		timeout := 10 * time.Second
-		if l.State() != client.Held {
-			timeout = 2 * time.Second
-		}
-		uctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		if err := l.Unlock(uctx); err != nil && l.State() != client.Lost {
-			fmt.Fprintf(stderr, "locknode lock: releasing %s: %v\n", name, err)
-		}
-	}()
+			var l *client.Lock
+			if *wait > 0 {
+				stopNotice := func() {}
+				if isTerminal(stderr) {
+					stopNotice = waitingNotice(ctx, c, name, stderr)
+				}
+				l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait))
+				stopNotice()
+			} else {
+				l, err = c.TryLock(ctx, name, client.WithTTL(*ttl))
+			}
+			if err != nil {
+				return lockFailure(ctx, c, name, err, stderr)
+			}
+			defer func() {
+				// Releasing a lock in jeopardy is a courtesy (the cluster is
+				// probably unreachable; the lease ends by itself): don't linger.
+				timeout := 10 * time.Second
+				if l.State() != client.Held {
+					timeout = 2 * time.Second
+				}
+				uctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				if err := l.Unlock(uctx); err != nil && l.State() != client.Lost {
+					fmt.Fprintf(stderr, "locknode lock: releasing %s: %v\n", name, err)
+				}
+			}()
 
-	ch, err := startChild(cmdArgs, []string{
-		"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
-		"LOCKNODE_LOCK=" + name}, stdout, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
-		return exitStartFailed
-	}
-	defer ch.group.close()
+			ch, err := startChild(cmdArgs, []string{
+				"LOCKNODE_FENCE=" + strconv.FormatUint(l.Fence(), 10),
+				"LOCKNODE_LOCK=" + name}, stdout, stderr)
+			if err != nil {
+				fmt.Fprintf(stderr, "locknode lock: starting %s: %v\n", cmdArgs[0], err)
+				return exitStartFailed
+			}
+			defer ch.group.close()
 
-	var waitErr error
-	select {
-	case waitErr = <-ch.exited:
-	case <-l.Context().Done():
-		fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
-		waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
-	case <-ctx.Done():
-		waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
+			var waitErr error
+			select {
+			case waitErr = <-ch.exited:
+			case <-l.Context().Done():
+				fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
+				waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
+			case <-ctx.Done():
+				waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
+			}
+			return exitCode(waitErr)
+		}())
 	}
-	return exitCode(waitErr)
+	return cmd
+}
+
+// splitAtDash splits a command's arguments at "--" (normalizeArgs puts
+// one before the program of lock and elect): what precedes it, and the
+// program with its arguments.
+func splitAtDash(cmd *cobra.Command, args []string) (pos, prog []string) {
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		return args[:n], args[n:]
+	}
+	return args, nil
 }
 
 // child is a command that `lock` and `elect` run, in a process group (a

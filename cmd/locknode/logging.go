@@ -16,6 +16,15 @@ func newLogger(w io.Writer, level string) (hclog.Logger, error) {
 
 // newFormattedLogger is newLogger with a --log-format.
 func newFormattedLogger(w io.Writer, level, format string) (hclog.Logger, error) {
+	opts, err := loggerOptions(w, level, format)
+	if err != nil {
+		return nil, err
+	}
+	return hclog.New(opts), nil
+}
+
+// loggerOptions are the options of newFormattedLogger.
+func loggerOptions(w io.Writer, level, format string) (*hclog.LoggerOptions, error) {
 	lv := hclog.LevelFromString(level)
 	if lv == hclog.NoLevel {
 		return nil, fmt.Errorf("unknown log level %q (trace, debug, info, warn, error, off)", level)
@@ -28,5 +37,5 @@ func newFormattedLogger(w io.Writer, level, format string) (hclog.Logger, error)
 	default:
 		return nil, fmt.Errorf("unknown --log-format %q (text, json)", format)
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "locknode", Level: lv, Output: w, JSONFormat: asJSON}), nil
+	return &hclog.LoggerOptions{Name: "locknode", Level: lv, Output: w, JSONFormat: asJSON}, nil
 }

@@ -241,6 +241,13 @@ func (p *proc) RESPAddr() string { return p.respLn.Addr().String() }
 // Close stops the servers (in-flight requests get a few seconds), then
 // the mirror, then the node (gracefully: a leader hands over first).
 func (p *proc) Close() error {
+	return p.stop(p.node.Close)
+}
+
+// stop is Close with the node's own stop: Node.Close hands leadership
+// over first; Node.Kill does not (dev stops every node at once, so there
+// is no one to hand over to).
+func (p *proc) stop(stopNode func() error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if p.resp != nil {
@@ -262,5 +269,5 @@ func (p *proc) Close() error {
 		p.mirrorStop()
 		<-p.mirrorDone
 	}
-	return p.node.Close()
+	return stopNode()
 }

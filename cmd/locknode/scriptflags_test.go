@@ -3,7 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
+	flag "github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"

@@ -2,26 +2,21 @@ package main
 
 import (
 	"context"
-	"flag"
+	"errors"
 	"fmt"
-	"github.com/locknode/locknode/auth"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/redisbridge"
 )
 
-func init() {
-	register(&command{
-		name:    "serve",
-		summary: "run one node of a cluster (flags or LOCKNODE_* environment variables)",
-		run:     runServe,
-	})
-}
+func init() { addCommand(newServeCmd) }
 
 // envDefault returns the environment variable's value, or def.
 func envDefault(name, def string) string {
@@ -69,14 +64,30 @@ func splitList(s string) []string {
 	return out
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: locknode serve [flags]")
-		fmt.Fprintln(stderr, "Every flag also reads the environment variable LOCKNODE_<FLAG> (upper case, - as _); a flag given on the command line wins.")
-		fs.PrintDefaults()
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve --id ID --data DIR [flags]",
+		Short: "run one node of a cluster (flags or LOCKNODE_* environment variables)",
+		Long: `Run one node of a real deployment. The first node of a new cluster starts with
+--bootstrap (alone, or with every initial voter in --peers); later nodes --join
+through a running member, or are added with "locknode join".`,
+		Example: `  # a new 3-node cluster: the same --peers on each, its own --id and addresses
+  locknode serve --id n1 --data /var/lib/locknode --bootstrap \
+    --raft-addr 10.0.0.1:7000 --http-addr 10.0.0.1:8080 --resp-addr 10.0.0.1:6379 \
+    --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000
+
+  # a fourth node joins through any member
+  locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:8080
+
+  # the same through the environment (systemd, containers)
+  LOCKNODE_ID=n1 LOCKNODE_DATA=/data LOCKNODE_BOOTSTRAP=true locknode serve`,
+		Annotations: map[string]string{annExitCodes: `  0    stopped by SIGINT or SIGTERM after a clean shutdown
+  1    the node could not start (data directory, listeners, join) or close cleanly
+  2    bad command line or configuration (the reason is printed first)
+`},
 	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
 	id := fs.String("id", envDefault("LOCKNODE_ID", ""), "node id, unique in the cluster (required)")
 	data := fs.String("data", envDefault("LOCKNODE_DATA", ""), "data directory (required)")
 	raftAddr := fs.String("raft-addr", envDefault("LOCKNODE_RAFT_ADDR", "127.0.0.1:7000"), "raft and node-to-node listen address")
@@ -87,7 +98,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	bootstrap := fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
 	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
 	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "addresses of running members to join through: host:port,...")
-	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
+	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up starting (restoring, joining, waiting for the first leader) after this long")
 	httpAdvertise := fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
 	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
 	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
@@ -104,153 +115,184 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		return exitWith(func() int {
+			limits, err := limitFlags.parse()
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if err := checkServeFlags(*id, *data, *bootstrap, *peers, *join); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			pl, err := parsePeers(*peers)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve: --peers:", err)
+				return 2
+			}
+			mirror, err := parseMirrorFlag(*mirrorURL)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve: --mirror:", err)
+				return 2
+			}
+			if len(pl) > 0 && !*bootstrap {
+				fmt.Fprintln(stderr, "locknode serve: --peers only makes sense with --bootstrap")
+				return 2
+			}
+			memPlan, gcPlan, ok := planRuntime("locknode serve", stderr, *pprofAddr, *memLimit, *gcPct)
+			if !ok {
+				return 2
+			}
+			procsPlan, err := gomaxprocs(*procs)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve: --gomaxprocs:", err)
+				return 2
+			}
+			tlsSet, err := tlsFlags.build(*id)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if tlsSet.mirror != nil {
+				if mirror == nil {
+					fmt.Fprintln(stderr, "locknode serve: --mirror-cacert, --mirror-cert and --mirror-key need --mirror")
+					return 2
+				}
+				mirror.TLS = tlsSet.mirror
+			}
+
+			cfg := cluster.DefaultConfig()
+			if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
+				fmt.Fprintln(stderr, "locknode serve: --max-memory:", err)
+				return 2
+			}
+			cfg.ID = *id
+			cfg.DataDir = *data
+			cfg.BindAddr = *raftAddr
+			cfg.Advertise = *advertise
+			cfg.Bootstrap = *bootstrap
+			cfg.Peers = pl
+			cfg.Join = splitList(*join)
+			cfg.Logger = log
+			if err := reqLimits.apply(&cfg.FSM); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if err := scripts.apply(&cfg.FSM); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if err := scriptLim.apply(&cfg.FSM); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			limits.applyPeer(&cfg)
+			cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
+			if err := cfg.Validate(); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if cfg.PeerServerTLS == nil && beyondLoopback(cfg.BindAddr) {
+				log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
+					"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
+			}
+
+			audit := auth.NewAudit(log.Named("audit"))
+			var users *auth.Store
+			if *usersFile != "" {
+				if users, err = auth.NewStore(*usersFile, audit); err != nil {
+					fmt.Fprintln(stderr, "locknode serve: --users:", err)
+					return 2
+				}
+			}
+
+			memPlan.apply(log)
+			gcPlan.apply(log)
+			procsPlan.apply(log)
+			// pprof first: a restore or join that takes long is worth profiling.
+			var pp *pprofServer
+			if *pprofAddr != "" {
+				if pp, err = startPprof(*pprofAddr, log); err != nil {
+					fmt.Fprintln(stderr, "locknode serve: --pprof:", err)
+					return 1
+				}
+				defer pp.Close()
+			}
+
+			sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
+			p, err := startProc(sctx, procConfig{
+				Cluster:       cfg,
+				HTTPAddr:      *httpAddr,
+				RESPAddr:      *respAddr,
+				HTTPAdvertise: *httpAdvertise,
+				RESPAdvertise: *respAdvertise,
+				Mirror:        mirror,
+				TLS:           tlsSet.client,
+				Logger:        log,
+				Limits:        limits,
+				Users:         users,
+				Audit:         audit,
+			})
+			cancel()
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 1
+			}
+			stopGCTuner := gcPlan.startTuner()
+			defer stopGCTuner()
+			reloads := tlsSet.reloads
+			if users != nil {
+				reloads = append(reloads, reloadFunc{"users", users.Reload})
+			} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
+				log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
+					"http", p.HTTPAddr(), "resp", p.RESPAddr())
+			}
+			stopReload := watchSIGHUP(log, reloads)
+			defer stopReload()
+			fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
+			<-ctx.Done()
+			log.Info("shutting down")
+			if err := p.Close(); err != nil {
+				fmt.Fprintln(stderr, "locknode serve: close:", err)
+				return 1
+			}
+			return 0
+		}())
 	}
-	limits, err := limitFlags.parse()
-	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
+	return cmd
+}
+
+// checkServeFlags refuses what cluster.Config.Validate would, in terms
+// of the flags an operator typed.
+func checkServeFlags(id, data string, bootstrap bool, peers, join string) error {
+	var errs []string
+	if id == "" {
+		errs = append(errs, "--id (LOCKNODE_ID) is required")
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "serve: unexpected arguments %q\n", fs.Args())
-		return 2
+	if data == "" {
+		errs = append(errs, "--data (LOCKNODE_DATA) is required")
 	}
-	log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
+	if bootstrap && strings.TrimSpace(join) != "" {
+		errs = append(errs, "--bootstrap and --join exclude each other: bootstrap starts a new cluster, join enters a running one")
 	}
-	pl, err := parsePeers(*peers)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve: --peers:", err)
-		return 2
-	}
-	mirror, err := parseMirrorFlag(*mirrorURL)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve: --mirror:", err)
-		return 2
-	}
-	if len(pl) > 0 && !*bootstrap {
-		fmt.Fprintln(stderr, "serve: --peers only makes sense with --bootstrap")
-		return 2
-	}
-	memPlan, gcPlan, ok := planRuntime("serve", stderr, *pprofAddr, *memLimit, *gcPct)
-	if !ok {
-		return 2
-	}
-	procsPlan, err := gomaxprocs(*procs)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve: --gomaxprocs:", err)
-		return 2
-	}
-	tlsSet, err := tlsFlags.build(*id)
-	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	if tlsSet.mirror != nil {
-		if mirror == nil {
-			fmt.Fprintln(stderr, "serve: --mirror-cacert, --mirror-cert and --mirror-key need --mirror")
-			return 2
+	if pl, err := parsePeers(peers); err == nil && len(pl) > 0 && id != "" {
+		self := false
+		for _, p := range pl {
+			self = self || p.ID == id
 		}
-		mirror.TLS = tlsSet.mirror
-	}
-
-	cfg := cluster.DefaultConfig()
-	if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
-		fmt.Fprintln(stderr, "serve: --max-memory:", err)
-		return 2
-	}
-	cfg.ID = *id
-	cfg.DataDir = *data
-	cfg.BindAddr = *raftAddr
-	cfg.Advertise = *advertise
-	cfg.Bootstrap = *bootstrap
-	cfg.Peers = pl
-	cfg.Join = splitList(*join)
-	cfg.Logger = log
-	if err := reqLimits.apply(&cfg.FSM); err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	if err := scripts.apply(&cfg.FSM); err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	if err := scriptLim.apply(&cfg.FSM); err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	limits.applyPeer(&cfg)
-	cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 2
-	}
-	if cfg.PeerServerTLS == nil && beyondLoopback(cfg.BindAddr) {
-		log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
-			"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
-	}
-
-	audit := auth.NewAudit(log.Named("audit"))
-	var users *auth.Store
-	if *usersFile != "" {
-		if users, err = auth.NewStore(*usersFile, audit); err != nil {
-			fmt.Fprintln(stderr, "serve: --users:", err)
-			return 2
+		if !self {
+			errs = append(errs, fmt.Sprintf("--peers must include this node (--id %s)", id))
 		}
 	}
-
-	memPlan.apply(log)
-	gcPlan.apply(log)
-	procsPlan.apply(log)
-	// pprof first: a restore or join that takes long is worth profiling.
-	var pp *pprofServer
-	if *pprofAddr != "" {
-		if pp, err = startPprof(*pprofAddr, log); err != nil {
-			fmt.Fprintln(stderr, "serve: --pprof:", err)
-			return 1
-		}
-		defer pp.Close()
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
-
-	sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
-	p, err := startProc(sctx, procConfig{
-		Cluster:       cfg,
-		HTTPAddr:      *httpAddr,
-		RESPAddr:      *respAddr,
-		HTTPAdvertise: *httpAdvertise,
-		RESPAdvertise: *respAdvertise,
-		Mirror:        mirror,
-		TLS:           tlsSet.client,
-		Logger:        log,
-		Limits:        limits,
-		Users:         users,
-		Audit:         audit,
-	})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(stderr, "serve:", err)
-		return 1
-	}
-	stopGCTuner := gcPlan.startTuner()
-	defer stopGCTuner()
-	reloads := tlsSet.reloads
-	if users != nil {
-		reloads = append(reloads, reloadFunc{"users", users.Reload})
-	} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
-		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
-			"http", p.HTTPAddr(), "resp", p.RESPAddr())
-	}
-	stopReload := watchSIGHUP(log, reloads)
-	defer stopReload()
-	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
-	<-ctx.Done()
-	log.Info("shutting down")
-	if err := p.Close(); err != nil {
-		fmt.Fprintln(stderr, "serve: close:", err)
-		return 1
-	}
-	return 0
+	return nil
 }

@@ -47,7 +47,7 @@ func TestStatusExitCodes(t *testing.T) {
 		{"cluster, one leaderless one dead", []string{"--cluster", "--endpoints", good + "," + lonely + "," + dead}, exitLockFailed,
 			[]string{good, lonely, "Candidate", dead, "no node reachable"}, []string{"not every node answered with a leader"}},
 		{"extra argument", []string{"--endpoints", good, "what"}, exitUsage, nil, nil},
-		{"help", []string{"-h"}, 0, nil, []string{"--cluster", "exit codes"}},
+		{"help", []string{"-h"}, 0, []string{"--cluster", "Exit codes"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

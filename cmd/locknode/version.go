@@ -1,20 +1,33 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
 )
 
 func init() {
-	register(&command{
-		name:    "version",
-		summary: "print the version, commit and Go version (also --version)",
-		run:     runVersion,
+	addCommand(func() *cobra.Command {
+		cmd := &cobra.Command{
+			Use:     "version",
+			Short:   "print the version, commit and Go version (also --version)",
+			Example: "  locknode version\n  locknode --version\n  locknode version --json",
+			Args:    noArgs,
+		}
+		asJSON := cmd.Flags().Bool("json", false, "print a JSON object: version, commit, go, os, arch")
+		cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+			v, c := buildVersion()
+			if *asJSON {
+				return exitWith(printJSON(cmd.OutOrStdout(), cmd.ErrOrStderr(), map[string]string{
+					"version": v, "commit": c, "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH}))
+			}
+			fmt.Fprint(cmd.OutOrStdout(), versionText(v, c))
+			return nil
+		}
+		return cmd
 	})
 }
 
@@ -57,14 +70,9 @@ func buildVersion() (version, commit string) {
 	return version, commit
 }
 
-func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "version: unexpected arguments %q\n", args)
-		return 2
-	}
-	v, c := buildVersion()
-	fmt.Fprintf(stdout, "locknode %s\ncommit %s\n%s %s/%s\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return 0
+// versionText is what version and --version print.
+func versionText(version, commit string) string {
+	return fmt.Sprintf("locknode %s\ncommit %s\n%s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // buildInfo is locknode_build_info: 1, labelled with what this binary is,
