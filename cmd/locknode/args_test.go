@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,7 +42,7 @@ func TestNormalizeArgs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := normalizeArgs(newRoot(), tc.args); !reflect.DeepEqual(got, tc.out) {
+			if got := normalizeArgs(newRoot(io.Discard, io.Discard), tc.args); !reflect.DeepEqual(got, tc.out) {
 				t.Fatalf("got %q, want %q", got, tc.out)
 			}
 		})

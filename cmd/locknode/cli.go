@@ -28,6 +28,11 @@ const sharedExitCodes = `  0    done
   2    bad command line (the reason is printed first)
 `
 
+// localExitCodes end the help of commands that do not reach a cluster.
+const localExitCodes = `  0    done
+  2    bad command line (the reason is printed first)
+`
+
 // annExitCodes is the cobra annotation holding a command's exit code
 // table for its help; annMaxArgs the number of positional arguments
 // before a command to run (lock, elect): the first word after them
@@ -195,7 +200,7 @@ Flags:
 {{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
 
 Global Flags:
-{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableFlags}}
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if hasEnvFlags .}}
 
 Environment:
   Each flag can also be set with the variable shown after it, [$LOCKNODE_<FLAG>]
@@ -206,8 +211,17 @@ Exit codes:
 Use "{{.CommandPath}} [command] --help" for more about a command.{{end}}
 `
 
-// newRoot builds the whole command tree.
-func newRoot() *cobra.Command {
+func init() {
+	cobra.AddTemplateFunc("hasEnvFlags", func(c *cobra.Command) bool {
+		has := false
+		c.Flags().VisitAll(func(f *flag.Flag) { has = has || !noEnv[f.Name] })
+		c.InheritedFlags().VisitAll(func(f *flag.Flag) { has = has || !noEnv[f.Name] })
+		return has
+	})
+}
+
+// newRoot builds the whole command tree, writing to stdout and stderr.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	v, c := buildVersion()
 	root := &cobra.Command{
 		Use:   "locknode",
@@ -228,6 +242,9 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 			HiddenDefaultCmd: false,
 		},
 	}
+	// Before the completion command, which keeps the writer it finds.
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	root.SetVersionTemplate(versionText(v, c))
 	root.SetUsageTemplate(usageTemplate)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
@@ -244,6 +261,31 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 	}
 	root.InitDefaultCompletionCmd()
 	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		switch c.Name() {
+		case "completion":
+			c.Example = `  source <(locknode completion bash)                   # this shell
+  locknode completion bash > /etc/bash_completion.d/locknode
+  locknode completion zsh > "${fpath[1]}/_locknode"
+  locknode completion fish > ~/.config/fish/completions/locknode.fish
+  locknode completion powershell | Out-String | Invoke-Expression`
+			c.Annotations = map[string]string{annExitCodes: localExitCodes}
+			c.RunE = func(_ *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return usageError("a shell is required: bash, zsh, fish or powershell")
+				}
+				return usageError("unknown shell %q (bash, zsh, fish, powershell)", args[0])
+			}
+			for _, sh := range c.Commands() {
+				sh.Annotations = map[string]string{annExitCodes: localExitCodes}
+			}
+		case "help":
+			c.Example = "  locknode help lock"
+			c.Annotations = map[string]string{annExitCodes: localExitCodes}
+		case "version":
+			c.Annotations = map[string]string{annExitCodes: localExitCodes}
+		}
+	}
 	var walk func(*cobra.Command)
 	walk = func(cmd *cobra.Command) {
 		if cmd.Annotations == nil {
@@ -255,7 +297,7 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 		documentEnv(cmd.LocalFlags())
 		documentEnv(cmd.PersistentFlags())
 		documentEnv(cmd.Flags())
-		if cmd.Args == nil && !cmd.HasSubCommands() {
+		if cmd.Args == nil && !cmd.HasSubCommands() && cmd.Name() != "help" && !cmd.DisableFlagParsing {
 			cmd.Args = noArgs
 		}
 		for _, sub := range cmd.Commands() {
@@ -269,12 +311,11 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 // execute runs the command line args (without the program name) and
 // returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot()
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root := newRoot(stdout, stderr)
 	if len(args) == 0 {
 		// A bare "locknode" is not a request for help: scripts that
 		// lost their arguments should fail.
+		fmt.Fprintln(stderr, "locknode: a command is required")
 		root.SetOut(stderr)
 		_ = root.Usage()
 		return exitUsage
