@@ -59,6 +59,7 @@ func TestLockFlagsOnBothSidesOfTheName(t *testing.T) {
 		{"before", []string{"--endpoints", srv.URL, "--ttl", "5s", "k1", "--", "/bin/sh", "-c", "exit 4"}},
 		{"after", []string{"k2", "--endpoints", srv.URL, "--", "/bin/sh", "-c", "exit 4"}},
 		{"both", []string{"-ttl=5s", "k3", "-endpoints", srv.URL, "--wait", "1s", "--", "/bin/sh", "-c", "exit 4"}},
+		{"without --", []string{"k4", "--endpoints", srv.URL, "/bin/sh", "-c", "exit 4"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	flag "github.com/spf13/pflag"
 	"strconv"
 	"strings"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/fsm"
 )

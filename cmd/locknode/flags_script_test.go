@@ -1,9 +1,10 @@
 package main
 
 import (
-	flag "github.com/spf13/pflag"
 	"io"
 	"testing"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/fsm"
 )

@@ -1,11 +1,12 @@
 package main
 
 import (
-	flag "github.com/spf13/pflag"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	flag "github.com/spf13/pflag"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	flag "github.com/spf13/pflag"
 	"strconv"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/fsm"
 )

@@ -3,12 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	flag "github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/fsm"
 )

@@ -18,7 +18,9 @@ import (
 
 func init() { addCommand(newServeCmd) }
 
-// envDefault returns the environment variable's value, or def.
+// envDefault returns the environment variable's value, or def, so the
+// help shows the default in effect. applyEnv (cli.go) is what sets each
+// flag from its variable, these included, and refuses a bad value.
 func envDefault(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
 		return v
@@ -98,7 +100,7 @@ through a running member, or are added with "locknode join".`,
 	bootstrap := fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
 	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
 	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "addresses of running members to join through: host:port,...")
-	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up starting (restoring, joining, waiting for the first leader) after this long")
+	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
 	httpAdvertise := fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
 	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
 	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	flag "github.com/spf13/pflag"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/internal/tlsutil"
 )
