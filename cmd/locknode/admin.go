@@ -49,7 +49,7 @@ func newMembersCmd() *cobra.Command {
 	}
 	remove := func(ctx context.Context, cmd *cobra.Command, c *client.Client, id string) error {
 		if err := c.RemoveServer(ctx, id); err != nil {
-			return &exitError{code: exitFailed, err: fmt.Errorf("removing %s: %s", id, explain(err))}
+			return &exitError{code: exitLockFailed, err: fmt.Errorf("removing %s: %s", id, explain(err))}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", id)
 		return nil
@@ -69,7 +69,7 @@ func newMembersCmd() *cobra.Command {
 		defer cancel()
 		st, err := c.Status(ctx)
 		if err != nil {
-			return &exitError{code: exitFailed, err: errors.New(explain(err))}
+			return &exitError{code: exitLockFailed, err: errors.New(explain(err))}
 		}
 		if *asJSON {
 			return exitWith(printJSON(cmd.OutOrStdout(), cmd.ErrOrStderr(), st.Members))
@@ -123,7 +123,7 @@ run it against the node that goes away, before stopping it for good.`,
 			}
 			st, err := oc.Status(ctx)
 			if err != nil {
-				return &exitError{code: exitFailed, err: fmt.Errorf("leave: %s", explain(err))}
+				return &exitError{code: exitLockFailed, err: fmt.Errorf("leave: %s", explain(err))}
 			}
 			return remove(ctx, cmd, c, st.ID)
 		},

@@ -16,11 +16,8 @@ import (
 // built fresh for every run (flags bind to variables of that build), so
 // tests can run commands in parallel.
 
-// Exit codes every command shares; lock adds its own (lock.go).
-const (
-	exitOK     = 0
-	exitFailed = 1 // the cluster could not be reached, had no leader, or refused
-)
+// exitOK is success; the other exit codes are with lock's (lock.go).
+const exitOK = 0
 
 // sharedExitCodes ends the help of commands without codes of their own.
 const sharedExitCodes = `  0    done
