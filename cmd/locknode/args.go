@@ -34,6 +34,7 @@ func normalizeArgs(root *cobra.Command, args []string) []string {
 		}
 		fs = flag.NewFlagSet(c.Name(), flag.ContinueOnError)
 		fs.AddFlagSet(c.Flags())
+		fs.AddFlagSet(c.PersistentFlags())
 		fs.AddFlagSet(c.InheritedFlags())
 	}
 	enter(cmd)

@@ -79,13 +79,14 @@ func register(c *command) {
 
 // addCommand adds a cobra subcommand built by build.
 func addCommand(build func() *cobra.Command) {
-	name := build().Name()
+	probe := build()
+	name := probe.Name()
 	if _, dup := commands[name]; dup {
 		panic("locknode: command registered twice: " + name)
 	}
 	commands[name] = &command{
 		name:    name,
-		summary: build().Short,
+		summary: probe.Short,
 		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return execute(ctx, append([]string{name}, args...), stdout, stderr)
 		},
@@ -122,8 +123,8 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-// noArgs, exactArgs and rangeArgs check positional arguments with
-// messages that say what was expected.
+// noArgs and exactArgs check positional arguments with messages that
+// say what was expected.
 func noArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected arguments %q", args)
@@ -217,6 +218,13 @@ func init() {
 	})
 }
 
+// flagValues are the values shell completion offers for flags that
+// take one of a few words.
+var flagValues = map[string][]string{
+	"log-level":  {"trace", "debug", "info", "warn", "error", "off"},
+	"log-format": {"text", "json"},
+}
+
 // newRoot builds the whole command tree, writing to stdout and stderr.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	v, c := buildVersion()
@@ -235,9 +243,6 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Annotations:   map[string]string{annExitCodes: sharedExitCodes},
-		CompletionOptions: cobra.CompletionOptions{
-			HiddenDefaultCmd: false,
-		},
 	}
 	// Before the completion command, which keeps the writer it finds.
 	root.SetOut(stdout)
@@ -291,9 +296,13 @@ Clients:  status, locks, lock, elect, release, members, join.`,
 		if _, ok := cmd.Annotations[annExitCodes]; !ok && !cmd.DisableFlagParsing {
 			cmd.Annotations[annExitCodes] = sharedExitCodes
 		}
-		documentEnv(cmd.LocalFlags())
-		documentEnv(cmd.PersistentFlags())
+		for name, values := range flagValues {
+			if cmd.Flags().Lookup(name) != nil {
+				_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+			}
+		}
 		documentEnv(cmd.Flags())
+		documentEnv(cmd.PersistentFlags())
 		if cmd.Args == nil && !cmd.HasSubCommands() && cmd.Name() != "help" && !cmd.DisableFlagParsing {
 			cmd.Args = noArgs
 		}

@@ -187,6 +187,10 @@ func TestCompletion(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "--wait") {
 		t.Fatalf("completing lock --w: %d %q", code, out)
 	}
+	code, out, _ = execLine(cobra.ShellCompRequestCmd, "serve", "--log-format", "")
+	if code != 0 || !strings.Contains(out, "text\njson\n") {
+		t.Fatalf("completing serve --log-format: %d %q", code, out)
+	}
 }
 
 // sampleValue is a valid value of a flag type, unlike its default.
