@@ -146,6 +146,27 @@ func flagEnv(name string) string {
 	return "LOCKNODE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
+// annEnv names a flag's variable when flagEnv's would be wrong.
+const annEnv = "locknode.env"
+
+// ownEnv gives flag name of fs the variable env instead of flagEnv's:
+// for a flag that means something else than serve's flag of that name,
+// where an environment set up for serve (a container, an env file)
+// must not leak in. join --id names the node to add, not this one.
+func ownEnv(fs *flag.FlagSet, name, env string) {
+	if err := fs.SetAnnotation(name, annEnv, []string{env}); err != nil {
+		panic("locknode: " + err.Error())
+	}
+}
+
+// envOf is the variable that sets f.
+func envOf(f *flag.Flag) string {
+	if v := f.Annotations[annEnv]; len(v) == 1 {
+		return v[0]
+	}
+	return flagEnv(f.Name)
+}
+
 // noEnv are the flags no environment variable sets: help and version
 // ask for output, and release --force is a confirmation that must be
 // typed, not inherited from an environment.
@@ -159,12 +180,12 @@ func applyEnv(cmd *cobra.Command) error {
 		if err != nil || f.Changed || noEnv[f.Name] {
 			return
 		}
-		v, ok := os.LookupEnv(flagEnv(f.Name))
+		v, ok := os.LookupEnv(envOf(f))
 		if !ok {
 			return
 		}
 		if serr := f.Value.Set(v); serr != nil {
-			err = usageError("%s=%q (--%s): %v", flagEnv(f.Name), v, f.Name, serr)
+			err = usageError("%s=%q (--%s): %v", envOf(f), v, f.Name, serr)
 		}
 	})
 	return err
@@ -173,11 +194,11 @@ func applyEnv(cmd *cobra.Command) error {
 // documentEnv appends each flag's variable to its help line.
 func documentEnv(fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
-		if noEnv[f.Name] || strings.Contains(f.Usage, "$"+flagEnv(f.Name)) {
+		if noEnv[f.Name] || strings.Contains(f.Usage, "$"+envOf(f)) {
 			return
 		}
-		f.Usage = strings.ReplaceAll(f.Usage, " (env "+flagEnv(f.Name)+")", "")
-		f.Usage += " [$" + flagEnv(f.Name) + "]"
+		f.Usage = strings.ReplaceAll(f.Usage, " (env "+envOf(f)+")", "")
+		f.Usage += " [$" + envOf(f) + "]"
 	})
 }
 

@@ -210,7 +210,7 @@ func TestEveryFlagHasAWorkingEnvironmentVariable(t *testing.T) {
 				return
 			}
 			seen++
-			env := flagEnv(f.Name)
+			env := envOf(f)
 			t.Run(c.CommandPath()+" --"+f.Name, func(t *testing.T) {
 				if !strings.Contains(f.Usage, "[$"+env+"]") {
 					t.Errorf("help of --%s does not name %s: %q", f.Name, env, f.Usage)
@@ -256,6 +256,25 @@ func TestEveryFlagHasAWorkingEnvironmentVariable(t *testing.T) {
 	t.Setenv("LOCKNODE_JOIN_TIMEOUT", "soon")
 	if code, _, errb := execLine("serve", "--id", "a", "--data", t.TempDir()); code != exitUsage || !strings.Contains(errb, "LOCKNODE_JOIN_TIMEOUT") {
 		t.Fatalf("bad LOCKNODE_JOIN_TIMEOUT: %d %s", code, errb)
+	}
+}
+
+// Flags that mean something else than serve's flag of the same name read
+// their own variable, so serve's environment does not leak into them.
+func TestOwnEnvironmentVariables(t *testing.T) {
+	t.Setenv("LOCKNODE_ID", "n1")
+	t.Setenv("LOCKNODE_RAFT_ADDR", "10.0.0.1:7000")
+	srv := httpapitest.NewServer(t, httpapitest.NewFake())
+	if code, _, errb := execLine("join", "--endpoints", srv.URL); code != exitUsage || !strings.Contains(errb, "--id and --raft-addr are required") {
+		t.Fatalf("join took serve's LOCKNODE_ID: %d %s", code, errb)
+	}
+	t.Setenv("LOCKNODE_JOIN_ID", "n4")
+	t.Setenv("LOCKNODE_JOIN_RAFT_ADDR", "10.0.0.4:7000")
+	if code, out, errb := execLine("join", "--endpoints", srv.URL); code != 0 || out != "added n4 at 10.0.0.4:7000\n" {
+		t.Fatalf("join from LOCKNODE_JOIN_*: %d %q %s", code, out, errb)
+	}
+	if _, out, _ := execLine("dev", "--help"); !strings.Contains(out, "[$LOCKNODE_DEV_DATA]") || strings.Contains(out, "[$LOCKNODE_DATA]") {
+		t.Fatalf("dev --data's variable:\n%s", out)
 	}
 }
 

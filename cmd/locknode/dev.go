@@ -52,6 +52,9 @@ temporary directory removed on exit.`,
 	fs.SortFlags = false
 	nodes := fs.Int("nodes", 3, "number of nodes")
 	data := fs.String("data", "", "data directory, reusable across runs (default: a temporary directory, removed on exit)")
+	// Not LOCKNODE_DATA, which names a serve node's directory (a
+	// container's /data): dev lays out a directory of its own.
+	ownEnv(fs, "data", "LOCKNODE_DEV_DATA")
 	host := fs.String("host", "127.0.0.1", "address to listen on")
 	httpBase := fs.Int("http-base-port", 0, "HTTP port of the first node, the others follow (0: any free port)")
 	respBase := fs.Int("resp-base-port", 0, "RESP port of the first node, the others follow (0: any free port)")

@@ -38,6 +38,10 @@ it is harmless.`,
 	cf := addClientFlags(fs)
 	id := fs.String("id", "", "id of the node to add (required)")
 	raftAddr := fs.String("raft-addr", "", "raft address the cluster dials the new node at (required)")
+	// Not LOCKNODE_ID / LOCKNODE_RAFT_ADDR: on a node those name the node
+	// itself, and adding it again at another address would move it.
+	ownEnv(fs, "id", "LOCKNODE_JOIN_ID")
+	ownEnv(fs, "raft-addr", "LOCKNODE_JOIN_RAFT_ADDR")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	asJSON := fs.Bool("json", false, `print {"id": ..., "raft_addr": ...} of the added voter`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
