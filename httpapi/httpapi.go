@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
@@ -66,6 +67,10 @@ type Config struct {
 	MaxConns int
 	// Metrics, when set, is served at GET /metrics (a Prometheus handler).
 	Metrics http.Handler
+	// Registerer, when set, receives the API's own metrics:
+	// locknode_http_requests_total{route,code} and
+	// locknode_http_request_duration_seconds{route}. Nil: not measured.
+	Registerer prometheus.Registerer
 	// Extra, when set, fills node-level fields of GET /v1/status that the
 	// Locker does not know (HTTP and RESP addresses, mirror state). It is
 	// called after Locker.Status succeeded and must not block.
@@ -168,7 +173,15 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no route %s %s", api.ErrNotFound, r.Method, r.URL.Path))
 	})
-	return &router{s: s, mux: mux}
+	rt := &router{s: s, mux: mux}
+	if cfg.Registerer != nil {
+		m, err := newRouteMetrics(cfg.Registerer)
+		if err != nil {
+			panic(fmt.Errorf("httpapi: registering metrics: %w", err))
+		}
+		return &measured{rt: rt, m: m}
+	}
+	return rt
 }
 
 // router sends the four lock routes that carry nearly all traffic to
