@@ -1,7 +1,6 @@
 package fsm
 
-import (
-)
+import ()
 
 // Exactly-once. A command of a remembered op that carries a ReqID is
 // applied once; a later command with the same ReqID (a client retry, or a

@@ -48,7 +48,6 @@ const (
 	snapVersionV2 = 2 // one script list, no highest fence
 )
 
-
 // enc appends the encoding to buf and hands it to w in pieces of about
 // encChunk bytes: one append per field, where a bufio.Writer costs a call
 // and a copy per field, which shows in the pause a snapshot makes.
