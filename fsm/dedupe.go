@@ -1,7 +1,5 @@
 package fsm
 
-import ()
-
 // Exactly-once. A command of a remembered op that carries a ReqID is
 // applied once; a later command with the same ReqID (a client retry, or a
 // leader re-proposing after a failover) gets the first result, without
