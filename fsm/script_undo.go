@@ -65,6 +65,10 @@ func (c *scriptCache) markOf(sha string) cacheMark {
 	return cacheMark{}
 }
 
+// maxUndoKept bounds the keys whose room the undo log keeps between
+// scripts.
+const maxUndoKept = 1024
+
 // undoKey is one key's state before the script's first write to it.
 type undoKey struct {
 	key        string
@@ -105,6 +109,11 @@ func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
 	clear(u.seen)
 	clear(u.keys) // drop the copies for the collector
 	u.keys, u.sess, u.pumps = u.keys[:0], u.sess[:0], u.pumps[:0]
+	if cap(u.keys) > maxUndoKept {
+		// A script that wrote thousands of keys is rare: do not keep
+		// its log's size for every later script.
+		u.seen, u.keys = nil, nil
+	}
 	u.cacheAt = cacheMark{}
 	return failed
 }

@@ -257,3 +257,26 @@ func TestUndoCopyCharged(t *testing.T) {
 		t.Fatalf("got %.200s", got)
 	}
 }
+
+// TestUndoLogReuse: the undo log is reused from script to script, also
+// after one that wrote more keys than it keeps room for.
+func TestUndoLogReuse(t *testing.T) {
+	r := newRT(t)
+	steps := []struct{ script, want string }{
+		{`for i = 1, 2000 do redis.call('SET', 'k' .. i, 'big') end error('x')`, "-ERR user_script:1: x"},
+		{`for i = 1, 3 do redis.call('SET', 'k' .. i, 'kept') end return 1`, ":1"},
+		{`for i = 1, 5 do redis.call('SET', 'k' .. i, 'gone') end error('y')`, "-ERR user_script:1: y"},
+		{`for i = 1, 2000 do redis.call('DEL', 'k' .. i) end error('z')`, "-ERR user_script:1: z"},
+	}
+	for _, s := range steps {
+		if got := fmtReply(r.eval(s.script, 0)); !strings.HasPrefix(got, s.want) {
+			t.Fatalf("%s: %s", s.script, got)
+		}
+	}
+	if got := fmtReply(r.do("MGET", "k1", "k3", "k4", "k2000")); got != `["kept" "kept" nil nil]` {
+		t.Fatalf("got %s", got)
+	}
+	if n := r.t.Stats().Keys; n != 3 {
+		t.Fatalf("%d keys", n)
+	}
+}
