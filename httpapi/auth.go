@@ -37,6 +37,7 @@ var routeCategories = map[string]auth.Category{
 	"GET " + PathStatus:                         auth.Read,
 	"POST " + PathMembers:                       auth.Admin,
 	"DELETE " + PathMembers + "/{id}":           auth.Admin,
+	"GET " + PathSnapshot:                       auth.Admin,
 	"GET " + PathMetrics:                        auth.Read,
 	"/":                                         0, // the JSON 404
 }
