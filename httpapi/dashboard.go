@@ -152,20 +152,26 @@ func (s *server) clusterView(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, r, view, nil)
 		return
 	}
+	// Members never asked before are asked for their addresses first
+	// (about a second at most), then all for their status at once.
+	actx, acancel := context.WithTimeout(r.Context(), peerStatusTimeout)
+	peers := pl.PeerHTTPAddrs(actx)
+	acancel()
 	ctx, cancel := context.WithTimeout(r.Context(), peerStatusTimeout)
 	defer cancel()
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	var wg sync.WaitGroup
-	for _, p := range pl.PeerHTTPAddrs(ctx) {
-		if p.Self {
-			continue
+	for _, p := range peers {
+		if !p.Self {
+			view.Nodes = append(view.Nodes, api.NodeView{ID: p.ID, HTTPAddr: p.HTTP})
 		}
-		view.Nodes = append(view.Nodes, api.NodeView{ID: p.ID, HTTPAddr: p.HTTP})
-		nv := &view.Nodes[len(view.Nodes)-1]
-		if p.HTTP == "" {
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < len(view.Nodes); i++ {
+		nv := &view.Nodes[i] // the slice no longer grows
+		if nv.HTTPAddr == "" {
 			nv.Error = "unreachable: it has not reported its HTTP address"
 			continue
 		}
@@ -173,7 +179,7 @@ func (s *server) clusterView(w http.ResponseWriter, r *http.Request) {
 		// Ends when the call returns, within ctx's peerStatusTimeout.
 		go func() {
 			defer wg.Done()
-			nv.Status, nv.Error = s.peerStatus(ctx, scheme+"://"+p.HTTP+PathStatus, r.Header.Get("Authorization"))
+			nv.Status, nv.Error = s.peerStatus(ctx, scheme+"://"+nv.HTTPAddr+PathStatus, r.Header.Get("Authorization"))
 		}()
 	}
 	wg.Wait()
