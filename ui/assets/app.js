@@ -50,6 +50,7 @@ function fmtDur(ms) {
   ms = Math.abs(ms);
   let s;
   if (ms < 10000) s = (ms / 1000).toFixed(1) + 's';
+  else if (ms < 60000) s = Math.floor(ms / 1000) + 's';
   else if (ms < 3600e3) s = Math.floor(ms / 60000) + 'm' + String(Math.floor(ms / 1000) % 60).padStart(2, '0') + 's';
   else if (ms < 86400e3) s = Math.floor(ms / 3600e3) + 'h' + String(Math.floor(ms / 60000) % 60).padStart(2, '0') + 'm';
   else s = Math.floor(ms / 86400e3) + 'd' + Math.floor(ms / 3600e3) % 24 + 'h';
