@@ -171,10 +171,18 @@ func (h *history) grant(key, owner, mode string, fence uint64, now int64) bool {
 	}
 	if kh == nil {
 		if len(h.keys) >= h.maxKeys {
-			h.drop(h.tail)
+			// The forgotten key's ring is reused: eviction, the steady
+			// state with many keys, allocates nothing for it.
+			// Entries past the new length keep old strings alive only
+			// until overwritten: the ring's memory stays bounded.
+			kh = h.tail
+			h.drop(kh)
+			kh.ents, kh.start = kh.ents[:0], 0
+		} else {
+			kh = &keyHistory{}
 		}
 		// Keys and owners may alias the log entry's buffer.
-		kh = &keyHistory{key: strings.Clone(key)}
+		kh.key = strings.Clone(key)
 		h.keys[kh.key] = kh
 	} else {
 		h.unlink(kh)

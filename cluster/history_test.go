@@ -218,3 +218,38 @@ func TestNodeHistory(t *testing.T) {
 		t.Fatalf("activity counts %d grants, want 3", grants)
 	}
 }
+
+// BenchmarkHistoryObserve: the apply path's cost of the history hook,
+// next to the table's own apply, for an acquire and a release of one of
+// 10,000 keys (more than DefaultHistoryKeys, so keys are evicted too).
+func BenchmarkHistoryObserve(b *testing.B) {
+	for _, mode := range []string{"table only", "with history"} {
+		b.Run(mode, func(b *testing.B) {
+			table := fsm.New(fsm.DefaultConfig())
+			h := newHistory(DefaultHistoryKeys, DefaultHistoryEntries, newActivity(DefaultActivityWindow, time.Now))
+			keys := make([]string, 10000)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("bench/%05d", i)
+			}
+			now := int64(1_700_000_000_000)
+			var idx uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := keys[i%len(keys)]
+				for _, cmd := range []fsm.Command{
+					{Op: fsm.OpAcquire, Key: k, Owner: "o", TTL: 60000},
+					{Op: fsm.OpRelease, Key: k, Owner: "o"},
+				} {
+					idx++
+					now++
+					cmd.Time = now
+					r := table.Apply(idx, &cmd)
+					if mode == "with history" {
+						h.observe(table, &cmd, &r)
+					}
+				}
+			}
+		})
+	}
+}

@@ -28,7 +28,7 @@ type nodeServer struct {
 	srv  *httptest.Server
 }
 
-func startNodeServer(t *testing.T, cfg httpapi.Config) *nodeServer {
+func startNodeServer(t testing.TB, cfg httpapi.Config) *nodeServer {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	ccfg := cluster.DefaultConfig()
@@ -54,7 +54,7 @@ func startNodeServer(t *testing.T, cfg httpapi.Config) *nodeServer {
 
 // get fetches path as user (none when ""), decoding a 200 answer into
 // out; it returns the status and the raw body.
-func (ns *nodeServer) get(t *testing.T, user, pass, path string, out any) (int, string) {
+func (ns *nodeServer) get(t testing.TB, user, pass, path string, out any) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, ns.srv.URL+path, nil)
 	if err != nil {
@@ -80,7 +80,7 @@ func (ns *nodeServer) post(t *testing.T, user, pass, path string, body, out any)
 	return do(t, ns.srv.Client(), req, out)
 }
 
-func do(t *testing.T, c *http.Client, req *http.Request, out any) (int, string) {
+func do(t testing.TB, c *http.Client, req *http.Request, out any) (int, string) {
 	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -278,26 +278,8 @@ func TestDashboardListLarge(t *testing.T) {
 		t.Skip("100k locks: not in -short")
 	}
 	ns := startNodeServer(t, httpapi.Config{})
-	ctx := context.Background()
-	const total, perCmd = 100_000, 1000
-	for i := 0; i < total; i += perCmd {
-		keys := make([]string, perCmd)
-		for j := range keys {
-			// 1% of the keys match the filter below.
-			pfx := "bulk"
-			if (i+j)%100 == 0 {
-				pfx = "hot"
-			}
-			keys[j] = fmt.Sprintf("%s/%06d", pfx, i+j)
-		}
-		if _, err := ns.node.TryAcquire(ctx, api.AcquireRequest{Keys: keys, Owner: fmt.Sprintf("o%d", i), TTLMs: 600000}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st0, _ := ns.node.Status(ctx)
-	if st0.Locks != total {
-		t.Fatalf("%d locks held, want %d", st0.Locks, total)
-	}
+	const total = 100_000
+	fillLocks(t, ns.node, total)
 	var pages, seen int
 	after := ""
 	start := time.Now()
@@ -329,4 +311,46 @@ func TestDashboardListLarge(t *testing.T) {
 		t.Fatalf("%d locks in %d pages, want %d in 10", seen, pages, total/100)
 	}
 	t.Logf("%d filtered pages of 100 over %d locks in %v", pages, total, time.Since(start))
+}
+
+// fillLocks takes total locks, 1% of them under "hot/", the rest under
+// "bulk/", in multi-key acquires of 1,000 keys.
+func fillLocks(t testing.TB, node *cluster.Node, total int) {
+	t.Helper()
+	ctx := context.Background()
+	const perCmd = 1000
+	for i := 0; i < total; i += perCmd {
+		keys := make([]string, perCmd)
+		for j := range keys {
+			pfx := "bulk"
+			if (i+j)%100 == 0 {
+				pfx = "hot"
+			}
+			keys[j] = fmt.Sprintf("%s/%06d", pfx, i+j)
+		}
+		if _, err := node.TryAcquire(ctx, api.AcquireRequest{Keys: keys, Owner: fmt.Sprintf("o%d", i), TTLMs: 600000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := node.Status(ctx)
+	if st.Locks != total {
+		t.Fatalf("%d locks held, want %d", st.Locks, total)
+	}
+}
+
+// BenchmarkDashboardListPage100k: one filtered page of 100 locks, as the
+// dashboard polls it, with 100,000 locks held.
+func BenchmarkDashboardListPage100k(b *testing.B) {
+	ns := startNodeServer(b, httpapi.Config{})
+	fillLocks(b, ns.node, 100_000)
+	for _, q := range []string{"prefix=hot/&limit=100", "limit=100", "prefix=hot/000&limit=100"} {
+		b.Run(q, func(b *testing.B) {
+			for b.Loop() {
+				var page api.ListResult
+				if st, raw := ns.get(b, "", "", httpapi.PathLocks+"?stale=true&"+q, &page); st != 200 || len(page.Locks) == 0 {
+					b.Fatalf("%d %.200s", st, raw)
+				}
+			}
+		})
+	}
 }

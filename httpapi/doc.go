@@ -47,7 +47,9 @@
 //
 // A multi-lock is an acquire (or release, extend) with "keys" instead of
 // "key": all or nothing. A key in the inspect path is path-escaped by the
-// client (a "/" in a key travels as %2F).
+// client (a "/" in a key travels as %2F). The history route needs it: an
+// unescaped GET /v1/locks/a/history is the history of key "a", while
+// GET /v1/locks/a%2Fhistory inspects key "a/history".
 //
 // # Blocking and cancellation
 //
