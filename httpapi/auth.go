@@ -19,30 +19,32 @@ import (
 // missing here needs admin, so a new route cannot be open by accident;
 // TestRoutePermissions walks the routes.
 var routeCategories = map[string]auth.Category{
-	"POST " + PathAcquire:                           auth.Write,
-	"POST " + PathTry:                               auth.Write,
-	"POST " + PathRelease:                           auth.Write, // "force": admin, checked by the handler
-	"POST " + PathExtend:                            auth.Write,
-	"GET " + PathLocks:                              auth.Read,
-	"GET " + PathLockPrefix + "{key...}":            auth.Read,
-	"POST " + PathSessions:                          auth.Write,
-	"PUT " + PathSessions + "/{id}/keepalive":       auth.Write,
-	"POST " + PathSessions + "/{id}/keepalive":      auth.Write,
-	"DELETE " + PathSessions + "/{id}":              auth.Write,
-	"POST " + PathElections + "{name}/campaign":     auth.Write,
-	"POST " + PathElections + "{name}/resign":       auth.Write,
-	"POST " + PathElections + "{name}/proclaim":     auth.Write,
-	"GET " + PathElections + "{name}/observe":       auth.Read,
-	"POST " + PathFenceCheck:                        auth.Write,
-	"GET " + PathStatus:                             auth.Read,
-	"POST " + PathMembers:                           auth.Admin,
-	"DELETE " + PathMembers + "/{id}":               auth.Admin,
-	"GET " + PathMetrics:                            auth.Read,
+	"POST " + PathAcquire:                       auth.Write,
+	"POST " + PathTry:                           auth.Write,
+	"POST " + PathRelease:                       auth.Write, // "force": admin, checked by the handler
+	"POST " + PathExtend:                        auth.Write,
+	"GET " + PathLocks:                          auth.Read,
+	"GET " + PathLockPrefix + "{key...}":        auth.Read,
+	"POST " + PathSessions:                      auth.Write,
+	"PUT " + PathSessions + "/{id}/keepalive":   auth.Write,
+	"POST " + PathSessions + "/{id}/keepalive":  auth.Write,
+	"DELETE " + PathSessions + "/{id}":          auth.Write,
+	"POST " + PathElections + "{name}/campaign": auth.Write,
+	"POST " + PathElections + "{name}/resign":   auth.Write,
+	"POST " + PathElections + "{name}/proclaim": auth.Write,
+	"GET " + PathElections + "{name}/observe":   auth.Read,
+	"POST " + PathFenceCheck:                    auth.Write,
+	"GET " + PathStatus:                         auth.Read,
+	"POST " + PathMembers:                       auth.Admin,
+	"DELETE " + PathMembers + "/{id}":           auth.Admin,
+	"GET " + PathMetrics:                        auth.Read,
+	"/":                                         0, // the JSON 404
+
+	// The dashboard's data (dashboard.go); its page is public.
 	"GET " + PathLockPrefix + "{key}" + PathHistory: auth.Read,
 	"GET " + PathActivity:                           auth.Read,
 	"GET " + PathClusterView:                        auth.Read,
 	"POST " + PathForceRelease:                      auth.Admin,
-	"/":                                             0, // the JSON 404
 }
 
 type userKey struct{}
