@@ -99,6 +99,8 @@ type Node struct {
 
 	peerInfo nodeInfoCache // PeerAddrs' answers (nodeinfo.go)
 
+	history *history // recent grants and activity samples (history.go)
+
 	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
 	// asynchronous proposals not yet answered (apply_async.go).
 	asyncWindow chan struct{}
@@ -275,6 +277,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 	}
 	n.lastApplyMono = n.clock.Now()
 	n.metrics = newMetrics(n)
+	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n
 }
 

@@ -54,6 +54,11 @@ var routeSamples = map[string]routeSample{
 	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
 	"GET " + httpapi.PathSnapshot:                       {"GET", httpapi.PathSnapshot, nil},
 	"/":                                                 {"GET", "/nope", nil},
+
+	"GET " + httpapi.PathLockPrefix + "{key}" + httpapi.PathHistory: {"GET", httpapi.PathLockPrefix + "app:k" + httpapi.PathHistory, nil},
+	"GET " + httpapi.PathActivity:                                   {"GET", httpapi.PathActivity, nil},
+	"GET " + httpapi.PathClusterView:                                {"GET", httpapi.PathClusterView, nil},
+	"POST " + httpapi.PathForceRelease:                              {"POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
 }
 
 func usersHandler(t *testing.T) (*httptest.Server, *auth.Audit) {

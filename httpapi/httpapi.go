@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +86,10 @@ type Config struct {
 	// Audit receives forced releases and membership changes and counts
 	// refused requests. Nil: not audited.
 	Audit *auth.Audit
+	// PeerTLS configures the calls the dashboard's cluster view makes to
+	// the other members' HTTPS API (their GET /v1/status) when this node
+	// serves HTTPS. Nil: the system's roots.
+	PeerTLS *tls.Config
 }
 
 // Validate reports a configuration error. Zero fields are valid (they
@@ -132,6 +137,8 @@ type server struct {
 	l   api.Locker
 	cfg Config
 	lim api.Limits // the Locker's (api.LimitsOf): every request is validated with them
+
+	peerClient *http.Client // the dashboard's cluster view (dashboard.go)
 }
 
 // New returns the HTTP handler of the lock API served by l. It panics only
@@ -141,7 +148,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l)}
+	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l), peerClient: newPeerClient(cfg.PeerTLS)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathAcquire, s.acquire)
 	mux.HandleFunc("POST "+PathTry, s.try)
@@ -171,6 +178,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	if cfg.Metrics != nil {
 		mux.Handle("GET "+PathMetrics, cfg.Metrics)
 	}
+	s.mountDashboard(mux)
 	// Everything else answers a JSON 404, so clients only ever parse one
 	// error shape.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +208,9 @@ type router struct {
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The probes say only whether this node serves; load balancers and
 	// orchestrators ask without credentials.
-	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz) {
+	// The dashboard's page is public too: its data comes from routes
+	// that check credentials.
+	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz || publicPath(r.URL.Path)) {
 		rt.mux.ServeHTTP(w, r)
 		return
 	}

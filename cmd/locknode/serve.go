@@ -103,6 +103,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
+	dashFlags := addDashboardFlags(fs)
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -183,6 +184,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	limits.applyPeer(&cfg)
+	if err := dashFlags.apply(&cfg); err != nil {
+		fmt.Fprintln(stderr, "serve:", err)
+		return 2
+	}
 	cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
