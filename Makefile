@@ -28,6 +28,7 @@ test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
 	GOOS=darwin $(GO) build -o /dev/null ./cmd/locknode
+	third_party/raft/update.sh --check
 	cd third_party/raft && $(GO) test -race -count=1 -run ParallelWrite . && $(GO) vet -tags lattrace .
 	cd bench && $(GO) test -count=1 ./...
 
@@ -65,10 +66,14 @@ lattrace:
 		-locknode-bin $(TRACEDIR)/locknode -out $(TRACEDIR) -name lattrace $(BENCHFLAGS)
 	cd bench && $(GO) run ./cmd/lattrace $(TRACEDIR)/trace
 
+# staticcheck runs from the module proxy at a pinned version (internal/lua,
+# upstream gopher-lua, opts out in its staticcheck.conf).
+STATICCHECK ?= v0.8.2
 lint:
 	@out="$$(gofmt -l .)"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) $(PKGS)
 
 # Short fuzzing of every fuzz target (FUZZTIME per target).
 FUZZTIME ?= 20s

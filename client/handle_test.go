@@ -122,7 +122,7 @@ func TestJeopardyAndLostComeBeforeTheServerDeadline(t *testing.T) {
 				if l.State() != client.Lost {
 					t.Fatalf("state %v", l.State())
 				}
-				time.Sleep(serverDeadline.Sub(time.Now()))
+				time.Sleep(time.Until(serverDeadline))
 				if _, _, ok := fake.Holder("k"); ok {
 					t.Fatal("the fake did not enforce the lease")
 				}

@@ -85,19 +85,13 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 			return fsm.Result{}, outcomeDone, ErrClosed
 		}
 	}
-	var t0 int64
-	if raft.TraceOn {
-		t0 = time.Now().UnixNano()
-	}
+	t0 := traceStart()
 	f := n.propose(l, cmd)
 	if err := n.await(f); err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
 	}
-	if raft.TraceOn {
-		raft.TraceMarkAt(raft.TracePropose, f.Index(), t0)
-		raft.TraceMark(raft.TraceWoken, f.Index())
-	}
+	traceProposed(f.Index(), t0)
 	res, err := proposalResult(f)
 	return res, outcomeDone, err
 }

@@ -179,6 +179,21 @@ type Config struct {
 	// ended keeps trying to remove its waiter from the queue.
 	CancelTimeout time.Duration
 
+	// HistoryKeys bounds the keys whose recent grants this node keeps in
+	// memory for GET /v1/locks/{key}/history (history.go); past it the
+	// key whose last grant is oldest is forgotten. It also bounds the
+	// queued waiters remembered for their wait time to 4×HistoryKeys.
+	// Default DefaultHistoryKeys (4096); negative keeps no history.
+	HistoryKeys int
+	// HistoryEntries bounds the grants kept per key, oldest dropped
+	// first. Default DefaultHistoryEntries (16), at most
+	// MaxHistoryEntries.
+	HistoryEntries int
+	// ActivityWindow is how far back the per-second activity samples
+	// (GET /v1/ui/activity) go: one fixed slot per second. Default
+	// DefaultActivityWindow (5m), at most MaxActivityWindow.
+	ActivityWindow time.Duration
+
 	// FSM bounds what one command may do; zero fields take fsm defaults.
 	// Every node of a cluster must use the same limits.
 	FSM fsm.Config
@@ -210,6 +225,9 @@ func DefaultConfig() Config {
 		ClockSyncInterval:  time.Second,
 		RetryTimeout:       3 * time.Second,
 		CancelTimeout:      5 * time.Second,
+		HistoryKeys:        DefaultHistoryKeys,
+		HistoryEntries:     DefaultHistoryEntries,
+		ActivityWindow:     DefaultActivityWindow,
 		FSM:                fsm.DefaultConfig(),
 		Clock:              SystemClock,
 		Logger:             hclog.NewNullLogger(),
@@ -242,6 +260,13 @@ func (c Config) withDefaults() Config {
 	setD(&c.ClockSyncInterval, d.ClockSyncInterval)
 	setD(&c.RetryTimeout, d.RetryTimeout)
 	setD(&c.CancelTimeout, d.CancelTimeout)
+	setD(&c.ActivityWindow, d.ActivityWindow)
+	if c.HistoryKeys == 0 {
+		c.HistoryKeys = d.HistoryKeys
+	}
+	if c.HistoryEntries == 0 {
+		c.HistoryEntries = d.HistoryEntries
+	}
 	if c.MaxAppendEntries == 0 {
 		c.MaxAppendEntries = d.MaxAppendEntries
 	}
@@ -323,6 +348,12 @@ func (c Config) Validate() error {
 	}
 	if c.PeerServerTLS != nil && c.PeerServerTLS.ClientAuth != tls.RequireAndVerifyClientCert {
 		bad("PeerServerTLS must require and verify client certificates")
+	}
+	if c.HistoryEntries < 1 || c.HistoryEntries > MaxHistoryEntries {
+		bad("HistoryEntries must be in [1, %d], not %d", MaxHistoryEntries, c.HistoryEntries)
+	}
+	if c.ActivityWindow < time.Second || c.ActivityWindow > MaxActivityWindow {
+		bad("ActivityWindow must be in [1s, %v], not %v", MaxActivityWindow, c.ActivityWindow)
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		bad("Bootstrap and Join are exclusive")

@@ -61,4 +61,9 @@
 // bridge uses it for Sentinel discovery and INFO (see nodeinfo.go).
 //
 // Metrics are on a per-node Prometheus registry (Node.Metrics).
+//
+// For the dashboard, each node also keeps, in memory and bounded, every
+// lock's recent grants and how each ended (Node.History, history.go) and
+// per-second counts of what it applied (Node.Activity, activity.go), both
+// fed from the entries it applies; neither is replicated state.
 package cluster

@@ -8,10 +8,8 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-// errTable is the one mapping of FSM refusals: to api errors (what
-// api.Locker callers branch on) and to wire codes (a refusal's position
-// in this table, plus one, is its code in forwarded results). Never
-// reorder or delete rows; append new ones.
+// errTable maps FSM refusals to the api errors api.Locker callers branch
+// on. Their codes in forwarded results are fsm's (fsm.ErrorCode).
 var errTable = []struct {
 	fsm error
 	api error
@@ -36,17 +34,7 @@ var errTable = []struct {
 	{fsm.ErrOutOfMemory, api.ErrOutOfMemory},
 }
 
-// codeUnknown marks a refusal outside errTable (its text still travels).
-const codeUnknown = 255
-
-func errCode(err error) byte {
-	for i, row := range errTable {
-		if errors.Is(err, row.fsm) {
-			return byte(i + 1)
-		}
-	}
-	return codeUnknown
-}
+func errCode(err error) byte { return fsm.ErrorCode(err) }
 
 // remoteError is an FSM refusal decoded from a forwarded result: the
 // leader's text, and the sentinel for errors.Is.
@@ -59,8 +47,8 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.sentinel }
 
 func decodeErr(code byte, msg string) error {
-	if code >= 1 && int(code) <= len(errTable) {
-		return &remoteError{sentinel: errTable[code-1].fsm, msg: msg}
+	if sentinel := fsm.ErrorOfCode(code); sentinel != nil {
+		return &remoteError{sentinel: sentinel, msg: msg}
 	}
 	return errors.New(msg)
 }

@@ -63,6 +63,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			case cmd.Op == fsm.OpFenceCheck && errors.Is(r.Err, fsm.ErrStaleFence):
 				counts.fenceRejects++
 			}
+			n.history.observe(n.table, cmd, &r)
 		}
 		for _, e := range r.Events {
 			switch {
@@ -152,6 +153,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.table = t
 	idx, now := t.AppliedIndex(), t.Now()
 	n.mu.Unlock()
+	n.history.reset()
 	n.setApplied(idx, now, true)
 	return nil
 }

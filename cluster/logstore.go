@@ -56,8 +56,8 @@ var walSegmentSize = wal.DefaultSegmentSize
 //     File.Sync (fsync) before it returns, so raft never acknowledges an
 //     entry that is not on disk. There is no option to skip the sync.
 //     The first Sync of a new segment file also fsyncs the directory.
-//     (fsync rather than fdatasync: on this machine's disk the two
-//     measured the same on a preallocated file, p50 0.14-0.21 ms.)
+//     (fsync rather than fdatasync costs nothing measurable on a
+//     preallocated file: bench/results/tuning.md.)
 //   - Segments are preallocated (64 MiB, the default). When an append
 //     fills one, that same append writes its index frame (sealing it,
 //     still one fsync); rotation to a new segment (wal-meta.db commit,

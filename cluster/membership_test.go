@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -96,5 +95,5 @@ func TestMembership(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire with two members left: %v", err)
 	}
-	t.Log(fmt.Sprintf("granted fence %d after membership changes", l.Fence))
+	t.Logf("granted fence %d after membership changes", l.Fence)
 }

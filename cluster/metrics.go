@@ -45,6 +45,9 @@ type metrics struct {
 	// in the queue before their grant, by the cluster clock (0 for a
 	// grant without a wait).
 	lockWait prometheus.Histogram
+	// logStore times raft's log appends (write and fsync), leader and
+	// followers alike.
+	logStore prometheus.Histogram
 }
 
 func newMetrics(n *Node) *metrics {
@@ -88,6 +91,11 @@ func newMetrics(n *Node) *metrics {
 			Help:    "Time one batch of committed entries held the table while it was applied.",
 			Buckets: prometheus.ExponentialBuckets(0.00001, 4, 12),
 		}),
+		logStore: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "locknode_log_store_seconds",
+			Help:    "Time to append one batch of entries to the raft log store, fsync included.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
 		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "locknode_lock_wait_seconds",
 			Help:    "Time blocking acquires served by this node waited in the lock's queue before the grant (cluster clock).",
@@ -99,7 +107,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
-		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait,
+		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.logStore,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",

@@ -99,6 +99,8 @@ type Node struct {
 
 	peerInfo nodeInfoCache // PeerAddrs' answers (nodeinfo.go)
 
+	history *history // recent grants and activity samples (history.go)
+
 	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
 	// asynchronous proposals not yet answered (apply_async.go).
 	asyncWindow chan struct{}
@@ -156,7 +158,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.store = store
-	n.logs = store.logs
+	n.logs = timedLogStore{store.logs, n.metrics.logStore}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
@@ -275,6 +277,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 	}
 	n.lastApplyMono = n.clock.Now()
 	n.metrics = newMetrics(n)
+	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n
 }
 

@@ -1,10 +1,5 @@
 package fsm
 
-import (
-	"errors"
-	"slices"
-)
-
 // Exactly-once. A command of a remembered op that carries a ReqID is
 // applied once; a later command with the same ReqID (a client retry, or a
 // leader re-proposing after a failover) gets the first result, without
@@ -163,16 +158,14 @@ func (e *reqEntry) result() Result {
 	return r
 }
 
-// errCode returns err's code for a reqEntry: 1 + the index in errCodes
-// of its sentinel. Waiters end with sentinels only (ErrCancelled,
-// ErrSessionUnknown), so the first result is kept exactly.
+// errCode returns err's code for a reqEntry (ErrorCode). Waiters end
+// with sentinels only (ErrCancelled, ErrSessionUnknown), so the first
+// result is kept exactly; anything else is remembered as ErrCancelled.
 func errCode(err error) uint8 {
-	for i, base := range errCodes {
-		if errors.Is(err, base) {
-			return uint8(i + 1)
-		}
+	if c := ErrorCode(err); c != CodeUnknown {
+		return c
 	}
-	return uint8(slices.Index(errCodes, ErrCancelled) + 1)
+	return ErrorCode(ErrCancelled)
 }
 
 // dedupe answers a command whose ReqID was already applied.

@@ -60,6 +60,9 @@ func (t *Table) settleValue(ctx *applyCtx, key string, v *Value) {
 			t.touch(ctx, key, v)
 		}
 	}
+	if t.undoDeferPump(key) {
+		return // a script runs: its waiters are offered the key once it succeeded
+	}
 	t.pump(ctx, key)
 }
 

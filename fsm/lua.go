@@ -49,8 +49,9 @@ import (
 //     polls the budget before the next instruction and fails again, and
 //     the reply is the limit's error whatever the script returned.
 //   - The budgets are per log entry: the scripts of one EXEC share them.
-//   - A script that fails keeps the writes it made before failing, as in
-//     Redis, also when a limit stopped it (identically on every node).
+//   - A script that fails (an uncaught error, a limit) changes nothing: the
+//     writes it made before failing are undone (script_undo.go). Redis
+//     keeps them.
 //   - Lua 5.1 numeric-for conversion: `for i = "3", 1, -1` converts string
 //     bounds to numbers; gopher-lua does not, so the compiler front end
 //     wraps the three expressions of every numeric for in a conversion
@@ -237,6 +238,7 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	memExceeded := L.MemExceeded()
 	ctx.luaMem += L.MemUsed()
 	ctx.luaSteps = r.budget.steps
+	t.rx.undo.failed = err != nil || memExceeded || r.budget.exceeded || r.budget.steps > r.budget.max
 	L.SetMemLimit(0)
 	L.SetPatternSteps(nil, 0)
 	L.RemoveContext()
@@ -259,6 +261,7 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	}
 	res, ok := r.toReply(L.Get(-1), 0)
 	if !ok {
+		t.rx.undo.failed = true
 		return reply.NewError("ERR reached lua stack limit")
 	}
 	return res
@@ -458,6 +461,11 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 	}
 	if !arityOK(cmd, len(args)) {
 		return fail("ERR Wrong number of args calling Redis command from script")
+	}
+	if !cmd.ro && !r.ctx.readOnly {
+		// The undo copy of the keys it names (script_undo.go).
+		L.ChargeMem(r.t.undoCost(cmd.name, args))
+		r.t.undoSave(cmd.name, args)
 	}
 	res := r.t.runCmd(r.ctx, cmd, args)
 	if res.Kind == reply.Error {

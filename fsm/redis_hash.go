@@ -223,6 +223,7 @@ func cmdHexists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 }
 
 func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+	//lint:ignore SA6001 field is kept as a string: it is used as a map key twice below
 	key, field := string(args[1]), string(args[2])
 	incr, ok := parseInt(args[3])
 	if !ok {

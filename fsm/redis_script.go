@@ -18,6 +18,7 @@ import (
 type redisExt struct {
 	cache scriptCache // replicated (script_cache.go)
 	lua   *luaEngine  // derived: compiled scripts; never snapshotted
+	undo  undoLog     // the running script's undo log (script_undo.go)
 	// shaOf memoises ScriptSHA of texts EVAL'd recently (derived, never
 	// snapshotted): a SHA1 plus its hex string for every EVAL of the same
 	// few lock scripts was a measurable part of an unlock's apply.
@@ -107,14 +108,21 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 	if err != nil {
 		return reply.NewError(compileErrText(err))
 	}
-	t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
-	return t.runScript(ctx, sha, proto, keys, args, ro)
+	r, failed := t.runScript(ctx, sha, proto, keys, args, ro)
+	if !failed {
+		// A failed script leaves no trace, in the cache neither; the
+		// script cannot see the cache, so caching it after the run is
+		// the same as before.
+		t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+	}
+	return r
 }
 
 // evalSHA is EVALSHA: the script must be in the cache at this index,
 // else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
 func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
 	sha = strings.ToLower(sha)
+	mark := t.rx.cache.markOf(sha)
 	script, ok := t.rx.cache.use(sha)
 	if !ok {
 		return reply.NewError(errNoScript)
@@ -128,21 +136,31 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 	if err != nil {
 		return reply.NewError(compileErrText(err)) // not reached: cached scripts compiled
 	}
-	return t.runScript(ctx, sha, proto, keys, args, ro)
+	t.rx.undo.cacheAt = mark
+	r, _ := t.runScript(ctx, sha, proto, keys, args, ro)
+	return r
 }
 
 // runScript runs a compiled script; with ro set every write command it
-// calls fails (runCmd).
-func (t *Table) runScript(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte, ro bool) reply.Reply {
+// calls fails (runCmd). A script that fails (failed) changed nothing
+// (script_undo.go).
+func (t *Table) runScript(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte, ro bool) (r reply.Reply, failed bool) {
 	// ro: every write command fails (runCmd); proof, inScript and
 	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
 	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
+	t.rx.undo.begin(t, ctx)
+	t.rx.undo.failed = true // until runLua says otherwise: it refused to start
 	defer func() {
 		ctx.readOnly = false
 		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
+		if t.rx.undo.on { // runLua panicked: Apply refuses the entry
+			t.rx.undo.failed = true
+			t.undoEnd(ctx)
+		}
 	}()
-	return t.runLua(ctx, sha, proto, keys, args)
+	r = t.runLua(ctx, sha, proto, keys, args)
+	return r, t.undoEnd(ctx)
 }
 
 // Native script families. Each is recognised by the SHA1 of the exact

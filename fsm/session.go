@@ -173,11 +173,17 @@ func (t *Table) sessAddHold(sess, key, owner string) {
 		m = make(map[holdRef]struct{})
 		t.ext.sessHolds[sess] = m
 	}
+	if _, ok := m[holdRef{key, owner}]; !ok {
+		t.undoSessHold(sess, key, owner, true)
+	}
 	m[holdRef{key, owner}] = struct{}{}
 }
 
 func (t *Table) sessDelHold(sess, key, owner string) {
 	if m := t.ext.sessHolds[sess]; m != nil {
+		if _, ok := m[holdRef{key, owner}]; ok {
+			t.undoSessHold(sess, key, owner, false)
+		}
 		delete(m, holdRef{key, owner})
 		if len(m) == 0 {
 			delete(t.ext.sessHolds, sess)

@@ -25,7 +25,7 @@ import (
 //	sessions count, then in id order: id, ttl, deadline
 //	fences   count, then per resource in order: resource, token
 //	reqids   count, then oldest first: id, op, owner, expiry, error code
-//	         (1 + index in errCodes; 0 = none), flags (granted 1, queued 2,
+//	         (fsm.ErrorCode: 1 + index in errCodes; 0 = none), flags (granted 1, queued 2,
 //	         released 4), fence, deadline, count
 //	tombs    count, then per key in order: key, count, then (owner, until) oldest first
 //	scripts  count, then the texts SCRIPT LOAD keeps, in SHA1 order;
@@ -47,12 +47,6 @@ const (
 	snapVersion   = 3
 	snapVersionV2 = 2 // one script list, no highest fence
 )
-
-// errCodes numbers the sentinels a remembered result can carry; the
-// order is part of the snapshot format (append only).
-var errCodes = []error{ErrBadCommand, ErrLocked, ErrNotOwner, ErrNotHeld, ErrNoSuchKey,
-	ErrWaitTimeout, ErrCancelled, ErrPermits, ErrWrongType, ErrSessionUnknown,
-	ErrSessionExists, ErrLimit, ErrBadTTL, ErrStaleFence, ErrLockDelay, ErrBadVersion, ErrMaxHold}
 
 // enc appends the encoding to buf and hands it to w in pieces of about
 // encChunk bytes: one append per field, where a bufio.Writer costs a call

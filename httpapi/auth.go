@@ -37,8 +37,15 @@ var routeCategories = map[string]auth.Category{
 	"GET " + PathStatus:                         auth.Read,
 	"POST " + PathMembers:                       auth.Admin,
 	"DELETE " + PathMembers + "/{id}":           auth.Admin,
+	"GET " + PathSnapshot:                       auth.Admin,
 	"GET " + PathMetrics:                        auth.Read,
 	"/":                                         0, // the JSON 404
+
+	// The dashboard's data (dashboard.go); its page is public.
+	"GET " + PathLockPrefix + "{key}" + PathHistory: auth.Read,
+	"GET " + PathActivity:                           auth.Read,
+	"GET " + PathClusterView:                        auth.Read,
+	"POST " + PathForceRelease:                      auth.Admin,
 }
 
 type userKey struct{}
@@ -72,13 +79,13 @@ func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern s
 		var err error
 		if u, err = us.Authenticate(name, pass); err != nil {
 			s.cfg.Audit.Failure("http", auth.ReasonCredentials)
-			w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
+			challenge(w, r)
 			s.fail(w, r, fmt.Errorf("%w: %w", api.ErrUnauthorized, err))
 			return nil, false
 		}
 	} else if u = us.Anonymous(); u == nil {
 		s.cfg.Audit.Failure("http", auth.ReasonCredentials)
-		w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
+		challenge(w, r)
 		s.fail(w, r, fmt.Errorf("%w: no credentials (HTTP Basic)", api.ErrUnauthorized))
 		return nil, false
 	}
@@ -92,6 +99,15 @@ func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern s
 		return nil, false
 	}
 	return r.WithContext(context.WithValue(r.Context(), userKey{}, u)), true
+}
+
+// challenge asks for Basic credentials on a 401, except from the
+// dashboard's page (HeaderUI), which shows its own login form: the
+// browser's prompt would pop up on every poll.
+func challenge(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(HeaderUI) == "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
+	}
 }
 
 // allowKeys answers 403 and returns false unless the request's user may

@@ -52,7 +52,13 @@ var routeSamples = map[string]routeSample{
 	"POST " + httpapi.PathMembers:                       {"POST", httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
 	"DELETE " + httpapi.PathMembers + "/{id}":           {"DELETE", httpapi.PathMembers + "/n9", nil},
 	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
+	"GET " + httpapi.PathSnapshot:                       {"GET", httpapi.PathSnapshot, nil},
 	"/":                                                 {"GET", "/nope", nil},
+
+	"GET " + httpapi.PathLockPrefix + "{key}" + httpapi.PathHistory: {"GET", httpapi.PathLockPrefix + "app:k" + httpapi.PathHistory, nil},
+	"GET " + httpapi.PathActivity:                                   {"GET", httpapi.PathActivity, nil},
+	"GET " + httpapi.PathClusterView:                                {"GET", httpapi.PathClusterView, nil},
+	"POST " + httpapi.PathForceRelease:                              {"POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
 }
 
 func usersHandler(t *testing.T) (*httptest.Server, *auth.Audit) {

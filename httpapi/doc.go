@@ -33,6 +33,11 @@
 //	POST        /v1/members                       MemberRequest -> 204              AddVoter    (if Membership)
 //	DELETE      /v1/members/{id}                  -> 204                            RemoveServer (if Membership)
 //	GET         /metrics                          Prometheus text                   Config.Metrics, if set
+//	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one
+//	GET         /v1/ui/activity                   -> api.Activity                   ActivityReader, if the Locker is one
+//	GET         /v1/ui/cluster                    -> api.ClusterView                Status, and each member's (PeerLister)
+//	POST        /v1/ui/force-release              api.ForceReleaseRequest -> ReleaseResult  Release with Force (admin, audited with the reason)
+//	GET         /ui/                              the dashboard's page (package ui), public
 //
 // Every request but GET and HEAD must carry Content-Type: application/json
 // (parameters allowed), bodiless ones included, or it is refused with 415
@@ -42,7 +47,9 @@
 //
 // A multi-lock is an acquire (or release, extend) with "keys" instead of
 // "key": all or nothing. A key in the inspect path is path-escaped by the
-// client (a "/" in a key travels as %2F).
+// client (a "/" in a key travels as %2F). The history route needs it: an
+// unescaped GET /v1/locks/a/history is the history of key "a", while
+// GET /v1/locks/a%2Fhistory inspects key "a/history".
 //
 // # Blocking and cancellation
 //

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
@@ -66,6 +68,10 @@ type Config struct {
 	MaxConns int
 	// Metrics, when set, is served at GET /metrics (a Prometheus handler).
 	Metrics http.Handler
+	// Registerer, when set, receives the API's own metrics:
+	// locknode_http_requests_total{route,code} and
+	// locknode_http_request_duration_seconds{route}. Nil: not measured.
+	Registerer prometheus.Registerer
 	// Extra, when set, fills node-level fields of GET /v1/status that the
 	// Locker does not know (HTTP and RESP addresses, mirror state). It is
 	// called after Locker.Status succeeded and must not block.
@@ -80,6 +86,10 @@ type Config struct {
 	// Audit receives forced releases and membership changes and counts
 	// refused requests. Nil: not audited.
 	Audit *auth.Audit
+	// PeerTLS configures the calls the dashboard's cluster view makes to
+	// the other members' HTTPS API (their GET /v1/status) when this node
+	// serves HTTPS. Nil: the system's roots.
+	PeerTLS *tls.Config
 }
 
 // Validate reports a configuration error. Zero fields are valid (they
@@ -127,6 +137,8 @@ type server struct {
 	l   api.Locker
 	cfg Config
 	lim api.Limits // the Locker's (api.LimitsOf): every request is validated with them
+
+	peerClient *http.Client // the dashboard's cluster view (dashboard.go)
 }
 
 // New returns the HTTP handler of the lock API served by l. It panics only
@@ -136,7 +148,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l)}
+	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l), peerClient: newPeerClient(cfg.PeerTLS)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+PathAcquire, s.acquire)
 	mux.HandleFunc("POST "+PathTry, s.try)
@@ -160,15 +172,27 @@ func New(l api.Locker, cfg Config) http.Handler {
 		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
 		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
 	}
+	if sn, ok := l.(Snapshotter); ok {
+		mux.HandleFunc("GET "+PathSnapshot, func(w http.ResponseWriter, r *http.Request) { s.snapshot(w, r, sn) })
+	}
 	if cfg.Metrics != nil {
 		mux.Handle("GET "+PathMetrics, cfg.Metrics)
 	}
+	s.mountDashboard(mux)
 	// Everything else answers a JSON 404, so clients only ever parse one
 	// error shape.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, fmt.Errorf("%w: no route %s %s", api.ErrNotFound, r.Method, r.URL.Path))
 	})
-	return &router{s: s, mux: mux}
+	rt := &router{s: s, mux: mux}
+	if cfg.Registerer != nil {
+		m, err := newRouteMetrics(cfg.Registerer)
+		if err != nil {
+			panic(fmt.Errorf("httpapi: registering metrics: %w", err))
+		}
+		return &measured{rt: rt, m: m}
+	}
+	return rt
 }
 
 // router sends the four lock routes that carry nearly all traffic to
@@ -184,7 +208,9 @@ type router struct {
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The probes say only whether this node serves; load balancers and
 	// orchestrators ask without credentials.
-	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz) {
+	// The dashboard's page is public too: its data comes from routes
+	// that check credentials.
+	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz || publicPath(r.URL.Path)) {
 		rt.mux.ServeHTTP(w, r)
 		return
 	}

@@ -78,6 +78,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
+	c.w.OnError = s.stats.errorReply
 	c.authed, c.user = s.anonymous()
 	user := c.user // a copy: serve changes c.user
 	c.subUser.Store(&user)
@@ -220,10 +221,12 @@ func (c *conn) dispatch(args [][]byte) {
 		cmd = dataCommand
 	}
 	if cmd == nil {
+		c.s.stats.command("unknown")
 		c.tx.abort()
 		c.w.WriteError(unknownCommand(args))
 		return
 	}
+	c.s.stats.command(name)
 	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
 		c.tx.abort()
 		c.w.WriteError(errArity(name))

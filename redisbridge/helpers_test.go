@@ -83,7 +83,9 @@ func dialRaw(t testing.TB, s *Server) *rawConn {
 
 func (c *rawConn) send(s string) {
 	c.t.Helper()
-	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	// Some tests send tens of MiB, which a busy machine under -race reads
+	// slowly: the deadline only bounds a hang.
+	c.nc.SetWriteDeadline(time.Now().Add(time.Minute))
 	if _, err := c.nc.Write([]byte(s)); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
@@ -104,7 +106,7 @@ func (c *rawConn) do(args ...string) resp.Value {
 
 func (c *rawConn) read() resp.Value {
 	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	v, err := resp.ReadValue(c.br)
 	if err != nil {
 		c.t.Fatalf("read reply: %v", err)

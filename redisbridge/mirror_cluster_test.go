@@ -47,7 +47,7 @@ func TestMirrorRealCluster(t *testing.T) {
 	for _, n := range nodes {
 		mirrors[n] = runMirror(t, n, r.addr(), nil)
 	}
-	l := mirrorClusterLeader(t, nodes)
+	mirrorClusterLeader(t, nodes) // waits until one leads
 
 	// Operations retry through whichever node leads (raft elections under
 	// -race on two cores happen); the request id makes a retry safe.
@@ -79,7 +79,7 @@ func TestMirrorRealCluster(t *testing.T) {
 	for i := range 20 {
 		acquire(fmt.Sprintf("rc:%d", i), fmt.Sprintf("first-%d", i))
 	}
-	l = mirrorClusterLeader(t, nodes)
+	l := mirrorClusterLeader(t, nodes)
 	waitMirroredSlack(t, c, mirrors[l], l, "", "", mirrorClusterPXSlack)
 	if v, _ := c.Get(ctx, "rc:3").Result(); v != "first-3" {
 		t.Fatalf("GET rc:3 = %q", v)

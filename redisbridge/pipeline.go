@@ -71,6 +71,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	c.pipeMu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
+	c.s.stats.command(c.lowerName(args[0]))
 	f := ab.ApplyAsync(ctx, cmd)
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
 	c.pipeMu.Lock()

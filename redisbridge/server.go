@@ -33,6 +33,7 @@ type Server struct {
 
 	hub    *hub
 	arity  arityTable
+	stats  *cmdStats
 	cancel func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
@@ -71,6 +72,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 			MaxCommandBytes: cfg.MaxRequestBytes,
 		},
 		hub:       newHub(),
+		stats:     newCmdStats(),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),

@@ -67,6 +67,7 @@ temporary directory removed on exit.`,
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
 	reqLimits := addLimitFlags(fs)
+	dashFlags := addDashboardFlags(fs)
 	scripts := addScriptFlags(fs)
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
@@ -85,6 +86,10 @@ temporary directory removed on exit.`,
 				return 2
 			}
 			fsmCfg := cluster.DefaultConfig().FSM
+			if err := dashFlags.apply(&cluster.Config{}); err != nil {
+				fmt.Fprintln(stderr, "locknode dev:", err)
+				return 2
+			}
 			if err := reqLimits.apply(&fsmCfg); err != nil {
 				fmt.Fprintln(stderr, "locknode dev:", err)
 				return 2
@@ -277,6 +282,7 @@ temporary directory removed on exit.`,
 				cfg.Logger = log.With("node", peers[i].ID)
 				cfg.FSM = fsmCfg
 				cfg.FSM.MaxMemory = maxMemory
+				_ = dashFlags.apply(&cfg) // checked before any node started
 				p, err := startProc(ctx, procConfig{
 					Cluster:  cfg,
 					HTTPAddr: port(*httpBase, i),

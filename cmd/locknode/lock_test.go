@@ -95,7 +95,7 @@ func TestLockPassesTheFenceAndTheExitCode(t *testing.T) {
 	started, proceed := filepath.Join(dir, "started"), filepath.Join(dir, "proceed")
 	script := `printf '%s %s' "$LOCKNODE_FENCE" "$LOCKNODE_LOCK" > "$1"; while [ ! -e "$2" ]; do sleep 0.01; done; echo out; exit 3`
 	r := startLock(t, "job", "--endpoints", srv.URL, "--ttl", "5s", "--", "/bin/sh", "-c", script, "sh", started, proceed)
-	waitUntil(t, "the child to start", func() bool { return fileExists(started) && fileExists(started) })
+	waitUntil(t, "the child to start", func() bool { return fileExists(started) })
 	waitUntil(t, "the child to write", func() bool { b, _ := os.ReadFile(started); return len(b) > 0 })
 	got, _ := os.ReadFile(started)
 	owner, fence, held := fake.Holder("job")

@@ -98,6 +98,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		p.Close()
 		return nil, fmt.Errorf("build info metric: %w", err)
 	}
+	if err := exportRaftMetrics(p.node.Metrics()); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("raft metrics: %w", err)
+	}
 	for _, c := range pc.Audit.Collectors() {
 		if err := p.node.Metrics().Register(c); err != nil {
 			p.Close()
@@ -136,6 +140,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc.Logger = pc.Logger.Named("http")
 	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
 	hc.Ready = p.node.Ready
+	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit
 	hc.Extra = func(s *api.Status) {
 		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
@@ -172,6 +177,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	if p.resp, err = redisbridge.New(p.node, rc); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("resp: %w", err)
+	}
+	for _, c := range p.resp.Collectors() {
+		if err := p.node.Metrics().Register(c); err != nil {
+			p.Close()
+			return nil, fmt.Errorf("resp metrics: %w", err)
+		}
 	}
 	p.respDone = make(chan struct{})
 	// Ends when Close closes the bridge.

@@ -116,6 +116,7 @@ through a running member, or are added with "locknode join".`,
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
+	dashFlags := addDashboardFlags(fs)
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -196,6 +197,10 @@ through a running member, or are added with "locknode join".`,
 				return 2
 			}
 			limits.applyPeer(&cfg)
+			if err := dashFlags.apply(&cfg); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
 			cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
 			if err := cfg.Validate(); err != nil {
 				fmt.Fprintln(stderr, "locknode serve:", err)

@@ -15,13 +15,14 @@ func runCmd(name string) func(ctx context.Context, args []string, stdout, stderr
 }
 
 var (
-	runServe   = runCmd("serve")
-	runDev     = runCmd("dev")
-	runLock    = runCmd("lock")
-	runElect   = runCmd("elect")
-	runStatus  = runCmd("status")
-	runLocks   = runCmd("locks")
-	runMembers = runCmd("members")
-	runRelease = runCmd("release")
-	runJoin    = runCmd("join")
+	runServe    = runCmd("serve")
+	runDev      = runCmd("dev")
+	runLock     = runCmd("lock")
+	runElect    = runCmd("elect")
+	runStatus   = runCmd("status")
+	runLocks    = runCmd("locks")
+	runMembers  = runCmd("members")
+	runRelease  = runCmd("release")
+	runJoin     = runCmd("join")
+	runSnapshot = runCmd("snapshot")
 )

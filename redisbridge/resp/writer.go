@@ -15,7 +15,10 @@ import (
 type Writer struct {
 	bw    *bufio.Writer
 	Proto int
-	num   [24]byte // scratch for integers
+	// OnError, when set, is called with every error reply written,
+	// nested ones (in arrays) included.
+	OnError func(msg string)
+	num     [24]byte // scratch for integers
 }
 
 // NewWriter returns a RESP2 Writer over w.
@@ -62,7 +65,12 @@ func (w *Writer) line(prefix byte, s string) {
 func (w *Writer) WriteStatus(s string) { w.line('+', s) }
 
 // WriteError writes an error; msg is the full text ("ERR syntax error").
-func (w *Writer) WriteError(msg string) { w.line('-', msg) }
+func (w *Writer) WriteError(msg string) {
+	if w.OnError != nil {
+		w.OnError(msg)
+	}
+	w.line('-', msg)
+}
 
 // WriteInt writes an integer.
 func (w *Writer) WriteInt(n int64) { w.header(':', n) }

@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/locknode/locknode/api"
+)
+
+// Activity samples: what this node applied per second of its wall clock
+// (grants, releases, expiries, forced releases, acquires that queued, and
+// the p99 of queue waits), over the last ActivityWindow, for the
+// dashboard's charts. A fixed ring of one slot per second, so its memory
+// does not depend on load.
+
+// DefaultActivityWindow is Config.ActivityWindow's default;
+// MaxActivityWindow the largest accepted.
+const (
+	DefaultActivityWindow = 5 * time.Minute
+	MaxActivityWindow     = time.Hour
+)
+
+// waitBuckets: bucket 0 counts waits under 1 ms, bucket i waits in
+// [2^(i-1), 2^i) ms; the last one everything longer.
+const waitBuckets = 32
+
+// sample is one second's counts.
+type sample struct {
+	sec                                                  int64
+	grants, releases, expiries, forced, contended, nwait int
+	waits                                                [waitBuckets]uint32
+}
+
+func (s *sample) wait(ms int64) {
+	b := 0
+	if ms > 0 {
+		b = min(bits.Len64(uint64(ms)), waitBuckets-1)
+	}
+	s.waits[b]++
+	s.nwait++
+}
+
+// p99 is the upper bound of the bucket holding the 99th percentile wait.
+func (s *sample) p99() int64 {
+	if s.nwait == 0 {
+		return 0
+	}
+	rank := (s.nwait*99 + 99) / 100 // ceil(0.99 n)
+	seen := 0
+	for b, c := range s.waits {
+		seen += int(c)
+		if seen >= rank {
+			if b == 0 {
+				return 1
+			}
+			return int64(1) << b
+		}
+	}
+	return int64(1) << (waitBuckets - 1)
+}
+
+func (s *sample) merge(o *sample) {
+	s.grants += o.grants
+	s.releases += o.releases
+	s.expiries += o.expiries
+	s.forced += o.forced
+	s.contended += o.contended
+	s.nwait += o.nwait
+	for i, c := range o.waits {
+		s.waits[i] += c
+	}
+}
+
+// activity is the ring of per-second samples.
+type activity struct {
+	mu   sync.Mutex
+	now  func() time.Time
+	ring []sample // slot sec % len
+}
+
+func newActivity(window time.Duration, now func() time.Time) *activity {
+	return &activity{now: now, ring: make([]sample, max(int(window/time.Second), 1))}
+}
+
+// add counts c in the current second.
+func (a *activity) add(c sample) {
+	if c == (sample{}) {
+		return
+	}
+	sec := a.now().Unix()
+	a.mu.Lock()
+	s := &a.ring[int(uint64(sec)%uint64(len(a.ring)))]
+	if s.sec != sec {
+		*s = sample{sec: sec}
+	}
+	s.merge(&c)
+	a.mu.Unlock()
+}
+
+// samples returns one sample per second of the window, oldest first,
+// ending with the current second; seconds without activity are zero.
+func (a *activity) samples() []api.ActivitySample {
+	now := a.now().Unix()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := int64(len(a.ring))
+	out := make([]api.ActivitySample, 0, n)
+	for sec := now - n + 1; sec <= now; sec++ {
+		as := api.ActivitySample{UnixSec: sec}
+		if s := &a.ring[int(uint64(sec)%uint64(n))]; s.sec == sec {
+			as.Grants, as.Releases, as.Expiries, as.Forced = s.grants, s.releases, s.expiries, s.forced
+			as.Contended, as.WaitP99Ms = s.contended, s.p99()
+		}
+		out = append(out, as)
+	}
+	return out
+}
+
+// Activity returns this node's per-second activity over the last
+// Config.ActivityWindow, oldest first. It never waits; ctx only cancels
+// it early.
+func (n *Node) Activity(ctx context.Context) (api.Activity, error) {
+	if err := ctx.Err(); err != nil {
+		return api.Activity{}, err
+	}
+	return api.Activity{Node: n.id, Samples: n.history.activity.samples()}, nil
+}
+
+// PeerHTTPAddrs lists the members with their HTTP API addresses, this
+// node first; see PeerAddrs for how they are learned and how long it may
+// wait.
+func (n *Node) PeerHTTPAddrs(ctx context.Context) []api.PeerAddr {
+	var out []api.PeerAddr
+	for _, a := range n.PeerAddrs(ctx) {
+		p := api.PeerAddr{ID: a.ID, HTTP: a.HTTP, Self: a.Self}
+		if a.Self {
+			out = append([]api.PeerAddr{p}, out...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}

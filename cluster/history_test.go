@@ -1,0 +1,255 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// historyHarness applies commands to a real table and feeds the history
+// as the apply path does.
+type historyHarness struct {
+	t     *testing.T
+	table *fsm.Table
+	h     *history
+	idx   uint64
+	now   int64
+	sec   int64
+}
+
+func newHistoryHarness(t *testing.T, keys, entries int) *historyHarness {
+	hh := &historyHarness{t: t, table: fsm.New(fsm.DefaultConfig()), now: 1_700_000_000_000, sec: 1_700_000_000}
+	hh.h = newHistory(keys, entries, newActivity(time.Minute, func() time.Time { return time.Unix(hh.sec, 0) }))
+	return hh
+}
+
+func (hh *historyHarness) apply(cmd fsm.Command) fsm.Result {
+	hh.t.Helper()
+	hh.idx++
+	hh.now += 10
+	cmd.Time = hh.now
+	r := hh.table.Apply(hh.idx, &cmd)
+	hh.h.observe(hh.table, &cmd, &r)
+	return r
+}
+
+func (hh *historyHarness) acquire(key, owner string, ttl, wait int64, req string) fsm.Result {
+	return hh.apply(fsm.Command{Op: fsm.OpAcquire, Key: key, Owner: owner, TTL: ttl, Wait: wait, ReqID: req})
+}
+
+// ends lists key's entries newest first as "owner/fence/end" (a fence is
+// the index of the granting entry).
+func (hh *historyHarness) ends(key string) []string {
+	var out []string
+	for _, e := range hh.h.get(key) {
+		out = append(out, fmt.Sprintf("%s/%d/%s", e.Owner, e.Fence, e.End))
+	}
+	return out
+}
+
+func TestHistoryEndReasons(t *testing.T) {
+	tests := []struct {
+		name string
+		run  func(hh *historyHarness)
+		want []string
+	}{
+		{"release", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+			hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "a"})
+		}, []string{"a/1/release"}},
+		{"still held", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+		}, []string{"a/1/held"}},
+		{"expiry then next", func(hh *historyHarness) {
+			hh.acquire("k", "a", 50, 0, "r1")
+			hh.now += 1000
+			hh.apply(fsm.Command{Op: fsm.OpTick})
+			hh.acquire("k", "b", 60000, 0, "r2")
+		}, []string{"b/3/held", "a/1/expiry"}},
+		{"forced", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+			hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Force: true})
+		}, []string{"a/1/forced"}},
+		{"session closed", func(hh *historyHarness) {
+			hh.apply(fsm.Command{Op: fsm.OpSessionOpen, Session: "s1", TTL: 60000})
+			hh.apply(fsm.Command{Op: fsm.OpAcquire, Key: "k", Owner: "a", TTL: 60000, Session: "s1"})
+			hh.apply(fsm.Command{Op: fsm.OpSessionClose, Session: "s1"})
+		}, []string{"a/2/session"}},
+		{"waiter granted on release", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+			if r := hh.acquire("k", "b", 60000, 30000, "r2"); !r.Queued {
+				hh.t.Fatalf("b not queued: %+v", r)
+			}
+			hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "a"})
+		}, []string{"b/3/held", "a/1/release"}},
+		{"retried acquire recorded once", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+			hh.acquire("k", "a", 60000, 0, "r1")
+		}, []string{"a/1/held"}},
+		{"reentrant acquire is the same hold", func(hh *historyHarness) {
+			hh.apply(fsm.Command{Op: fsm.OpAcquire, Key: "k", Owner: "a", TTL: 60000, Reentrant: true})
+			hh.apply(fsm.Command{Op: fsm.OpAcquire, Key: "k", Owner: "a", TTL: 60000, Reentrant: true})
+		}, []string{"a/1/held"}},
+		{"reowned hold ends under its new owner", func(hh *historyHarness) {
+			hh.acquire("k", "a", 60000, 0, "r1")
+			if r := hh.apply(fsm.Command{Op: fsm.OpReown, Key: "k", Owner: "a", Args: [][]byte{[]byte("b")}}); r.Err != nil {
+				hh.t.Fatal(r.Err)
+			}
+			hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "b"})
+		}, []string{"b/1/release"}},
+		{"redis SET NX then DEL", func(hh *historyHarness) {
+			hh.apply(fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), []byte("k"), []byte("tok"), []byte("NX"), []byte("PX"), []byte("60000")}})
+			hh.apply(fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("DEL"), []byte("k")}})
+		}, []string{"tok/1/forced"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hh := newHistoryHarness(t, 16, 16)
+			tt.run(hh)
+			if got := hh.ends("k"); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("history %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHistoryBounds(t *testing.T) {
+	hh := newHistoryHarness(t, 3, 4)
+	// Six grants of k0: only the newest four are kept.
+	for i := range 6 {
+		hh.acquire("k0", fmt.Sprintf("o%d", i), 60000, 0, fmt.Sprintf("a%d", i))
+		hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k0", Owner: fmt.Sprintf("o%d", i)})
+	}
+	if got, want := fmt.Sprint(hh.ends("k0")), "[o5/11/release o4/9/release o3/7/release o2/5/release]"; got != want {
+		t.Fatalf("k0: %s, want %s", got, want)
+	}
+	// Three more keys: k0, granted least recently, is forgotten.
+	for _, k := range []string{"k1", "k2", "k3"} {
+		hh.acquire(k, "x", 60000, 0, "r-"+k)
+	}
+	if got := hh.ends("k0"); len(got) != 0 {
+		t.Fatalf("k0 kept past HistoryKeys: %v", got)
+	}
+	// A new grant of k1 makes k2 the oldest: k4 evicts k2, not k1.
+	hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k1", Owner: "x"})
+	hh.acquire("k1", "y", 60000, 0, "r-k1b")
+	hh.acquire("k4", "x", 60000, 0, "r-k4")
+	if len(hh.h.keys) != 3 || len(hh.ends("k2")) != 0 || len(hh.ends("k1")) != 2 {
+		t.Fatalf("keys %d, k1 %v, k2 %v", len(hh.h.keys), hh.ends("k1"), hh.ends("k2"))
+	}
+	// Waiters remembered for their wait are bounded by 4×HistoryKeys.
+	for i := range 20 {
+		hh.acquire("k4", fmt.Sprintf("w%d", i), 60000, 60000, fmt.Sprintf("w%d", i))
+	}
+	if len(hh.h.pending) != 12 {
+		t.Fatalf("pending waiters %d, want 12", len(hh.h.pending))
+	}
+}
+
+func TestHistoryOff(t *testing.T) {
+	hh := newHistoryHarness(t, 0, 16)
+	hh.acquire("k", "a", 60000, 0, "r1")
+	if got := hh.ends("k"); len(got) != 0 || len(hh.h.keys) != 0 {
+		t.Fatalf("history kept with HistoryKeys off: %v", got)
+	}
+}
+
+func TestActivitySamples(t *testing.T) {
+	hh := newHistoryHarness(t, 16, 16)
+	hh.acquire("k", "a", 60000, 0, "r1")
+	hh.acquire("k", "b", 60000, 60000, "r2") // contended
+	hh.now += 300                            // b waits 300 ms (+ the step)
+	hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "a"})
+	hh.sec++
+	hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "b", Force: true})
+	s := hh.h.activity.samples()
+	if len(s) != 60 {
+		t.Fatalf("%d samples, want 60", len(s))
+	}
+	prev, last := s[len(s)-2], s[len(s)-1]
+	want := api.ActivitySample{UnixSec: hh.sec - 1, Grants: 2, Releases: 1, Contended: 1, WaitP99Ms: 512}
+	if prev != want {
+		t.Fatalf("previous second %+v, want %+v", prev, want)
+	}
+	if want := (api.ActivitySample{UnixSec: hh.sec, Forced: 1}); last != want {
+		t.Fatalf("last second %+v, want %+v", last, want)
+	}
+	// A minute later the window has moved past both.
+	hh.sec += 60
+	for _, x := range hh.h.activity.samples() {
+		if x != (api.ActivitySample{UnixSec: x.UnixSec}) {
+			t.Fatalf("old sample still in the window: %+v", x)
+		}
+	}
+}
+
+func TestNodeHistory(t *testing.T) {
+	tc := newTestCluster(t, 1, func(c *Config) { c.HistoryEntries = 2 })
+	n := tc.leader(10 * time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	for _, o := range []string{"a", "b", "c"} {
+		if _, err := n.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: o, TTLMs: 60000}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Release(ctx, api.ReleaseRequest{Key: "k", Owner: o}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := n.History(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Entries) != 2 || h.Entries[0].Owner != "c" || h.Entries[1].Owner != "b" || h.Entries[0].End != api.EndRelease || h.Entries[0].GrantedMs == 0 || h.Entries[0].EndedMs < h.Entries[0].GrantedMs {
+		t.Fatalf("history %+v", h)
+	}
+	a, err := n.Activity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := 0
+	for _, s := range a.Samples {
+		grants += s.Grants
+	}
+	if grants != 3 {
+		t.Fatalf("activity counts %d grants, want 3", grants)
+	}
+}
+
+// BenchmarkHistoryObserve: the apply path's cost of the history hook,
+// next to the table's own apply, for an acquire and a release of one of
+// 10,000 keys (more than DefaultHistoryKeys, so keys are evicted too).
+func BenchmarkHistoryObserve(b *testing.B) {
+	for _, mode := range []string{"table only", "with history"} {
+		b.Run(mode, func(b *testing.B) {
+			table := fsm.New(fsm.DefaultConfig())
+			h := newHistory(DefaultHistoryKeys, DefaultHistoryEntries, newActivity(DefaultActivityWindow, time.Now))
+			keys := make([]string, 10000)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("bench/%05d", i)
+			}
+			now := int64(1_700_000_000_000)
+			var idx uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := keys[i%len(keys)]
+				for _, cmd := range []fsm.Command{
+					{Op: fsm.OpAcquire, Key: k, Owner: "o", TTL: 60000},
+					{Op: fsm.OpRelease, Key: k, Owner: "o"},
+				} {
+					idx++
+					now++
+					cmd.Time = now
+					r := table.Apply(idx, &cmd)
+					if mode == "with history" {
+						h.observe(table, &cmd, &r)
+					}
+				}
+			}
+		})
+	}
+}

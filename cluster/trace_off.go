@@ -1,0 +1,11 @@
+//go:build !lattrace
+
+package cluster
+
+// Commit-path tracing is compiled in only with -tags lattrace (make
+// lattrace), which also needs the raft fork's trace marks; without the tag
+// these are empty and cluster builds against upstream hashicorp/raft.
+
+func traceStart() int64 { return 0 }
+
+func traceProposed(uint64, int64) {}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
+)
+
+func init() { addCommand(newSnapshotCmd) }
+
+// newSnapshotCmd is `locknode snapshot save|restore`.
+func newSnapshotCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "snapshot save FILE | restore FILE --data DIR --id ID --peers ID=HOST:PORT,...",
+		Short: "back up a cluster to a file, or prepare a new node's data directory from one",
+		Long: `save      writes a consistent snapshot of the cluster (every lock, fence, session, waiter,
+          value and script) to FILE, streamed from a node over HTTP (admin permission);
+          FILE is replaced only once the whole snapshot arrived and decoded.
+restore   prepares the empty data directory DIR so that "locknode serve --id ID --data DIR"
+          (without --bootstrap) starts from the snapshot, as a member of the new cluster
+          --peers. Run it for every node of the new cluster, with the same FILE and --peers.`,
+		Example: `  locknode snapshot save backup.snap --endpoints 10.0.0.1:8080 --user admin
+  locknode snapshot restore backup.snap --data /var/lib/locknode --id n1 \
+      --peers n1=10.0.1.1:7000,n2=10.0.1.2:7000,n3=10.0.1.3:7000`,
+		Args: cobra.ArbitraryArgs,
+	}
+	fs := cmd.Flags()
+	cf := addClientFlags(fs)
+	timeout := fs.Duration("timeout", time.Hour, "save: give up after this long")
+	dataDir := fs.String("data", "", "restore: the new node's data directory (empty or absent)")
+	id := fs.String("id", "", "restore: the new node's ID (one of --peers)")
+	peers := fs.String("peers", "", "restore: the new cluster's voters, id=host:port,... (raft addresses)")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		if len(pos) != 2 || (pos[0] != "save" && pos[0] != "restore") {
+			return usageError("want save FILE or restore FILE, got %q", pos)
+		}
+		file := pos[1]
+		if pos[0] == "restore" {
+			pl, err := parsePeers(*peers)
+			switch {
+			case err != nil:
+				return usageError("--peers: %w", err)
+			case *dataDir == "" || *id == "" || len(pl) == 0:
+				return usageError("restore needs --data, --id and --peers")
+			}
+			found := false
+			for _, p := range pl {
+				found = found || p.ID == *id
+			}
+			if !found {
+				return usageError("--id %s is not one of --peers", *id)
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return &exitError{code: exitLockFailed, err: err}
+			}
+			defer f.Close()
+			idx, err := cluster.RestoreSnapshot(*dataDir, f, pl)
+			if err != nil {
+				return &exitError{code: exitLockFailed, err: fmt.Errorf("restore: %w", err)}
+			}
+			fmt.Fprintf(stdout, "restored the snapshot at index %d into %s; start the node with:\n  locknode serve --id %s --data %s (and its usual flags; no --bootstrap)\n",
+				idx, *dataDir, *id, *dataDir)
+			return nil
+		}
+		c, err := cf.client(stderr)
+		if err != nil {
+			return usageError("%w", err)
+		}
+		sctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		body, idx, err := c.Snapshot(sctx)
+		if err != nil {
+			return &exitError{code: exitLockFailed, err: fmt.Errorf("save: %s", explain(err))}
+		}
+		defer body.Close()
+		n, err := saveSnapshot(file, body, idx)
+		if err != nil {
+			return &exitError{code: exitLockFailed, err: fmt.Errorf("save: %w", err)}
+		}
+		fmt.Fprintf(stdout, "saved the snapshot at index %d (%d bytes) to %s\n", idx, n, file)
+		return nil
+	}
+	return cmd
+}
+
+// saveSnapshot writes r to a temporary file next to file, checks that it
+// decodes whole at index idx, and only then renames it to file, so file
+// is either the old one or a complete snapshot.
+func saveSnapshot(file string, r io.Reader, idx uint64) (int64, error) {
+	dir := filepath.Dir(file)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name()) // a no-op once renamed
+	}()
+	n, err := io.Copy(tmp, r)
+	if err != nil {
+		return n, fmt.Errorf("receiving: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return n, err
+	}
+	t := fsm.New(fsm.Config{})
+	if err := t.Restore(tmp); err != nil {
+		return n, fmt.Errorf("the snapshot received does not decode: %w", err)
+	}
+	if t.AppliedIndex() != idx {
+		return n, fmt.Errorf("the snapshot received is at index %d, the node announced %d", t.AppliedIndex(), idx)
+	}
+	if err := tmp.Sync(); err != nil {
+		return n, err
+	}
+	if err := tmp.Close(); err != nil {
+		return n, err
+	}
+	if err := os.Rename(tmp.Name(), file); err != nil {
+		return n, err
+	}
+	if d, err := os.Open(dir); err == nil { // the rename survives a crash
+		_ = d.Sync()
+		d.Close()
+	}
+	return n, nil
+}

@@ -1,0 +1,63 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/httpapi/httpapitest"
+)
+
+// cutSnapshotter fails after the stream started.
+type cutSnapshotter struct{ *httpapitest.Fake }
+
+func (c cutSnapshotter) WriteSnapshot(ctx context.Context, w io.Writer, start func(uint64)) error {
+	start(7)
+	io.WriteString(w, "partial")
+	return errors.New("disk gone")
+}
+
+// TestSnapshotRoute: GET /v1/snapshot streams the snapshot with its index
+// in a header; a failure before the stream is a JSON error, one during it
+// cuts the connection so the client cannot take it for a whole snapshot.
+func TestSnapshotRoute(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := newServer(t, fake, httpapi.Config{})
+	resp, err := http.Get(srv.URL + httpapi.PathSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get(httpapi.HeaderSnapshotIndex) != "0" ||
+		!strings.HasPrefix(string(body), "httpapitest fake snapshot") {
+		t.Fatalf("%d %v %q %v", resp.StatusCode, resp.Header, body, err)
+	}
+
+	fake.Fail(api.ErrNoLeader)
+	resp, err = http.Get(srv.URL + httpapi.PathSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"code"`) {
+		t.Fatalf("failure before the stream: %d %s", resp.StatusCode, body)
+	}
+
+	cut := newServer(t, cutSnapshotter{httpapitest.NewFake()}, httpapi.Config{})
+	resp, err = http.Get(cut.URL + httpapi.PathSnapshot)
+	if err != nil {
+		return // cut before the status line got out: as good
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || err == nil {
+		t.Fatalf("a cut stream read as whole: %d %v", resp.StatusCode, err)
+	}
+}
