@@ -13,8 +13,9 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-// Batched forwarding of asynchronous proposals. On a follower, ApplyAsync
-// queues the command and returns; one sender goroutine per node forwards
+// Batched forwarding. On a follower, ApplyAsync queues the command and
+// returns, and Apply queues it and waits (except a blocking acquire: see
+// batchable); one sender goroutine per node forwards
 // the queue to the leader in rpcApplyBatch calls, one call in flight at a
 // time, and the leader proposes each call's commands in order from one
 // goroutine. So commands queued one after another commit in that order
@@ -27,7 +28,8 @@ import (
 // refused as not leader). Since nothing after it has been sent, that
 // keeps the order too. A batch whose answer is lost fails each of its
 // commands with ErrUnknownOutcome, as a lost leader does on the leader's
-// own asynchronous path.
+// own asynchronous path; Apply then retries a command that carries a
+// request id, as it does after any lost answer.
 
 const (
 	// maxForwardBatch bounds the commands of one rpcApplyBatch; the
@@ -58,7 +60,40 @@ func (q *forwardQueue) busy() bool {
 type forwardItem struct {
 	cmd *fsm.Command // stamped by the leader
 	req []byte       // cmd's encoding
-	f   *applyFuture
+	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
+	// reply (Apply: its caller waits, room for one answer) is set.
+	f     *applyFuture
+	reply chan forwardAnswer
+}
+
+// forwardAnswer is what Apply's attempt learns of its queued command.
+type forwardAnswer struct {
+	res fsm.Result
+	oc  outcome
+	err error
+}
+
+// batchable reports whether Apply may queue cmd with the others. A
+// blocking acquire goes on its own: the leader may hold it back for a
+// hand-off (deferQueuedAcquire), which would hold back the whole batch.
+func batchable(cmd *fsm.Command) bool {
+	return cmd.Op != fsm.OpAcquire || cmd.Wait == 0
+}
+
+// forwardQueued is one attempt of Apply on a follower: cmd joins the
+// queue and the attempt ends with its answer, as forward's does.
+func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
+	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
+	n.enqueueForward(it)
+	select {
+	case a := <-it.reply:
+		return a.res, a.oc, a.err
+	case <-ctx.Done():
+		// Like a forwarded call whose ctx ended: it may still run.
+		return fsm.Result{}, outcomeDone, ctx.Err()
+	case <-n.closed:
+		return fsm.Result{}, outcomeDone, ErrClosed
+	}
 }
 
 // forwardAsync queues cmd for the leader and returns its future; the
@@ -67,6 +102,13 @@ type forwardItem struct {
 func (n *Node) forwardAsync(cmd *fsm.Command) *applyFuture {
 	c := *cmd // cmd is the caller's: ApplyAsync does not modify it
 	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n, done: make(chan struct{})}}
+	n.enqueueForward(it)
+	return it.f
+}
+
+// enqueueForward appends it to the queue and starts the sender if it is
+// not running.
+func (n *Node) enqueueForward(it *forwardItem) {
 	q := &n.fwd
 	q.mu.Lock()
 	q.items = append(q.items, it)
@@ -82,7 +124,6 @@ func (n *Node) forwardAsync(cmd *fsm.Command) *applyFuture {
 			n.sendForwarded()
 		}()
 	}
-	return it.f
 }
 
 // sendForwarded forwards the queue batch by batch until it is empty.
@@ -162,9 +203,9 @@ func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*for
 		rf := n.propose(l, it.cmd)
 		// Ends when raft answers rf (see proposeAsync).
 		go func() {
-			it.f.complete(rf)
-			<-n.asyncWindow
-			close(it.f.done)
+			var a applyFuture
+			a.complete(rf)
+			n.finishForwarded(it, a.res, a.err)
 		}()
 	}
 	return outcomeDone, nil
@@ -234,7 +275,20 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 	return nil
 }
 
+// finishForwarded completes it with res or err (as ApplyAsync reports
+// them: see applyFuture.complete).
 func (n *Node) finishForwarded(it *forwardItem, res fsm.Result, err error) {
+	if it.reply != nil {
+		oc := outcomeDone
+		switch {
+		case errors.Is(err, ErrUnknownOutcome):
+			oc = outcomeUnknown
+		case errors.Is(err, api.ErrNoLeader):
+			oc = outcomeNotReached
+		}
+		it.reply <- forwardAnswer{res: res, oc: oc, err: err}
+		return
+	}
 	it.f.res, it.f.err = res, err
 	<-n.asyncWindow
 	close(it.f.done)

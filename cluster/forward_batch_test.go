@@ -237,3 +237,72 @@ func TestForwardBatchRefusesBadCalls(t *testing.T) {
 		t.Fatalf("applied index moved from %d to %d", before, got)
 	}
 }
+
+// TestForwardBatchSync: concurrent Applies on a follower share
+// forwarding calls; when the first call's answer is lost, each command
+// (with a request id) is retried and applied once: every acquire is
+// answered with the grant the table holds.
+func TestForwardBatchSync(t *testing.T) {
+	for _, fault := range []string{"", "lost", "unreached"} {
+		name := fault
+		if name == "" {
+			name = "clean"
+		}
+		t.Run(name, func(t *testing.T) {
+			bts := map[string]*batchFaultTransport{}
+			tc := newTestCluster(t, 3, func(cfg *Config) {
+				bt := &batchFaultTransport{Transport: cfg.Transport, fault: fault}
+				bts[cfg.ID] = bt
+				cfg.Transport = bt
+			})
+			f := tc.follower()
+			ctx := ctxT(t, 30*time.Second)
+			const workers, rounds = 32, 4
+			fences := make([][]uint64, workers)
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			for w := range workers {
+				wg.Add(1)
+				// Ends after its rounds or its first error.
+				go func() {
+					defer wg.Done()
+					for r := range rounds {
+						key := fmt.Sprintf("k%d-%d", w, r)
+						l, err := f.TryAcquire(ctx, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000})
+						if err != nil {
+							errs <- fmt.Errorf("%s: %w", key, err)
+							return
+						}
+						fences[w] = append(fences[w], l.Fence)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for w := range workers {
+				for r, fence := range fences[w] {
+					key := fmt.Sprintf("k%d-%d", w, r)
+					li, err := f.Inspect(ctx, key, api.ReadOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(li.Holders) != 1 || li.Holders[0].Fence != fence {
+						t.Fatalf("%s: answered fence %d, table %+v", key, fence, li.Holders)
+					}
+				}
+			}
+			sizes := bts[f.ID()].batchSizes()
+			shared := false
+			for _, s := range sizes {
+				shared = shared || s > 1
+			}
+			if !shared {
+				t.Fatalf("%d concurrent commands never shared a call: %v", workers*rounds, sizes)
+			}
+			t.Logf("%d acquires in %d calls", workers*rounds, len(sizes))
+		})
+	}
+}
