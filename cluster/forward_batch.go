@@ -116,13 +116,11 @@ func (n *Node) enqueueForward(it *forwardItem) {
 	q.sending = true
 	q.mu.Unlock()
 	if start {
-		n.wg.Add(1)
-		// Ends when the queue is empty (the next forwardAsync starts a
-		// new one) or the node closes.
-		go func() {
-			defer n.wg.Done()
-			n.sendForwarded()
-		}()
+		// Ends when the queue is empty (the next command starts a new
+		// one); after Close every batch fails at once (ErrClosed). Not
+		// in n.wg: it touches no storage, and an Add racing Close's Wait
+		// would be a misuse.
+		go n.sendForwarded()
 	}
 }
 
@@ -253,11 +251,10 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 		return errBadRPC
 	}
 	n.metrics.forwarded.Add(float64(len(batch)))
-	// Ends once this node applied the batch's last entry or closes; the
-	// sender goes on with the next batch meanwhile.
-	n.wg.Add(1)
+	// Ends once this node applied the batch's last entry, closes, or
+	// RetryTimeout passes; the sender goes on with the next batch
+	// meanwhile. Not in n.wg, as the sender.
 	go func() {
-		defer n.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
 		defer cancel()
 		// Past the timeout the committed results are answered anyway,

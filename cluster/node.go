@@ -186,12 +186,6 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	rc.ElectionTimeout = cfg.ElectionTimeout
 	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	rc.CommitTimeout = cfg.CommitTimeout
-	// Five heartbeats per HeartbeatTimeout (upstream sends ten): a
-	// follower still hears several before it would start an election,
-	// and the leader still refreshes its lease (LeaderLeaseTimeout)
-	// several times per lease, while an idle cluster does half the
-	// work. See bench/results/follower.md#idle.
-	rc.HeartbeatInterval = cfg.HeartbeatTimeout / 5
 	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold

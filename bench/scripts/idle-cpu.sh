@@ -1,6 +1,7 @@
 #!/bin/sh
 # idle-cpu.sh BIN [BIN...]: starts 3 idle `locknode serve` processes of
-# each binary in turn (fresh data dirs, loopback), lets them settle, and
+# each binary in turn (fresh data dirs, loopback; a BIN named etcd starts
+# a 3-member etcd cluster instead), lets them settle, and
 # prints the cores they used together over WINDOW seconds (default 10),
 # from /proc/<pid>/stat utime+stime. Repeats ROUNDS times (default 3),
 # alternating the binaries, so they are compared under the same load.
@@ -22,7 +23,23 @@ measure() {
 		eval "peers=\"\${peers:+\$peers,}n$i=127.0.0.1:\$r$i\""
 	done
 	pids=""
+	if [ "$(basename "$bin")" = etcd ]; then
+		cl=""
+		for i in 1 2 3; do
+			eval "c$i=$(port)"
+			eval "cl=\"\${cl:+\$cl,}e$i=http://127.0.0.1:\$r$i\""
+		done
+		for i in 1 2 3; do
+			eval "ra=\$r$i; ca=\$c$i"
+			"$bin" --name e$i --data-dir "$dir/e$i" \
+				--listen-peer-urls http://127.0.0.1:$ra --initial-advertise-peer-urls http://127.0.0.1:$ra \
+				--listen-client-urls http://127.0.0.1:$ca --advertise-client-urls http://127.0.0.1:$ca \
+				--initial-cluster "$cl" --initial-cluster-state new --log-level error >"$dir/e$i.log" 2>&1 &
+			pids="$pids $!"
+		done
+	fi
 	for i in 1 2 3; do
+		[ "$(basename "$bin")" = etcd ] && break
 		eval "ra=\$r$i"
 		"$bin" serve --id n$i --data "$dir/n$i" --raft-addr 127.0.0.1:$ra \
 			--http-addr 127.0.0.1:$(port) --resp-addr 127.0.0.1:$(port) \

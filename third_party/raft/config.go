@@ -154,13 +154,6 @@ type Config struct {
 	// from a leader before we attempt an election.
 	ElectionTimeout time.Duration
 
-	// HeartbeatInterval (locknode fork) is how often the leader sends each
-	// follower a heartbeat, randomly between 1 and 2 times this. Zero
-	// means HeartbeatTimeout/10, upstream's fixed choice. It must be
-	// below HeartbeatTimeout so a follower hears from a live leader
-	// before it starts an election.
-	HeartbeatInterval time.Duration
-
 	// CommitTimeout specifies the time without an Apply operation before the
 	// leader sends an AppendEntry RPC to followers, to ensure a timely commit of
 	// log entries.
@@ -361,9 +354,6 @@ func ValidateConfig(config *Config) error {
 	if config.CommitTimeout < time.Millisecond {
 		return fmt.Errorf("CommitTimeout is too low")
 	}
-	if config.HeartbeatInterval < 0 || config.HeartbeatInterval >= config.HeartbeatTimeout {
-		return fmt.Errorf("HeartbeatInterval must be in [0, HeartbeatTimeout)")
-	}
 	if config.MaxAppendEntries <= 0 {
 		return fmt.Errorf("MaxAppendEntries must be positive")
 	}
@@ -383,13 +373,4 @@ func ValidateConfig(config *Config) error {
 		return fmt.Errorf("ElectionTimeout (%s) must be equal or greater than Heartbeat Timeout (%s)", config.ElectionTimeout, config.HeartbeatTimeout)
 	}
 	return nil
-}
-
-// heartbeatInterval is HeartbeatInterval, or upstream's HeartbeatTimeout/10
-// when it is zero (locknode fork).
-func (c Config) heartbeatInterval() time.Duration {
-	if c.HeartbeatInterval > 0 {
-		return c.HeartbeatInterval
-	}
-	return c.HeartbeatTimeout / 10
 }

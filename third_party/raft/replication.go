@@ -408,7 +408,11 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		// Wait for the next heartbeat interval or forced notify
 		select {
 		case <-s.notifyCh:
-		case <-randomTimeout(r.config().heartbeatInterval()):
+		// locknode fork: five heartbeats per HeartbeatTimeout, not ten: a
+		// follower still hears several before it would start an election
+		// and the leader refreshes its lease several times per
+		// LeaderLeaseTimeout, while an idle cluster does half the work.
+		case <-randomTimeout(r.config().HeartbeatTimeout / 5):
 		case <-stopCh:
 			return
 		}
