@@ -44,6 +44,15 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 			res = r
 			return oc, err
 		}
+		if batchable(cmd) {
+			// Shares a forwarding call with the commands queued with it,
+			// and answers once this node has applied it too.
+			r, oc, err := n.forwardQueued(ctx, cmd)
+			if oc == outcomeDone && err == nil {
+				res = r
+			}
+			return oc, err
+		}
 		if req == nil {
 			req = cmd.AppendBinary([]byte{rpcApply})
 		}

@@ -32,9 +32,12 @@ type ApplyFuture = interface {
 // At most maxAsyncInFlight proposals of a node wait for their commit;
 // more wait in ApplyAsync for a slot (within ctx).
 //
-// Only a ready leader proposes asynchronously. Elsewhere (a follower,
-// which forwards, or a leader still setting up its term) ApplyAsync runs
-// Apply to the end before it returns, which keeps the order too.
+// A ready leader proposes at once. A follower that knows the leader
+// queues cmd for it: queued commands are forwarded in batches, in order,
+// and each Result comes once this node has applied the command
+// (forward_batch.go). Elsewhere (no leader known, or a leader still
+// setting up its term) ApplyAsync runs Apply to the end before it
+// returns, which keeps the order too.
 //
 // Unlike Apply, an asynchronous proposal is not retried when raft refuses
 // it because leadership was lost before it was stored: a later command of
@@ -43,12 +46,25 @@ type ApplyFuture = interface {
 // api.ErrNoLeader; a lost leadership after the proposal was stored wraps
 // ErrUnknownOutcome as with Apply.
 func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
-	if l := n.lead.Load(); l != nil {
+	l := n.lead.Load()
+	if l != nil {
 		select {
 		case <-l.ready:
-			return n.proposeAsync(ctx, l, cmd)
+			if !n.fwd.busy() {
+				return n.proposeAsync(ctx, l, cmd)
+			}
+			// Commands queued while this node was a follower go first.
+			if f := n.takeAsyncSlot(ctx); f != nil {
+				return f
+			}
+			return n.forwardAsync(cmd)
 		default:
 		}
+	} else if _, id := n.raft.LeaderWithID(); id != "" && string(id) != n.id {
+		if f := n.takeAsyncSlot(ctx); f != nil {
+			return f
+		}
+		return n.forwardAsync(cmd)
 	}
 	r, err := n.Apply(ctx, cmd)
 	return &applyFuture{n: n, done: closedChan, res: r, err: err}
@@ -71,23 +87,11 @@ var closedChan = func() chan struct{} {
 const maxAsyncInFlight = 256
 
 func (n *Node) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command) *applyFuture {
+	if f := n.takeAsyncSlot(ctx); f != nil {
+		return f
+	}
 	f := &applyFuture{n: n, done: make(chan struct{})}
 	win := n.asyncWindow
-	select {
-	case win <- struct{}{}:
-	default:
-		select {
-		case win <- struct{}{}:
-		case <-ctx.Done():
-			f.err = ctx.Err()
-			close(f.done)
-			return f
-		case <-n.closed:
-			f.err = ErrClosed
-			close(f.done)
-			return f
-		}
-	}
 	start := time.Now()
 	rf := n.propose(l, cmd)
 	// Ends when raft answers rf: at once if it was refused, else after the
@@ -101,6 +105,26 @@ func (n *Node) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command
 		n.metrics.applyLatency.Observe(time.Since(start).Seconds())
 		close(f.done)
 	}()
+	return f
+}
+
+// takeAsyncSlot waits for a slot of n.asyncWindow. It returns nil once
+// it has one, or a completed future with the reason it has none.
+func (n *Node) takeAsyncSlot(ctx context.Context) *applyFuture {
+	select {
+	case n.asyncWindow <- struct{}{}:
+		return nil
+	default:
+	}
+	f := &applyFuture{n: n, done: closedChan}
+	select {
+	case n.asyncWindow <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		f.err = ctx.Err()
+	case <-n.closed:
+		f.err = ErrClosed
+	}
 	return f
 }
 

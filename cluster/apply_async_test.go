@@ -17,7 +17,7 @@ func incr(key string) *fsm.Command {
 
 // TestApplyAsyncOrder: proposals made one after another without waiting
 // commit in call order, on the leader (asynchronously, several per log
-// batch) and on a follower (forwarded, one at a time).
+// batch) and on a follower (forwarded in shared batches).
 func TestApplyAsyncOrder(t *testing.T) {
 	tc := newTestCluster(t, 3, nil)
 	for _, tt := range []struct {

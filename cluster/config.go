@@ -107,8 +107,9 @@ type Config struct {
 	//
 	// HeartbeatTimeout, default 300ms: a follower that hears nothing for a
 	// random time in [HT, 2HT) starts an election, so a crashed leader is
-	// noticed after ~450 ms median; the leader heartbeats every HT/10
-	// (30 ms), far above loopback/LAN round trips.
+	// noticed after ~450 ms median; the leader heartbeats every HT/5
+	// (60 ms; HT/10 on upstream raft, without our fork), far above
+	// loopback/LAN round trips.
 	HeartbeatTimeout time.Duration
 	// ElectionTimeout, default 300ms: how long a candidate waits for
 	// votes before trying again (randomised the same way). Raft requires
@@ -119,14 +120,17 @@ type Config struct {
 	// accepting writes (they fail with ErrNoLeader) before the majority
 	// side elects a successor. Must be <= HeartbeatTimeout.
 	LeaderLeaseTimeout time.Duration
-	// CommitTimeout, default 2ms: how often (randomly between 1 and 2
-	// times this) the leader sends each follower an AppendEntries even
-	// with nothing new, which is how a follower learns the commit index
-	// of the last entry. A command through a follower answers once that
-	// follower applied it, and a waiter blocked on a follower is granted
-	// when it applies the grant, so this is added to both. Measured on a
-	// 3-node in-process cluster: follower acquire p50 12.0 ms at 5ms, 4.4
-	// ms at 1ms; idle CPU of the cluster 0.07 cores at 5ms, 0.13 at 1ms.
+	// CommitTimeout: how often (randomly between 1 and 2 times this) the
+	// leader resends each follower an AppendEntries with nothing new.
+	// With locknode's raft fork (the locknode binary) followers learn a
+	// commit at once from the AppendEntries the leader sends when its
+	// commit index advances (third_party/raft FORK.md), so this only
+	// bounds how late a follower that missed that message (a restart, a
+	// dropped connection) learns the last commit: default 50ms, shorter
+	// costs an idle cluster CPU and network for nothing else. Built
+	// against upstream raft (a program that embeds a node: our go.mod's
+	// replace does not reach modules that import locknode) followers learn
+	// every commit this way, so the default is 2ms there.
 	CommitTimeout time.Duration
 	// MaxAppendEntries, default 256: entries per AppendEntries and per
 	// FSM batch. With raft's BatchApplyCh this is the group-commit size:
@@ -213,7 +217,7 @@ func DefaultConfig() Config {
 		HeartbeatTimeout:   300 * time.Millisecond,
 		ElectionTimeout:    300 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
-		CommitTimeout:      2 * time.Millisecond,
+		CommitTimeout:      defaultCommitTimeout(),
 		MaxAppendEntries:   256,
 		SnapshotThreshold:  8192,
 		SnapshotInterval:   30 * time.Second,

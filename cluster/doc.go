@@ -16,7 +16,9 @@
 //  2. Any node accepts any request. A follower forwards commands and read
 //     indexes to the leader over the transport and, before answering,
 //     waits until it applied the entry itself, so its local waiters and
-//     reads see it.
+//     reads see it. Concurrent and pipelined commands share forwarding
+//     calls, in order (forward_batch.go); the leader tells followers of
+//     each commit at once, so that wait is one round trip.
 //  3. Time. The leader stamps every command with the cluster clock:
 //     when it takes office it waits for a raft barrier, then reads its
 //     monotonic clock m0, takes as t0 the larger of the table's time and

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/locknode/locknode/cluster"
 )
 
 // TestEmbedWithoutFork builds and runs a program in a module of its own
@@ -76,7 +79,7 @@ func TestEmbedWithoutFork(t *testing.T) {
 		t.Fatalf("the embedder should get upstream raft, got %q", got)
 	}
 	out := run("run", ".")
-	if !strings.Contains(out, "granted fence>0 true") || !strings.Contains(out, "released") {
+	if !strings.Contains(out, "commit timeout 2ms") || !strings.Contains(out, "granted fence>0 true") || !strings.Contains(out, "released") {
 		t.Fatalf("embedded node did not serve a lock:\n%s", out)
 	}
 }
@@ -102,6 +105,9 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := cluster.DefaultConfig()
+	// Upstream raft has no commit push: followers learn commits from the
+	// leader's resends, so the default resend is short.
+	fmt.Println("commit timeout", cfg.CommitTimeout)
 	cfg.ID = "n1"
 	cfg.DataDir = dir
 	cfg.Bootstrap = true
@@ -124,3 +130,11 @@ func main() {
 	fmt.Println("released")
 }
 `
+
+// TestForkDetected: this module builds with the fork, so the default
+// CommitTimeout is the long one (TestEmbedWithoutFork sees the short one).
+func TestForkDetected(t *testing.T) {
+	if got := cluster.DefaultConfig().CommitTimeout; got != 50*time.Millisecond {
+		t.Fatalf("CommitTimeout default %v with the fork, want 50ms", got)
+	}
+}

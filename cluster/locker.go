@@ -134,6 +134,13 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	n.deferQueuedAcquire(ctx, cmd)
 	res, err := n.Apply(ctx, cmd)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The caller gave up while the acquire was on its way: it may
+			// have been queued (or granted) all the same, and nobody would
+			// take that waiter out of the queue. Cancelling one that never
+			// got there changes nothing.
+			return api.Lease{}, n.cancelWait(id, req, ch, 0, err)
+		}
 		return api.Lease{}, err
 	}
 	switch {

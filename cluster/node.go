@@ -104,6 +104,9 @@ type Node struct {
 	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
 	// asynchronous proposals not yet answered (apply_async.go).
 	asyncWindow chan struct{}
+	// fwd is a follower's asynchronous proposals on their way to the
+	// leader (forward_batch.go).
+	fwd forwardQueue
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -20,6 +20,10 @@ const (
 	rpcReadIndex byte = 2 // body: empty; ok body: uvarint index, varint now
 	rpcJoin      byte = 3 // body: str id, str addr; ok body: empty
 	rpcRemove    byte = 4 // body: str id; ok body: empty
+	// rpcApplyBatch body: uvarint count, then count × (uvarint length,
+	// encoded fsm.Command); ok body: uvarint count, then count × (status
+	// byte, uvarint length, encoded result or error message).
+	rpcApplyBatch byte = 6
 )
 
 const (
@@ -117,6 +121,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return []byte{stOK}, nil
 	case rpcNodeInfo:
 		return n.handleNodeInfo(), nil
+	case rpcApplyBatch:
+		return n.handleApplyBatch(ctx, req[1:])
 	}
 	return nil, fmt.Errorf("%w: unknown kind %d", errBadRPC, req[0])
 }
@@ -133,6 +139,8 @@ func rpcName(k byte) string {
 		return "remove"
 	case rpcNodeInfo:
 		return "node_info"
+	case rpcApplyBatch:
+		return "apply_batch"
 	}
 	return "unknown"
 }
@@ -288,6 +296,18 @@ func (d *decoder) str() string {
 	s := string(d.b[:l])
 	d.b = d.b[l:]
 	return s
+}
+
+// bytes reads a uvarint length and that many bytes (not copied).
+func (d *decoder) bytes() []byte {
+	l := d.uvarint()
+	if d.err != nil || l > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	b := d.b[:l:l]
+	d.b = d.b[l:]
+	return b
 }
 
 func (d *decoder) reply(depth int) reply.Reply {

@@ -84,6 +84,11 @@ type Raft struct {
 	// parallel_write.go).
 	unstored unstoredLogs
 
+	// locknodeCommitPush marks the commit push (FORK.md): locknode's
+	// cluster package, which also builds against upstream raft, looks
+	// for this field by reflection to pick its CommitTimeout default.
+	locknodeCommitPush struct{}
+
 	// protocolVersion is used to inter-operate with Raft servers running
 	// different versions of the library. See comments in config.go for more
 	// details.

@@ -70,6 +70,13 @@ type gatedCluster struct {
 
 func makeGatedCluster(t *testing.T) *gatedCluster {
 	t.Helper()
+	return makeGatedClusterConf(t, nil)
+}
+
+// makeGatedClusterConf is makeGatedCluster with every node's config
+// passed through edit first (when not nil).
+func makeGatedClusterConf(t *testing.T, edit func(*Config)) *gatedCluster {
+	t.Helper()
 	c := &gatedCluster{}
 	var trans []*InmemTransport
 	var servers []Server
@@ -88,6 +95,9 @@ func makeGatedCluster(t *testing.T) *gatedCluster {
 	for i := 0; i < 3; i++ {
 		conf := inmemConfig(t)
 		conf.LocalID = servers[i].ID
+		if edit != nil {
+			edit(conf)
+		}
 		store := &gatedStore{InmemStore: NewInmemStore()}
 		fsm := &MockFSM{}
 		snaps := NewInmemSnapshotStore()

@@ -789,6 +789,15 @@ func (r *Raft) leaderLoop() {
 			commitIndex := r.leaderState.commitment.getCommitIndex()
 			r.setCommitIndex(commitIndex)
 
+			// locknode fork: tell the followers of the new commit index
+			// now rather than at their next CommitTimeout, so a follower
+			// applies (and answers what it forwarded) one round trip
+			// after the commit. Under load the trigger coalesces with the
+			// next batch's, which carries the index anyway.
+			for _, f := range r.leaderState.replState {
+				asyncNotifyCh(f.triggerCh)
+			}
+
 			// New configuration has been committed, set it as the committed
 			// value.
 			if r.configurations.latestIndex > oldCommitIndex &&

@@ -59,7 +59,8 @@ type followerReplication struct {
 	// index, before exiting.
 	stopCh chan uint64
 
-	// triggerCh is notified every time new entries are appended to the log.
+	// triggerCh is notified every time new entries are appended to the log
+	// and (locknode fork) every time the commit index advances.
 	triggerCh chan struct{}
 
 	// triggerDeferErrorCh is used to provide a backchannel. By sending a
@@ -407,7 +408,11 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		// Wait for the next heartbeat interval or forced notify
 		select {
 		case <-s.notifyCh:
-		case <-randomTimeout(r.config().HeartbeatTimeout / 10):
+		// locknode fork: five heartbeats per HeartbeatTimeout, not ten: a
+		// follower still hears several before it would start an election
+		// and the leader refreshes its lease several times per
+		// LeaderLeaseTimeout, while an idle cluster does half the work.
+		case <-randomTimeout(r.config().HeartbeatTimeout / 5):
 		case <-stopCh:
 			return
 		}

@@ -72,7 +72,7 @@ type settings struct {
 	redisBin  string
 	etcdBin   string
 	locknode  string // built binary
-	lnTargets string // "leader": clients talk to the leader; "spread": round-robin over nodes
+	lnTargets string // "leader": clients talk to the leader; "follower": to the followers; "spread": round-robin over nodes
 }
 
 func pollDelay(s *settings) time.Duration {
@@ -274,11 +274,21 @@ func (b *respBackend) start(ctx context.Context, dir string) error {
 	return nil
 }
 
-// lnTargets lists the node indexes clients use: the leader, or every node.
+// lnTargets lists the node indexes clients use: the leader, the
+// followers, or every node.
 func lnTargets(ctx context.Context, c *lnCluster, mode string) ([]int, error) {
 	l, err := c.leader(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if mode == "follower" {
+		var out []int
+		for i := range c.nodes {
+			if i != l {
+				out = append(out, i)
+			}
+		}
+		return out, nil
 	}
 	if mode == "spread" {
 		out := []int{l}
@@ -409,6 +419,7 @@ func (w *respWorker) close() {}
 // --- locknode over HTTP (the Go client) ---------------------------------
 
 type lnHTTPBackend struct {
+	label string
 	s     *settings
 	lnc   *lnCluster
 	argv  []string
@@ -416,7 +427,7 @@ type lnHTTPBackend struct {
 	count atomic.Int64
 }
 
-func (b *lnHTTPBackend) name() string       { return "locknode-http" }
+func (b *lnHTTPBackend) name() string       { return b.label }
 func (b *lnHTTPBackend) requests() int64    { return b.count.Load() }
 func (b *lnHTTPBackend) commands() []string { return b.argv }
 

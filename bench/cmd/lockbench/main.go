@@ -58,6 +58,7 @@ type options struct {
 	name           string
 	repo           string
 	locknodeBin    string
+	baseBin        string
 	skipWorkloads  string
 	settings       settings
 	pollMin, pollM time.Duration
@@ -65,7 +66,12 @@ type options struct {
 	soakEvery      time.Duration
 }
 
-var allBackends = []string{"locknode-resp", "locknode-http", "redis", "redis-aof", "redlock-3-redis", "etcd-1node", "etcd-3node"}
+// A locknode backend's clients send to the nodes -targets names; with a
+// suffix @leader or @follower, to the leader only or to the followers
+// only, whatever -targets says.
+var allBackends = []string{"locknode-resp", "locknode-resp@leader", "locknode-resp@follower",
+	"locknode-http", "locknode-http@leader", "locknode-http@follower",
+	"redis", "redis-aof", "redlock-3-redis", "etcd-1node", "etcd-3node"}
 
 func main() {
 	os.Exit(run())
@@ -93,11 +99,12 @@ func run() int {
 	flag.StringVar(&o.name, "name", "", "base name of the result files (default: locknode, or compare with -compare)")
 	flag.StringVar(&o.repo, "repo", "..", "locknode repository (built with go build ./cmd/locknode)")
 	flag.StringVar(&o.locknodeBin, "locknode-bin", "", "use this locknode binary instead of building one")
-	flag.StringVar(&o.skipWorkloads, "skip", "", "comma-separated workloads to skip: uncontended,contended,scripts,failover,scale")
+	flag.StringVar(&o.baseBin, "baseline-bin", "", "a second locknode binary: backends named with the suffix ~base (locknode-resp@follower~base) run it, alternating with the others, to compare two builds in one invocation")
+	flag.StringVar(&o.skipWorkloads, "skip", "", "comma-separated workloads to skip: uncontended,contended,pipeline,scripts,failover,scale")
 	flag.DurationVar(&o.settings.ttl, "ttl", 10*time.Second, "lease of every benchmark lock")
 	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
 	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
-	flag.StringVar(&o.settings.lnTargets, "targets", "leader", "which nodes the locknode and etcd clients send to: leader, or spread (every node)")
+	flag.StringVar(&o.settings.lnTargets, "targets", "spread", "which nodes the locknode and etcd clients send to: spread (every node, as a load balancer does), leader, or follower (locknode only)")
 	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
 	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
 	flag.DurationVar(&o.soak, "soak", 0, "run only the soak workload for this long (mixed load on 3 nodes, RSS and apply pauses sampled; make soak)")
@@ -131,8 +138,8 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "lockbench: -scale-fill must be script or set")
 		return 2
 	}
-	if o.settings.lnTargets != "leader" && o.settings.lnTargets != "spread" {
-		fmt.Fprintln(os.Stderr, "lockbench: -targets must be leader or spread")
+	if !contains([]string{"leader", "spread", "follower"}, o.settings.lnTargets) {
+		fmt.Fprintln(os.Stderr, "lockbench: -targets must be spread, leader or follower")
 		return 2
 	}
 	o.settings.pollMin, o.settings.pollMax = o.pollMin, o.pollM
@@ -154,7 +161,12 @@ func run() int {
 	if o.backends != "" {
 		names = strings.Split(o.backends, ",")
 		for _, n := range names {
-			if !contains(allBackends, n) {
+			base, isBase := strings.CutSuffix(n, "~base")
+			if isBase && o.baseBin == "" {
+				fmt.Fprintf(os.Stderr, "lockbench: backend %q needs -baseline-bin\n", n)
+				return 2
+			}
+			if !contains(allBackends, base) || (isBase && !strings.HasPrefix(base, "locknode-")) {
 				fmt.Fprintf(os.Stderr, "lockbench: unknown backend %q (known: %s)\n", n, strings.Join(allBackends, ","))
 				return 2
 			}
@@ -257,7 +269,7 @@ func run() int {
 			if ctx.Err() != nil {
 				break
 			}
-			b := newBackend(name, &o.settings)
+			b := newBackend(name, &o.settings, o.baseBin)
 			dir, _ := os.MkdirTemp(tmp, name+"-")
 			logf("run %d/%d: %s: starting", run, o.runs, name)
 			res, cmds, err := benchBackend(ctx, b, dir, &o, cs, skip)
@@ -372,12 +384,23 @@ func remove(xs []string, drop ...string) []string {
 	return out
 }
 
-func newBackend(name string, s *settings) backend {
-	switch name {
+func newBackend(name string, s *settings, baseBin string) backend {
+	base, targets, ok := strings.Cut(strings.TrimSuffix(name, "~base"), "@")
+	if ok || strings.HasSuffix(name, "~base") {
+		c := *s
+		if ok {
+			c.lnTargets = targets
+		}
+		if strings.HasSuffix(name, "~base") {
+			c.locknode = baseBin
+		}
+		s = &c
+	}
+	switch base {
 	case "locknode-resp":
 		return &respBackend{label: name, s: s, ln: true, native: true}
 	case "locknode-http":
-		return &lnHTTPBackend{s: s}
+		return &lnHTTPBackend{label: name, s: s}
 	case "redis":
 		return &respBackend{label: name, s: s}
 	case "redis-aof":
@@ -421,6 +444,17 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 				r.Metrics["acquisitions_per_s"], r.Metrics["wait_p50_ms"], r.Metrics["wait_p99_ms"], r.Metrics["wait_max_ms"],
 				r.Metrics["requests_per_acquisition"], r.Metrics["fair_min"], r.Metrics["fair_max"], r.Errors)
 			out = append(out, r)
+		}
+	}
+	if !skip["pipeline"] {
+		if rb, ok := b.(*respBackend); ok {
+			r, err := pipelined(ctx, rb, o.warmup, o.duration)
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				logf("  %s %s: %.0f SET NX/s, %d errors", b.name(), r.Workload, r.Metrics["ops_per_s"], r.Errors)
+				out = append(out, r)
+			}
 		}
 	}
 	if !skip["scripts"] {

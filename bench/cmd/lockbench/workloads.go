@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // result is one measurement of one workload on one backend (one run).
@@ -234,4 +236,48 @@ func scripts(ctx context.Context, b backend, c int, warmup, dur time.Duration) (
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// pipelineDepth is the commands per pipeline of the pipeline workload.
+const pipelineDepth = 100
+
+// pipelined: one connection to the first target sends pipelines of
+// pipelineDepth SET key token NX PX ttl on fresh keys, one pipeline at a
+// time, for the window; ops_per_s counts the SETs answered OK.
+func pipelined(ctx context.Context, b *respBackend, warmup, dur time.Duration) (result, error) {
+	rdb := b.rdbs[0]
+	r := result{Backend: b.name(), Workload: fmt.Sprintf("pipeline-d%d", pipelineDepth), Metrics: map[string]float64{}}
+	start := time.Now()
+	mstart := start.Add(warmup)
+	end := mstart.Add(dur)
+	var ok int64
+	var lat []time.Duration
+	for seq := 0; time.Now().Before(end) && ctx.Err() == nil; seq++ {
+		t0 := time.Now()
+		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := 0; i < pipelineDepth; i++ {
+				p.SetNX(ctx, fmt.Sprintf("bench/p/%d/%d", seq, i), "t", b.s.ttl)
+			}
+			return nil
+		})
+		in := !t0.Before(mstart) && time.Now().Before(end)
+		if err != nil {
+			r.Errors++
+			if r.FirstErr == "" {
+				r.FirstErr = err.Error()
+			}
+		}
+		if !in {
+			continue
+		}
+		lat = append(lat, time.Since(t0))
+		for _, c := range cmds {
+			if c.(*redis.BoolCmd).Val() {
+				ok++
+			}
+		}
+	}
+	r.Metrics["ops_per_s"] = float64(ok) / dur.Seconds()
+	latencyMetrics(r.Metrics, "pipeline", lat)
+	return r, ctx.Err()
 }

@@ -1,0 +1,389 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Batched forwarding. On a follower, ApplyAsync queues the command and
+// returns, and Apply queues it and waits (except a blocking acquire: see
+// batchable); one sender goroutine per node forwards
+// the queue to the leader in rpcApplyBatch calls, one call in flight at a
+// time, and the leader proposes each call's commands in order from one
+// goroutine. So commands queued one after another commit in that order
+// (a connection's pipeline keeps its order), and a pipeline through a
+// follower costs one forwarding round trip and one group commit per
+// batch instead of one of each per command.
+//
+// A command is never proposed twice: a batch is sent again only when it
+// reached no leader (no leader known, dial failure, or the whole batch
+// refused as not leader). Since nothing after it has been sent, that
+// keeps the order too. A batch whose answer is lost fails each of its
+// commands with ErrUnknownOutcome, as a lost leader does on the leader's
+// own asynchronous path; Apply then retries a command that carries a
+// request id, as it does after any lost answer.
+
+const (
+	// maxForwardBatch bounds the commands of one rpcApplyBatch; the
+	// leader refuses larger calls. The follower never has more queued
+	// than its async window (maxAsyncInFlight).
+	maxForwardBatch = maxAsyncInFlight
+	// maxForwardBatchBytes bounds a batch's encoded commands (a single
+	// larger command is sent alone, within the transport's frame limit).
+	maxForwardBatchBytes = 4 << 20
+)
+
+// forwardQueue is a follower's asynchronous commands waiting to be
+// forwarded, oldest first.
+type forwardQueue struct {
+	mu      sync.Mutex
+	items   []*forwardItem
+	sending bool // the sender goroutine runs
+}
+
+// busy reports whether commands are queued or being forwarded: a
+// command that must come after them has to join the queue.
+func (q *forwardQueue) busy() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.sending
+}
+
+type forwardItem struct {
+	cmd *fsm.Command // stamped by the leader
+	req []byte       // cmd's encoding
+	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
+	// reply (Apply: its caller waits, room for one answer) is set.
+	f     *applyFuture
+	reply chan forwardAnswer
+}
+
+// forwardAnswer is what Apply's attempt learns of its queued command.
+type forwardAnswer struct {
+	res fsm.Result
+	oc  outcome
+	err error
+}
+
+// batchable reports whether Apply may queue cmd with the others. A
+// blocking acquire goes on its own: the leader may hold it back for a
+// hand-off (deferQueuedAcquire), which would hold back the whole batch.
+func batchable(cmd *fsm.Command) bool {
+	return cmd.Op != fsm.OpAcquire || cmd.Wait == 0
+}
+
+// forwardQueued is one attempt of Apply on a follower: cmd joins the
+// queue and the attempt ends with its answer, as forward's does.
+func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
+	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
+	n.enqueueForward(it)
+	select {
+	case a := <-it.reply:
+		return a.res, a.oc, a.err
+	case <-ctx.Done():
+		// Like a forwarded call whose ctx ended: it may still run.
+		return fsm.Result{}, outcomeDone, ctx.Err()
+	case <-n.closed:
+		return fsm.Result{}, outcomeDone, ErrClosed
+	}
+}
+
+// forwardAsync queues cmd for the leader and returns its future; the
+// caller holds one slot of n.asyncWindow, released when the future
+// completes.
+func (n *Node) forwardAsync(cmd *fsm.Command) *applyFuture {
+	c := *cmd // cmd is the caller's: ApplyAsync does not modify it
+	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n, done: make(chan struct{})}}
+	n.enqueueForward(it)
+	return it.f
+}
+
+// enqueueForward appends it to the queue and starts the sender if it is
+// not running.
+func (n *Node) enqueueForward(it *forwardItem) {
+	q := &n.fwd
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	start := !q.sending
+	q.sending = true
+	q.mu.Unlock()
+	if start {
+		// Ends when the queue is empty (the next command starts a new
+		// one); after Close every batch fails at once (ErrClosed). Not
+		// in n.wg: it touches no storage, and an Add racing Close's Wait
+		// would be a misuse.
+		go n.sendForwarded()
+	}
+}
+
+// sendForwarded forwards the queue batch by batch until it is empty.
+func (n *Node) sendForwarded() {
+	q := &n.fwd
+	for {
+		q.mu.Lock()
+		k, size := 0, 0
+		for k < len(q.items) && k < maxForwardBatch {
+			size += len(q.items[k].req)
+			if k > 0 && size > maxForwardBatchBytes {
+				break
+			}
+			k++
+		}
+		batch := append([]*forwardItem(nil), q.items[:k]...)
+		clear(q.items[:k])
+		q.items = q.items[k:]
+		if k == 0 {
+			q.items = nil
+			q.sending = false
+		}
+		q.mu.Unlock()
+		if k == 0 {
+			return
+		}
+		n.forwardBatch(batch)
+	}
+}
+
+// forwardBatch sends batch to the leader (or proposes it here if this
+// node leads now) and arranges for each item's future to complete.
+func (n *Node) forwardBatch(batch []*forwardItem) {
+	var req []byte
+	handed := false // the futures are someone else's to complete
+	err := n.withLeader(context.Background(), false, func(ctx context.Context) (outcome, error) {
+		if l := n.lead.Load(); l != nil {
+			oc, err := n.proposeBatchHere(ctx, l, batch)
+			handed = oc == outcomeDone && err == nil
+			return oc, err
+		}
+		if req == nil {
+			req = appendForwardBatch(batch)
+		}
+		body, oc, err := n.forward(ctx, req)
+		if oc != outcomeDone || err != nil {
+			return oc, err
+		}
+		err = n.completeForwarded(batch, body)
+		handed = err == nil
+		return outcomeDone, err
+	})
+	if !handed {
+		if err == nil {
+			err = errBadRPC
+		}
+		for _, it := range batch {
+			n.finishForwarded(it, fsm.Result{}, err)
+		}
+	}
+}
+
+// proposeBatchHere proposes batch on this node, which became the leader
+// while the batch waited: in order, each future completed by its own
+// goroutine as on proposeAsync.
+func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*forwardItem) (outcome, error) {
+	select {
+	case <-l.ready:
+	case <-l.done:
+		return outcomeNotReached, errNotLeader
+	case <-ctx.Done():
+		return outcomeDone, ctx.Err()
+	case <-n.closed:
+		return outcomeDone, ErrClosed
+	}
+	for _, it := range batch {
+		rf := n.propose(l, it.cmd)
+		// Ends when raft answers rf (see proposeAsync).
+		go func() {
+			var a applyFuture
+			a.complete(rf)
+			n.finishForwarded(it, a.res, a.err)
+		}()
+	}
+	return outcomeDone, nil
+}
+
+// completeForwarded completes batch from the leader's answer body: each
+// command's result once this node has applied it (so a read here after
+// the answer sees the write), or its error.
+func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
+	d := decoder{b: body}
+	if cnt := d.uvarint(); d.err != nil || cnt != uint64(len(batch)) {
+		return errBadRPC
+	}
+	type answer struct {
+		res fsm.Result
+		err error
+	}
+	answers := make([]answer, len(batch))
+	var last uint64
+	for i := range batch {
+		st := d.byte()
+		item := d.bytes()
+		if d.err != nil {
+			return errBadRPC
+		}
+		switch st {
+		case stOK:
+			r, err := decodeResult(item)
+			if err != nil {
+				return err
+			}
+			answers[i].res = r
+			last = max(last, r.Index)
+		case stNotLeader:
+			answers[i].err = fmt.Errorf("%w: %w", api.ErrNoLeader, errNotLeader)
+		case stLost:
+			answers[i].err = fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, errLeaderLost)
+		case stError:
+			answers[i].err = errors.New(string(item))
+		default:
+			return errBadRPC
+		}
+	}
+	if len(d.b) != 0 {
+		return errBadRPC
+	}
+	n.metrics.forwarded.Add(float64(len(batch)))
+	// Ends once this node applied the batch's last entry, closes, or
+	// RetryTimeout passes; the sender goes on with the next batch
+	// meanwhile. Not in n.wg, as the sender.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
+		defer cancel()
+		// Past the timeout the committed results are answered anyway,
+		// as Apply does when its ctx ends while this node catches up.
+		if err := n.waitApplied(ctx, last); errors.Is(err, ErrClosed) {
+			for _, it := range batch {
+				n.finishForwarded(it, fsm.Result{}, err)
+			}
+			return
+		}
+		for i, it := range batch {
+			n.finishForwarded(it, answers[i].res, answers[i].err)
+		}
+	}()
+	return nil
+}
+
+// finishForwarded completes it with res or err (as ApplyAsync reports
+// them: see applyFuture.complete).
+func (n *Node) finishForwarded(it *forwardItem, res fsm.Result, err error) {
+	if it.reply != nil {
+		oc := outcomeDone
+		switch {
+		case errors.Is(err, ErrUnknownOutcome):
+			oc = outcomeUnknown
+		case errors.Is(err, api.ErrNoLeader):
+			oc = outcomeNotReached
+		}
+		it.reply <- forwardAnswer{res: res, oc: oc, err: err}
+		return
+	}
+	it.f.res, it.f.err = res, err
+	<-n.asyncWindow
+	close(it.f.done)
+}
+
+// appendForwardBatch encodes an rpcApplyBatch request: the kind, the
+// count, then each command's encoding with its length.
+func appendForwardBatch(batch []*forwardItem) []byte {
+	size := 1 + binary.MaxVarintLen64
+	for _, it := range batch {
+		size += binary.MaxVarintLen64 + len(it.req)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, rpcApplyBatch)
+	b = binary.AppendUvarint(b, uint64(len(batch)))
+	for _, it := range batch {
+		b = binary.AppendUvarint(b, uint64(len(it.req)))
+		b = append(b, it.req...)
+	}
+	return b
+}
+
+// handleApplyBatch serves rpcApplyBatch on the leader: it proposes the
+// commands in order, then answers stOK with each command's status and
+// result (stNotLeader for the whole call if none was proposed).
+func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
+	d := decoder{b: body}
+	cnt := d.uvarint()
+	if d.err != nil || cnt == 0 || cnt > maxForwardBatch {
+		return nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
+	}
+	cmds := make([]fsm.Command, cnt)
+	for i := range cmds {
+		b := d.bytes()
+		if d.err != nil {
+			return nil, errBadRPC
+		}
+		c, err := fsm.DecodeCommand(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadRPC, err)
+		}
+		cmds[i] = *c
+	}
+	if len(d.b) != 0 {
+		return nil, errBadRPC
+	}
+	l := n.lead.Load()
+	if l == nil {
+		return []byte{stNotLeader}, nil
+	}
+	select {
+	case <-l.ready:
+	case <-l.done:
+		return []byte{stNotLeader}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-n.closed:
+		return []byte{stNotLeader}, nil
+	}
+	// Proposed one after another from this goroutine: log order is
+	// batch order. A blocking acquire is not held back for a hand-off
+	// here (deferQueuedAcquire): it would hold back the rest too.
+	futs := make([]raft.ApplyFuture, len(cmds))
+	for i := range cmds {
+		if cmds[i].Op == fsm.OpRelease {
+			n.openHandoff(&cmds[i])
+		}
+		futs[i] = n.propose(l, &cmds[i])
+	}
+	resp := binary.AppendUvarint([]byte{stOK}, cnt)
+	var item []byte
+	refused := 0
+	for _, f := range futs {
+		st := stOK
+		item = item[:0]
+		if err := n.await(f); err != nil {
+			oc, err := classifyProposal(err)
+			switch {
+			case errors.Is(err, ErrClosed) || oc == outcomeUnknown:
+				st = stLost
+			case oc == outcomeNotReached:
+				st = stNotLeader
+				refused++
+			default:
+				st, item = stError, append(item, err.Error()...)
+			}
+		} else if res, err := proposalResult(f); err != nil {
+			st, item = stError, append(item, err.Error()...)
+		} else {
+			item = appendResult(item, &res)
+		}
+		resp = append(resp, st)
+		resp = binary.AppendUvarint(resp, uint64(len(item)))
+		resp = append(resp, item...)
+	}
+	if refused == len(futs) {
+		// Nothing was proposed: the follower may send it all again.
+		return []byte{stNotLeader}, nil
+	}
+	return resp, nil
+}
