@@ -156,12 +156,6 @@ func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, erro
 	return proto, nil
 }
 
-// compileErrText is Redis' reply to a script that does not compile.
-func compileErrText(err error) string {
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
-	return "ERR Error compiling script (new function): " + msg
-}
-
 // stepBudget is the context the VM polls once per instruction: Done
 // counts the poll and closes once the budget is spent. It reads no clock
 // and starts no goroutine.
@@ -209,6 +203,8 @@ type luaRun struct {
 	budget stepBudget
 	rand   rand48
 	ids    map[lua.LValue]int // tostring names of tables/functions
+	// errLine is the line an uncaught error was raised on (errHandler).
+	errLine int
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
@@ -233,7 +229,7 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	L.SetPatternSteps(&r.budget.steps, r.budget.max)
 	L.SetMemLimit(memLeft)
 	L.Push(fn)
-	err := L.PCall(0, 1, nil)
+	err := L.PCall(0, 1, vm.errFn)
 	memExceeded := L.MemExceeded()
 	ctx.luaMem += L.MemUsed()
 	ctx.luaSteps = r.budget.steps
@@ -265,40 +261,30 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 }
 
 // errorText renders an uncaught script error as Redis 7.0 does:
-// "<msg> script: <sha>, on @user_script:<line>.".
+// "<msg> script: <sha>, on @user_script:<line>.", the line being where
+// the error was raised (errHandler).
 func (r *luaRun) errorText(err error) string {
 	var obj lua.LValue = lua.LString(err.Error())
 	var ae *lua.ApiError
 	if errors.As(err, &ae) && ae.Object != nil {
 		obj = ae.Object
 	}
-	var msg, line string
+	var msg string
 	if tb, ok := obj.(*lua.LTable); ok {
-		if s, ok := tb.RawGetString("err").(lua.LString); ok {
-			msg = string(s)
-		} else {
+		switch e := tb.RawGetString("err").(type) {
+		case lua.LString, lua.LNumber:
+			msg = luaValueString(e)
+		default:
 			msg = "ERR " + r.tostring(tb)
 		}
-		if l, ok := tb.RawGetString("line").(lua.LNumber); ok {
-			line = l.String()
-		}
 	} else {
-		s := obj.String()
-		msg = "ERR " + s
-		// "user_script:3: boom" → line 3.
-		if rest, ok := strings.CutPrefix(s, luaChunkName+":"); ok {
-			if i := strings.IndexByte(rest, ':'); i > 0 {
-				if _, err := strconv.Atoi(rest[:i]); err == nil {
-					line = rest[:i]
-				}
-			}
-		}
+		msg = "ERR " + luaValueString(obj)
 	}
-	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
-	if line == "" {
+	msg = oneLine(msg)
+	if r.errLine <= 0 {
 		return msg + " script: " + r.sha
 	}
-	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + line + "."
+	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + strconv.Itoa(r.errLine) + "."
 }
 
 func byteTable(L *lua.LState, items [][]byte) *lua.LTable {

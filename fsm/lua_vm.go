@@ -23,7 +23,8 @@ type luaVM struct {
 	run   luaRun      // the script running now
 	// cmds caches command lookups by the name as the script spelled it.
 	cmds     map[string]*redisCmd
-	poisoned bool // a Go panic escaped into the VM: do not reuse
+	errFn    *lua.LFunction // run.errHandler, the PCall error function
+	poisoned bool           // a Go panic escaped into the VM: do not reuse
 }
 
 const (
@@ -71,7 +72,7 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 	if r.ids != nil {
 		clear(r.ids)
 	}
-	r.t, r.ctx, r.sha, r.resp3 = t, ctx, sha, false
+	r.t, r.ctx, r.sha, r.resp3, r.errLine = t, ctx, sha, false, 0
 	r.budget = stepBudget{steps: ctx.luaSteps, max: int64(t.cfg.MaxScriptSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)
@@ -100,6 +101,7 @@ func newLuaVM() *luaVM {
 	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}, cmds: map[string]*redisCmd{}}
 	vm.run.vm = vm
 	r := &vm.run
+	vm.errFn = L.NewFunction(r.errHandler)
 
 	for _, lib := range []struct {
 		name string
@@ -121,6 +123,21 @@ func newLuaVM() *luaVM {
 	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { tb.RawSetString(name, L.NewFunction(fn)) }
 
 	// Base functions that must be deterministic or respect read-only views.
+	set(g, "error", luaError)
+	pcall := g.RawGetString("pcall").(*lua.LFunction)
+	set(g, "pcall", func(L *lua.LState) int {
+		// Redis 7's luaRedisPcall: an error table is caught as its err text.
+		n := pcall.GFunction(L)
+		if n == 2 && L.Get(-2) == lua.LFalse {
+			if tb, ok := L.Get(-1).(*lua.LTable); ok {
+				switch e := tb.RawGetString("err").(type) {
+				case lua.LString, lua.LNumber:
+					L.Replace(-1, lua.LString(luaValueString(e)))
+				}
+			}
+		}
+		return n
+	})
 	set(g, "collectgarbage", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
 	set(g, "tostring", func(L *lua.LState) int {
 		v := L.CheckAny(1)

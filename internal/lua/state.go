@@ -1135,7 +1135,7 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 		ls.reg.Insert(fn, cf.LocalBase)
 	}
 	if cf.Fn == nil {
-		ls.RaiseError("attempt to call a non-function object")
+		ls.RaiseError("%s", ls.typeErrorText("call", fn, ls.calledReg()))
 	}
 	if ls.stack.IsFull() {
 		ls.RaiseError("stack overflow")
@@ -1286,7 +1286,7 @@ func (ls *LState) getField(obj LValue, key LValue) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			return LNil
 		}
@@ -1317,7 +1317,7 @@ func (ls *LState) getFieldString(obj LValue, key string) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			return LNil
 		}
@@ -1348,7 +1348,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			ls.RawSet(tb, key, value)
 			return
@@ -1380,7 +1380,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			tb.RawSetString(key, value)
 			return
