@@ -528,20 +528,70 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 		return t
 	case reply.Error:
 		return errTable(L, res.Str)
-	case reply.Array, reply.Map, reply.Set, reply.Pairs:
-		// Scripts see maps, sets and score pairs flat, as Redis' RESP2
-		// conversion gives them.
-		t := L.CreateTable(len(res.Arr), 0)
-		for i, e := range res.Arr {
-			t.RawSetInt(i+1, r.toLua(L, e))
+	case reply.Bool:
+		return lua.LBool(res.Int != 0)
+	case reply.Map:
+		if r.resp3 {
+			// Redis' RESP3 conversion: {map = {field = value, ...}}.
+			m := L.CreateTable(0, len(res.Arr)/2)
+			for i := 0; i+1 < len(res.Arr); i += 2 {
+				m.RawSet(r.toLua(L, res.Arr[i]), r.toLua(L, res.Arr[i+1]))
+			}
+			t := L.CreateTable(0, 1)
+			t.RawSetString("map", m)
+			return t
 		}
-		return t
+		return r.flatToLua(L, res.Arr)
+	case reply.Set:
+		if r.resp3 {
+			// {set = {member = true, ...}}
+			m := L.CreateTable(0, len(res.Arr))
+			for _, e := range res.Arr {
+				m.RawSet(r.toLua(L, e), lua.LTrue)
+			}
+			t := L.CreateTable(0, 1)
+			t.RawSetString("set", m)
+			return t
+		}
+		return r.flatToLua(L, res.Arr)
+	case reply.Pairs:
+		if r.resp3 {
+			// RESP3 sends score pairs as 2-arrays: {{member, {double = score}}, ...}.
+			t := L.CreateTable(len(res.Arr)/2, 0)
+			for i := 0; i+1 < len(res.Arr); i += 2 {
+				p := L.CreateTable(2, 0)
+				p.RawSetInt(1, r.toLua(L, res.Arr[i]))
+				p.RawSetInt(2, r.toLua(L, res.Arr[i+1]))
+				t.RawSetInt(i/2+1, p)
+			}
+			return t
+		}
+		return r.flatToLua(L, res.Arr)
+	case reply.Array:
+		return r.flatToLua(L, res.Arr)
 	}
 	return lua.LNil
 }
 
-// toReply converts a script's return value to a reply (Redis 7 rules).
-// ok is false when tables nest deeper than luaMaxDepth (a cycle, say).
+// flatToLua is an array reply as a Lua array (and in RESP2 mode, how
+// scripts see maps, sets and score pairs: flat, as Redis' RESP2
+// conversion gives them).
+func (r *luaRun) flatToLua(L *lua.LState, items []reply.Reply) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for i, e := range items {
+		t.RawSetInt(i+1, r.toLua(L, e))
+	}
+	return t
+}
+
+// toReply converts a script's return value to a reply (Redis 7's
+// luaReplyToRedisReply). Booleans depend on redis.setresp: in RESP3 mode
+// they are RESP3 booleans (:1 and :0 to a RESP2 client). Tables are read
+// in this order: err, ok, double, big_number, verbatim_string, map, set,
+// else an array. A map's or set's entries come in the table's own order
+// (insertion order here, the same on every node; Redis' is its hash
+// order). ok is false when tables nest deeper than luaMaxDepth (a cycle,
+// say).
 func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 	if depth > luaMaxDepth {
 		return reply.Reply{}, false
@@ -550,6 +600,13 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 	case lua.LString:
 		return reply.NewBulk(string(v)), true
 	case lua.LBool:
+		if r.resp3 {
+			b := reply.Reply{Kind: reply.Bool}
+			if v {
+				b.Int = 1
+			}
+			return b, true
+		}
 		if v {
 			return reply.NewInt(1), true
 		}
@@ -558,15 +615,30 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 		return reply.NewInt(luaToInt(float64(v))), true
 	case *lua.LTable:
 		if s, ok := v.RawGetString("err").(lua.LString); ok {
-			return reply.NewError(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+			return reply.NewError(oneLine(string(s))), true
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
-			return reply.NewStatus(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+			return reply.NewStatus(oneLine(string(s))), true
 		}
-		if r.resp3 {
-			if d, ok := v.RawGetString("double").(lua.LNumber); ok {
-				return scoreReply(float64(d)), true
+		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+			return reply.Reply{Kind: reply.Double, Str: fmtDouble(float64(d))}, true
+		}
+		if s, ok := v.RawGetString("big_number").(lua.LString); ok {
+			return reply.Reply{Kind: reply.BigNumber, Str: oneLine(string(s))}, true
+		}
+		if vt, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
+			f, okf := vt.RawGetString("format").(lua.LString)
+			s, oks := vt.RawGetString("string").(lua.LString)
+			if okf && oks {
+				format := (string(f) + "   ")[:3]
+				return reply.Reply{Kind: reply.Verbatim, Str: format + ":" + string(s)}, true
 			}
+		}
+		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+			return r.pairsReply(m, reply.Map, depth)
+		}
+		if m, ok := v.RawGetString("set").(*lua.LTable); ok {
+			return r.pairsReply(m, reply.Set, depth)
 		}
 		var out []reply.Reply
 		for i := 1; ; i++ {
@@ -583,6 +655,34 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 		return reply.NewArray(out...), true
 	}
 	return reply.Null, true
+}
+
+// pairsReply is a {map=...} (keys and values) or {set=...} (keys) reply.
+func (r *luaRun) pairsReply(m *lua.LTable, kind reply.Kind, depth int) (reply.Reply, bool) {
+	// Next, not ForEach: ForEach walks Go maps, in random order.
+	out := reply.Reply{Kind: kind, Arr: []reply.Reply{}}
+	for k, val := m.Next(lua.LNil); k != lua.LNil; k, val = m.Next(k) {
+		x, ok := r.toReply(k, depth+1)
+		if !ok {
+			return reply.Reply{}, false
+		}
+		out.Arr = append(out.Arr, x)
+		if kind == reply.Map {
+			if x, ok = r.toReply(val, depth+1); !ok {
+				return reply.Reply{}, false
+			}
+			out.Arr = append(out.Arr, x)
+		}
+	}
+	return out, true
+}
+
+// fmtDouble is Redis' addReplyDouble text (%.17g, inf, nan).
+func fmtDouble(f float64) string {
+	if f != f {
+		return "nan"
+	}
+	return fmtScore(f)
 }
 
 // luaToInt truncates like C's (long long) cast; out-of-range values and

@@ -361,18 +361,41 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		},
 		"sha1hex": func(L *lua.LState) int {
 			if L.GetTop() != 1 {
-				L.RaiseError("wrong number of arguments")
+				r.raise(L, errTable(L, "ERR wrong number of arguments"))
 			}
 			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
 			return 1
 		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		"set_repl":           func(L *lua.LState) int { return 0 },
-		"log":                func(L *lua.LState) int { return 0 },
+		// Scripts run on every node: a node's log is not the place for
+		// their messages, so redis.log checks its arguments as Redis
+		// does and writes nothing.
+		"log": func(L *lua.LState) int {
+			if L.GetTop() < 2 {
+				r.raise(L, errTable(L, "ERR redis.log() requires two arguments or more."))
+			}
+			n, ok := L.Get(1).(lua.LNumber)
+			if !ok {
+				r.raise(L, errTable(L, "ERR First argument must be a number (log level)."))
+			}
+			if n < 0 || n > 3 {
+				r.raise(L, errTable(L, "ERR Invalid debug level."))
+			}
+			return 0
+		},
 		"debug":              func(L *lua.LState) int { return 0 },
 		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"setresp": func(L *lua.LState) int {
-			switch L.CheckInt(1) {
+			if L.GetTop() != 1 {
+				r.raise(L, errTable(L, "ERR redis.setresp() requires one argument."))
+			}
+			n, _ := L.Get(1).(lua.LNumber) // lua_tonumber: anything else is 0
+			if s, ok := L.Get(1).(lua.LString); ok {
+				f, _ := parseLuaNumber(string(s))
+				n = lua.LNumber(f)
+			}
+			switch int(n) {
 			case 2:
 				r.resp3 = false
 			case 3:
