@@ -384,8 +384,8 @@ func (vm *luaVM) redisLib() *lua.LTable {
 			}
 			return 0
 		},
-		"debug":              func(L *lua.LState) int { return 0 },
-		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		"debug":      func(L *lua.LState) int { return 0 },
+		"breakpoint": func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"setresp": func(L *lua.LState) int {
 			if L.GetTop() != 1 {
 				r.raise(L, errTable(L, "ERR redis.setresp() requires one argument."))
