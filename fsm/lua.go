@@ -21,8 +21,10 @@ import (
 //
 //   - Libraries: base (without dofile, loadfile, print, getfenv, setfenv,
 //     module, require, newproxy; collectgarbage is a no-op), table, string,
-//     math. No os, io, debug, coroutine, package, cjson, bit, struct,
-//     cmsgpack.
+//     math, and Redis' bit (lua_bit.go), cjson (lua_cjson.go), struct
+//     (lua_struct.go) and cmsgpack (lua_cmsgpack.go), each charging its
+//     work to the step budget and what it builds to the memory budget.
+//     No os, io, debug, coroutine, package.
 //   - math.random is Redis' rand48 generator reseeded with 0 at the start of
 //     every script (as Redis 6 did; Redis 7.0 keeps the generator running
 //     across scripts, which would be unreplicated state). math.randomseed
@@ -325,6 +327,9 @@ func parseLuaNumber(s string) (float64, error) {
 
 // tostring names values deterministically (see the package notes above).
 func (r *luaRun) tostring(v lua.LValue) string {
+	if v == r.vm.null {
+		return "userdata: (nil)" // glibc's %p of Redis' NULL light userdata
+	}
 	switch v.(type) {
 	case *lua.LTable, *lua.LFunction, *lua.LUserData, *lua.LState:
 		if r.ids == nil {

@@ -38,6 +38,12 @@ var luaBombs = []struct {
 	{"pcall does not catch the step budget", `pcall(function() while true do end end) return 'survived'`, "-ERR locknode: script exceeded"},
 	{"loadstring of a big chunk", `local src = 'return ' .. string.rep('1+', 400000) .. '1' return loadstring(src)()`, "-ERR locknode: script memory limit exceeded"},
 	{"redis.call replies kept", `redis.call('SET', 'big', string.rep('x', 1000000)) local t = {} for i = 1, 2000 do t[i] = redis.call('GET', 'big') end return #t`, "-ERR locknode: script memory limit exceeded"},
+	{"cjson.encode of 300 x 1 MB of quotes", `local s = string.rep('"', 1000000) local t = {} for i = 1, 300 do t[i] = s end return #cjson.encode(t)`, "-ERR locknode: script"},
+	{"cjson.encode of a wide table", `local t = {} for i = 1, 1e7 do t[i] = i end return #cjson.encode(t)`, "-ERR locknode: script"},
+	{"cjson.decode of a long array", `return #cjson.decode('[' .. string.rep('1,', 4e5) .. '1]')`, "-ERR locknode: script"},
+	{"cjson.decode of long strings", `local s = '"' .. string.rep('x', 1000000) .. '"' local t = {} for i = 1, 300 do t[i] = cjson.decode(s) end return #t`, "-ERR locknode: script"},
+	{"cmsgpack.pack of 300 x 1 MB", `local s = string.rep('x', 1000000) local t = {} for i = 1, 300 do t[i] = s end return #cmsgpack.pack(t)`, "-ERR locknode: script"},
+	{"cmsgpack.unpack of nested arrays", `return cmsgpack.unpack(string.rep(string.char(0x91), 100000) .. string.char(1))`, "-ERR user_script:1: stack overflow"},
 	{"write then bomb", `redis.call('SET', 'k', 'changed') redis.call('DEL', 'keep') local s = 'x' while true do s = s .. s end`, "-ERR locknode: script memory limit exceeded"},
 	{"write then spin", `redis.call('SET', 'k', 'changed') redis.call('HSET', 'h', 'f', 'changed') while true do end`, "-ERR locknode: script exceeded"},
 }

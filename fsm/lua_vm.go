@@ -24,6 +24,7 @@ type luaVM struct {
 	// cmds caches command lookups by the name as the script spelled it.
 	cmds     map[string]*redisCmd
 	errFn    *lua.LFunction // run.errHandler, the PCall error function
+	null     *lua.LUserData // cjson.null (Redis: a NULL light userdata)
 	poisoned bool           // a Go panic escaped into the VM: do not reuse
 }
 
@@ -102,6 +103,7 @@ func newLuaVM() *luaVM {
 	vm.run.vm = vm
 	r := &vm.run
 	vm.errFn = L.NewFunction(r.errHandler)
+	vm.null = L.NewUserData()
 
 	for _, lib := range []struct {
 		name string
@@ -246,7 +248,8 @@ func newLuaVM() *luaVM {
 
 	// The globals, in sorted order so pairs(_G) is the same everywhere;
 	// each library behind a read-only view.
-	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib()}
+	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib(),
+		"bit": bitLib(L), "cjson": vm.cjsonLib(), "cmsgpack": cmsgpackLib(L)}
 	base := L.NewTable()
 	g.RawSetString("KEYS", lua.LFalse) // placeholders, replaced by begin
 	g.RawSetString("ARGV", lua.LFalse)
