@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -57,5 +58,37 @@ func TestLuaLibraryErrors(t *testing.T) {
 			t.Errorf("%s:\n got %s\nwant %s...", tc.script, got, tc.want)
 		}
 	}
-	_ = fmt.Sprint
+}
+
+// TestLuaLibraryMemoryLimit: with the step budget out of the way, what the
+// libraries build is still bounded by MaxScriptMemory, on every node at
+// the same point (two tables, same reply).
+func TestLuaLibraryMemoryLimit(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxScriptSteps = 1 << 40
+	cfg.MaxScriptMemory = 8 << 20
+	const big = `local s = string.rep('"', 1000000) local t = {} for i = 1, 64 do t[i] = s end `
+	for _, script := range []string{
+		big + `return #cjson.encode(t)`,
+		big + `return #cmsgpack.pack(t)`,
+		big + `return #struct.pack(string.rep('c0', 64), unpack(t))`,
+		big + `local j = cjson.encode({s}) local n = 0 for i = 1, 64 do n = n + #cjson.decode(j)[1] end return n`,
+		big + `local m = cmsgpack.pack(s) local n = {} for i = 1, 64 do n[i] = cmsgpack.unpack(m) end return #n`,
+	} {
+		var replies []string
+		for node := 0; node < 2; node++ {
+			r := &rt{tb: t, t: New(cfg), now: 1_000_000}
+			replies = append(replies, fmtReply(r.eval(script, 0)))
+			if got := fmtReply(r.eval("return cjson.encode({1})", 0)); got != `"[1]"` {
+				t.Fatalf("after %s the next script replied %s", script, got)
+			}
+		}
+		want := fmt.Sprintf("-ERR locknode: script memory limit exceeded (%d bytes", cfg.MaxScriptMemory)
+		if !strings.HasPrefix(replies[0], want) {
+			t.Errorf("%s: %s, want %s...", script, replies[0], want)
+		}
+		if replies[0] != replies[1] {
+			t.Errorf("%s: nodes differ: %s / %s", script, replies[0], replies[1])
+		}
+	}
 }

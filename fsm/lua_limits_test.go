@@ -44,6 +44,8 @@ var luaBombs = []struct {
 	{"cjson.decode of long strings", `local s = '"' .. string.rep('x', 1000000) .. '"' local t = {} for i = 1, 300 do t[i] = cjson.decode(s) end return #t`, "-ERR locknode: script"},
 	{"cmsgpack.pack of 300 x 1 MB", `local s = string.rep('x', 1000000) local t = {} for i = 1, 300 do t[i] = s end return #cmsgpack.pack(t)`, "-ERR locknode: script"},
 	{"cmsgpack.unpack of nested arrays", `return cmsgpack.unpack(string.rep(string.char(0x91), 100000) .. string.char(1))`, "-ERR user_script:1: stack overflow"},
+	{"struct.pack of 1000 x 1 MB", `local s = string.rep('x', 1000000) local t = {} for i = 1, 1000 do t[i] = s end return #struct.pack(string.rep('c0', 1000), unpack(t))`, "-ERR locknode: script"},
+	{"struct.unpack of many results", `return select('#', struct.unpack(string.rep('b', 100000), string.rep('x', 100000)))`, "-ERR user_script:1: stack overflow"},
 	{"write then bomb", `redis.call('SET', 'k', 'changed') redis.call('DEL', 'keep') local s = 'x' while true do s = s .. s end`, "-ERR locknode: script memory limit exceeded"},
 	{"write then spin", `redis.call('SET', 'k', 'changed') redis.call('HSET', 'h', 'f', 'changed') while true do end`, "-ERR locknode: script exceeded"},
 }

@@ -249,7 +249,7 @@ func newLuaVM() *luaVM {
 	// The globals, in sorted order so pairs(_G) is the same everywhere;
 	// each library behind a read-only view.
 	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib(),
-		"bit": bitLib(L), "cjson": vm.cjsonLib(), "cmsgpack": cmsgpackLib(L)}
+		"bit": bitLib(L), "cjson": vm.cjsonLib(), "cmsgpack": cmsgpackLib(L), "struct": structLib(L)}
 	base := L.NewTable()
 	g.RawSetString("KEYS", lua.LFalse) // placeholders, replaced by begin
 	g.RawSetString("ARGV", lua.LFalse)
