@@ -272,3 +272,28 @@ func luaSequences() []sequence {
 		}},
 	}
 }
+
+// TestLuaPublishCount: a plain PUBLISH counts the subscribers of the node
+// that takes it, as Redis counts its own. Inside a script the count would
+// be a node-local fact in the middle of a replicated computation (the
+// script could branch on it, and every node runs the script), so
+// redis.call('publish', ...) answers 0 on every node; the message still
+// reaches every node's subscribers. README, deliberate differences.
+func TestLuaPublishCount(t *testing.T) {
+	redisAddr := startRedis(t)
+	tc := newCluster(t, 3)
+	node := (tc.leader(10*time.Second) + 1) % 3
+	ch := uniq("chan")
+	for _, addr := range []string{redisAddr, tc.resp[node]} {
+		sub := dialRESP(t, addr, 2)
+		if r, err := sub.do("SUBSCRIBE", ch); err != nil || r.kind != '*' {
+			t.Fatalf("SUBSCRIBE on %s: %v %v", addr, r, err)
+		}
+	}
+	seq := sequence{name: "publish", steps: []step{
+		cmd("PUBLISH", ch, "plain"),
+		eval("return redis.call('publish', KEYS[1], 'scripted')", keys(ch)).deviates(":0",
+			"a script's result must be the same on every node; subscribers are per node"),
+	}}
+	runDiff(t, seq, dialRESP(t, redisAddr, 2), dialRESP(t, tc.resp[node], 2), uniq("p"))
+}
