@@ -145,6 +145,11 @@ func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, erro
 	if en.proto != nil {
 		return en.proto, nil
 	}
+	// Lua 5.1's grammar first: what it refuses (and gopher-lua might
+	// take, such as goto or an ambiguous call across lines), Redis refuses.
+	if msg := luaSyntaxError(script); msg != "" {
+		return nil, luaSyntaxErr(msg)
+	}
 	chunk, err := parse.Parse(bytes.NewReader(script), luaChunkName)
 	if err != nil {
 		return nil, err

@@ -19,11 +19,17 @@ import (
 // own frame).
 
 // compileErrText is Redis' reply to a script that does not compile. The
-// parser is gopher-lua's (a yacc grammar), which knows the token it
-// stopped at but not what Lua 5.1's recursive-descent parser expected
-// there: every syntax error reads "unexpected symbol near '<token>'", as
-// the most common of Lua's, and the README lists the difference.
+// text of a syntax error comes from the Lua 5.1 syntax check
+// (lua_syntax.go). gopher-lua's yacc parser knows the token it stopped at
+// but not what Lua's parser expected there: should it refuse a script the
+// check passed (the grammars differ), the error reads "unexpected symbol
+// near '<token>'".
 func compileErrText(err error, script []byte) string {
+	const prefix = "ERR Error compiling script (new function): "
+	var se luaSyntaxErr
+	if errors.As(err, &se) {
+		return prefix + string(se)
+	}
 	var pe *parse.Error
 	if errors.As(err, &pe) {
 		line, near := pe.Pos.Line, pe.Token
@@ -37,11 +43,9 @@ func compileErrText(err error, script []byte) string {
 		case strings.Contains(pe.Message, "unterminated string"):
 			what = "unfinished string"
 		}
-		return "ERR Error compiling script (new function): " + luaChunkName + ":" + strconv.Itoa(line) +
-			": " + what + " near '" + near + "'"
+		return prefix + luaChunkName + ":" + strconv.Itoa(line) + ": " + what + " near '" + near + "'"
 	}
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
-	return "ERR Error compiling script (new function): " + msg
+	return prefix + oneLine(strings.TrimSpace(err.Error()))
 }
 
 // luaLastLine is the line Lua's lexer is on at the end of script: one

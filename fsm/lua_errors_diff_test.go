@@ -7,6 +7,45 @@ import "testing"
 // @user_script:<line>." suffix; clients and people match on these texts.
 var luaErrorCases = []string{
 	"return 1 +",
+	"local = 1",
+	";",
+	"return 1 2",
+	"for i = 1 do end",
+	"if true then",
+	"if true then\n",
+	"\n\nwhile true do\n  local x = 1\n",
+	"local function f(a, 1) end",
+	"function f(...) return ... end return ...",
+	"local function f() return ... end",
+	"break",
+	"while true do break end return 1",
+	"f\n(1)",
+	"(f)",
+	"x, f() = 1, 2",
+	"return {a = 1, [2] = 3, 4; 5,}",
+	"return {a = }",
+	"local t = {1, 2",
+	"return 3x",
+	"return 0x",
+	"return 'a\\300'",
+	"return [==[ x ]=]",
+	"return [=x",
+	"--[[ unfinished",
+	"return \"abc\ndef\"",
+	"return x..",
+	"return not",
+	"for k, v in pairs({}) do",
+	"for k do end",
+	"repeat local x = 1",
+	"local t = {} t.",
+	"local t = {} t:m",
+	"return @",
+	"return \"\\q\"",
+	"goto x",
+	"return (1",
+	"return (1\n\n",
+	"a.b:c = 1",
+	"return function(a,) end",
 	"return (",
 	"return 'abc",
 	"x = = 2",
@@ -74,19 +113,38 @@ func TestLuaErrorsDifferential(t *testing.T) {
 	}
 	steps = append(steps, c("SET", "k", "notanumber"), ev("return redis.call('incr', KEYS[1])", []string{"k"}),
 		ev("redis.call('incr', KEYS[1])\nreturn 1", []string{"k"}))
-	// gopher-lua's parser is a yacc grammar: where Lua 5.1 says what it
-	// expected, locknode says "unexpected symbol" (README, deliberate
-	// differences).
-	const cerr = "-ERR Error compiling script (new function): user_script:"
-	for _, d := range []struct{ script, table string }{
-		{"local = 1", cerr + "1: unexpected symbol near '='"},
-		{"return 1 2", cerr + "1: unexpected symbol near '2'"},
-		{"for i = 1 do end", cerr + "1: unexpected symbol near 'do'"},
-		{"if true then\n", cerr + "2: unexpected symbol near '<eof>'"},
-	} {
-		st := ev(d.script, nil)
-		st.table = d.table
-		steps = append(steps, st)
-	}
 	runDiff(t, rc, diffCase{name: "error texts", steps: steps})
+}
+
+// TestLuaSyntaxAcceptsLua51: the syntax check runs before every compile,
+// so it must take everything Lua 5.1 takes.
+func TestLuaSyntaxAcceptsLua51(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"return",
+		"return;",
+		"local a, b, c = 1, 2 local function f(...) local x, y = ... return select('#', ...) end",
+		"local t = {1, 2; 3, a = 1, ['b'] = 2, [f and 1 or 2] = 3, {}, function() end,}",
+		"x, y.z, t[1] = 1, 2, 3",
+		"local s = [[\nlong]] .. [==[ with ]] inside ]==] .. 'a\\'b' .. \"c\\\"d\" .. '\\65\\066\\0067\\z\\\n'",
+		"--[[ block\ncomment ]] --[==[ another ]==] -- line\nreturn 1",
+		"return 0x1F + 1e-3 + .5 + 5. + 3E+2 + 0XaB",
+		"local o = {} function o.a.b:c(x) return self end function o:m() end",
+		"while false do break end repeat local x = 1 until x == 1 for i = 1, 10, 2 do end for k, v in next, {} do end",
+		"if a then elseif b then else end do end",
+		"return not not -#'x' ^ 2 .. 1 == 2 and 3 or 4 ~= 5 and 6 <= 7 and 8 >= 9 and a < b and c > d",
+		"f{1} f'x' f\"y\" f[[z]] o:m{} o:m'x' a.b.c:d(1)(2)[3]:e()",
+		"local function f() return function(...) return ... end end return (f())(1)",
+		"return ((((((((((1))))))))))",
+		"local t = {} t[#t + 1] = 1 return t[#t]",
+		"return redis.call('get', KEYS[1]) == ARGV[1]",
+		"for i = 1, 2 do local function g() return i end end",
+		"local a = {[1]=1;[2]=2}",
+		"return -1 - -1",
+		"a = function(self, ...) return arg end",
+	} {
+		if msg := luaSyntaxError([]byte(s)); msg != "" {
+			t.Errorf("%q: %s", s, msg)
+		}
+	}
 }
