@@ -212,6 +212,7 @@ type luaRun struct {
 	ids    map[lua.LValue]int // tostring names of tables/functions
 	// errLine is the line an uncaught error was raised on (errHandler).
 	errLine int
+	cjson   cjsonConfig // cjson's settings, for this script only
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {

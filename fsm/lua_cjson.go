@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -9,44 +10,177 @@ import (
 )
 
 // cjsonLib is the `cjson` library of Redis 7 (lua-cjson as Redis ships
-// it, with its defaults: numbers as %.14g, NaN and Inf refused on encode
-// and read on decode, excessively sparse arrays refused, 1000 levels of
-// nesting). Objects are encoded in the table's own order, which is
-// insertion order here and the same on every node (Redis' is its hash
+// it, 2.1.0, with its defaults: numbers as %.14g, NaN and Inf refused on
+// encode and read on decode, excessively sparse arrays refused, 1000
+// levels of nesting). Objects are encoded in the table's own order, which
+// is insertion order here and the same on every node (Redis' is its hash
 // order, so a multi-key object can list its keys differently). The
-// configuration functions are not offered: they would carry state from
-// one script to the next. Every byte encoded or decoded is charged to
-// the script's memory budget and its work to the step budget.
+// configuration functions (encode_sparse_array, encode_max_depth,
+// decode_max_depth, encode_number_precision, encode_keep_buffer,
+// encode_invalid_numbers, decode_invalid_numbers) change the settings for
+// the rest of the script only: in Redis they would outlive it, state
+// that is not replicated. Every byte encoded or
+// decoded is charged to the script's memory budget and its work to the
+// step budget.
 func (vm *luaVM) cjsonLib() *lua.LTable {
+	return vm.cjsonTable(&vm.run.cjson)
+}
+
+// cjsonChunk: encode output is charged in chunks of this many bytes.
+const cjsonChunk = 4096
+
+// cjsonTable is a cjson module whose functions use the settings in c
+// (cjson.new makes another with its own).
+func (vm *luaVM) cjsonTable(c *cjsonConfig) *lua.LTable {
 	L := vm.L
-	tb := L.CreateTable(0, 4)
-	tb.RawSetString("encode", L.NewFunction(vm.cjsonEncode))
-	tb.RawSetString("decode", L.NewFunction(vm.cjsonDecode))
+	tb := L.CreateTable(0, 16)
+	set := func(name string, fn lua.LGFunction) { tb.RawSetString(name, L.NewFunction(fn)) }
+	set("encode", func(L *lua.LState) int { return vm.cjsonEncode(L, c) })
+	set("decode", func(L *lua.LState) int { return vm.cjsonDecode(L, c) })
+	set("new", func(L *lua.LState) int {
+		// A new instance with its own settings, from the defaults.
+		L.ChargeMem(2048) // a table and its functions
+		nc := new(cjsonConfig)
+		*nc = cjsonDefaults
+		L.Push(vm.cjsonTable(nc))
+		return 1
+	})
+	set("encode_sparse_array", func(L *lua.LState) int {
+		cjsonArgInit(L, 3)
+		cjsonEnumOption(L, 1, &c.sparseConvert, nil)
+		cjsonIntOption(L, 2, &c.sparseRatio, 0, math.MaxInt32)
+		cjsonIntOption(L, 3, &c.sparseSafe, 0, math.MaxInt32)
+		return 3
+	})
+	set("encode_max_depth", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonIntOption(L, 1, &c.maxDepth, 1, math.MaxInt32)
+		return 1
+	})
+	set("decode_max_depth", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonIntOption(L, 1, &c.decodeMaxDepth, 1, math.MaxInt32)
+		return 1
+	})
+	set("encode_number_precision", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonIntOption(L, 1, &c.precision, 1, 14)
+		return 1
+	})
+	set("encode_keep_buffer", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonEnumOption(L, 1, &c.keepBuffer, nil)
+		return 1
+	})
+	set("encode_invalid_numbers", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonEnumOption(L, 1, &c.encInvalid, []string{"off", "on", "null"})
+		return 1
+	})
+	set("decode_invalid_numbers", func(L *lua.LState) int {
+		cjsonArgInit(L, 1)
+		cjsonEnumOption(L, 1, &c.decInvalid, nil)
+		return 1
+	})
 	tb.RawSetString("null", vm.null)
+	tb.RawSetString("_NAME", lua.LString("cjson"))
+	tb.RawSetString("_VERSION", lua.LString("2.1.0"))
 	return tb
 }
 
-const (
-	cjsonMaxDepth    = 1000
-	cjsonSparseRatio = 2
-	cjsonSparseSafe  = 10
-	cjsonChunk       = 4096 // encode output charged in chunks of this many bytes
-)
+// cjsonConfig is the cjson settings of one script run (reset by
+// luaVM.begin to Redis' defaults).
+type cjsonConfig struct {
+	sparseConvert  int // 0 or 1
+	sparseRatio    int
+	sparseSafe     int
+	maxDepth       int
+	decodeMaxDepth int
+	precision      int
+	keepBuffer     int // accepted and reported; nothing to keep here
+	encInvalid     int // 0 off (refuse), 1 on (inf, nan), 2 null
+	decInvalid     int // 0 or 1: read hex, inf, nan, leading zeros, +
+}
+
+var cjsonDefaults = cjsonConfig{sparseRatio: 2, sparseSafe: 10, maxDepth: 1000, decodeMaxDepth: 1000,
+	precision: 14, keepBuffer: 1, decInvalid: 1}
+
+// cjsonArgInit is json_arg_init: at most n arguments, missing ones nil.
+func cjsonArgInit(L *lua.LState, n int) {
+	if L.GetTop() > n {
+		L.ArgError(n+1, "found too many arguments")
+	}
+	for L.GetTop() < n {
+		L.Push(lua.LNil)
+	}
+}
+
+// cjsonIntOption is json_integer_option (its range error names argument
+// 1 whichever it checks, as lua-cjson does).
+func cjsonIntOption(L *lua.LState, i int, setting *int, lo, hi int) {
+	if L.Get(i) != lua.LNil {
+		v := L.CheckInt(i)
+		if v < lo || v > hi {
+			L.ArgError(1, fmt.Sprintf("expected integer between %d and %d", lo, hi))
+		}
+		*setting = v
+	}
+	L.Push(lua.LNumber(*setting))
+}
+
+// cjsonEnumOption is json_enum_option: options nil means "off"/"on" or a
+// boolean, reported as a boolean; else one of options (true is the
+// second), reported by name.
+func cjsonEnumOption(L *lua.LState, i int, setting *int, options []string) {
+	isBool := options == nil
+	if isBool {
+		options = []string{"off", "on"}
+	}
+	if v := L.Get(i); v != lua.LNil {
+		if b, ok := v.(lua.LBool); ok {
+			*setting = 0
+			if b {
+				*setting = 1
+			}
+		} else {
+			name := luaCheckLString(L, i)
+			found := -1
+			for k, o := range options {
+				if o == name {
+					found = k
+				}
+			}
+			if found < 0 {
+				L.ArgError(i, "invalid option '"+name+"'")
+			}
+			*setting = found
+		}
+	}
+	switch {
+	case isBool:
+		L.Push(lua.LBool(*setting != 0))
+	case *setting == 0:
+		L.Push(lua.LFalse) // Redis' lua-cjson reports the first option as false
+	default:
+		L.Push(lua.LString(options[*setting]))
+	}
+}
 
 // cjsonEnc is one cjson.encode call.
 type cjsonEnc struct {
 	L       *lua.LState
+	cfg     *cjsonConfig
 	null    lua.LValue
 	buf     []byte
 	charged int
 	depth   int
 }
 
-func (vm *luaVM) cjsonEncode(L *lua.LState) int {
+func (vm *luaVM) cjsonEncode(L *lua.LState, c *cjsonConfig) int {
 	if L.GetTop() != 1 {
 		L.ArgError(1, "expected 1 argument")
 	}
-	e := &cjsonEnc{L: L, null: vm.null}
+	e := &cjsonEnc{L: L, null: vm.null, cfg: c}
 	e.value(L.Get(1))
 	e.charge()
 	L.Push(lua.LString(e.buf))
@@ -100,9 +234,20 @@ func (e *cjsonEnc) value(v lua.LValue) {
 func (e *cjsonEnc) num(v lua.LNumber) {
 	f := float64(v)
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		e.fail(v, "must not be NaN or Inf")
+		switch e.cfg.encInvalid {
+		case 0:
+			e.fail(v, "must not be NaN or Inf")
+		case 2:
+			e.buf = append(e.buf, "null"...)
+		default:
+			e.buf = append(e.buf, cNonFinite("", 'g', math.Abs(f))...)
+			if f < 0 {
+				e.buf = append(e.buf[:len(e.buf)-3], "-inf"...)
+			}
+		}
+		return
 	}
-	e.buf = append(e.buf, luaNumberString(f)...)
+	e.buf = append(e.buf, fixExp(strconv.AppendFloat(nil, f, 'g', e.cfg.precision, 64))...)
 }
 
 // str appends s quoted with lua-cjson's escapes (which include "/" and
@@ -157,8 +302,11 @@ func (e *cjsonEnc) arrayLen(t *lua.LTable) int {
 		}
 		items++
 	}
-	if max > float64(items*cjsonSparseRatio) && max > cjsonSparseSafe {
-		e.fail(t, "excessively sparse array")
+	if c := e.cfg; c.sparseRatio > 0 && max > float64(items)*float64(c.sparseRatio) && max > float64(c.sparseSafe) {
+		if c.sparseConvert == 0 {
+			e.fail(t, "excessively sparse array")
+		}
+		return -1
 	}
 	if max > math.MaxInt32 {
 		return -1
@@ -168,7 +316,7 @@ func (e *cjsonEnc) arrayLen(t *lua.LTable) int {
 
 func (e *cjsonEnc) descend() {
 	e.depth++
-	if e.depth > cjsonMaxDepth {
+	if e.depth > e.cfg.maxDepth {
 		e.L.RaiseError("Cannot serialise, excessive nesting (%d)", e.depth)
 	}
 }
@@ -255,14 +403,16 @@ type cjsonToken struct {
 }
 
 type cjsonDec struct {
-	L     *lua.LState
-	null  lua.LValue
-	data  string // input up to its first NUL, which ends it (C string)
-	i     int
-	depth int
+	L        *lua.LState
+	refuse   bool // decode_invalid_numbers off
+	maxDepth int
+	null     lua.LValue
+	data     string // input up to its first NUL, which ends it (C string)
+	i        int
+	depth    int
 }
 
-func (vm *luaVM) cjsonDecode(L *lua.LState) int {
+func (vm *luaVM) cjsonDecode(L *lua.LState, c *cjsonConfig) int {
 	if L.GetTop() != 1 {
 		L.ArgError(1, "expected 1 argument")
 	}
@@ -274,7 +424,7 @@ func (vm *luaVM) cjsonDecode(L *lua.LState) int {
 		s = s[:i]
 	}
 	L.ChargeSteps(int64(len(s) / 16))
-	d := &cjsonDec{L: L, null: vm.null, data: s}
+	d := &cjsonDec{L: L, null: vm.null, data: s, refuse: c.decInvalid == 0, maxDepth: c.decodeMaxDepth}
 	var tok cjsonToken
 	d.next(&tok)
 	v := d.value(&tok)
@@ -353,6 +503,10 @@ func (d *cjsonDec) next(tok *cjsonToken) {
 	case c == '"':
 		d.stringTok(tok)
 	case c == '-' || c >= '0' && c <= '9':
+		if d.refuse && cjsonInvalidNumber(rest) {
+			d.tokErr(tok, "invalid number")
+			return
+		}
 		d.numberTok(tok)
 	case strings.HasPrefix(rest, "true"):
 		tok.typ, tok.b = tBoolean, true
@@ -363,7 +517,7 @@ func (d *cjsonDec) next(tok *cjsonToken) {
 	case strings.HasPrefix(rest, "null"):
 		tok.typ = tNull
 		d.i += 4
-	case cjsonInvalidNumber(rest):
+	case !d.refuse && cjsonInvalidNumber(rest):
 		d.numberTok(tok)
 	default:
 		d.tokErr(tok, "invalid token")
@@ -524,12 +678,11 @@ func (d *cjsonDec) value(tok *cjsonToken) lua.LValue {
 	return nil
 }
 
-// descend bounds nesting as the C parser's Lua stack check does (Redis:
-// "Too many nested data structures" past LUAI_MAXCSTACK slots).
+// descend is json_decode_descend: at most decode_max_depth levels.
 func (d *cjsonDec) descend() {
 	d.depth++
-	if d.depth > cjsonMaxDepth {
-		d.L.RaiseError("Too many nested data structures")
+	if d.depth > d.maxDepth {
+		d.L.RaiseError("Found too many nested data structures (%d) at character %d", d.depth, d.i)
 	}
 }
 

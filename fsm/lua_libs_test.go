@@ -48,7 +48,7 @@ func TestLuaLibraryErrors(t *testing.T) {
 	for _, tc := range []struct{ script, want string }{
 		{`local t = {} local c = t for i = 1, 1100 do c[1] = {} c = c[1] end return cjson.encode(t)`,
 			"-ERR user_script:1: Cannot serialise, excessive nesting (1001)"},
-		{`return cjson.decode(string.rep('[', 1100))`, "-ERR user_script:1: Too many nested data structures"},
+		{`return cjson.decode(string.rep('[', 1100))`, "-ERR user_script:1: Found too many nested data structures (1001) at character 1001"},
 		{`cjson.null.x = 1`, "-ERR user_script:1: attempt to index field 'null' (a userdata value)"},
 		{`cjson.encode = nil`, "-ERR user_script:1: Attempt to modify a readonly table"},
 	} {

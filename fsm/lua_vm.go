@@ -74,6 +74,7 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 		clear(r.ids)
 	}
 	r.t, r.ctx, r.sha, r.resp3, r.errLine = t, ctx, sha, false, 0
+	r.cjson = cjsonDefaults
 	r.budget = stepBudget{steps: ctx.luaSteps, max: int64(t.cfg.MaxScriptSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)

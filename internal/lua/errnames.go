@@ -257,3 +257,19 @@ func (ls *LState) badArgText(n int, msg string) string {
 	}
 	return "bad argument #" + strconv.Itoa(n) + " to '" + name + "' (" + msg + ")"
 }
+
+// errorWhere is the position an error raised here carries, as Lua 5.1
+// gives it: the running Lua function's line (luaG_runerror), or for a Go
+// function the line of its caller when that is a Lua function and none
+// when it is another Go function, such as pcall (luaL_error's
+// luaL_where(L, 1)).
+func (ls *LState) errorWhere() string {
+	cf := ls.currentFrame
+	if cf != nil && cf.Fn != nil && cf.Fn.IsG {
+		cf = cf.Parent
+	}
+	if cf == nil || cf.Fn == nil || cf.Fn.IsG || cf.Pc < 1 {
+		return ""
+	}
+	return cf.Fn.Proto.SourceName + ":" + strconv.Itoa(cf.Fn.Proto.DbgSourcePositions[cf.Pc-1]) + ":"
+}

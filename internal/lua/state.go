@@ -740,7 +740,12 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
 	}
-	if level > 0 {
+	switch {
+	case level == 1:
+		if w := ls.errorWhere(); w != "" {
+			message = w + " " + message
+		}
+	case level > 1:
 		message = fmt.Sprintf("%v %v", ls.where(level-1, true), message)
 	}
 	if ls.reg.IsFull() {
