@@ -75,6 +75,11 @@ import (
 //     is the same on every node (gopher-lua fills them from Go maps).
 //   - string.format is Lua 5.1's (lua_format.go): %s takes only strings
 //     and numbers, as in Redis, so no address can reach a reply.
+//   - Errors read as Redis 7's: a script is first checked against Lua
+//     5.1's grammar (lua_syntax.go), which gives compile errors Lua's
+//     words; runtime errors carry Lua 5.1's texts with variable names
+//     (internal/lua errnames.go) and Redis' "script: <sha>, on
+//     @user_script:<line>." suffix (lua_errors.go).
 //
 // Compiled prototypes are cached by SHA1 in a bounded LRU, which is
 // node-local and not replicated.

@@ -2080,6 +2080,9 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 				}()
 				ls.Call(1, 1)
 				err = newApiError(ApiErrorError, ls.Get(-1))
+				// raiseError left the upvalues open for the handler; close
+				// them as it does without one, so none outlives the call.
+				ls.closeAllUpvalues()
 			} else if len(err.(*ApiError).StackTrace) == 0 {
 				err.(*ApiError).StackTrace = ls.stackTrace(0)
 			}
