@@ -24,6 +24,9 @@ func TestResultCodec(t *testing.T) {
 		{"unknown error", fsm.Result{Index: 3, Err: errors.New("something else")}},
 		{"reply", fsm.Result{Index: 4, Reply: reply.NewArray(reply.NewBulk("a"), reply.NewInt(-3), reply.Null,
 			reply.NewArray(), reply.NewError("ERR x"), reply.NewStatus("OK"), reply.NewDouble(1.5), reply.Reply{Kind: reply.NilArray})}},
+		{"script replies", fsm.Result{Index: 5, Reply: reply.NewArray(reply.Reply{Kind: reply.Bool, Int: 1},
+			reply.Reply{Kind: reply.BigNumber, Str: "123"}, reply.Reply{Kind: reply.Verbatim, Str: "txt:x"},
+			reply.Reply{Kind: reply.Map, Arr: []reply.Reply{reply.NewBulk("k"), reply.Reply{Kind: reply.Bool}}})}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -230,9 +230,9 @@ const maxReplyDepth = 64
 func appendReply(b []byte, r reply.Reply, depth int) []byte {
 	b = append(b, byte(r.Kind))
 	switch r.Kind {
-	case reply.Status, reply.Error, reply.Bulk, reply.Double:
+	case reply.Status, reply.Error, reply.Bulk, reply.Double, reply.BigNumber, reply.Verbatim:
 		b = appendStr(b, r.Str)
-	case reply.Int:
+	case reply.Int, reply.Bool:
 		b = binary.AppendVarint(b, r.Int)
 	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		b = binary.AppendUvarint(b, uint64(len(r.Arr)))
@@ -317,9 +317,9 @@ func (d *decoder) reply(depth int) reply.Reply {
 	}
 	r := reply.Reply{Kind: reply.Kind(d.byte())}
 	switch r.Kind {
-	case reply.Status, reply.Error, reply.Bulk, reply.Double:
+	case reply.Status, reply.Error, reply.Bulk, reply.Double, reply.BigNumber, reply.Verbatim:
 		r.Str = d.str()
-	case reply.Int:
+	case reply.Int, reply.Bool:
 		r.Int = d.varint()
 	case reply.Array, reply.Map, reply.Set, reply.Pairs:
 		cnt := d.uvarint()

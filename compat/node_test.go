@@ -20,12 +20,18 @@ import (
 // file's hash, filled by `npm ci` once (a failed or partial install is
 // never used: it is renamed into place only when complete).
 func nodeModules(t *testing.T) string {
+	return nodeModulesOf(t, "testdata/node", "redlock")
+}
+
+// nodeModulesOf is nodeModules for the package in pkgDir; probe is a
+// package whose directory shows that an install is complete.
+func nodeModulesOf(t *testing.T, pkgDir, probe string) string {
 	t.Helper()
-	src, err := filepath.Abs("testdata/node")
+	src, err := filepath.Abs(pkgDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := os.Stat(filepath.Join(src, "node_modules", "redlock")); err == nil && st.IsDir() {
+	if st, err := os.Stat(filepath.Join(src, "node_modules", probe)); err == nil && st.IsDir() {
 		return filepath.Join(src, "node_modules")
 	}
 	npm := needProgram(t, "npm")
@@ -39,7 +45,7 @@ func nodeModules(t *testing.T) string {
 		base = os.TempDir()
 	}
 	dir := filepath.Join(base, "locknode-compat", "node-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "redlock")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", probe)); err == nil {
 		return filepath.Join(dir, "node_modules")
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -69,7 +75,7 @@ func nodeModules(t *testing.T) string {
 	}
 	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
 		// Another run may have won the race; use whichever is complete.
-		if _, serr := os.Stat(filepath.Join(dir, "node_modules", "redlock")); serr != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "node_modules", probe)); serr != nil {
 			t.Fatalf("install node modules: %v", err)
 		}
 	}

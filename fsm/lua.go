@@ -21,8 +21,10 @@ import (
 //
 //   - Libraries: base (without dofile, loadfile, print, getfenv, setfenv,
 //     module, require, newproxy; collectgarbage is a no-op), table, string,
-//     math. No os, io, debug, coroutine, package, cjson, bit, struct,
-//     cmsgpack.
+//     math, and Redis' bit (lua_bit.go), cjson (lua_cjson.go), struct
+//     (lua_struct.go) and cmsgpack (lua_cmsgpack.go), each charging its
+//     work to the step budget and what it builds to the memory budget.
+//     No os, io, debug, coroutine, package.
 //   - math.random is Redis' rand48 generator reseeded with 0 at the start of
 //     every script (as Redis 6 did; Redis 7.0 keeps the generator running
 //     across scripts, which would be unreplicated state). math.randomseed
@@ -74,6 +76,11 @@ import (
 //     is the same on every node (gopher-lua fills them from Go maps).
 //   - string.format is Lua 5.1's (lua_format.go): %s takes only strings
 //     and numbers, as in Redis, so no address can reach a reply.
+//   - Errors read as Redis 7's: a script is first checked against Lua
+//     5.1's grammar (lua_syntax.go), which gives compile errors Lua's
+//     words; runtime errors carry Lua 5.1's texts with variable names
+//     (internal/lua errnames.go) and Redis' "script: <sha>, on
+//     @user_script:<line>." suffix (lua_errors.go).
 //
 // Compiled prototypes are cached by SHA1 in a bounded LRU, which is
 // node-local and not replicated.
@@ -144,6 +151,11 @@ func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, erro
 	if en.proto != nil {
 		return en.proto, nil
 	}
+	// Lua 5.1's grammar first: what it refuses (and gopher-lua might
+	// take, such as goto or an ambiguous call across lines), Redis refuses.
+	if msg := luaSyntaxError(script); msg != "" {
+		return nil, luaSyntaxErr(msg)
+	}
 	chunk, err := parse.Parse(bytes.NewReader(script), luaChunkName)
 	if err != nil {
 		return nil, err
@@ -155,12 +167,6 @@ func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, erro
 	}
 	en.proto = proto
 	return proto, nil
-}
-
-// compileErrText is Redis' reply to a script that does not compile.
-func compileErrText(err error) string {
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
-	return "ERR Error compiling script (new function): " + msg
 }
 
 // stepBudget is the context the VM polls once per instruction: Done
@@ -210,6 +216,9 @@ type luaRun struct {
 	budget stepBudget
 	rand   rand48
 	ids    map[lua.LValue]int // tostring names of tables/functions
+	// errLine is the line an uncaught error was raised on (errHandler).
+	errLine int
+	cjson   cjsonConfig // cjson's settings, for this script only
 }
 
 func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
@@ -234,7 +243,7 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	L.SetPatternSteps(&r.budget.steps, r.budget.max)
 	L.SetMemLimit(memLeft)
 	L.Push(fn)
-	err := L.PCall(0, 1, nil)
+	err := L.PCall(0, 1, vm.errFn)
 	memExceeded := L.MemExceeded()
 	ctx.luaMem += L.MemUsed()
 	ctx.luaSteps = r.budget.steps
@@ -268,40 +277,30 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 }
 
 // errorText renders an uncaught script error as Redis 7.0 does:
-// "<msg> script: <sha>, on @user_script:<line>.".
+// "<msg> script: <sha>, on @user_script:<line>.", the line being where
+// the error was raised (errHandler).
 func (r *luaRun) errorText(err error) string {
 	var obj lua.LValue = lua.LString(err.Error())
 	var ae *lua.ApiError
 	if errors.As(err, &ae) && ae.Object != nil {
 		obj = ae.Object
 	}
-	var msg, line string
+	var msg string
 	if tb, ok := obj.(*lua.LTable); ok {
-		if s, ok := tb.RawGetString("err").(lua.LString); ok {
-			msg = string(s)
-		} else {
+		switch e := tb.RawGetString("err").(type) {
+		case lua.LString, lua.LNumber:
+			msg = luaValueString(e)
+		default:
 			msg = "ERR " + r.tostring(tb)
 		}
-		if l, ok := tb.RawGetString("line").(lua.LNumber); ok {
-			line = l.String()
-		}
 	} else {
-		s := obj.String()
-		msg = "ERR " + s
-		// "user_script:3: boom" → line 3.
-		if rest, ok := strings.CutPrefix(s, luaChunkName+":"); ok {
-			if i := strings.IndexByte(rest, ':'); i > 0 {
-				if _, err := strconv.Atoi(rest[:i]); err == nil {
-					line = rest[:i]
-				}
-			}
-		}
+		msg = "ERR " + luaValueString(obj)
 	}
-	msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
-	if line == "" {
+	msg = oneLine(msg)
+	if r.errLine <= 0 {
 		return msg + " script: " + r.sha
 	}
-	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + line + "."
+	return msg + " script: " + r.sha + ", on @" + luaChunkName + ":" + strconv.Itoa(r.errLine) + "."
 }
 
 func byteTable(L *lua.LState, items [][]byte) *lua.LTable {
@@ -342,6 +341,9 @@ func parseLuaNumber(s string) (float64, error) {
 
 // tostring names values deterministically (see the package notes above).
 func (r *luaRun) tostring(v lua.LValue) string {
+	if v == r.vm.null {
+		return "userdata: (nil)" // glibc's %p of Redis' NULL light userdata
+	}
 	switch v.(type) {
 	case *lua.LTable, *lua.LFunction, *lua.LUserData, *lua.LState:
 		if r.ids == nil {
@@ -550,20 +552,70 @@ func (r *luaRun) toLua(L *lua.LState, res reply.Reply) lua.LValue {
 		return t
 	case reply.Error:
 		return errTable(L, res.Str)
-	case reply.Array, reply.Map, reply.Set, reply.Pairs:
-		// Scripts see maps, sets and score pairs flat, as Redis' RESP2
-		// conversion gives them.
-		t := L.CreateTable(len(res.Arr), 0)
-		for i, e := range res.Arr {
-			t.RawSetInt(i+1, r.toLua(L, e))
+	case reply.Bool:
+		return lua.LBool(res.Int != 0)
+	case reply.Map:
+		if r.resp3 {
+			// Redis' RESP3 conversion: {map = {field = value, ...}}.
+			m := L.CreateTable(0, len(res.Arr)/2)
+			for i := 0; i+1 < len(res.Arr); i += 2 {
+				m.RawSet(r.toLua(L, res.Arr[i]), r.toLua(L, res.Arr[i+1]))
+			}
+			t := L.CreateTable(0, 1)
+			t.RawSetString("map", m)
+			return t
 		}
-		return t
+		return r.flatToLua(L, res.Arr)
+	case reply.Set:
+		if r.resp3 {
+			// {set = {member = true, ...}}
+			m := L.CreateTable(0, len(res.Arr))
+			for _, e := range res.Arr {
+				m.RawSet(r.toLua(L, e), lua.LTrue)
+			}
+			t := L.CreateTable(0, 1)
+			t.RawSetString("set", m)
+			return t
+		}
+		return r.flatToLua(L, res.Arr)
+	case reply.Pairs:
+		if r.resp3 {
+			// RESP3 sends score pairs as 2-arrays: {{member, {double = score}}, ...}.
+			t := L.CreateTable(len(res.Arr)/2, 0)
+			for i := 0; i+1 < len(res.Arr); i += 2 {
+				p := L.CreateTable(2, 0)
+				p.RawSetInt(1, r.toLua(L, res.Arr[i]))
+				p.RawSetInt(2, r.toLua(L, res.Arr[i+1]))
+				t.RawSetInt(i/2+1, p)
+			}
+			return t
+		}
+		return r.flatToLua(L, res.Arr)
+	case reply.Array:
+		return r.flatToLua(L, res.Arr)
 	}
 	return lua.LNil
 }
 
-// toReply converts a script's return value to a reply (Redis 7 rules).
-// ok is false when tables nest deeper than luaMaxDepth (a cycle, say).
+// flatToLua is an array reply as a Lua array (and in RESP2 mode, how
+// scripts see maps, sets and score pairs: flat, as Redis' RESP2
+// conversion gives them).
+func (r *luaRun) flatToLua(L *lua.LState, items []reply.Reply) *lua.LTable {
+	t := L.CreateTable(len(items), 0)
+	for i, e := range items {
+		t.RawSetInt(i+1, r.toLua(L, e))
+	}
+	return t
+}
+
+// toReply converts a script's return value to a reply (Redis 7's
+// luaReplyToRedisReply). Booleans depend on redis.setresp: in RESP3 mode
+// they are RESP3 booleans (:1 and :0 to a RESP2 client). Tables are read
+// in this order: err, ok, double, big_number, verbatim_string, map, set,
+// else an array. A map's or set's entries come in the table's own order
+// (insertion order here, the same on every node; Redis' is its hash
+// order). ok is false when tables nest deeper than luaMaxDepth (a cycle,
+// say).
 func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 	if depth > luaMaxDepth {
 		return reply.Reply{}, false
@@ -572,6 +624,13 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 	case lua.LString:
 		return reply.NewBulk(string(v)), true
 	case lua.LBool:
+		if r.resp3 {
+			b := reply.Reply{Kind: reply.Bool}
+			if v {
+				b.Int = 1
+			}
+			return b, true
+		}
 		if v {
 			return reply.NewInt(1), true
 		}
@@ -580,15 +639,30 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 		return reply.NewInt(luaToInt(float64(v))), true
 	case *lua.LTable:
 		if s, ok := v.RawGetString("err").(lua.LString); ok {
-			return reply.NewError(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+			return reply.NewError(oneLine(string(s))), true
 		}
 		if s, ok := v.RawGetString("ok").(lua.LString); ok {
-			return reply.NewStatus(strings.NewReplacer("\r", " ", "\n", " ").Replace(string(s))), true
+			return reply.NewStatus(oneLine(string(s))), true
 		}
-		if r.resp3 {
-			if d, ok := v.RawGetString("double").(lua.LNumber); ok {
-				return scoreReply(float64(d)), true
+		if d, ok := v.RawGetString("double").(lua.LNumber); ok {
+			return reply.Reply{Kind: reply.Double, Str: fmtDouble(float64(d))}, true
+		}
+		if s, ok := v.RawGetString("big_number").(lua.LString); ok {
+			return reply.Reply{Kind: reply.BigNumber, Str: oneLine(string(s))}, true
+		}
+		if vt, ok := v.RawGetString("verbatim_string").(*lua.LTable); ok {
+			f, okf := vt.RawGetString("format").(lua.LString)
+			s, oks := vt.RawGetString("string").(lua.LString)
+			if okf && oks {
+				format := (string(f) + "   ")[:3]
+				return reply.Reply{Kind: reply.Verbatim, Str: format + ":" + string(s)}, true
 			}
+		}
+		if m, ok := v.RawGetString("map").(*lua.LTable); ok {
+			return r.pairsReply(m, reply.Map, depth)
+		}
+		if m, ok := v.RawGetString("set").(*lua.LTable); ok {
+			return r.pairsReply(m, reply.Set, depth)
 		}
 		var out []reply.Reply
 		for i := 1; ; i++ {
@@ -605,6 +679,34 @@ func (r *luaRun) toReply(v lua.LValue, depth int) (reply.Reply, bool) {
 		return reply.NewArray(out...), true
 	}
 	return reply.Null, true
+}
+
+// pairsReply is a {map=...} (keys and values) or {set=...} (keys) reply.
+func (r *luaRun) pairsReply(m *lua.LTable, kind reply.Kind, depth int) (reply.Reply, bool) {
+	// Next, not ForEach: ForEach walks Go maps, in random order.
+	out := reply.Reply{Kind: kind, Arr: []reply.Reply{}}
+	for k, val := m.Next(lua.LNil); k != lua.LNil; k, val = m.Next(k) {
+		x, ok := r.toReply(k, depth+1)
+		if !ok {
+			return reply.Reply{}, false
+		}
+		out.Arr = append(out.Arr, x)
+		if kind == reply.Map {
+			if x, ok = r.toReply(val, depth+1); !ok {
+				return reply.Reply{}, false
+			}
+			out.Arr = append(out.Arr, x)
+		}
+	}
+	return out, true
+}
+
+// fmtDouble is Redis' addReplyDouble text (%.17g, inf, nan).
+func fmtDouble(f float64) string {
+	if f != f {
+		return "nan"
+	}
+	return fmtScore(f)
 }
 
 // luaToInt truncates like C's (long long) cast; out-of-range values and

@@ -22,7 +22,7 @@ func TestLuaNumericForStringBounds(t *testing.T) {
 		}
 	}
 	r := newRT(t)
-	if got := fmtReply(r.eval(`for i = "x", 1 do end`, 0)); !strings.Contains(got, "for statement init must be a number") {
+	if got := fmtReply(r.eval(`for i = "x", 1 do end`, 0)); !strings.Contains(got, "'for' initial value must be a number") {
 		t.Errorf("non-numeric init: %s", got)
 	}
 }

@@ -23,7 +23,9 @@ type luaVM struct {
 	run   luaRun      // the script running now
 	// cmds caches command lookups by the name as the script spelled it.
 	cmds     map[string]*redisCmd
-	poisoned bool // a Go panic escaped into the VM: do not reuse
+	errFn    *lua.LFunction // run.errHandler, the PCall error function
+	null     *lua.LUserData // cjson.null (Redis: a NULL light userdata)
+	poisoned bool           // a Go panic escaped into the VM: do not reuse
 }
 
 const (
@@ -71,7 +73,8 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 	if r.ids != nil {
 		clear(r.ids)
 	}
-	r.t, r.ctx, r.sha, r.resp3 = t, ctx, sha, false
+	r.t, r.ctx, r.sha, r.resp3, r.errLine = t, ctx, sha, false, 0
+	r.cjson = cjsonDefaults
 	r.budget = stepBudget{steps: ctx.luaSteps, max: int64(t.cfg.MaxScriptSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)
@@ -100,6 +103,8 @@ func newLuaVM() *luaVM {
 	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}, cmds: map[string]*redisCmd{}}
 	vm.run.vm = vm
 	r := &vm.run
+	vm.errFn = L.NewFunction(r.errHandler)
+	vm.null = L.NewUserData()
 
 	for _, lib := range []struct {
 		name string
@@ -121,6 +126,21 @@ func newLuaVM() *luaVM {
 	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { tb.RawSetString(name, L.NewFunction(fn)) }
 
 	// Base functions that must be deterministic or respect read-only views.
+	set(g, "error", luaError)
+	pcall := g.RawGetString("pcall").(*lua.LFunction)
+	set(g, "pcall", func(L *lua.LState) int {
+		// Redis 7's luaRedisPcall: an error table is caught as its err text.
+		n := pcall.GFunction(L)
+		if n == 2 && L.Get(-2) == lua.LFalse {
+			if tb, ok := L.Get(-1).(*lua.LTable); ok {
+				switch e := tb.RawGetString("err").(type) {
+				case lua.LString, lua.LNumber:
+					L.Replace(-1, lua.LString(luaValueString(e)))
+				}
+			}
+		}
+		return n
+	})
 	set(g, "collectgarbage", func(L *lua.LState) int { L.Push(lua.LNumber(0)); return 1 })
 	set(g, "tostring", func(L *lua.LState) int {
 		v := L.CheckAny(1)
@@ -229,7 +249,8 @@ func newLuaVM() *luaVM {
 
 	// The globals, in sorted order so pairs(_G) is the same everywhere;
 	// each library behind a read-only view.
-	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib()}
+	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib(),
+		"bit": bitLib(L), "cjson": vm.cjsonLib(), "cmsgpack": cmsgpackLib(L), "struct": structLib(L)}
 	base := L.NewTable()
 	g.RawSetString("KEYS", lua.LFalse) // placeholders, replaced by begin
 	g.RawSetString("ARGV", lua.LFalse)
@@ -344,18 +365,41 @@ func (vm *luaVM) redisLib() *lua.LTable {
 		},
 		"sha1hex": func(L *lua.LState) int {
 			if L.GetTop() != 1 {
-				L.RaiseError("wrong number of arguments")
+				r.raise(L, errTable(L, "ERR wrong number of arguments"))
 			}
 			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
 			return 1
 		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },
 		"set_repl":           func(L *lua.LState) int { return 0 },
-		"log":                func(L *lua.LState) int { return 0 },
-		"debug":              func(L *lua.LState) int { return 0 },
-		"breakpoint":         func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
+		// Scripts run on every node: a node's log is not the place for
+		// their messages, so redis.log checks its arguments as Redis
+		// does and writes nothing.
+		"log": func(L *lua.LState) int {
+			if L.GetTop() < 2 {
+				r.raise(L, errTable(L, "ERR redis.log() requires two arguments or more."))
+			}
+			n, ok := L.Get(1).(lua.LNumber)
+			if !ok {
+				r.raise(L, errTable(L, "ERR First argument must be a number (log level)."))
+			}
+			if n < 0 || n > 3 {
+				r.raise(L, errTable(L, "ERR Invalid debug level."))
+			}
+			return 0
+		},
+		"debug":      func(L *lua.LState) int { return 0 },
+		"breakpoint": func(L *lua.LState) int { L.Push(lua.LFalse); return 1 },
 		"setresp": func(L *lua.LState) int {
-			switch L.CheckInt(1) {
+			if L.GetTop() != 1 {
+				r.raise(L, errTable(L, "ERR redis.setresp() requires one argument."))
+			}
+			n, _ := L.Get(1).(lua.LNumber) // lua_tonumber: anything else is 0
+			if s, ok := L.Get(1).(lua.LString); ok {
+				f, _ := parseLuaNumber(string(s))
+				n = lua.LNumber(f)
+			}
+			switch int(n) {
 			case 2:
 				r.resp3 = false
 			case 3:

@@ -71,7 +71,7 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 	}
 	sha := ScriptSHA(script)
 	if _, err := t.rx.lua.compile(sha, script); err != nil {
-		return reply.NewError(compileErrText(err))
+		return reply.NewError(compileErrText(err, script))
 	}
 	if !t.rx.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
 		return reply.NewError(errScriptsFull)
@@ -106,7 +106,7 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 	}
 	proto, err := t.rx.lua.compile(sha, script)
 	if err != nil {
-		return reply.NewError(compileErrText(err))
+		return reply.NewError(compileErrText(err, script))
 	}
 	r, failed := t.runScript(ctx, sha, proto, keys, args, ro)
 	if !failed {
@@ -134,7 +134,7 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 	}
 	proto, err := t.rx.lua.compile(sha, script)
 	if err != nil {
-		return reply.NewError(compileErrText(err)) // not reached: cached scripts compiled
+		return reply.NewError(compileErrText(err, script)) // not reached: cached scripts compiled
 	}
 	t.rx.undo.cacheAt = mark
 	r, _ := t.runScript(ctx, sha, proto, keys, args, ro)

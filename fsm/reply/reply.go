@@ -29,6 +29,16 @@ const (
 	// Pairs is a list of (member, score) pairs (ZRANGE WITHSCORES); Arr is
 	// flat, RESP2 renders it flat and RESP3 as an array of 2-arrays.
 	Pairs
+	// Bool is a RESP3 boolean (a script's true or false after
+	// redis.setresp(3)); Int is 1 or 0, which RESP2 sends as an integer.
+	Bool
+	// BigNumber is a RESP3 big number (a script's {big_number=...}); Str
+	// holds its digits, which RESP2 sends as a bulk string.
+	BigNumber
+	// Verbatim is a RESP3 verbatim string (a script's
+	// {verbatim_string=...}); Str is "fmt:text" with a three-byte format,
+	// and RESP2 sends only text as a bulk string.
+	Verbatim
 )
 
 // Aggregate reports whether a reply of kind k carries its items in Arr.

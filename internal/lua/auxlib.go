@@ -242,11 +242,15 @@ func (ls *LState) OptUserData(n int, d *LUserData) *LUserData {
 /* error operations {{{ */
 
 func (ls *LState) ArgError(n int, message string) {
-	ls.RaiseError("bad argument #%v to %v (%v)", n, ls.rawFrameFuncName(ls.currentFrame), message)
+	ls.RaiseError("%s", ls.badArgText(n, message))
 }
 
 func (ls *LState) TypeError(n int, typ LValueType) {
-	ls.RaiseError("bad argument #%v to %v (%v expected, got %v)", n, ls.rawFrameFuncName(ls.currentFrame), typ.String(), ls.Get(n).Type().String())
+	got := ls.Get(n).Type().String()
+	if n > ls.GetTop() {
+		got = "no value"
+	}
+	ls.RaiseError("%s", ls.badArgText(n, typ.String()+" expected, got "+got))
 }
 
 /* }}} */

@@ -740,7 +740,12 @@ func (ls *LState) raiseError(level int, format string, args ...interface{}) {
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
 	}
-	if level > 0 {
+	switch {
+	case level == 1:
+		if w := ls.errorWhere(); w != "" {
+			message = w + " " + message
+		}
+	case level > 1:
 		message = fmt.Sprintf("%v %v", ls.where(level-1, true), message)
 	}
 	if ls.reg.IsFull() {
@@ -1135,7 +1140,7 @@ func (ls *LState) pushCallFrame(cf callFrame, fn LValue, meta bool) { // +inline
 		ls.reg.Insert(fn, cf.LocalBase)
 	}
 	if cf.Fn == nil {
-		ls.RaiseError("attempt to call a non-function object")
+		ls.RaiseError("%s", ls.typeErrorText("call", fn, ls.calledReg()))
 	}
 	if ls.stack.IsFull() {
 		ls.RaiseError("stack overflow")
@@ -1286,7 +1291,7 @@ func (ls *LState) getField(obj LValue, key LValue) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			return LNil
 		}
@@ -1317,7 +1322,7 @@ func (ls *LState) getFieldString(obj LValue, key string) LValue {
 		metaindex := ls.metaOp1(curobj, "__index")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			return LNil
 		}
@@ -1348,7 +1353,7 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key.String())
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			ls.RawSet(tb, key, value)
 			return
@@ -1380,7 +1385,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		metaindex := ls.metaOp1(curobj, "__newindex")
 		if metaindex == LNil {
 			if !istable {
-				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+				ls.RaiseError("%s", ls.typeErrorText("index", curobj, ls.indexedReg()))
 			}
 			tb.RawSetString(key, value)
 			return
@@ -2075,6 +2080,9 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 				}()
 				ls.Call(1, 1)
 				err = newApiError(ApiErrorError, ls.Get(-1))
+				// raiseError left the upvalues open for the handler; close
+				// them as it does without one, so none outlives the call.
+				ls.closeAllUpvalues()
 			} else if len(err.(*ApiError).StackTrace) == 0 {
 				err.(*ApiError).StackTrace = ls.stackTrace(0)
 			}

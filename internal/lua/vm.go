@@ -840,10 +840,10 @@ func init() {
 							}
 						}
 					} else {
-						L.RaiseError("__unm undefined")
+						L.RaiseError("%s", L.arithErrorText(unaryv, unaryv))
 					}
 				} else {
-					L.RaiseError("__unm undefined")
+					L.RaiseError("%s", L.arithErrorText(unaryv, unaryv))
 				}
 			}
 			return 0
@@ -1002,7 +1002,7 @@ func init() {
 						}
 					}
 				} else {
-					L.RaiseError("__len undefined")
+					L.RaiseError("%s", L.typeErrorText("get length of", lv, B))
 				}
 			}
 			return 0
@@ -1089,11 +1089,11 @@ func init() {
 				if v2, ok2 := rhs.(LNumber); ok2 {
 					ret = v1 <= v2
 				} else {
-					L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+					L.RaiseError("%s", orderErrorText(lhs, rhs))
 				}
 			} else {
 				if lhs.Type() != rhs.Type() {
-					L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+					L.RaiseError("%s", orderErrorText(lhs, rhs))
 				}
 				switch lhs.Type() {
 				case LTString:
@@ -1198,7 +1198,7 @@ func init() {
 					ls.reg.Insert(fn, cf.LocalBase)
 				}
 				if cf.Fn == nil {
-					ls.RaiseError("attempt to call a non-function object")
+					ls.RaiseError("%s", ls.typeErrorText("call", fn, ls.calledReg()))
 				}
 				if ls.stack.IsFull() {
 					ls.RaiseError("stack overflow")
@@ -1331,7 +1331,7 @@ func init() {
 				callable, meta = L.metaCall(lv)
 			}
 			if callable == nil {
-				L.RaiseError("attempt to call a non-function object")
+				L.RaiseError("%s", L.typeErrorText("call", lv, L.calledReg()))
 			}
 			// this section is inlined by go-inline
 			// source function is 'func (ls *LState) closeUpvalues(idx int) ' in '_state.go'
@@ -1874,13 +1874,13 @@ func init() {
 							}
 						}
 					} else {
-						L.RaiseError("for statement step must be a number")
+						L.RaiseError("'for' step must be a number")
 					}
 				} else {
-					L.RaiseError("for statement limit must be a number")
+					L.RaiseError("'for' limit must be a number")
 				}
 			} else {
-				L.RaiseError("for statement init must be a number")
+				L.RaiseError("'for' initial value must be a number")
 			}
 			return 0
 		},
@@ -1914,10 +1914,10 @@ func init() {
 						}
 					}
 				} else {
-					L.RaiseError("for statement step must be a number")
+					L.RaiseError("'for' step must be a number")
 				}
 			} else {
-				L.RaiseError("for statement init must be a number")
+				L.RaiseError("'for' initial value must be a number")
 			}
 			cf.Pc += Sbx
 			return 0
@@ -2335,14 +2335,14 @@ func objectArith(L *LState, opcode int, lhs, rhs LValue) LValue {
 			return numberArith(L, opcode, LNumber(v1), LNumber(v2))
 		}
 	}
-	L.RaiseError("%s", fmt.Sprintf("cannot perform %v operation between %v and %v",
-		strings.TrimLeft(event, "_"), lhs.Type().String(), rhs.Type().String()))
+	L.RaiseError("%s", L.arithErrorText(lhs, rhs))
 
 	return LNil
 }
 
 func stringConcat(L *LState, total, last int) LValue {
 	rhs := L.reg.Get(last)
+	rhsAbs := last // the register rhs is in; -1 once it is a partial result
 	total--
 	for i := last - 1; total > 0; {
 		lhs := L.reg.Get(i)
@@ -2353,11 +2353,11 @@ func stringConcat(L *LState, total, last int) LValue {
 				L.reg.Push(lhs)
 				L.reg.Push(rhs)
 				L.Call(2, 1)
-				rhs = L.reg.Pop()
+				rhs, rhsAbs = L.reg.Pop(), -1
 				total--
 				i--
 			} else {
-				L.RaiseError("cannot perform concat operation between %v and %v", lhs.Type().String(), rhs.Type().String())
+				L.RaiseError("%s", L.concatErrorText(lhs, rhs, i, rhsAbs))
 				return LNil
 			}
 		} else {
@@ -2377,7 +2377,7 @@ func stringConcat(L *LState, total, last int) LValue {
 				n += int64(len(b))
 			}
 			L.mem.charge(n)
-			rhs = LString(strings.Join(buf, ""))
+			rhs, rhsAbs = LString(strings.Join(buf, "")), -1
 		}
 	}
 	return rhs
@@ -2389,10 +2389,10 @@ func lessThan(L *LState, lhs, rhs LValue) bool {
 		if v2, ok2 := rhs.(LNumber); ok2 {
 			return v1 < v2
 		}
-		L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+		L.RaiseError("%s", orderErrorText(lhs, rhs))
 	}
 	if lhs.Type() != rhs.Type() {
-		L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+		L.RaiseError("%s", orderErrorText(lhs, rhs))
 		return false
 	}
 	ret := false
@@ -2447,7 +2447,7 @@ func objectRationalWithError(L *LState, lhs, rhs LValue, event string) bool {
 	case 0:
 		return false
 	}
-	L.RaiseError("attempt to compare %v with %v", lhs.Type().String(), rhs.Type().String())
+	L.RaiseError("%s", orderErrorText(lhs, rhs))
 	return false
 }
 

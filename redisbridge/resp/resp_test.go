@@ -180,6 +180,11 @@ func TestWriterReplies(t *testing.T) {
 		{"nil array", reply.Reply{Kind: reply.NilArray}, "*-1\r\n", "_\r\n"},
 		{"double", reply.NewDouble(1.5), "$3\r\n1.5\r\n", ",1.5\r\n"},
 		{"inf", reply.Reply{Kind: reply.Double, Str: "+Inf"}, "$3\r\ninf\r\n", ",inf\r\n"},
+		{"bool", reply.Reply{Kind: reply.Bool, Int: 1}, ":1\r\n", "#t\r\n"},
+		{"bool false", reply.Reply{Kind: reply.Bool}, ":0\r\n", "#f\r\n"},
+		{"big number", reply.Reply{Kind: reply.BigNumber, Str: "12345678901234567890"}, "$20\r\n12345678901234567890\r\n", "(12345678901234567890\r\n"},
+		{"verbatim", reply.Reply{Kind: reply.Verbatim, Str: "txt:abc"}, "$3\r\nabc\r\n", "=7\r\ntxt:abc\r\n"},
+		{"verbatim, no format", reply.Reply{Kind: reply.Verbatim, Str: "ab"}, "$0\r\n\r\n", "$0\r\n\r\n"},
 		{"array", arr, "*4\r\n:1\r\n$1\r\na\r\n$-1\r\n*0\r\n", "*4\r\n:1\r\n$1\r\na\r\n_\r\n*0\r\n"},
 	}
 	for _, tt := range tests {

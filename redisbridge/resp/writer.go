@@ -224,6 +224,25 @@ func (w *Writer) WriteReply(r reply.Reply) {
 		w.WriteNullArray()
 	case reply.Double:
 		w.WriteDouble(r.Str)
+	case reply.Bool:
+		w.WriteBool(r.Int != 0)
+	case reply.BigNumber:
+		if w.Proto >= 3 {
+			w.line('(', r.Str)
+		} else {
+			w.WriteBulkString(r.Str)
+		}
+	case reply.Verbatim:
+		switch {
+		case w.Proto >= 3 && len(r.Str) >= 4:
+			w.header('=', int64(len(r.Str)))
+			w.bw.WriteString(r.Str)
+			w.bw.WriteString("\r\n")
+		case len(r.Str) >= 4:
+			w.WriteBulkString(r.Str[4:])
+		default:
+			w.WriteBulkString("")
+		}
 	default:
 		w.WriteError("ERR internal error: unknown reply kind " + strconv.Itoa(int(r.Kind)))
 	}

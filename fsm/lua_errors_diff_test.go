@@ -1,0 +1,150 @@
+package fsm
+
+import "testing"
+
+// luaErrorCases are scripts whose errors Redis 7 words in Lua 5.1's terms
+// (variable names, "near" tokens) with its own "script: <sha>, on
+// @user_script:<line>." suffix; clients and people match on these texts.
+var luaErrorCases = []string{
+	"return 1 +",
+	"local = 1",
+	";",
+	"return 1 2",
+	"for i = 1 do end",
+	"if true then",
+	"if true then\n",
+	"\n\nwhile true do\n  local x = 1\n",
+	"local function f(a, 1) end",
+	"function f(...) return ... end return ...",
+	"local function f() return ... end",
+	"break",
+	"while true do break end return 1",
+	"f\n(1)",
+	"(f)",
+	"x, f() = 1, 2",
+	"return {a = 1, [2] = 3, 4; 5,}",
+	"return {a = }",
+	"local t = {1, 2",
+	"return 3x",
+	"return 0x",
+	"return 'a\\300'",
+	"return [==[ x ]=]",
+	"return [=x",
+	"--[[ unfinished",
+	"return \"abc\ndef\"",
+	"return x..",
+	"return not",
+	"for k, v in pairs({}) do",
+	"for k do end",
+	"repeat local x = 1",
+	"local t = {} t.",
+	"local t = {} t:m",
+	"return @",
+	"return \"\\q\"",
+	"goto x",
+	"return (1",
+	"return (1\n\n",
+	"a.b:c = 1",
+	"return function(a,) end",
+	"return (",
+	"return 'abc",
+	"x = = 2",
+	"return x.y",
+	"local x; return x.y",
+	"return foo()",
+	"local t={} return t.a.b",
+	"return 1 + nil",
+	"local a; return a + 1",
+	"local a = {}; return a.b + 1",
+	"return {} .. 'x'",
+	"local a; return 'x' .. a",
+	"error('boom')",
+	"error('boom', 0)",
+	"error('boom', 2)",
+	"error()",
+	"error(nil)",
+	"error(42)",
+	"error({err='MY boom'})",
+	"error({err=1})",
+	"return redis.error_reply('X y')",
+	"error(redis.error_reply('X y'))",
+	"local x = 'a' + 1",
+	"return #nil",
+	"local t = {} t.x.y = 1",
+	"return ARGV[1].foo",
+	"local s = 'x'; return s:nope()",
+	"return string.nope()",
+	"return KEYS.x()",
+	"local f; f()",
+	"local t = {}; t.f()",
+	"local t = {}; t:m()",
+	"return 1 < 'a'",
+	"return {} < {}",
+	"return -{}",
+	"for i=1,'x' do end",
+	"for i='x',1 do end",
+	"for i=1,2,{} do end",
+	"return redis.call()",
+	"return redis.call('nosuchcommand')",
+	"return redis.call('get')",
+	"x = 5",
+	"return y",
+	"local t = setmetatable({}, {__index = function(t, k) return k.x end}) return t.a",
+	"\nlocal x\n\nreturn x.y",
+	"local a = 1\nlocal b = a.c",
+	"return math.floor('x')",
+	"return string.rep()",
+	"return ('x'):rep('y')",
+	"return tostring()",
+	"return pcall(error, 'x')",
+	"local ok, e = pcall(function() local z; return z.q end) return e",
+	"local ok, e = pcall(function() error({err='E'}) end) return e.err",
+	"return redis.pcall('incr')",
+	"return select(-5, 1)",
+	"return upval_test",
+	"local u; local function f() return u.x end return f()",
+}
+
+func TestLuaErrorsDifferential(t *testing.T) {
+	rc := startRedis(t)
+	var steps []dstep
+	for _, s := range luaErrorCases {
+		steps = append(steps, ev(s, nil))
+	}
+	steps = append(steps, c("SET", "k", "notanumber"), ev("return redis.call('incr', KEYS[1])", []string{"k"}),
+		ev("redis.call('incr', KEYS[1])\nreturn 1", []string{"k"}))
+	runDiff(t, rc, diffCase{name: "error texts", steps: steps})
+}
+
+// TestLuaSyntaxAcceptsLua51: the syntax check runs before every compile,
+// so it must take everything Lua 5.1 takes.
+func TestLuaSyntaxAcceptsLua51(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"return",
+		"return;",
+		"local a, b, c = 1, 2 local function f(...) local x, y = ... return select('#', ...) end",
+		"local t = {1, 2; 3, a = 1, ['b'] = 2, [f and 1 or 2] = 3, {}, function() end,}",
+		"x, y.z, t[1] = 1, 2, 3",
+		"local s = [[\nlong]] .. [==[ with ]] inside ]==] .. 'a\\'b' .. \"c\\\"d\" .. '\\65\\066\\0067\\z\\\n'",
+		"--[[ block\ncomment ]] --[==[ another ]==] -- line\nreturn 1",
+		"return 0x1F + 1e-3 + .5 + 5. + 3E+2 + 0XaB",
+		"local o = {} function o.a.b:c(x) return self end function o:m() end",
+		"while false do break end repeat local x = 1 until x == 1 for i = 1, 10, 2 do end for k, v in next, {} do end",
+		"if a then elseif b then else end do end",
+		"return not not -#'x' ^ 2 .. 1 == 2 and 3 or 4 ~= 5 and 6 <= 7 and 8 >= 9 and a < b and c > d",
+		"f{1} f'x' f\"y\" f[[z]] o:m{} o:m'x' a.b.c:d(1)(2)[3]:e()",
+		"local function f() return function(...) return ... end end return (f())(1)",
+		"return ((((((((((1))))))))))",
+		"local t = {} t[#t + 1] = 1 return t[#t]",
+		"return redis.call('get', KEYS[1]) == ARGV[1]",
+		"for i = 1, 2 do local function g() return i end end",
+		"local a = {[1]=1;[2]=2}",
+		"return -1 - -1",
+		"a = function(self, ...) return arg end",
+	} {
+		if msg := luaSyntaxError([]byte(s)); msg != "" {
+			t.Errorf("%q: %s", s, msg)
+		}
+	}
+}
