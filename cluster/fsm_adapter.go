@@ -153,6 +153,9 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	idx, now := t.AppliedIndex(), t.Now()
 	n.mu.Unlock()
 	n.setApplied(idx, now, true)
+	// Subscribers that keep state about keys (client-side caching) must
+	// drop it: the restored table carries no events of what changed.
+	n.dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
 	return nil
 }
 

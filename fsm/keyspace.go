@@ -38,6 +38,7 @@ func (t *Table) put(ctx *applyCtx, key string, v *Value) {
 	if d := v.deadline(); d != 0 {
 		t.schedule(d, dueKey, key)
 	}
+	ctx.emit(Event{Kind: EvValueChanged, Key: key})
 }
 
 // putLock stores the new lock v at key, where nothing is.
@@ -61,6 +62,8 @@ func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
 	v.Version = ctx.index
 	if v.Kind() == KindLock {
 		ctx.emit(Event{Kind: EvChanged, Key: key})
+	} else {
+		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
 }
 
@@ -91,6 +94,8 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 			t.holdEnded(ctx, key, l.holder(i), reason)
 		}
 		ctx.emit(Event{Kind: EvChanged, Key: key})
+	} else {
+		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
 	t.keyFreed(ctx, key)
 	return true

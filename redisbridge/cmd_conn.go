@@ -193,6 +193,14 @@ func cmdClient(c *conn, args [][]byte) {
 		clientList(c, args)
 	case "kill":
 		clientKill(c, args)
+	case "tracking":
+		clientTracking(c, args)
+	case "caching":
+		clientCaching(c, args)
+	case "getredir":
+		clientGetRedir(c)
+	case "trackinginfo":
+		clientTrackingInfo(c)
 	case "no-evict":
 		switch strings.ToLower(string(args[2])) {
 		case "on", "off":

@@ -71,6 +71,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	c.pipeMu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
+	c.writeStarted()
 	f := ab.ApplyAsync(ctx, cmd)
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
 	c.pipeMu.Lock()
@@ -139,6 +140,7 @@ func (c *conn) replier() {
 			c.wmu.Unlock()
 		}
 		r, err := f.Result()
+		c.writeDone(r.Index)
 
 		c.wmu.Lock()
 		c.writeResult(r, err)
