@@ -208,6 +208,29 @@ func trackingScenarios() []trkScenario {
 			b.do("SET", "trk:out2", "x")
 			a.frame() // only trk:out2
 		}},
+		{"RESP3 keys a script or MULTI block reads, after its own writes", func(open func(string, int) *trkConn) {
+			a, b := open("A", 0), open("B", 1)
+			a.do("HELLO", "3")
+			a.do("CLIENT", "TRACKING", "ON", "OPTOUT")
+			// rueidislock's acquire shape: SET NX, then GET to track the key.
+			a.do("EVAL", `local r = redis.call("SET",KEYS[1],ARGV[1],"NX","PX",ARGV[2]);redis.call("GET",KEYS[1]);return r`, "1", "trk:s", "tok", "10000")
+			a.do("EVAL", `if redis.call("GET",KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE",KEYS[1],ARGV[2]) end;return 0`, "1", "trk:s", "other", "10000")
+			b.do("DEL", "trk:s")
+			a.frame()
+			a.do("MULTI")
+			a.do("SET", "trk:m", "1")
+			a.do("GET", "trk:m")
+			a.do("EXEC")
+			b.do("SET", "trk:m", "2")
+			a.frame()
+			// CACHING NO: the next script's keys are not tracked.
+			a.do("CLIENT", "CACHING", "NO")
+			a.do("EVAL", `return redis.call("GET",KEYS[1])`, "1", "trk:n")
+			a.do("EVAL", `return redis.call("GET",KEYS[1])`, "1", "trk:n2")
+			b.do("SET", "trk:n", "x")
+			b.do("SET", "trk:n2", "x")
+			a.frame() // only trk:n2
+		}},
 		{"RESP3 BCAST with prefixes", func(open func(string, int) *trkConn) {
 			a, b := open("A", 0), open("B", 1)
 			a.do("HELLO", "3")

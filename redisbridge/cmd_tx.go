@@ -119,13 +119,6 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.w.WriteError(msgExecAbort)
 		return
 	}
-	if c.trackingReads() {
-		for _, args := range queue {
-			if fsm.IsReadOnly(args[0]) {
-				c.s.trk.remember(c, fsm.CommandKeysOf(c.lowerName(args[0]), args))
-			}
-		}
-	}
 	if r, ok := c.apply(&fsm.Command{Op: fsm.OpExec, Multi: queue, Watch: watch}); ok {
 		c.w.WriteReply(r.Reply)
 	}

@@ -305,8 +305,10 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	ctx, cancel := c.ctx()
 	defer cancel()
 	c.writeStarted()
+	reg := c.trackBegin(cmd)
 	r, err := c.s.b.Apply(ctx, cmd)
 	c.writeDone(r.Index)
+	c.s.trk.end(reg, r.Index)
 	return r, c.noteResult(r, err)
 }
 

@@ -72,7 +72,11 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	c.writeStarted()
+	reg := c.trackBegin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
+	if reg != nil {
+		f = trackedFuture{f, reg}
+	}
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
 	c.pipeMu.Lock()
 	c.pipe.items = append(c.pipe.items, f)
@@ -141,6 +145,9 @@ func (c *conn) replier() {
 		}
 		r, err := f.Result()
 		c.writeDone(r.Index)
+		if tf, ok := f.(trackedFuture); ok {
+			c.s.trk.end(tf.reg, r.Index)
+		}
 
 		c.wmu.Lock()
 		c.writeResult(r, err)

@@ -44,6 +44,9 @@ type tracker struct {
 	clients map[int64]*conn
 	// conns: every connection by id (redirect targets).
 	conns map[int64]*conn
+	// pending: key -> registrations of writes in flight that read it
+	// (scripts, MULTI blocks).
+	pending map[string][]*pendingReg
 	// active is len(clients): the apply path skips the lock when 0.
 	active atomic.Int32
 }
@@ -55,6 +58,7 @@ func newTracker(maxKeys int) *tracker {
 		prefixes: make(map[string]map[*conn]struct{}),
 		clients:  make(map[int64]*conn),
 		conns:    make(map[int64]*conn),
+		pending:  make(map[string][]*pendingReg),
 	}
 }
 
@@ -155,7 +159,7 @@ func (c *conn) parseTracking(args [][]byte) (o trackOptions, msg string) {
 	case o.bcast && (o.optin || o.optout):
 		return o, "ERR OPTIN and OPTOUT are not compatible with BCAST"
 	case o.optin && o.optout:
-		return o, "ERR You can't use both OPTIN and OPTOUT"
+		return o, "ERR You can't specify both OPTIN mode and OPTOUT mode"
 	case (o.optin && cur.optout) || (o.optout && cur.optin):
 		return o, "ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode."
 	}
@@ -345,6 +349,9 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 			continue
 		}
 		tr.invalidateKeyLocked(e.Key, index)
+		for _, p := range tr.pending[e.Key] {
+			p.changed[e.Key] = index
+		}
 		if len(tr.prefixes) == 0 {
 			continue
 		}
@@ -606,5 +613,102 @@ func clientTrackingInfo(c *conn) {
 	c.w.WriteArrayLen(len(st.prefixes))
 	for _, p := range st.prefixes {
 		c.w.WriteBulkString(p)
+	}
+}
+
+// Keys read by a write entry (a script's KEYS, the reads of a MULTI
+// block) are tracked as of that entry: changes the entry itself made do
+// not invalidate them (Redis tracks a script's GET after its own SET),
+// changes after it do. The registration is pending while the entry is in
+// flight; end then tracks each key, or invalidates it at once if a later
+// entry already changed it.
+
+// pendingReg is one write's keys to track, in flight.
+type pendingReg struct {
+	c       *conn
+	keys    []string
+	changed map[string]uint64 // key -> index of the last entry seen changing it
+}
+
+// trackedFuture carries a pipelined write's registration to the replier.
+type trackedFuture struct {
+	ApplyFuture
+	reg *pendingReg
+}
+
+// trackBegin returns the pending registration of cmd's read keys, or nil
+// when c does not track them. Call from serve before proposing cmd.
+func (c *conn) trackBegin(cmd *fsm.Command) *pendingReg {
+	if !c.trackingReads() {
+		return nil
+	}
+	var keys []string
+	switch cmd.Op {
+	case fsm.OpEval, fsm.OpEvalSHA:
+		// Every declared key: a superset of what the script reads.
+		for _, k := range cmd.KeysB {
+			keys = append(keys, string(k))
+		}
+	case fsm.OpExec:
+		for _, args := range cmd.Multi {
+			if fsm.IsReadOnly(args[0]) {
+				for _, k := range fsm.CommandKeysOf(strings.ToLower(string(args[0])), args) {
+					keys = append(keys, string(k))
+				}
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	p := &pendingReg{c: c, keys: keys, changed: make(map[string]uint64)}
+	tr := c.s.trk
+	tr.mu.Lock()
+	for _, k := range keys {
+		tr.pending[k] = append(tr.pending[k], p)
+	}
+	tr.mu.Unlock()
+	return p
+}
+
+// end tracks p's keys as of entry index (0: outcome unknown, so any
+// change seen counts as later).
+func (tr *tracker) end(p *pendingReg, index uint64) {
+	if p == nil {
+		return
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, k := range p.keys {
+		regs := tr.pending[k]
+		if i := slices.Index(regs, p); i >= 0 {
+			regs = slices.Delete(regs, i, i+1)
+		}
+		if len(regs) == 0 {
+			delete(tr.pending, k)
+		} else {
+			tr.pending[k] = regs
+		}
+	}
+	c := p.c
+	if !c.trk.on || c.trk.bcast {
+		return
+	}
+	for _, k := range p.keys {
+		if j, ok := p.changed[k]; ok && (index == 0 || j > index) {
+			tr.sendLocked(c, []string{k}, false, j)
+			continue
+		}
+		ids := tr.keys[k]
+		if ids == nil {
+			for len(tr.keys) >= tr.maxKeys {
+				tr.evictLocked()
+			}
+			ids = make(map[int64]struct{}, 1)
+			tr.keys[k] = ids
+		}
+		ids[c.id] = struct{}{}
 	}
 }
