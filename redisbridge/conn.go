@@ -304,10 +304,12 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
-	c.writeStarted()
+	counted := c.writeStarted()
 	reg := c.trackBegin(cmd)
 	r, err := c.s.b.Apply(ctx, cmd)
-	c.writeDone(r.Index)
+	if counted {
+		c.writeDone(r.Index)
+	}
 	c.s.trk.end(reg, r.Index)
 	return r, c.noteResult(r, err)
 }

@@ -71,11 +71,11 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	c.pipeMu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
-	c.writeStarted()
+	counted := c.writeStarted()
 	reg := c.trackBegin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
-	if reg != nil {
-		f = trackedFuture{f, reg}
+	if reg != nil || counted {
+		f = trackedFuture{f, reg, counted}
 	}
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
 	c.pipeMu.Lock()
@@ -144,8 +144,10 @@ func (c *conn) replier() {
 			c.wmu.Unlock()
 		}
 		r, err := f.Result()
-		c.writeDone(r.Index)
 		if tf, ok := f.(trackedFuture); ok {
+			if tf.counted {
+				c.writeDone(r.Index)
+			}
 			c.s.trk.end(tf.reg, r.Index)
 		}
 

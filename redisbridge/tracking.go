@@ -456,14 +456,17 @@ func (c *conn) parkOwn(index uint64, keys []string, null bool) bool {
 	return true
 }
 
-// writeStarted notes a write c proposes (NOLOOP only).
-func (c *conn) writeStarted() {
+// writeStarted notes a write c proposes, if c is NOLOOP; it reports
+// whether it did (then call writeDone with the answer). Other
+// connections' writes never take the tracker's lock.
+func (c *conn) writeStarted() bool {
 	if !c.noloop.Load() {
-		return
+		return false
 	}
 	c.s.trk.mu.Lock()
 	c.loop.writes++
 	c.s.trk.mu.Unlock()
+	return true
 }
 
 // writeDone notes the answer to a write writeStarted counted: index is
@@ -633,7 +636,8 @@ type pendingReg struct {
 // trackedFuture carries a pipelined write's registration to the replier.
 type trackedFuture struct {
 	ApplyFuture
-	reg *pendingReg
+	reg     *pendingReg
+	counted bool // writeStarted counted it (NOLOOP)
 }
 
 // trackBegin returns the pending registration of cmd's read keys, or nil
