@@ -604,6 +604,9 @@ func diffSequences() []sequence {
 			cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "$P:z:", "PREFIX", "$P:x:"),
 			cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKING", "ON"), cmd("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"),
 			cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKING", "OFF"), cmd("CLIENT", "TRACKINGINFO"),
+			// RESET turns tracking off (and goes back to RESP2).
+			cmd("CLIENT", "TRACKING", "ON", "OPTIN"), cmd("CLIENT", "CACHING", "YES"), cmd("RESET"),
+			cmd("CLIENT", "TRACKINGINFO"),
 		}},
 	}
 }

@@ -52,6 +52,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.tx.reset()
 	c.tx.unwatch()
 	c.s.hub.unsubscribeAll(c)
+	c.s.trk.disable(c)
+	c.caching = false
 	c.name = ""
 	c.w.Proto = 2
 	c.publishListed()
