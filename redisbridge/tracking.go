@@ -38,8 +38,11 @@ type tracker struct {
 	keys    map[string]map[int64]struct{}
 	maxKeys int
 	// prefixes: BCAST prefix -> connections; nprefixes counts pairs.
+	// plens: the lengths of the prefixes, with how many have each: a
+	// changed key is looked up at those lengths only.
 	prefixes  map[string]map[*conn]struct{}
 	nprefixes int
+	plens     map[int]int
 	// clients: tracking connections by id.
 	clients map[int64]*conn
 	// conns: every connection by id (redirect targets).
@@ -59,6 +62,7 @@ func newTracker(maxKeys int) *tracker {
 		clients:  make(map[int64]*conn),
 		conns:    make(map[int64]*conn),
 		pending:  make(map[string][]*pendingReg),
+		plens:    make(map[int]int),
 	}
 }
 
@@ -85,6 +89,9 @@ func (tr *tracker) disableLocked(c *conn) {
 			tr.nprefixes--
 			if len(set) == 0 {
 				delete(tr.prefixes, p)
+				if tr.plens[len(p)]--; tr.plens[len(p)] == 0 {
+					delete(tr.plens, len(p))
+				}
 			}
 		}
 	}
@@ -223,6 +230,7 @@ func (tr *tracker) enable(c *conn, o trackOptions) string {
 			if set == nil {
 				set = make(map[*conn]struct{})
 				tr.prefixes[p] = set
+				tr.plens[len(p)]++
 			}
 			set[c] = struct{}{}
 			tr.nprefixes++
@@ -333,6 +341,13 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	var bcast map[*conn]map[string][]string // client -> prefix -> keys
+	var lens []int
+	if len(tr.plens) > 0 {
+		lens = make([]int, 0, len(tr.plens))
+		for n := range tr.plens {
+			lens = append(lens, n)
+		}
+	}
 	for i := range events {
 		e := &events[i]
 		switch e.Kind {
@@ -355,7 +370,10 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 		if len(tr.prefixes) == 0 {
 			continue
 		}
-		for n := 0; n <= len(e.Key); n++ {
+		for _, n := range lens {
+			if n > len(e.Key) {
+				continue
+			}
 			p := e.Key[:n]
 			for c := range tr.prefixes[p] {
 				if !c.mayKey(e.Key) {
@@ -369,9 +387,7 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 					m = make(map[string][]string)
 					bcast[c] = m
 				}
-				if !slices.Contains(m[p], e.Key) {
-					m[p] = append(m[p], e.Key)
-				}
+				m[p] = append(m[p], e.Key)
 			}
 		}
 	}
@@ -384,8 +400,9 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 		}
 		slices.Sort(ps)
 		for _, p := range ps {
-			slices.Sort(m[p]) // Redis keeps them in a radix tree
-			tr.sendLocked(c, m[p], false, index)
+			keys := m[p]
+			slices.Sort(keys) // Redis keeps them in a radix tree, once each
+			tr.sendLocked(c, slices.Compact(keys), false, index)
 		}
 	}
 }

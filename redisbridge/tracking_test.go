@@ -163,6 +163,6 @@ func TestTrackingClosedClientForgotten(t *testing.T) {
 	eventually(t, 5*time.Second, "the closed client to leave the tracking table", func() bool {
 		s.trk.mu.Lock()
 		defer s.trk.mu.Unlock()
-		return len(s.trk.clients) == 0 && len(s.trk.prefixes) == 0 && s.trk.nprefixes == 0 && s.trk.active.Load() == 0
+		return len(s.trk.clients) == 0 && len(s.trk.prefixes) == 0 && len(s.trk.plens) == 0 && s.trk.nprefixes == 0 && s.trk.active.Load() == 0
 	})
 }
