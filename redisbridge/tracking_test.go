@@ -166,3 +166,21 @@ func TestTrackingClosedClientForgotten(t *testing.T) {
 		return len(s.trk.clients) == 0 && len(s.trk.prefixes) == 0 && len(s.trk.plens) == 0 && s.trk.nprefixes == 0 && s.trk.active.Load() == 0
 	})
 }
+
+// BenchmarkGetTracking is BenchmarkGet on a connection with tracking on:
+// each GET remembers its key (RESP2 without redirect: no pushes).
+func BenchmarkGetTracking(b *testing.B) {
+	s, _ := testServer(b, Config{})
+	c := dialRaw(b, s)
+	c.do("SET", "k", "v")
+	c.do("CLIENT", "TRACKING", "ON")
+	batch := strings.Repeat(cmdBytes("GET", "k"), 100)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 100 {
+		c.send(batch)
+		for j := 0; j < 100; j++ {
+			c.read()
+		}
+	}
+}
