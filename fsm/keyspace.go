@@ -59,12 +59,14 @@ func (t *Table) countLock(v *Value, sign int) {
 
 // touch marks v (stored at key) as changed by this entry.
 func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
-	v.Version = ctx.index
 	if v.Kind() == KindLock {
 		ctx.emit(Event{Kind: EvChanged, Key: key})
-	} else {
+	} else if v.Version != ctx.index {
+		// Once per entry: a value written and then changed by the same
+		// entry (HSET of a new hash, a script) is one change.
 		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
+	v.Version = ctx.index
 }
 
 // setDeadline sets a non-lock value's deadline (0 = persist).
