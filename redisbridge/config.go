@@ -107,37 +107,39 @@ const (
 	DefaultWriteTimeout     = 30 * time.Second
 	DefaultRequestTimeout   = 30 * time.Second
 	DefaultMaxPendingPushes = 100000
-	// DefaultTrackingTableMaxKeys is Redis' default tracking-table-max-keys.
-	DefaultTrackingTableMaxKeys = 1000000
-	DefaultPubSubHardLimit      = 32 << 20
-	DefaultPubSubSoftLimit      = 8 << 20
-	DefaultPubSubSoftFor        = 60 * time.Second
-	DefaultVersion              = "7.2.4"
-	DefaultNodeID               = "locknode"
-	DefaultMasterName           = "locknode"
+	DefaultPubSubHardLimit  = 32 << 20
+	DefaultPubSubSoftLimit  = 8 << 20
+	DefaultPubSubSoftFor    = 60 * time.Second
+	DefaultVersion          = "7.2.4"
+	DefaultNodeID           = "locknode"
+	DefaultMasterName       = "locknode"
 )
+
+// DefaultTrackingTableMaxKeys is Redis' default tracking-table-max-keys.
+const DefaultTrackingTableMaxKeys = 1000000
 
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{
-		Addr:                 DefaultAddr,
-		MaxConns:             DefaultMaxConns,
-		IdleTimeout:          -1,
-		WriteTimeout:         DefaultWriteTimeout,
-		RequestTimeout:       DefaultRequestTimeout,
-		MaxRequestBytes:      resp.DefaultMaxCommandBytes,
-		MaxArgs:              resp.DefaultMaxArgs,
-		MaxBulkBytes:         resp.DefaultMaxBulkBytes,
-		MaxPendingPushes:     DefaultMaxPendingPushes,
-		TrackingTableMaxKeys: DefaultTrackingTableMaxKeys,
-		PubSubHardLimit:      DefaultPubSubHardLimit,
-		PubSubSoftLimit:      DefaultPubSubSoftLimit,
-		PubSubSoftFor:        DefaultPubSubSoftFor,
-		Logger:               hclog.NewNullLogger(),
-		Version:              DefaultVersion,
-		NodeID:               DefaultNodeID,
-		MasterName:           DefaultMasterName,
+	c := Config{
+		Addr:             DefaultAddr,
+		MaxConns:         DefaultMaxConns,
+		IdleTimeout:      -1,
+		WriteTimeout:     DefaultWriteTimeout,
+		RequestTimeout:   DefaultRequestTimeout,
+		MaxRequestBytes:  resp.DefaultMaxCommandBytes,
+		MaxArgs:          resp.DefaultMaxArgs,
+		MaxBulkBytes:     resp.DefaultMaxBulkBytes,
+		MaxPendingPushes: DefaultMaxPendingPushes,
+		PubSubHardLimit:  DefaultPubSubHardLimit,
+		PubSubSoftLimit:  DefaultPubSubSoftLimit,
+		PubSubSoftFor:    DefaultPubSubSoftFor,
+		Logger:           hclog.NewNullLogger(),
+		Version:          DefaultVersion,
+		NodeID:           DefaultNodeID,
+		MasterName:       DefaultMasterName,
 	}
+	c.TrackingTableMaxKeys = DefaultTrackingTableMaxKeys
+	return c
 }
 
 func (c Config) withDefaults() Config {
