@@ -61,6 +61,23 @@ func (c *trkConn) do(args ...string) string {
 	return c.frame()
 }
 
+// pipe sends commands in one write, without reading.
+func (c *trkConn) pipe(cmds ...[]string) {
+	c.t.Helper()
+	var b strings.Builder
+	for _, args := range cmds {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		fmt.Fprintf(c.log, "%s> %s (pipelined)\n", c.tag, strings.Join(args, " "))
+	}
+	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c.nc, b.String()); err != nil {
+		c.t.Fatalf("%s: write: %v", c.tag, err)
+	}
+}
+
 // frame reads and logs the next frame (a reply or a push).
 func (c *trkConn) frame() string {
 	c.t.Helper()
@@ -167,6 +184,13 @@ func trackingScenarios() []trkScenario {
 			a.do("GET", "trk:own")
 			a.do("SET", "trk:own", "1")
 			a.frame()
+			// Pipelined: the invalidation of its own write follows that
+			// write's reply.
+			a.do("GET", "trk:own")
+			a.pipe([]string{"SET", "trk:own", "p1"}, []string{"SET", "trk:own", "p2"}, []string{"GET", "trk:own"})
+			for range 4 {
+				a.frame()
+			}
 			a.do("CLIENT", "TRACKING", "ON", "NOLOOP")
 			a.do("GET", "trk:own")
 			a.do("SET", "trk:own", "2") // no invalidation: its own write

@@ -162,6 +162,10 @@ func (c *conn) replier() {
 		}
 		c.pipeCond.Broadcast()
 		c.pipeMu.Unlock()
+		// Messages queued meanwhile follow this reply (the pusher leaves
+		// them while replies are in flight): an invalidation the write
+		// caused comes after its reply, as Redis sends it.
+		c.drainPushes()
 		if empty {
 			c.flush()
 		}

@@ -321,6 +321,9 @@ func (c *conn) startPusher() {
 				return
 			case <-c.wake:
 			}
+			if c.pipelining() {
+				continue // the replier writes them after the next reply
+			}
 			c.wmu.Lock()
 			c.drainPushes()
 			c.flush()
