@@ -19,6 +19,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	github.com/redis/rueidis v1.0.79
 	go.etcd.io/bbolt v1.3.6
 	go.yaml.in/yaml/v3 v3.0.5
 )

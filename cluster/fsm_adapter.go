@@ -155,6 +155,9 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.mu.Unlock()
 	n.history.reset()
 	n.setApplied(idx, now, true)
+	// Subscribers that keep state about keys (client-side caching) must
+	// drop it: the restored table carries no events of what changed.
+	n.dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
 	return nil
 }
 

@@ -530,3 +530,27 @@ func TestSnapshotFreesMemory(t *testing.T) {
 		})
 	}
 }
+
+// A restore tells subscribers (client-side caching) with one EvRestored:
+// the replaced table carries no events of what changed. A failed one
+// tells nobody.
+func TestRestoreTellsSubscribers(t *testing.T) {
+	n := adapterNode(t)
+	applyAll(t, n, setNXLogs(t, 1, 0, 100, 1))
+	good := encoded(t, n)
+	var got []fsm.Event
+	cancel := n.Subscribe(func(_ uint64, evs []fsm.Event) { got = append(got, evs...) })
+	defer cancel()
+	if err := (*fsmAdapter)(n).Restore(io.NopCloser(bytes.NewReader(good[:len(good)/2]))); err == nil {
+		t.Fatal("a truncated snapshot restored")
+	}
+	if len(got) != 0 {
+		t.Fatalf("a failed restore told subscribers %+v", got)
+	}
+	if err := (*fsmAdapter)(n).Restore(io.NopCloser(bytes.NewReader(good))); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Kind != fsm.EvRestored {
+		t.Fatalf("subscribers got %+v, want one EvRestored", got)
+	}
+}

@@ -582,6 +582,32 @@ func diffSequences() []sequence {
 			cmd("CLIENT", "LIST", "ID", "999999999"), cmd("CLIENT", "LIST", "TYPE", "master"), cmd("CLIENT", "HELP", "x"),
 			cmd("CLIENT", "NOPE"),
 		}},
+		// Client-side caching: the replies and errors of the tracking
+		// commands (invalidation pushes: tracking_test.go).
+		{name: "CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO", steps: []step{
+			cmd("CLIENT", "TRACKING"), cmd("CLIENT", "TRACKING", "maybe"), cmd("CLIENT", "TRACKING", "ON", "FOO"),
+			cmd("CLIENT", "TRACKING", "ON", "PREFIX", "a"), cmd("CLIENT", "TRACKING", "ON", "REDIRECT", "x"),
+			cmd("CLIENT", "TRACKING", "ON", "REDIRECT", "999999999"), cmd("CLIENT", "TRACKING", "ON", "REDIRECT"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST", "OPTIN"), cmd("CLIENT", "TRACKING", "ON", "OPTIN", "OPTOUT"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "a", "PREFIX", "ab"),
+			cmd("CLIENT", "TRACKING", "maybe", "BCAST", "PREFIX", "a"),
+			cmd("CLIENT", "CACHING", "YES"), cmd("CLIENT", "CACHING"), cmd("CLIENT", "GETREDIR"),
+			cmd("CLIENT", "GETREDIR", "x"), cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKINGINFO", "x"),
+			cmd("CLIENT", "TRACKING", "ON", "OPTIN"), cmd("CLIENT", "CACHING", "maybe"), cmd("CLIENT", "CACHING", "NO"),
+			cmd("CLIENT", "CACHING", "YES"), cmd("CLIENT", "TRACKINGINFO"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST"), cmd("CLIENT", "TRACKING", "ON", "OPTOUT"),
+			cmd("CLIENT", "GETREDIR"), cmd("CLIENT", "TRACKING", "off"), cmd("CLIENT", "TRACKINGINFO"),
+			cmd("CLIENT", "TRACKING", "ON", "OPTOUT", "NOLOOP"), cmd("CLIENT", "CACHING", "YES"),
+			cmd("CLIENT", "CACHING", "no"), cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKING", "OFF"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "$P:y:", "PREFIX", "$P:x:"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "$P:x:1"),
+			cmd("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "$P:z:", "PREFIX", "$P:x:"),
+			cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKING", "ON"), cmd("CLIENT", "TRACKING", "ON", "BCAST", "NOLOOP"),
+			cmd("CLIENT", "TRACKINGINFO"), cmd("CLIENT", "TRACKING", "OFF"), cmd("CLIENT", "TRACKINGINFO"),
+			// RESET turns tracking off (and goes back to RESP2).
+			cmd("CLIENT", "TRACKING", "ON", "OPTIN"), cmd("CLIENT", "CACHING", "YES"), cmd("RESET"),
+			cmd("CLIENT", "TRACKINGINFO"),
+		}},
 	}
 }
 

@@ -38,6 +38,7 @@ func (t *Table) put(ctx *applyCtx, key string, v *Value) {
 	if d := v.deadline(); d != 0 {
 		t.schedule(d, dueKey, key)
 	}
+	ctx.emit(Event{Kind: EvValueChanged, Key: key})
 }
 
 // putLock stores the new lock v at key, where nothing is.
@@ -58,10 +59,14 @@ func (t *Table) countLock(v *Value, sign int) {
 
 // touch marks v (stored at key) as changed by this entry.
 func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
-	v.Version = ctx.index
 	if v.Kind() == KindLock {
 		ctx.emit(Event{Kind: EvChanged, Key: key})
+	} else if v.Version != ctx.index {
+		// Once per entry: a value written and then changed by the same
+		// entry (HSET of a new hash, a script) is one change.
+		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
+	v.Version = ctx.index
 }
 
 // setDeadline sets a non-lock value's deadline (0 = persist).
@@ -91,6 +96,8 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 			t.holdEnded(ctx, key, l.holder(i), reason)
 		}
 		ctx.emit(Event{Kind: EvChanged, Key: key})
+	} else {
+		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
 	t.keyFreed(ctx, key)
 	return true

@@ -76,6 +76,12 @@ const (
 	EvPublish
 	// EvChanged: the lock or value at Key changed (mirror).
 	EvChanged
+	// EvValueChanged: the Redis value (not a lock) at Key was written,
+	// changed or removed (client-side caching invalidates on it).
+	EvValueChanged
+	// EvRestored: the whole table was replaced from a snapshot (no Key);
+	// the node emits it, never Apply.
+	EvRestored
 )
 
 // Reason says why a hold ended.

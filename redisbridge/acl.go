@@ -241,6 +241,20 @@ func (c *conn) auditForced(evs []fsm.Event) {
 	}
 }
 
+// mayKey reports whether c's user may see key (its name in a BCAST
+// invalidation). Without users, every key.
+func (c *conn) mayKey(key string) bool {
+	if c.s.users == nil {
+		return true
+	}
+	name := c.subUser.Load()
+	if name == nil {
+		return false
+	}
+	u := c.s.users.Users().Lookup(*name)
+	return u != nil && u.Enabled && u.Can(auth.Read) && u.Key(key)
+}
+
 // mayReceive reports whether a subscriber may still be sent a message of
 // channel (through pattern, when not ""): a reload can disable its user
 // or narrow its channels after it subscribed. Called by publish, outside

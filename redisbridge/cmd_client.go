@@ -18,6 +18,7 @@ import (
 var clientArity = map[string]int{
 	"setname": 3, "getname": 2, "setinfo": 4, "id": 2, "info": 2,
 	"list": -2, "kill": -3, "no-evict": 3, "help": 2,
+	"tracking": -3, "caching": 3, "getredir": 2, "trackinginfo": 2,
 }
 
 // clientHelp is CLIENT HELP's reply: what this bridge implements.
@@ -59,6 +60,15 @@ var clientHelp = []string{
 	"    Set client meta attr. Options are:",
 	"    * LIB-NAME: the client lib name.",
 	"    * LIB-VER: the client lib version.",
+	"CACHING (YES|NO)",
+	"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+	"GETREDIR",
+	"    Return the client ID we are redirecting to when tracking is enabled.",
+	"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+	"         [OPTIN] [OPTOUT] [NOLOOP]",
+	"    Control server assisted client side caching.",
+	"TRACKINGINFO",
+	"    Report tracking status for the current connection.",
 	"HELP",
 	"    Print this help.",
 }

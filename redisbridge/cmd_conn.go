@@ -52,6 +52,8 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.tx.reset()
 	c.tx.unwatch()
 	c.s.hub.unsubscribeAll(c)
+	c.s.trk.disable(c)
+	c.caching = false
 	c.name = ""
 	c.w.Proto = 2
 	c.publishListed()
@@ -193,6 +195,14 @@ func cmdClient(c *conn, args [][]byte) {
 		clientList(c, args)
 	case "kill":
 		clientKill(c, args)
+	case "tracking":
+		clientTracking(c, args)
+	case "caching":
+		clientCaching(c, args)
+	case "getredir":
+		clientGetRedir(c)
+	case "trackinginfo":
+		clientTrackingInfo(c)
 	case "no-evict":
 		switch strings.ToLower(string(args[2])) {
 		case "on", "off":

@@ -64,6 +64,13 @@ type Config struct {
 	// Redis' soft limit. Default 8 MiB for 60s; a negative limit: none.
 	PubSubSoftLimit int64
 	PubSubSoftFor   time.Duration
+	// TrackingTableMaxKeys bounds this node's client-side caching table:
+	// the keys tracking clients have read and not yet seen invalidated
+	// (Redis' tracking-table-max-keys), and separately the BCAST prefixes
+	// of all its clients. Past it a key is evicted with an invalidation to
+	// its readers, as Redis does; a CLIENT TRACKING ... BCAST whose new
+	// prefixes would pass it is refused. Default 1,000,000.
+	TrackingTableMaxKeys int
 	// Logger receives connection-level problems. Default: null logger.
 	Logger hclog.Logger
 	// Version is the redis_version reported by HELLO and INFO. Default
@@ -108,9 +115,12 @@ const (
 	DefaultMasterName       = "locknode"
 )
 
+// DefaultTrackingTableMaxKeys is Redis' default tracking-table-max-keys.
+const DefaultTrackingTableMaxKeys = 1000000
+
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Addr:             DefaultAddr,
 		MaxConns:         DefaultMaxConns,
 		IdleTimeout:      -1,
@@ -128,6 +138,8 @@ func DefaultConfig() Config {
 		NodeID:           DefaultNodeID,
 		MasterName:       DefaultMasterName,
 	}
+	c.TrackingTableMaxKeys = DefaultTrackingTableMaxKeys
+	return c
 }
 
 func (c Config) withDefaults() Config {
@@ -158,6 +170,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPendingPushes == 0 {
 		c.MaxPendingPushes = d.MaxPendingPushes
+	}
+	if c.TrackingTableMaxKeys == 0 {
+		c.TrackingTableMaxKeys = d.TrackingTableMaxKeys
 	}
 	if c.PubSubHardLimit == 0 {
 		c.PubSubHardLimit = d.PubSubHardLimit
@@ -190,7 +205,7 @@ func (c Config) withDefaults() Config {
 // take defaults).
 func (c Config) Validate() error {
 	switch {
-	case c.MaxConns < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0:
+	case c.MaxConns < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0, c.TrackingTableMaxKeys < 0:
 		return errors.New("redisbridge: config: limits must not be negative")
 	case c.WriteTimeout < 0, c.RequestTimeout < 0, c.PubSubSoftFor < 0:
 		return errors.New("redisbridge: config: timeouts must not be negative")

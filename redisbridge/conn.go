@@ -54,7 +54,7 @@ type conn struct {
 	softSince time.Time // when pending last went over PubSubSoftLimit; zero: not over
 	overflow  bool
 	wake      chan struct{}
-	pusherOn  bool
+	pusherOn  atomic.Bool
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
 
@@ -63,6 +63,14 @@ type conn struct {
 	pipeMu   sync.Mutex
 	pipeCond sync.Cond
 	pipe     pipeline
+
+	// Client-side caching (tracking.go): trk and loop are guarded by
+	// s.trk.mu; noloop mirrors trk.noloop for the write path; caching
+	// (CLIENT CACHING yes/no for the next command) is serve's.
+	trk     trackState
+	loop    loopState
+	noloop  atomic.Bool
+	caching bool
 
 	busy   bool // running a command or replies in flight (guarded by s.mu, for Close)
 	closed bool // shutdown asked (guarded by s.mu)
@@ -166,11 +174,14 @@ func (c *conn) serve() {
 		}
 
 		var werr error
-		if !c.proposeAsync(args) {
+		if c.proposeAsync(args) {
+			c.caching = false // a write ends CLIENT CACHING's next command
+		} else {
 			c.drainPipe() // replies go out in command order
 			c.wmu.Lock()
 			c.drainPushes()
 			c.dispatch(args)
+			c.afterCommand(c.lowerName(args[0]))
 			if c.rd.Buffered() == 0 || c.quit || c.w.Buffered() > 64<<10 {
 				werr = c.flush()
 			}
@@ -296,7 +307,13 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
+	counted := c.writeStarted()
+	reg := c.trackBegin(cmd)
 	r, err := c.s.b.Apply(ctx, cmd)
+	if counted {
+		c.writeDone(r.Index)
+	}
+	c.s.trk.end(reg, r.Index)
 	return r, c.noteResult(r, err)
 }
 
@@ -350,6 +367,9 @@ func (c *conn) read(fn func(t *fsm.Table, now int64)) bool {
 func (c *conn) readRedis(args [][]byte) {
 	var r reply.Reply
 	var known bool
+	if c.trackingReads() {
+		c.s.trk.remember(c, fsm.CommandKeysOf(c.lowerName(args[0]), args))
+	}
 	if !c.read(func(t *fsm.Table, now int64) { r, known = t.Read(now, args) }) {
 		return
 	}

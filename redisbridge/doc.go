@@ -46,6 +46,14 @@
 // waits for its next command if a large command grew them; CLIENT INFO
 // shows them (argv-mem) and the pending output (oll, omem).
 //
+// Client-side caching (CLIENT TRACKING, tracking.go) keeps, per node, the
+// keys its tracking connections read (at most TrackingTableMaxKeys) and
+// their BCAST prefixes. Invalidations come from the applied entries'
+// events (fsm.EvChanged, fsm.EvValueChanged; fsm.EvRestored after a
+// snapshot install flushes everything), so a write through any node, an
+// expiry, or a native lock operation invalidates on every node. They are
+// queued like pub/sub messages and count towards the same output limits.
+//
 // Choices that differ from a single Redis server, all deliberate:
 //
 //   - Every node accepts every command; writes are forwarded to the leader

@@ -72,7 +72,12 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	c.s.stats.command(c.lowerName(args[0]))
+	counted := c.writeStarted()
+	reg := c.trackBegin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
+	if reg != nil || counted {
+		f = trackedFuture{f, reg, counted}
+	}
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
 	c.pipeMu.Lock()
 	c.pipe.items = append(c.pipe.items, f)
@@ -140,6 +145,12 @@ func (c *conn) replier() {
 			c.wmu.Unlock()
 		}
 		r, err := f.Result()
+		if tf, ok := f.(trackedFuture); ok {
+			if tf.counted {
+				c.writeDone(r.Index)
+			}
+			c.s.trk.end(tf.reg, r.Index)
+		}
 
 		c.wmu.Lock()
 		c.writeResult(r, err)
@@ -152,6 +163,10 @@ func (c *conn) replier() {
 		}
 		c.pipeCond.Broadcast()
 		c.pipeMu.Unlock()
+		// Messages queued meanwhile follow this reply (the pusher leaves
+		// them while replies are in flight): an invalidation the write
+		// caused comes after its reply, as Redis sends it.
+		c.drainPushes()
 		if empty {
 			c.flush()
 		}

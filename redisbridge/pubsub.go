@@ -33,12 +33,27 @@ func newHub() *hub {
 	}
 }
 
-// push is one queued pub/sub message.
+// push is one queued pub/sub message, or a client-side caching
+// invalidation (tracking.go).
 type push struct {
+	kind    pushKind
 	pattern string // "" for a channel message
 	channel string
 	message string
+	keys    []string // invalidated keys
+	null    bool     // invalidate everything
+	id      int64    // pushRedirBroken: the missing redirect target
 }
+
+// pushKind says how a push is written.
+type pushKind uint8
+
+const (
+	pushMessage       pushKind = iota // message / pmessage
+	pushInvalidate                    // RESP3 >2 invalidate [keys] (or null)
+	pushInvalidateMsg                 // RESP2: a message on __redis__:invalidate carrying [keys]
+	pushRedirBroken                   // RESP3 >2 tracking-redir-broken id
+)
 
 // isSubscribed reports whether c has any subscription (RESP2 subscribe
 // mode).
@@ -190,7 +205,11 @@ func globMatch(pattern, s string) bool { return auth.Match(pattern, s) }
 const pushOverhead = 64
 
 func (m *push) size() int64 {
-	return int64(len(m.pattern)+len(m.channel)+len(m.message)) + pushOverhead
+	n := int64(len(m.pattern)+len(m.channel)+len(m.message)) + pushOverhead
+	for _, k := range m.keys {
+		n += int64(len(k)) + 16
+	}
+	return n
 }
 
 // enqueue adds a message for c's pusher. It never blocks (it runs on the
@@ -262,7 +281,9 @@ func (c *conn) drainPushes() {
 	c.pushMu.Unlock()
 	for i := range ps {
 		m := &ps[i]
-		if m.pattern != "" {
+		if m.kind != pushMessage {
+			c.writeTrackingPush(m)
+		} else if m.pattern != "" {
 			c.w.WritePushLen(4)
 			c.w.WriteBulkString("pmessage")
 			c.w.WriteBulkString(m.pattern)
@@ -270,8 +291,10 @@ func (c *conn) drainPushes() {
 			c.w.WritePushLen(3)
 			c.w.WriteBulkString("message")
 		}
-		c.w.WriteBulkString(m.channel)
-		c.w.WriteBulkString(m.message)
+		if m.kind == pushMessage {
+			c.w.WriteBulkString(m.channel)
+			c.w.WriteBulkString(m.message)
+		}
 		// Written (into the fixed buffer, or through to the socket): no
 		// longer pending. While a write blocks on a client that does not
 		// read, the rest of ps still counts.
@@ -284,12 +307,12 @@ func (c *conn) drainPushes() {
 }
 
 // startPusher starts c's pusher goroutine once (at its first
-// subscription). Call from serve.
+// subscription, or when invalidations may come: tracking on, or another
+// connection's tracking redirected to c).
 func (c *conn) startPusher() {
-	if c.pusherOn {
+	if !c.pusherOn.CompareAndSwap(false, true) {
 		return
 	}
-	c.pusherOn = true
 	// Ends when serve ends (c.done is closed then).
 	go func() {
 		for {
@@ -298,10 +321,40 @@ func (c *conn) startPusher() {
 				return
 			case <-c.wake:
 			}
+			if c.pipelining() {
+				continue // the replier writes them after the next reply
+			}
 			c.wmu.Lock()
 			c.drainPushes()
 			c.flush()
 			c.wmu.Unlock()
 		}
 	}()
+}
+
+// writeTrackingPush writes an invalidation (Redis' sendTrackingMessage).
+// Call with wmu held.
+func (c *conn) writeTrackingPush(m *push) {
+	switch m.kind {
+	case pushRedirBroken:
+		c.w.WritePushLen(2)
+		c.w.WriteBulkString("tracking-redir-broken")
+		c.w.WriteInt(m.id)
+		return
+	case pushInvalidate:
+		c.w.WritePushLen(2)
+		c.w.WriteBulkString("invalidate")
+	default:
+		c.w.WritePushLen(3)
+		c.w.WriteBulkString("message")
+		c.w.WriteBulkString(trackingChannel)
+	}
+	if m.null {
+		c.w.WriteNull()
+		return
+	}
+	c.w.WriteArrayLen(len(m.keys))
+	for _, k := range m.keys {
+		c.w.WriteBulkString(k)
+	}
 }

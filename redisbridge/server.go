@@ -32,6 +32,7 @@ type Server struct {
 	users    *auth.Store // nil: no authentication
 
 	hub    *hub
+	trk    *tracker
 	arity  arityTable
 	stats  *cmdStats
 	cancel func() // Backend subscription
@@ -73,6 +74,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		},
 		hub:       newHub(),
 		stats:     newCmdStats(),
+		trk:       newTracker(cfg.TrackingTableMaxKeys),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),
@@ -164,11 +166,13 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
+		s.trk.addConn(c)
 		// Ends when the client disconnects, sends QUIT, breaks the
 		// protocol, or Close closes the connection.
 		go func() {
 			defer s.wg.Done()
 			c.serve()
+			s.trk.removeConn(c)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
@@ -214,8 +218,10 @@ func (s *Server) Close() error {
 }
 
 // onApplied receives every applied entry's events (Backend.Subscribe): it
-// must not block, so it only queues messages for subscribers.
-func (s *Server) onApplied(_ uint64, events []fsm.Event) {
+// must not block, so it only queues messages for subscribers and
+// invalidations for tracking clients.
+func (s *Server) onApplied(index uint64, events []fsm.Event) {
+	s.trk.onApplied(index, events)
 	for i := range events {
 		if ev := &events[i]; ev.Kind == fsm.EvPublish {
 			s.hub.publish(ev.Channel, ev.Message)

@@ -40,7 +40,8 @@ func TestNetLimitFlagDefaults(t *testing.T) {
 	switch {
 	case r.MaxConns != d.MaxConns, r.IdleTimeout != d.IdleTimeout, r.MaxBulkBytes != d.MaxBulkBytes,
 		r.MaxArgs != d.MaxArgs, r.MaxRequestBytes != d.MaxRequestBytes, r.PubSubHardLimit != d.PubSubHardLimit,
-		r.PubSubSoftLimit != d.PubSubSoftLimit, r.PubSubSoftFor != d.PubSubSoftFor:
+		r.PubSubSoftLimit != d.PubSubSoftLimit, r.PubSubSoftFor != d.PubSubSoftFor,
+		r.TrackingTableMaxKeys != d.TrackingTableMaxKeys:
 		t.Errorf("RESP defaults differ from the package's: %+v", r)
 	}
 	if p.PeerHandshakeTimeout != transport.DefaultHandshakeTimeout || p.PeerMaxConns != transport.DefaultMaxConns {
@@ -77,6 +78,9 @@ func TestNetLimitFlags(t *testing.T) {
 		{"bulk over 2 GiB", []string{"--resp-max-bulk-len", "3GiB"}, nil, nil, "--resp-max-bulk-len"},
 		{"pubsub needs three", []string{"--resp-pubsub-limit", "32MiB 8MiB"}, nil, nil, "--resp-pubsub-limit"},
 		{"too few args", []string{"--resp-max-multibulk-len", "3"}, nil, nil, "--resp-max-multibulk-len"},
+		{"tracking table", nil, map[string]string{"LOCKNODE_RESP_TRACKING_TABLE_MAX_KEYS": "1000"},
+			func(p parsedLimits) bool { return p.RESP.TrackingTableMaxKeys == 1000 }, ""},
+		{"tracking table zero", []string{"--resp-tracking-table-max-keys", "0"}, nil, nil, "--resp-tracking-table-max-keys"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

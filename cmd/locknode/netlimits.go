@@ -24,6 +24,7 @@ type netLimits struct {
 
 	respMaxClients, respTimeout, respMaxBulkLen, respMaxMultibulkLen *string
 	respMaxCommandBytes, respPubSubLimit                             *string
+	respTrackingMaxKeys                                              *string
 
 	peerHandshakeTimeout, peerMaxConns *string
 }
@@ -56,6 +57,7 @@ func addNetLimitFlags(fs *flag.FlagSet) *netLimits {
 		respMaxBulkLen:      f("resp-max-bulk-len", "16MiB", "largest RESP argument (Redis proto-max-bulk-len); -ERR Protocol error: invalid bulk length and close past it"),
 		respMaxMultibulkLen: f("resp-max-multibulk-len", strconv.Itoa(resp.DefaultMaxArgs), "most arguments in one RESP command; -ERR Protocol error: invalid multibulk length and close past it"),
 		respMaxCommandBytes: f("resp-max-command-bytes", "64MiB", "largest RESP command (all its arguments); a protocol error and close past it"),
+		respTrackingMaxKeys: f("resp-tracking-table-max-keys", strconv.Itoa(redisbridge.DefaultTrackingTableMaxKeys), "most keys a node remembers for client-side caching (Redis tracking-table-max-keys), and most BCAST prefixes; past it a key is evicted with an invalidation to its readers, and CLIENT TRACKING ... BCAST with new prefixes is refused"),
 		respPubSubLimit:     f("resp-pubsub-limit", "32MiB 8MiB 60s", "pending output of a subscriber that does not read: HARD SOFT SECONDS (Redis client-output-buffer-limit pubsub); disconnected at once past HARD, or past SOFT for longer than SECONDS; 0 for no limit"),
 
 		peerHandshakeTimeout: f("peer-handshake-timeout", transport.DefaultHandshakeTimeout.String(), "time an accepted peer-port connection has to deliver its first whole request; closed past it"),
@@ -133,6 +135,7 @@ func (n *netLimits) parse() (parsedLimits, error) {
 	b = 0
 	size("resp-max-command-bytes", *n.respMaxCommandBytes, &b)
 	p.RESP.MaxRequestBytes = int(b)
+	count("resp-tracking-table-max-keys", *n.respTrackingMaxKeys, &p.RESP.TrackingTableMaxKeys)
 	if err := parsePubSubLimit(*n.respPubSubLimit, &p.RESP); err != nil {
 		fail("resp-pubsub-limit", err)
 	}
