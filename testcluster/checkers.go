@@ -21,6 +21,11 @@ var (
 	ErrFenceOrder    = errors.New("testcluster: fences not strictly increasing")
 	ErrDiverged      = errors.New("testcluster: nodes diverged")
 	ErrLeaseTooShort = errors.New("testcluster: lease ended before its TTL")
+	ErrTwoHolders    = errors.New("testcluster: more live handles for one key than its mode allows")
+	ErrTwoLeaders    = errors.New("testcluster: two campaigners believed they led at once")
+	ErrFenceRegress  = errors.New("testcluster: resource accepted a smaller fence after a larger one")
+	ErrLeaseTooLong  = errors.New("testcluster: hold ended later than its TTL allows")
+	ErrOrphan        = errors.New("testcluster: hold or waiter outlived every client that knew of it")
 )
 
 // ---- (2) fencing ----
