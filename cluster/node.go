@@ -87,6 +87,7 @@ type Node struct {
 
 	waitMu  sync.Mutex
 	waiters map[string]chan waiterEvent
+	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
 
 	subMu  sync.Mutex
 	subs   map[uint64]func(uint64, []fsm.Event)
@@ -213,7 +214,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 	n.tr.Serve(n.handleRPC)
 
-	n.wg.Add(2)
+	n.wg.Add(3)
+	// Ends when the node closes.
+	go func() {
+		defer n.wg.Done()
+		n.waiterLeaseLoop()
+	}()
 	// Ends when the node closes (closed is closed after raft shut down).
 	go func() {
 		defer n.wg.Done()

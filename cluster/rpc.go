@@ -117,6 +117,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return []byte{stOK}, nil
 	case rpcNodeInfo:
 		return n.handleNodeInfo(), nil
+	case rpcWaiterClaim:
+		return n.handleWaiterClaim(req[1:])
 	}
 	return nil, fmt.Errorf("%w: unknown kind %d", errBadRPC, req[0])
 }
@@ -133,6 +135,8 @@ func rpcName(k byte) string {
 		return "remove"
 	case rpcNodeInfo:
 		return "node_info"
+	case rpcWaiterClaim:
+		return "waiter_claim"
 	}
 	return "unknown"
 }

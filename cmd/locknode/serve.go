@@ -103,6 +103,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
+	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
+		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -170,6 +172,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cfg.Peers = pl
 	cfg.Join = splitList(*join)
 	cfg.Logger = log
+	if cfg.WaiterLease, err = time.ParseDuration(*waiterLease); err != nil || cfg.WaiterLease == 0 {
+		fmt.Fprintf(stderr, "serve: --waiter-lease %q: want a duration, positive or negative (off)\n", *waiterLease)
+		return 2
+	}
 	if err := reqLimits.apply(&cfg.FSM); err != nil {
 		fmt.Fprintln(stderr, "serve:", err)
 		return 2
