@@ -245,13 +245,45 @@ func (s *Surfaces) Run(ctx context.Context) {
 func (s *Surfaces) key(rng *rand.Rand) string { return fmt.Sprintf("h-%d", rng.IntN(s.cfg.Keys)) }
 
 // handleWorker takes Go Lock handles on the contended keys and writes
-// through the fence while its handle's Context lives.
+// through the fence while its handle's Context lives. Some handles are
+// bound to a session (worker 0's), some hold one of the two permits of a
+// semaphore (no fenced writes: its holders overlap by design).
 func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 	cl := s.client()
+	var sess *client.Session
+	defer func() {
+		if sess != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_ = sess.Close(cctx)
+			cancel()
+		}
+	}()
 	for j := 0; ctx.Err() == nil; j++ {
-		key, who := s.key(rng), fmt.Sprintf("handle-%d-%d", i, j)
+		key, who, limit := s.key(rng), fmt.Sprintf("handle-%d-%d", i, j), 1
+		opts := []client.LockOption{client.WithTTL(s.cfg.TTL), client.WithWait(1500 * time.Millisecond)}
+		if rng.IntN(4) == 0 {
+			key, limit = "sem", 2
+			opts = append(opts, client.WithSemaphore(limit))
+		}
+		if i == 0 {
+			if sess != nil && sess.Err() != nil {
+				s.count("handle session ended")
+				sess = nil
+			}
+			if sess == nil {
+				sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				var err error
+				if sess, err = cl.NewSession(sctx, s.cfg.SessionTTL); err != nil {
+					sess = nil
+				}
+				cancel()
+			}
+			if sess != nil {
+				opts = append(opts, client.WithSession(sess))
+			}
+		}
 		s.touch(key)
-		l, err := cl.Lock(ctx, key, client.WithTTL(s.cfg.TTL), client.WithWait(1500*time.Millisecond))
+		l, err := cl.Lock(ctx, key, opts...)
 		if err != nil {
 			s.count("handle refused or failed")
 			pause(ctx, time.Duration(20+rng.IntN(100))*time.Millisecond)
@@ -263,7 +295,7 @@ func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 		work := time.Duration(100+rng.IntN(int(s.cfg.TTL/time.Millisecond))) * time.Millisecond
 		end := time.Now().Add(work)
 		for time.Now().Before(end) && l.Context().Err() == nil && ctx.Err() == nil {
-			if s.write(l.Context(), "/h/"+key, who, l.Fence()) {
+			if limit == 1 && s.write(l.Context(), "/h/"+key, who, l.Fence()) {
 				s.count("handle write accepted")
 			}
 			pause(l.Context(), 30*time.Millisecond)
@@ -278,7 +310,7 @@ func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 		_ = l.Unlock(uctx)
 		cancel()
 		s.mu.Lock()
-		s.handles = append(s.handles, Belief{Key: key, Holder: who, Fence: l.Fence(), Limit: 1, From: from, To: to})
+		s.handles = append(s.handles, Belief{Key: key, Holder: who, Fence: l.Fence(), Limit: limit, From: from, To: to})
 		s.mu.Unlock()
 	}
 }
