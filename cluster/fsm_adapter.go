@@ -161,18 +161,35 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 // table's time now if that gives a larger bound than the anchor kept: an
 // entry applied late (a follower catching up, a restart replaying the
 // log) bounds the clock less tightly than an earlier one applied at once.
+// An anchor older than anchorMaxAge is replaced whatever the bound: the
+// bound extrapolates at this node's clock rate, and a clock running fast
+// (relative to the leaders') would otherwise keep its oldest anchor and
+// run ahead of the cluster clock by its rate error times the anchor's age
+// — unbounded, and a leader started from it ends leases early.
 func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
 	}
 	mono := n.clock.Now()
-	if now > n.lastApplyTime+mono.Sub(n.lastApplyMono).Milliseconds() {
+	if now > n.lastApplyTime+mono.Sub(n.lastApplyMono).Milliseconds() || mono.Sub(n.lastApplyMono) > n.anchorMaxAge() {
 		n.lastApplyTime, n.lastApplyMono = now, mono
 	}
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
+}
+
+// anchorMaxAge is how old the clock anchor may grow before an applied
+// entry replaces it: ClockSyncInterval (a leader logs time at least that
+// often), or one second when that is disabled. A clock fast by a factor
+// r then puts the bound at most (r-1) times this (plus the time since the
+// last entry) ahead, which the clients' drift margin covers.
+func (n *Node) anchorMaxAge() time.Duration {
+	if n.cfg.ClockSyncInterval > 0 {
+		return n.cfg.ClockSyncInterval
+	}
+	return time.Second
 }
 
 // clockFloor returns a lower bound of the cluster clock at this node's

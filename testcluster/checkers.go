@@ -339,15 +339,18 @@ type LeaseEnd struct {
 	Sent    time.Time
 	TTL     time.Duration
 	EndedBy time.Time
+	// Margin is how early it may end: the drift margin its client keeps
+	// (clock rates that differ from real time; 0: none).
+	Margin time.Duration
 }
 
-// CheckLeases reports holds that ended before send time + TTL.
+// CheckLeases reports holds that ended before send time + TTL - Margin.
 func CheckLeases(obs []LeaseEnd) error {
 	var errs []error
 	for _, o := range obs {
-		if due := o.Sent.Add(o.TTL); o.EndedBy.Before(due) {
-			errs = append(errs, fmt.Errorf("%w: hold of %s (ttl %v) gone %v before send time + ttl",
-				ErrLeaseTooShort, o.Owner, o.TTL, due.Sub(o.EndedBy)))
+		if due := o.Sent.Add(o.TTL - o.Margin); o.EndedBy.Before(due) {
+			errs = append(errs, fmt.Errorf("%w: hold of %s (ttl %v) gone %v before send time + ttl - margin %v",
+				ErrLeaseTooShort, o.Owner, o.TTL, due.Sub(o.EndedBy), o.Margin))
 		}
 	}
 	return errors.Join(errs...)

@@ -246,8 +246,9 @@ func (s *Surfaces) key(rng *rand.Rand) string { return fmt.Sprintf("h-%d", rng.I
 
 // handleWorker takes Go Lock handles on the contended keys and writes
 // through the fence while its handle's Context lives. Some handles are
-// bound to a session (worker 0's), some hold one of the two permits of a
-// semaphore (no fenced writes: its holders overlap by design).
+// bound to a session (worker 0's), some capped by a max hold shorter than
+// their work, some hold one of the two permits of a semaphore (no fenced
+// writes: its holders overlap by design).
 func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 	cl := s.client()
 	var sess *client.Session
@@ -261,9 +262,14 @@ func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 	for j := 0; ctx.Err() == nil; j++ {
 		key, who, limit := s.key(rng), fmt.Sprintf("handle-%d-%d", i, j), 1
 		opts := []client.LockOption{client.WithTTL(s.cfg.TTL), client.WithWait(1500 * time.Millisecond)}
-		if rng.IntN(4) == 0 {
+		switch rng.IntN(4) {
+		case 0:
 			key, limit = "sem", 2
 			opts = append(opts, client.WithSemaphore(limit))
+		case 1:
+			// Shorter than some of the work: the cap must end the
+			// handle's Context before anyone else is granted the key.
+			opts = append(opts, client.WithMaxHold(s.cfg.TTL/2))
 		}
 		if i == 0 {
 			if sess != nil && sess.Err() != nil {
@@ -417,7 +423,9 @@ func (s *Surfaces) abandoner(ctx context.Context, i int, _ *rand.Rand) {
 		s.count("abandoned hold")
 		s.mu.Lock()
 		s.ends = append(s.ends, HoldEnd{Key: key, Owner: owner, TTL: s.cfg.AbandonTTL, Last: last, EndedBy: ended.Sub(s.h.Start())})
-		s.leases = append(s.leases, LeaseEnd{Owner: owner, Sent: sent, TTL: s.cfg.AbandonTTL, EndedBy: ended})
+		// The nemesis runs clocks up to 2% fast: the clients' default
+		// drift margin, TTL/10, covers that.
+		s.leases = append(s.leases, LeaseEnd{Owner: owner, Sent: sent, TTL: s.cfg.AbandonTTL, EndedBy: ended, Margin: s.cfg.AbandonTTL / 10})
 		s.mu.Unlock()
 	}
 }
