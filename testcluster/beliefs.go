@@ -13,7 +13,7 @@ import (
 // Belief is an interval during which one client surface believed it held
 // Key: a Go Lock handle from its grant answer until its Context was done
 // (or Unlock was called), a Leadership from Elect's return until Done, a
-// `locknode lock` child from its first to its last accepted write. Times
+// `locknode lock` child from its first to its last write. Times
 // are on the History's clock, the one reference clock of a run.
 type Belief struct {
 	Key    string // lock key, or ElectionPrefix+name for a leadership

@@ -55,7 +55,7 @@
 // cluster's fence registry. It records Beliefs on the History's clock —
 // a handle from its grant answer until its Context is done, a leadership
 // from Elect's return until Done, a child from its first to its last
-// accepted write — and Surfaces.Check runs:
+// write that reached the resource — and Surfaces.Check runs:
 //
 //  7. CheckHandles: no more live handles for a key than its mode allows,
 //     fences increasing from one to the next.

@@ -127,7 +127,19 @@ type recorder struct {
 }
 
 func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+	who, _ := ctx.Value(whoKey{}).(string)
 	r.s.mu.Lock()
+	if key, ok := strings.CutPrefix(resource, "/c/"); ok {
+		// A child believes it holds the lock at least from its first
+		// write to its last that reached the resource, accepted or not:
+		// a stale one refused is a belief all the same.
+		at, id := r.s.h.Now(), who+"/"+strconv.FormatUint(token, 10)
+		if b := r.s.children[id]; b != nil {
+			b.To = at
+		} else {
+			r.s.children[id] = &Belief{Key: key, Holder: who, Fence: token, Limit: 1, From: at, To: at}
+		}
+	}
 	l := r.s.resLocks[resource]
 	if l == nil {
 		l = &sync.Mutex{}
@@ -140,21 +152,10 @@ func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64)
 	if err != nil || !got.OK {
 		return got, err
 	}
-	who, _ := ctx.Value(whoKey{}).(string)
 	at := r.s.h.Now()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	r.s.accepts = append(r.s.accepts, FenceAccept{Resource: resource, Token: token, By: who, At: at})
-	if key, ok := strings.CutPrefix(resource, "/c/"); ok {
-		// A child believes it holds the lock at least from its first
-		// accepted write to its last.
-		id := who + "/" + strconv.FormatUint(token, 10)
-		if b := r.s.children[id]; b != nil {
-			b.To = at
-		} else {
-			r.s.children[id] = &Belief{Key: key, Holder: who, Fence: token, Limit: 1, From: at, To: at}
-		}
-	}
 	return got, nil
 }
 
