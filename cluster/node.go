@@ -72,8 +72,8 @@ type Node struct {
 	// lastApplyTime/lastApplyMono anchor this node's lower bound of the
 	// cluster clock (clockFloor): an applied entry's time and this
 	// node's monotonic reading when it applied it. Of all applied
-	// entries, the one giving the largest bound is kept, for at most
-	// anchorMaxAge.
+	// entries, the one giving the largest bound is kept (see setApplied
+	// for when an old one gives way).
 	lastApplyTime int64
 	lastApplyMono time.Time
 
