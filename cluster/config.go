@@ -182,6 +182,14 @@ type Config struct {
 	// CancelTimeout, default 5s: how long a blocked acquire whose ctx
 	// ended keeps trying to remove its waiter from the queue.
 	CancelTimeout time.Duration
+	// WaiterLease, default 5s: how long the leader keeps a queued waiter
+	// that no node says it waits for (each node says so every
+	// WaiterLease/4) before it cancels it, so that a blocking acquire
+	// whose node died is not later granted to nobody. A node cut off from
+	// the leader for longer loses its waiters (their requests fail with
+	// api.ErrCancelled): longer tolerates longer partitions, shorter frees
+	// a dead node's place in the queue sooner. Negative disables it.
+	WaiterLease time.Duration
 
 	// HistoryKeys bounds the keys whose recent grants this node keeps in
 	// memory for GET /v1/locks/{key}/history (history.go); past it the
@@ -232,6 +240,7 @@ func DefaultConfig() Config {
 		HistoryKeys:        DefaultHistoryKeys,
 		HistoryEntries:     DefaultHistoryEntries,
 		ActivityWindow:     DefaultActivityWindow,
+		WaiterLease:        5 * time.Second,
 		FSM:                fsm.DefaultConfig(),
 		Clock:              SystemClock,
 		Logger:             hclog.NewNullLogger(),
@@ -271,6 +280,7 @@ func (c Config) withDefaults() Config {
 	if c.HistoryEntries == 0 {
 		c.HistoryEntries = d.HistoryEntries
 	}
+	setD(&c.WaiterLease, d.WaiterLease)
 	if c.MaxAppendEntries == 0 {
 		c.MaxAppendEntries = d.MaxAppendEntries
 	}
@@ -329,6 +339,9 @@ func (c Config) Validate() error {
 	}
 	if c.RetryTimeout < 0 || c.CancelTimeout <= 0 || c.RaftIOTimeout <= 0 {
 		bad("RetryTimeout, CancelTimeout and RaftIOTimeout must be positive")
+	}
+	if c.WaiterLease > 0 && c.WaiterLease < 4*c.HeartbeatTimeout {
+		bad("WaiterLease %v is under 4 heartbeat timeouts (%v): waiters would be cancelled during ordinary elections", c.WaiterLease, 4*c.HeartbeatTimeout)
 	}
 	if c.Bootstrap && len(c.Peers) > 0 {
 		self := false

@@ -166,18 +166,46 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 // table's time now if that gives a larger bound than the anchor kept: an
 // entry applied late (a follower catching up, a restart replaying the
 // log) bounds the clock less tightly than an earlier one applied at once.
+// The bound extrapolates at this node's clock rate, so a clock running
+// fast (relative to the leaders') would keep its oldest anchor for ever
+// and run ahead of the cluster clock by its rate error times the
+// anchor's age — unbounded, and a leader started from it ends leases
+// early. So an anchor older than anchorMaxAge also gives way to an entry
+// whose bound is within anchorRateSlack of what the anchor extrapolates:
+// at a true rate that entry is barely behind it, while one applied late
+// (stale by more than that share of the anchor's age) is not taken.
 func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
 	}
 	mono := n.clock.Now()
-	if now > n.lastApplyTime+mono.Sub(n.lastApplyMono).Milliseconds() {
+	age := mono.Sub(n.lastApplyMono)
+	if now > n.lastApplyTime+age.Milliseconds() ||
+		(age > n.anchorMaxAge() && float64(now) >= float64(n.lastApplyTime)+float64(age.Milliseconds())*(1-anchorRateSlack)) {
 		n.lastApplyTime, n.lastApplyMono = now, mono
 	}
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
+}
+
+// anchorRateSlack is the share of an old anchor's age by which a newer
+// entry's bound may fall short of it and still replace it: the clock rate
+// error the clients' drift margin (TTL/10) stands for.
+const anchorRateSlack = 0.1
+
+// anchorMaxAge is how old the clock anchor may grow before an entry
+// within anchorRateSlack of it replaces it: ClockSyncInterval (a leader
+// logs time at least that often), or one second when that is disabled.
+// A clock fast by a factor r under 1/(1-anchorRateSlack) then puts the
+// bound about (r-1) times this (plus the time since the last entry)
+// ahead, which the clients' drift margin covers.
+func (n *Node) anchorMaxAge() time.Duration {
+	if n.cfg.ClockSyncInterval > 0 {
+		return n.cfg.ClockSyncInterval
+	}
+	return time.Second
 }
 
 // clockFloor returns a lower bound of the cluster clock at this node's

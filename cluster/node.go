@@ -72,7 +72,8 @@ type Node struct {
 	// lastApplyTime/lastApplyMono anchor this node's lower bound of the
 	// cluster clock (clockFloor): an applied entry's time and this
 	// node's monotonic reading when it applied it. Of all applied
-	// entries, the one giving the largest bound is kept.
+	// entries, the one giving the largest bound is kept (see setApplied
+	// for when an old one gives way).
 	lastApplyTime int64
 	lastApplyMono time.Time
 
@@ -87,6 +88,7 @@ type Node struct {
 
 	waitMu  sync.Mutex
 	waiters map[string]chan waiterEvent
+	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
 
 	subMu  sync.Mutex
 	subs   map[uint64]func(uint64, []fsm.Event)
@@ -218,7 +220,12 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 
 	n.tr.Serve(n.handleRPC)
 
-	n.wg.Add(2)
+	n.wg.Add(3)
+	// Ends when the node closes.
+	go func() {
+		defer n.wg.Done()
+		n.waiterLeaseLoop()
+	}()
 	// Ends when the node closes (closed is closed after raft shut down).
 	go func() {
 		defer n.wg.Done()

@@ -123,6 +123,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return n.handleNodeInfo(), nil
 	case rpcApplyBatch:
 		return n.handleApplyBatch(ctx, req[1:])
+	case rpcWaiterClaim:
+		return n.handleWaiterClaim(req[1:])
 	}
 	return nil, fmt.Errorf("%w: unknown kind %d", errBadRPC, req[0])
 }
@@ -141,6 +143,8 @@ func rpcName(k byte) string {
 		return "node_info"
 	case rpcApplyBatch:
 		return "apply_batch"
+	case rpcWaiterClaim:
+		return "waiter_claim"
 	}
 	return "unknown"
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"container/heap"
+	"sort"
 	"strings"
 )
 
@@ -233,4 +234,25 @@ func (t *Table) HoldOf(key, owner string, now int64) (Hold, bool) {
 		return t.liveHold(h, now)
 	}
 	return Hold{}, false
+}
+
+// WaiterRef names one queued waiter.
+type WaiterRef struct {
+	ID, Owner string
+	Enqueued  uint64
+}
+
+// WaiterRefs lists every queued waiter, in queueing order.
+func (t *Table) WaiterRefs() []WaiterRef {
+	out := make([]WaiterRef, 0, len(t.waiters))
+	for _, w := range t.waiters {
+		out = append(out, WaiterRef{ID: w.ID, Owner: w.Owner, Enqueued: w.Enqueued})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Enqueued != out[j].Enqueued {
+			return out[i].Enqueued < out[j].Enqueued
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
 }

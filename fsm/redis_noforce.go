@@ -42,6 +42,9 @@ func declaredKeys(ctx *applyCtx, args [][]byte) bool {
 // checked before the command changes anything, so a refused command
 // changes nothing.
 func (t *Table) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
+	if writesElection(name, args) {
+		return true
+	}
 	live := func(k []byte) bool {
 		v := t.lookup(ctx, string(k))
 		if v == nil || v.Kind() != KindLock {
@@ -88,6 +91,35 @@ func (t *Table) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
 		return live(args[1])
 	case "getex":
 		return getexChanges(args) && live(args[1])
+	}
+	return false
+}
+
+// electionPrefix is the key prefix of elections' locks (api.ElectionPrefix;
+// fsm imports nothing of ours). Their owner string is public (GET shows
+// it) while the right to lead is a secret token the election API checks,
+// so no Redis command of a client without admin may write such a key,
+// whatever token it offers: the bridge refuses the commands that name
+// one, and this catches the keys a script did not declare.
+const electionPrefix = "election/"
+
+// writesElection reports whether the write command name names a key
+// under electionPrefix.
+func writesElection(name string, args [][]byte) bool {
+	named := false // the common case, without working out key positions
+	for _, a := range args[1:] {
+		if len(a) >= len(electionPrefix) && string(a[:len(electionPrefix)]) == electionPrefix {
+			named = true
+			break
+		}
+	}
+	if !named {
+		return false
+	}
+	for _, k := range CommandKeysOf(name, args) {
+		if strings.HasPrefix(string(k), electionPrefix) {
+			return true
+		}
 	}
 	return false
 }

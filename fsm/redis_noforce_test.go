@@ -136,3 +136,42 @@ func TestKeysOnly(t *testing.T) {
 		t.Fatalf("EXEC: %s", got)
 	}
 }
+
+// TestNoForceElectionKeys: without admin, no Redis command writes an
+// election's lock, not even with the owner string GET shows (the right to
+// lead is the campaign's secret token), nor a script that names the key
+// without declaring it; reads still work, and an admin still forces.
+func TestNoForceElectionKeys(t *testing.T) {
+	const owner = "me\x00digest"
+	cad := `if redis.call('get', 'election/e') == ARGV[1] then return redis.call('del', 'election/e') end return 0`
+	cases := []struct {
+		name    string
+		cmd     *Command
+		refused bool
+	}{
+		{"delex ifeq owner", &Command{Op: OpRedis, Args: bargs("DELEX", "election/e", "IFEQ", owner)}, true},
+		{"set ifeq owner", &Command{Op: OpRedis, Args: bargs("SET", "election/e", "x", "IFEQ", owner)}, true},
+		{"set nx free election key", &Command{Op: OpRedis, Args: bargs("SET", "election/f", "x", "NX")}, true},
+		{"undeclared compare-and-delete", &Command{Op: OpEval, Script: []byte(cad), Args: bargs(owner)}, true},
+		{"get", &Command{Op: OpRedis, Args: bargs("GET", "election/e")}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRT(t)
+			r.do("SET", "election/e", owner, "NX", "PX", "10000")
+			tc.cmd.NoForce = true
+			got := fmtReply(r.apply(tc.cmd).Reply)
+			if strings.Contains(got, "NOPERM") != tc.refused {
+				t.Fatalf("reply %s, refused want %v", got, tc.refused)
+			}
+			if s := fmtReply(r.do("GET", "election/e")); s != `"me\x00digest"` {
+				t.Fatalf("the election's lock changed: GET %s", s)
+			}
+		})
+	}
+	r := newRT(t)
+	r.do("SET", "election/e", owner, "NX", "PX", "10000")
+	if got := fmtReply(r.apply(&Command{Op: OpRedis, Args: bargs("DEL", "election/e")}).Reply); got != ":1" {
+		t.Fatalf("admin DEL of an election's lock: %s", got)
+	}
+}

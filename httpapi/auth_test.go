@@ -287,3 +287,29 @@ func TestProbesNeedNoCredentials(t *testing.T) {
 		t.Fatalf("%s without credentials: %d, want 401", httpapi.PathStatus, resp.StatusCode)
 	}
 }
+
+// TestElectionKeysRefusedByLockRoutes: an election's lock is changed only
+// through the election routes, whatever the user may write; an admin's
+// forced release is the one exception.
+func TestElectionKeysRefusedByLockRoutes(t *testing.T) {
+	srv, _ := usersHandler(t)
+	const key = api.ElectionPrefix + "app:e"
+	for _, r := range []routeSample{
+		{"POST", httpapi.PathTry, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000}},
+		{"POST", httpapi.PathAcquire, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000, WaitMs: 1}},
+		{"POST", httpapi.PathAcquire, api.AcquireRequest{Keys: []string{"app:k", key}, Owner: "o", TTLMs: 60000, WaitMs: 1}},
+		{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: key, Owner: "o"}},
+		{"POST", httpapi.PathExtend, api.ExtendRequest{Key: key, Owner: "o", TTLMs: 60000}},
+	} {
+		for _, u := range [][2]string{{"w", "wp"}, {"all", "allp"}} {
+			if st, body := send(t, srv, u[0], u[1], r); st != http.StatusForbidden || !strings.Contains(body, "election") {
+				t.Errorf("%s %+v by %s: %d %s, want 403", r.path, r.body, u[0], st, body)
+			}
+		}
+	}
+	force := routeSample{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: key, Force: true}}
+	// Nothing holds it here: the fake answers not held, past the guard.
+	if st, body := send(t, srv, "all", "allp", force); st != http.StatusNotFound {
+		t.Fatalf("forced release of an election's lock by an admin: %d %s, want the lock's answer", st, body)
+	}
+}

@@ -311,7 +311,14 @@ func (s *server) acquireRequest(w http.ResponseWriter, r *http.Request) (api.Acq
 		s.fail(w, r, err)
 		return req, false
 	}
-	return req, s.allowKeys(w, r, auth.Write, keysOf(req.Key, req.Keys)...)
+	if !s.allowKeys(w, r, auth.Write, keysOf(req.Key, req.Keys)...) {
+		return req, false
+	}
+	if err := api.ElectionKeyError(keysOf(req.Key, req.Keys)...); err != nil {
+		s.fail(w, r, err)
+		return req, false
+	}
+	return req, true
 }
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
@@ -330,6 +337,12 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 	if !s.allowKeys(w, r, cat, keysOf(req.Key, req.Keys)...) {
 		return
 	}
+	if !req.Force {
+		if err := api.ElectionKeyError(keysOf(req.Key, req.Keys)...); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	res, err := s.l.Release(r.Context(), req)
 	if req.Force && err == nil {
 		s.cfg.Audit.Event(auth.EventForceRelease, userName(r), r.RemoteAddr, "key", req.Key, "keys", req.Keys, "released", res.Released)
@@ -347,6 +360,10 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.allowKeys(w, r, auth.Write, keysOf(req.Key, req.Keys)...) {
+		return
+	}
+	if err := api.ElectionKeyError(keysOf(req.Key, req.Keys)...); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	lease, err := s.l.Extend(r.Context(), req)

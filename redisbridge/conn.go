@@ -257,6 +257,11 @@ func (c *conn) dispatch(args [][]byte) {
 			return
 		}
 	}
+	if msg := c.electionRefusal(cmd, name, args); msg != "" {
+		c.tx.abort()
+		c.w.WriteError(msg)
+		return
+	}
 	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
 		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return

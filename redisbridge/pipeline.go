@@ -61,6 +61,9 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 			return false // dispatch refuses it, in order
 		}
 	}
+	if tc := c.s.commands[c.lowerName(args[0])]; c.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
+		return false // dispatch refuses it, in order
+	}
 	if c.w.Proto < 3 && c.s.hub.isSubscribed(c) {
 		return false // refused in subscribe mode: dispatch says so
 	}

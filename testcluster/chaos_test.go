@@ -36,9 +36,27 @@ func envInt(t *testing.T, name string, def uint64) uint64 {
 // followers happen under the faults too (with the defaults, a run
 // shorter than 30s takes no snapshot at all).
 func TestChaos(t *testing.T) {
-	seeds := envInt(t, "LOCKNODE_CHAOS_SEEDS", 3)
+	list, dur := chaosSeeds(t, 3, 4*time.Second)
+	var opts Options
+	if snaps := envInt(t, "LOCKNODE_CHAOS_SNAPSHOTS", 0); snaps > 0 {
+		opts.Config = func(_ int, c *cluster.Config) {
+			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = snaps, snaps, 200*time.Millisecond
+		}
+	}
+	for _, seed := range list {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runChaos(t, seed, dur, opts)
+		})
+	}
+}
+
+// chaosSeeds are the seeds and the schedule length of a chaos test:
+// seeds from 1 (def of them) and def duration unless the LOCKNODE_CHAOS_*
+// variables say otherwise (see TestChaos).
+func chaosSeeds(t *testing.T, n uint64, def time.Duration) ([]uint64, time.Duration) {
+	seeds := envInt(t, "LOCKNODE_CHAOS_SEEDS", n)
 	base := envInt(t, "LOCKNODE_CHAOS_BASE", 1)
-	dur := 4 * time.Second
+	dur := def
 	if s := os.Getenv("LOCKNODE_CHAOS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
@@ -54,17 +72,7 @@ func TestChaos(t *testing.T) {
 			list = append(list, base+i)
 		}
 	}
-	var opts Options
-	if snaps := envInt(t, "LOCKNODE_CHAOS_SNAPSHOTS", 0); snaps > 0 {
-		opts.Config = func(_ int, c *cluster.Config) {
-			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = snaps, snaps, 200*time.Millisecond
-		}
-	}
-	for _, seed := range list {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runChaos(t, seed, dur, opts)
-		})
-	}
+	return list, dur
 }
 
 func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options) {

@@ -21,6 +21,11 @@ var (
 	ErrFenceOrder    = errors.New("testcluster: fences not strictly increasing")
 	ErrDiverged      = errors.New("testcluster: nodes diverged")
 	ErrLeaseTooShort = errors.New("testcluster: lease ended before its TTL")
+	ErrTwoHolders    = errors.New("testcluster: more live handles for one key than its mode allows")
+	ErrTwoLeaders    = errors.New("testcluster: two campaigners believed they led at once")
+	ErrFenceRegress  = errors.New("testcluster: resource accepted a smaller fence after a larger one")
+	ErrLeaseTooLong  = errors.New("testcluster: hold ended later than its TTL allows")
+	ErrOrphan        = errors.New("testcluster: hold or waiter outlived every client that knew of it")
 )
 
 // ---- (2) fencing ----
@@ -334,15 +339,18 @@ type LeaseEnd struct {
 	Sent    time.Time
 	TTL     time.Duration
 	EndedBy time.Time
+	// Margin is how early it may end: the drift margin its client keeps
+	// (clock rates that differ from real time; 0: none).
+	Margin time.Duration
 }
 
-// CheckLeases reports holds that ended before send time + TTL.
+// CheckLeases reports holds that ended before send time + TTL - Margin.
 func CheckLeases(obs []LeaseEnd) error {
 	var errs []error
 	for _, o := range obs {
-		if due := o.Sent.Add(o.TTL); o.EndedBy.Before(due) {
-			errs = append(errs, fmt.Errorf("%w: hold of %s (ttl %v) gone %v before send time + ttl",
-				ErrLeaseTooShort, o.Owner, o.TTL, due.Sub(o.EndedBy)))
+		if due := o.Sent.Add(o.TTL - o.Margin); o.EndedBy.Before(due) {
+			errs = append(errs, fmt.Errorf("%w: hold of %s (ttl %v) gone %v before send time + ttl - margin %v",
+				ErrLeaseTooShort, o.Owner, o.TTL, due.Sub(o.EndedBy), o.Margin))
 		}
 	}
 	return errors.Join(errs...)

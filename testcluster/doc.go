@@ -46,6 +46,28 @@
 //  6. CheckLeases: no hold ends (seen from a neutral real clock) before
 //     its request's send time plus its TTL.
 //
+// # What clients believed
+//
+// Surfaces (Cluster.NewSurfaces) drives what users touch: Go Lock
+// handles with renewal, campaigners with sessions watching
+// Leadership.Done, `locknode lock` children (BuildLocknode), holds that
+// nobody renews, and a resource behind the fence middleware with the
+// cluster's fence registry. It records Beliefs on the History's clock —
+// a handle from its grant answer until its Context is done, a leadership
+// from Elect's return until Done, a child from its first to its last
+// write that reached the resource — and Surfaces.Check runs:
+//
+//  7. CheckHandles: no more live handles for a key than its mode allows,
+//     fences increasing from one to the next.
+//  8. CheckLeaders: at most one campaigner believes it leads at any
+//     instant.
+//  9. CheckAccepted: the fenced resource accepted tokens only in
+//     increasing order.
+//  10. CheckHoldEnds: every hold ended within its TTL plus a slack (one
+//     tick, one election) of its last grant or extend.
+//  11. CheckLeftovers: once every client stopped, no hold outlived its
+//     TTL and no waiter stayed queued for nobody.
+//
 // # Nemesis
 //
 // NewSchedule(seed, ...) generates a reproducible schedule of faults

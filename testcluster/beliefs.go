@@ -1,0 +1,156 @@
+package testcluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ---- (7) what clients believed, on the History's clock ----
+
+// Belief is an interval during which one client surface believed it held
+// Key: a Go Lock handle from its grant answer until its Context was done
+// (or Unlock was called), a Leadership from Elect's return until Done, a
+// `locknode lock` child from its first to its last write. Times
+// are on the History's clock, the one reference clock of a run.
+type Belief struct {
+	Key    string // lock key, or ElectionPrefix+name for a leadership
+	Holder string // which handle, campaign or child
+	Fence  uint64
+	// Limit is how many may believe at once: 1 for exclusive locks and
+	// elections, N for a semaphore of N permits.
+	Limit    int
+	From, To time.Duration
+}
+
+func (b Belief) String() string {
+	return fmt.Sprintf("%s fence %d [%v,%v]", b.Holder, b.Fence, b.From, b.To)
+}
+
+// CheckHandles checks (a): per key, no instant at which more handles
+// believed they held it than its Limit allows, and a belief that began
+// after another had ended carries a larger fence.
+func CheckHandles(bs []Belief) error { return checkExclusion(bs, ErrTwoHolders) }
+
+// CheckLeaders checks (b): at most one campaigner per election believed
+// it led at any instant (beliefs with Limit 1), with fences increasing
+// from one leadership to the next.
+func CheckLeaders(bs []Belief) error { return checkExclusion(bs, ErrTwoLeaders) }
+
+func checkExclusion(bs []Belief, sentinel error) error {
+	byKey := map[string][]Belief{}
+	for _, b := range bs {
+		byKey[b.Key] = append(byKey[b.Key], b)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		list := byKey[k]
+		sort.SliceStable(list, func(i, j int) bool { return list[i].From < list[j].From })
+		// A sweep over starts: live holds every belief that started
+		// earlier and has not ended by this start. An interval that ends
+		// exactly when another starts does not overlap it.
+		var live []Belief
+		for _, b := range list {
+			kept := live[:0]
+			for _, l := range live {
+				if l.To > b.From {
+					kept = append(kept, l)
+				} else if b.Fence != 0 && l.Fence != 0 && b.Fence <= l.Fence {
+					errs = append(errs, fmt.Errorf("%w: %q: %v began after %v ended, with a fence not larger", sentinel, k, b, l))
+				}
+			}
+			live = append(kept, b)
+			if limit := max(b.Limit, 1); len(live) > limit {
+				names := make([]string, len(live))
+				for i, l := range live {
+					names[i] = l.String()
+				}
+				errs = append(errs, fmt.Errorf("%w: %q at %v (limit %d): %s", sentinel, k, b.From, limit, strings.Join(names, "; ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FenceAccept is one write a fenced resource accepted, in the order it
+// accepted them.
+type FenceAccept struct {
+	Resource string
+	Token    uint64
+	By       string
+	At       time.Duration
+}
+
+// CheckAccepted checks (c): per resource, every accepted token is at
+// least the one accepted before it (equal: the same grant writing
+// again).
+func CheckAccepted(as []FenceAccept) error {
+	last := map[string]FenceAccept{}
+	var errs []error
+	for i, a := range as {
+		if p, ok := last[a.Resource]; ok && a.Token < p.Token {
+			errs = append(errs, fmt.Errorf("%w: %q: write %d by %s with token %d at %v accepted after token %d by %s at %v",
+				ErrFenceRegress, a.Resource, i, a.By, a.Token, a.At, p.Token, p.By, p.At))
+		}
+		if p, ok := last[a.Resource]; !ok || a.Token >= p.Token {
+			last[a.Resource] = a
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// HoldEnd is one hold whose end was watched. Last is a time no earlier
+// than its last grant or extend took effect (the answer to it, or when
+// the client that could renew it went away); EndedBy the answer to the
+// first read that found it gone.
+type HoldEnd struct {
+	Key, Owner    string
+	TTL           time.Duration
+	Last, EndedBy time.Duration
+}
+
+// CheckHoldEnds checks (e): every hold ended within its TTL plus slack
+// (one tick, one election and how late the watcher may notice) of Last.
+func CheckHoldEnds(hs []HoldEnd, slack time.Duration) error {
+	var errs []error
+	for _, h := range hs {
+		if late := h.EndedBy - h.Last - h.TTL; late > slack {
+			errs = append(errs, fmt.Errorf("%w: %q held by %s (ttl %v) ended %v after its last grant or extend: %v late, allowed %v",
+				ErrLeaseTooLong, h.Key, h.Owner, h.TTL, h.EndedBy-h.Last, late, slack))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Leftover is what a key held when every client had stopped: a hold
+// (Owner, TTL and when it was seen gone) or queued waiters.
+type Leftover struct {
+	Key, Owner string
+	TTL        time.Duration
+	EndedBy    time.Duration
+	Waiters    int
+}
+
+// CheckLeftovers checks (d): after every client stopped at end, no hold
+// lasted longer than its TTL plus slack, and no waiter stayed queued
+// (nobody waits for it: a later grant would go to nobody).
+func CheckLeftovers(end time.Duration, ls []Leftover, slack time.Duration) error {
+	var errs []error
+	for _, l := range ls {
+		if l.Waiters > 0 {
+			errs = append(errs, fmt.Errorf("%w: %q has %d waiters queued after every client stopped", ErrOrphan, l.Key, l.Waiters))
+		}
+		if l.Owner != "" && l.EndedBy-end > l.TTL+slack {
+			errs = append(errs, fmt.Errorf("%w: %q held by %s (ttl %v) for %v after every client stopped (allowed %v)",
+				ErrOrphan, l.Key, l.Owner, l.TTL, l.EndedBy-end, l.TTL+slack))
+		}
+	}
+	return errors.Join(errs...)
+}
