@@ -376,10 +376,10 @@ const maxHoldCount = 1<<31 - 1
 // hold is a Hold as the table stores it: what most holds leave zero (a
 // session, a lock-delay, a hard limit) is behind one pointer.
 type hold struct {
-	Owner     string
-	Fence     uint64
-	Deadline  int64 // lease end, FSM ms
-	TTL       int64 // lease length used by extend, ms
+	Owner    string
+	Fence    uint64
+	Deadline int64 // lease end, FSM ms
+	TTL      int64 // lease length used by extend, ms
 	// Granted is the FSM time of the grant; Extended of the last renewal
 	// (extend, PEXPIRE, a reentrant acquire that moved the deadline), 0 =
 	// never. Inline: every hold has a grant time, and the two together
@@ -387,8 +387,8 @@ type hold struct {
 	Granted, Extended int64
 	opt               *holdOpts
 	Count             int32 // reentrant hold count (1..maxHoldCount)
-	Mode      Mode
-	Reentrant bool
+	Mode              Mode
+	Reentrant         bool
 }
 
 type holdOpts struct {
