@@ -53,7 +53,7 @@ const (
 	memZSetMember = 40
 	memListItem   = 32 // slice header in the list
 
-	memWaiter    = 176 + memMapSlot + memDue // Waiter, its index slot, its due item
+	memWaiter    = 160 + memMapSlot + memDue // Waiter, its index slot, its due item
 	memWaiterKey = 16 + 8                    // a key in Waiter.Keys and its queue slot
 	memQueue     = 64                        // a key's queue in the queue map
 	memSession   = 32 + memMapSlot + memDue
