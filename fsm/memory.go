@@ -44,8 +44,8 @@ const (
 	// its due item; every hold (the first included) is memHold.
 	memLock     = memMapSlot + memValue - 72 + memDue
 	memHold     = 80 // a hold and its slot in the holder list
-	memHoldOpts = 64
-	memMetaItem = 32 // a metadata entry (two string headers)
+	memHoldOpts = 48
+	memMetaItem = 32 // a waiter's metadata entry (two string headers)
 	memSessRef  = 64 // a session-bound hold's or waiter's session index entry
 
 	memHashField  = 80 // map slot of a field (string + slice header), the value's rounding
@@ -84,7 +84,7 @@ var oomReply = reply.NewError(OOMText)
 func holdBytes(h *hold) int64 {
 	n := int64(memHold + len(h.Owner))
 	if h.opt != nil {
-		n += memHoldOpts + int64(len(h.opt.session)) + metaBytes(h.opt.meta)
+		n += memHoldOpts + int64(len(h.opt.session)+len(h.opt.meta))
 		if h.opt.session != "" {
 			n += memSessRef
 		}
@@ -92,7 +92,8 @@ func holdBytes(h *hold) int64 {
 	return n
 }
 
-// metaBytes is what a hold's or waiter's metadata costs.
+// metaBytes is what a waiter's metadata costs (a hold's is packed: its
+// length counts, with the hold's options).
 func metaBytes(m Meta) int64 {
 	if len(m) == 0 {
 		return 0

@@ -1,6 +1,9 @@
 package fsm
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // Holder metadata: a small list of name/value pairs an acquire carries
 // (who took the lock: host, pid, command) and the hold or waiter keeps.
@@ -93,4 +96,57 @@ func (t *Table) checkMeta(m Meta) error {
 		return errf(ErrLimit, "meta of %d bytes, over the limit of %d", n, c.MaxMetaBytes)
 	}
 	return nil
+}
+
+// packMeta encodes m as one string: per entry the name's length
+// (uvarint), the name, the value's length, the value. "" for none.
+func packMeta(m Meta) string {
+	if len(m) == 0 {
+		return ""
+	}
+	n := 0
+	for _, e := range m {
+		n += 2*binary.MaxVarintLen32 + len(e.Name) + len(e.Value)
+	}
+	b := make([]byte, 0, n)
+	for _, e := range m {
+		b = binary.AppendUvarint(b, uint64(len(e.Name)))
+		b = append(b, e.Name...)
+		b = binary.AppendUvarint(b, uint64(len(e.Value)))
+		b = append(b, e.Value...)
+	}
+	return string(b)
+}
+
+// unpackMeta decodes packMeta's encoding; its names and values share
+// p's memory.
+func unpackMeta(p string) Meta {
+	if p == "" {
+		return nil
+	}
+	var m Meta
+	eachMeta(p, func(name, value string) { m = append(m, MetaEntry{Name: name, Value: value}) })
+	return m
+}
+
+// eachMeta calls fn with each entry of packMeta's encoding p, in order,
+// without allocating. It trusts p (only packMeta writes it).
+func eachMeta(p string, fn func(name, value string)) {
+	next := func() string {
+		var n uint64
+		var shift uint
+		i := 0
+		for ; p[i] >= 0x80; i++ {
+			n |= uint64(p[i]&0x7f) << shift
+			shift += 7
+		}
+		n |= uint64(p[i]) << shift
+		s := p[i+1 : i+1+int(n)]
+		p = p[i+1+int(n):]
+		return s
+	}
+	for p != "" {
+		name := next()
+		fn(name, next())
+	}
 }

@@ -214,6 +214,16 @@ func TestMetaOf(t *testing.T) {
 	}
 }
 
+// TestPackMeta: a hold's packed metadata reads back as given, lengths
+// of several varint bytes included.
+func TestPackMeta(t *testing.T) {
+	for _, m := range []Meta{nil, {{"a", ""}}, {{"cmd", strings.Repeat("x", 300)}, {"host", "h\x00"}, {strings.Repeat("n", 200), "é"}}} {
+		if got := unpackMeta(packMeta(m)); !reflect.DeepEqual(got, m) {
+			t.Fatalf("%q: got %q", m, got)
+		}
+	}
+}
+
 // TestMetaMemory: a hold's and a waiter's metadata count in MemoryUsed
 // (checkMemory compares the running count with a recount).
 func TestMetaMemory(t *testing.T) {

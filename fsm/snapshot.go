@@ -395,7 +395,17 @@ func (e *enc) hold(h *hold) {
 	e.varint(h.hardLimit())
 	e.varint(h.Granted)
 	e.varint(h.Extended)
-	e.meta(h.meta())
+	var packed string
+	if h.opt != nil {
+		packed = h.opt.meta
+	}
+	n := 0
+	eachMeta(packed, func(string, string) { n++ })
+	e.uvarint(uint64(n))
+	eachMeta(packed, func(name, value string) {
+		e.str(name)
+		e.str(value)
+	})
 }
 
 func (e *enc) meta(m Meta) {

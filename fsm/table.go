@@ -395,7 +395,9 @@ type holdOpts struct {
 	session   string
 	lockDelay int64
 	hardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
-	meta      Meta
+	// meta is the hold's metadata packed into one string (packMeta):
+	// one allocation rather than a slice and a string per name and value.
+	meta string
 }
 
 func (h *hold) session() string {
@@ -419,11 +421,12 @@ func (h *hold) hardLimit() int64 {
 	return h.opt.hardLimit
 }
 
+// meta returns the hold's metadata (a new slice over its packed form).
 func (h *hold) meta() Meta {
 	if h.opt == nil {
 		return nil
 	}
-	return h.opt.meta
+	return unpackMeta(h.opt.meta)
 }
 
 // setOpts sets the rarely used fields, allocating only when one is set.
@@ -432,10 +435,7 @@ func (h *hold) setOpts(session string, lockDelay, hardLimit int64, meta Meta) {
 		h.opt = nil
 		return
 	}
-	if len(meta) == 0 {
-		meta = nil
-	}
-	h.opt = &holdOpts{session: session, lockDelay: lockDelay, hardLimit: hardLimit, meta: meta}
+	h.opt = &holdOpts{session: session, lockDelay: lockDelay, hardLimit: hardLimit, meta: packMeta(meta)}
 }
 
 // view returns h as a Hold.
