@@ -83,6 +83,8 @@ func lease(req api.AcquireRequest, fence uint64, deadline, now int64, count int)
 // TryAcquire takes the lock if it is free now; otherwise ErrLocked (or
 // another refusal). It never waits in the queue. Without req.RequestID
 // the node assigns one, so a leader lost mid-request is retried safely.
+// req.Meta gets this process's host and pid where it has none of those
+// names, unless ctx comes from api.WithoutDefaultMeta (as Acquire).
 func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := n.acquireCmd(ctx, req)
 	if err != nil {
@@ -114,6 +116,11 @@ func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Leas
 // cancel is released again, so the caller never holds a lock it was not
 // told about — except with a req.RequestID, whose grant another attempt
 // may have delivered (see cancelWait): that one ends with its lease.
+//
+// req.Meta gets this process's host and pid where it has none of those
+// names, unless ctx comes from api.WithoutDefaultMeta: the HTTP and RESP
+// front ends pass such contexts, so requests of other processes never
+// show the node's process as their holder.
 func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := n.acquireCmd(ctx, req)
 	if err != nil {
