@@ -84,6 +84,11 @@ type AcquireRequest struct {
 	RequestID string   `json:"request_id,omitempty"` // exactly-once retries
 	LockDelay int64    `json:"lock_delay_ms,omitempty"`
 	MaxHoldMs int64    `json:"max_hold_ms,omitempty"`
+	// Meta is free metadata kept with the hold (and the waiter) and shown
+	// by Inspect, List, LOCK.INFO and the mirror: who took the lock (host,
+	// pid, command), bounded by Limits' Meta fields. A reentrant or
+	// repeated acquire by the holder keeps the metadata of the first.
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // Lease is a granted hold.
@@ -139,15 +144,29 @@ type Holder struct {
 	TTLMs    int64  `json:"ttl_ms"` // remaining
 	Session  string `json:"session,omitempty"`
 	Deadline int64  `json:"deadline_ms"`
+	// Meta is the metadata given at acquire (the waiter's, for a hold
+	// handed over from the queue).
+	Meta map[string]string `json:"meta,omitempty"`
+	// GrantedMs is the cluster time (unix ms, within about a second of
+	// wall time) of the grant; a reentrant acquire keeps the first one.
+	// 0 for a hold restored from a snapshot taken before it was kept.
+	GrantedMs int64 `json:"granted_ms"`
+	// ExtendedMs is the cluster time of the last renewal of the lease
+	// (extend, PEXPIRE, or a reentrant acquire that moved the deadline);
+	// 0: never renewed.
+	ExtendedMs int64 `json:"extended_ms,omitempty"`
 }
 
 // Waiter is one queued acquire in LockInfo, in queue order.
 type Waiter struct {
-	ID     string   `json:"id"`
-	Owner  string   `json:"owner"`
-	Mode   string   `json:"mode"`
-	Keys   []string `json:"keys,omitempty"`
-	WaitMs int64    `json:"wait_ms"` // remaining
+	ID     string            `json:"id"`
+	Owner  string            `json:"owner"`
+	Mode   string            `json:"mode"`
+	Keys   []string          `json:"keys,omitempty"`
+	WaitMs int64             `json:"wait_ms"` // remaining
+	Meta   map[string]string `json:"meta,omitempty"`
+	// QueuedMs is the cluster time (unix ms) the waiter queued.
+	QueuedMs int64 `json:"queued_ms"`
 }
 
 // LockInfo describes one lock (GET /v1/locks/{key}).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Limits bound what one request may ask for. They are the one definition
@@ -35,6 +36,13 @@ type Limits struct {
 	// value, so the size bounds that value's memory and the cost of
 	// the operations on it.
 	MaxPermits int
+	// MaxMetaEntries, MaxMetaKeyBytes, MaxMetaValueBytes and MaxMetaBytes
+	// bound an acquire's metadata (AcquireRequest.Meta): the number of
+	// entries, the length of a name and of a value, and the names and
+	// values together. Metadata lives with the hold in every node's
+	// memory and in every snapshot, so it is kept small: who, where,
+	// what for.
+	MaxMetaEntries, MaxMetaKeyBytes, MaxMetaValueBytes, MaxMetaBytes int
 }
 
 // Default limits (DefaultLimits).
@@ -45,6 +53,11 @@ const (
 	DefaultMinTTLMs      = 1
 	DefaultMaxTTLMs      = 24 * 60 * 60 * 1000
 	DefaultMaxPermits    = 10000
+
+	DefaultMaxMetaEntries    = 16
+	DefaultMaxMetaKeyBytes   = 64
+	DefaultMaxMetaValueBytes = 256
+	DefaultMaxMetaBytes      = 1024
 )
 
 // DefaultLimits returns the documented defaults.
@@ -52,6 +65,8 @@ func DefaultLimits() Limits {
 	return Limits{
 		MaxKeyBytes: DefaultMaxKeyBytes, MaxOwnerBytes: DefaultMaxOwnerBytes, MaxKeys: DefaultMaxKeys,
 		MinTTLMs: DefaultMinTTLMs, MaxTTLMs: DefaultMaxTTLMs, MaxPermits: DefaultMaxPermits,
+		MaxMetaEntries: DefaultMaxMetaEntries, MaxMetaKeyBytes: DefaultMaxMetaKeyBytes,
+		MaxMetaValueBytes: DefaultMaxMetaValueBytes, MaxMetaBytes: DefaultMaxMetaBytes,
 	}
 }
 
@@ -74,13 +89,18 @@ func (l Limits) WithDefaults() Limits {
 	fill64(&l.MinTTLMs, d.MinTTLMs)
 	fill64(&l.MaxTTLMs, d.MaxTTLMs)
 	fill(&l.MaxPermits, d.MaxPermits)
+	fill(&l.MaxMetaEntries, d.MaxMetaEntries)
+	fill(&l.MaxMetaKeyBytes, d.MaxMetaKeyBytes)
+	fill(&l.MaxMetaValueBytes, d.MaxMetaValueBytes)
+	fill(&l.MaxMetaBytes, d.MaxMetaBytes)
 	return l
 }
 
 // Validate reports limits that cannot work.
 func (l Limits) Validate() error {
 	switch {
-	case l.MaxKeyBytes <= 0, l.MaxOwnerBytes <= 0, l.MaxKeys <= 0, l.MaxPermits <= 0:
+	case l.MaxKeyBytes <= 0, l.MaxOwnerBytes <= 0, l.MaxKeys <= 0, l.MaxPermits <= 0,
+		l.MaxMetaEntries <= 0, l.MaxMetaKeyBytes <= 0, l.MaxMetaValueBytes <= 0, l.MaxMetaBytes <= 0:
 		return fmt.Errorf("api: limits must be positive: %+v", l)
 	case l.MinTTLMs <= 0 || l.MaxTTLMs < l.MinTTLMs:
 		return fmt.Errorf("api: limits: need 0 < MinTTLMs <= MaxTTLMs, got %d, %d", l.MinTTLMs, l.MaxTTLMs)
@@ -215,6 +235,9 @@ func (r *AcquireRequest) Validate(l Limits) error {
 	if err := l.checkSpan("max_hold_ms", r.MaxHoldMs); err != nil {
 		return err
 	}
+	if err := l.CheckMeta(r.Meta); err != nil {
+		return err
+	}
 	switch {
 	case r.Permits < 0:
 		return badRequest("permits %d is negative", r.Permits)
@@ -229,6 +252,38 @@ func (r *AcquireRequest) Validate(l Limits) error {
 		}
 	default:
 		return badRequest("unknown mode %q", r.Mode)
+	}
+	return nil
+}
+
+// CheckMeta checks an acquire's metadata: at most MaxMetaEntries
+// entries, names not empty and at most MaxMetaKeyBytes, values at most
+// MaxMetaValueBytes, all of it at most MaxMetaBytes, and valid UTF-8
+// (JSON could not carry anything else unchanged). The error names the
+// offending entry; nothing is truncated.
+func (l Limits) CheckMeta(meta map[string]string) error {
+	if len(meta) == 0 {
+		return nil
+	}
+	if len(meta) > l.MaxMetaEntries {
+		return overLimit("meta entries", int64(len(meta)), int64(l.MaxMetaEntries), "")
+	}
+	total := 0
+	for k, v := range meta {
+		switch {
+		case k == "":
+			return badRequest("meta: empty name")
+		case len(k) > l.MaxMetaKeyBytes:
+			return fmt.Errorf("%w: meta name of %d bytes is over the limit of %d bytes", ErrLimit, len(k), l.MaxMetaKeyBytes)
+		case len(v) > l.MaxMetaValueBytes:
+			return fmt.Errorf("%w: meta %q value of %d bytes is over the limit of %d bytes", ErrLimit, k, len(v), l.MaxMetaValueBytes)
+		case !utf8.ValidString(k) || !utf8.ValidString(v):
+			return badRequest("meta %q: not valid UTF-8", k)
+		}
+		total += len(k) + len(v)
+	}
+	if total > l.MaxMetaBytes {
+		return fmt.Errorf("%w: meta of %d bytes is over the limit of %d bytes", ErrLimit, total, l.MaxMetaBytes)
 	}
 	return nil
 }

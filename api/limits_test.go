@@ -42,6 +42,17 @@ func TestValidate(t *testing.T) {
 		{"keys duplicate", ptr(with(func(r *api.AcquireRequest) { r.Key, r.Keys = "", []string{"a", "b", "a"} })), api.ErrBadRequest, `"a" twice`},
 		{"keys too many", ptr(with(func(r *api.AcquireRequest) { r.Key, r.Keys = "", keys })), api.ErrLimit, "keys 1025"},
 		{"request id oversized", ptr(with(func(r *api.AcquireRequest) { r.RequestID = strings.Repeat("i", 257) })), api.ErrLimit, "request_id of 257 bytes"},
+		{"meta ok", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{"host": "h", "pid": "1", "note": ""} })), nil, ""},
+		{"meta entries max exactly", ptr(with(func(r *api.AcquireRequest) { r.Meta = metaOf(16, 2, 1) })), nil, ""},
+		{"meta entries above max", ptr(with(func(r *api.AcquireRequest) { r.Meta = metaOf(17, 2, 1) })), api.ErrLimit, "meta entries 17 is over the limit of 16"},
+		{"meta name max exactly", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{strings.Repeat("n", 64): "v"} })), nil, ""},
+		{"meta name above max", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{strings.Repeat("n", 65): "v"} })), api.ErrLimit, "meta name of 65 bytes is over the limit of 64 bytes"},
+		{"meta name empty", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{"": "v"} })), api.ErrBadRequest, "meta: empty name"},
+		{"meta value max exactly", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{"cmd": strings.Repeat("v", 256)} })), nil, ""},
+		{"meta value above max", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{"cmd": strings.Repeat("v", 257)} })), api.ErrLimit, `meta "cmd" value of 257 bytes is over the limit of 256 bytes`},
+		{"meta total max exactly", ptr(with(func(r *api.AcquireRequest) { r.Meta = metaOf(8, 2, 126) })), nil, ""},
+		{"meta total above max", ptr(with(func(r *api.AcquireRequest) { r.Meta = metaOf(8, 2, 127) })), api.ErrLimit, "meta of 1032 bytes is over the limit of 1024 bytes"},
+		{"meta not utf-8", ptr(with(func(r *api.AcquireRequest) { r.Meta = map[string]string{"host": "\xff"} })), api.ErrBadRequest, "not valid UTF-8"},
 		{"release forced without owner", &api.ReleaseRequest{Key: "k", Force: true}, nil, ""},
 		{"release without owner", &api.ReleaseRequest{Key: "k"}, api.ErrBadRequest, "owner is required"},
 		{"extend ttl 0", &api.ExtendRequest{Key: "k", Owner: "o"}, api.ErrBadRequest, "ttl_ms 0"},
@@ -68,6 +79,17 @@ func TestValidate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// metaOf returns n entries with names of nameLen bytes (a distinct
+// two-byte tail; nameLen >= 2) and values of valueLen bytes.
+func metaOf(n, nameLen, valueLen int) map[string]string {
+	m := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		name := strings.Repeat("n", nameLen-2) + string(rune('a'+i/26)) + string(rune('a'+i%26))
+		m[name] = strings.Repeat("v", valueLen)
+	}
+	return m
+}
 
 func TestLimitsWithDefaults(t *testing.T) {
 	if got := (api.Limits{MaxTTLMs: 5}).WithDefaults(); got.MaxTTLMs != 5 || got.MaxKeyBytes != api.DefaultMaxKeyBytes {

@@ -71,9 +71,22 @@ func jsonBody(v any) func() any { return func() any { return v } }
 // error wrapping api.ErrCancelled and ctx.Err(). A req that brings its
 // own RequestID is sent as given: with WaitMs 0 it then waits at most
 // api.MaxWait (ErrWaitTimeout), since one id names one wait.
+//
+// req.Meta gets this process's host and pid where it has no entry of
+// that name, unless Config.NoDefaultMetadata or ctx says not to
+// (api.WithoutDefaultMeta).
 func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	req.Meta = c.defaultMeta(ctx, req.Meta)
 	lease, _, err := c.acquire(ctx, req)
 	return lease, err
+}
+
+// defaultMeta is meta with this process's host and pid, when wanted.
+func (c *Client) defaultMeta(ctx context.Context, meta map[string]string) map[string]string {
+	if c.cfg.NoDefaultMetadata || api.DefaultMetaOff(ctx) {
+		return meta
+	}
+	return c.cfg.Limits.WithProcessMeta(meta)
 }
 
 // acquire also returns the send time of the request that won the lease.
@@ -116,8 +129,10 @@ func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease
 	}
 }
 
-// TryAcquire implements api.Locker over POST /v1/locks/try.
+// TryAcquire implements api.Locker over POST /v1/locks/try. req.Meta
+// gets the default metadata as with Acquire.
 func (c *Client) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	req.Meta = c.defaultMeta(ctx, req.Meta)
 	lease, _, err := c.tryAcquire(ctx, req)
 	return lease, err
 }

@@ -36,6 +36,8 @@ type coalesceKey struct {
 	// progress: each handle gets the timeout it asked for, so calls
 	// that differ in it do not share a waiter.
 	progress time.Duration
+	// meta: each hold carries the metadata its caller asked for.
+	meta string
 }
 
 type coalescer struct {
@@ -56,7 +58,8 @@ type localWaiter struct {
 }
 
 func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (*Lock, error) {
-	k := coalesceKey{key: key, ttl: o.ttl, lockDelay: o.lockDelay, maxHold: o.maxHold, progress: o.progressTimeout}
+	k := coalesceKey{key: key, ttl: o.ttl, lockDelay: o.lockDelay, maxHold: o.maxHold, progress: o.progressTimeout,
+		meta: o.metaKey()}
 	if o.session != nil {
 		k.session = o.session.ID()
 	}
@@ -140,7 +143,7 @@ func (c *Client) settleLocked(co *coalescer) {
 // fetch acquires the key on the server for whichever local goroutine is
 // first in line when the grant arrives.
 func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
-	req := co.opts.request(co.k.key)
+	req := co.opts.request(co.k.key, &c.cfg)
 	req.Owner = newID()
 	req.WaitMs = 0 // until ctx: local waiters keep their own deadlines
 	lease, sent, err := c.acquire(ctx, req)

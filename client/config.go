@@ -58,6 +58,11 @@ type Config struct {
 	// Use https endpoints: Basic credentials travel in clear otherwise.
 	Username string
 	Password string
+	// NoDefaultMetadata leaves this process's host and pid out of the
+	// metadata of every acquire (see WithMetadata); a single Lock can
+	// leave them out with WithoutDefaultMetadata, a single Acquire or
+	// TryAcquire with a context from api.WithoutDefaultMeta.
+	NoDefaultMetadata bool
 }
 
 // RetryPolicy is exponential back-off with full jitter: before retry

@@ -54,6 +54,11 @@
 // see the Lock type for the exact deadlines. Sessions (NewSession) are
 // kept alive every TTL/3 the same way and signal their end on Done.
 //
+// Every hold carries this process's host and pid as metadata, which
+// Inspect, List, LOCK.INFO and `locknode locks` show with the grant time;
+// WithMetadata adds more, WithoutDefaultMetadata and
+// Config.NoDefaultMetadata leave the defaults out.
+//
 // # Coalescing
 //
 // Goroutines of one Client waiting in Lock for the same key with the same

@@ -113,7 +113,7 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Loc
 	if o.coalescible() {
 		return c.lockCoalesced(ctx, key, o)
 	}
-	req := o.request(key)
+	req := o.request(key, &c.cfg)
 	ours := req.Owner == ""
 	if ours {
 		req.Owner = newID()
@@ -160,7 +160,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (*
 }
 
 func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
-	req := o.request(key)
+	req := o.request(key, &c.cfg)
 	req.WaitMs = 0
 	ours := req.Owner == ""
 	if ours {

@@ -1,6 +1,9 @@
 package client
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/locknode/locknode/api"
@@ -28,6 +31,9 @@ type lockOptions struct {
 
 	progressTimeout time.Duration // WithProgressTimeout; 0: off
 	progressSet     bool
+
+	meta          map[string]string // WithMetadata; ours, never the caller's map
+	noDefaultMeta bool              // WithoutDefaultMetadata
 }
 
 // LockOption adjusts Client.Lock, Client.TryLock and Middleware.
@@ -98,6 +104,32 @@ func WithProgressTimeout(d time.Duration) LockOption {
 	return func(o *lockOptions) { o.progressTimeout = d; o.progressSet = true }
 }
 
+// WithMetadata adds entries to the metadata the hold carries (shown by
+// Inspect, List, LOCK.INFO, the mirror and `locknode locks`): what the
+// holder is doing, a ticket, a job id. The client adds this process's
+// host and pid (api.MetaHost, api.MetaPID) by default; entries given
+// here win over them. Several WithMetadata options add up. The whole is
+// bounded by Config.Limits (api.Limits' Meta fields): past them Lock
+// fails with api.ErrLimit, nothing is cut.
+func WithMetadata(m map[string]string) LockOption {
+	return func(o *lockOptions) {
+		if len(m) == 0 {
+			return
+		}
+		if o.meta == nil {
+			o.meta = make(map[string]string, len(m))
+		}
+		for k, v := range m {
+			o.meta[k] = v
+		}
+	}
+}
+
+// WithoutDefaultMetadata leaves this process's host and pid out of the
+// hold's metadata (see WithMetadata; Config.NoDefaultMetadata does so for
+// every lock of the Client).
+func WithoutDefaultMetadata() LockOption { return func(o *lockOptions) { o.noDefaultMeta = true } }
+
 func buildOptions(opts []LockOption) lockOptions {
 	o := lockOptions{ttl: DefaultLockTTL, mode: api.ModeExclusive}
 	for _, f := range opts {
@@ -106,11 +138,16 @@ func buildOptions(opts []LockOption) lockOptions {
 	return o
 }
 
-func (o lockOptions) request(key string) api.AcquireRequest {
+// request is the acquire o asks for; cfg decides the default metadata.
+func (o lockOptions) request(key string, cfg *Config) api.AcquireRequest {
 	r := api.AcquireRequest{
 		Key: key, Owner: o.owner, TTLMs: o.ttl.Milliseconds(), WaitMs: o.wait.Milliseconds(),
 		Mode: o.mode, Permits: o.permits,
 		LockDelay: o.lockDelay.Milliseconds(), MaxHoldMs: o.maxHold.Milliseconds(),
+		Meta: o.meta,
+	}
+	if !o.noDefaultMeta && !cfg.NoDefaultMetadata {
+		r.Meta = cfg.Limits.WithProcessMeta(r.Meta)
 	}
 	if o.mode == api.ModeExclusive {
 		r.Mode = "" // the default; keeps requests minimal
@@ -119,6 +156,27 @@ func (o lockOptions) request(key string) api.AcquireRequest {
 		r.Session = o.session.ID()
 	}
 	return r
+}
+
+// metaKey is o's metadata choice as a comparable value: names and values
+// in name order, and whether the defaults are left out.
+func (o lockOptions) metaKey() string {
+	if len(o.meta) == 0 && !o.noDefaultMeta {
+		return ""
+	}
+	names := make([]string, 0, len(o.meta))
+	for k := range o.meta {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	if o.noDefaultMeta {
+		b.WriteByte('-')
+	}
+	for _, k := range names {
+		fmt.Fprintf(&b, "%q=%q;", k, o.meta[k])
+	}
+	return b.String()
 }
 
 // coalescible: exclusive, our own random owner per hold.

@@ -57,6 +57,7 @@ type keyHistory struct {
 type pendingWait struct {
 	queuedMs int64
 	mode     string
+	meta     map[string]string
 }
 
 func newHistory(maxKeys, maxEntries int, act *activity) *history {
@@ -84,7 +85,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 	case cmd.Op == fsm.OpAcquire && r.Err == nil && r.Queued:
 		c.contended++
 		if len(h.pending) < 4*h.maxKeys {
-			h.pending[strings.Clone(cmd.ReqID)] = pendingWait{queuedMs: r.Now, mode: cmd.Mode.String()}
+			h.pending[strings.Clone(cmd.ReqID)] = pendingWait{queuedMs: r.Now, mode: cmd.Mode.String(), meta: metaCopy(cmd.Meta)}
 		}
 	case cmd.Op == fsm.OpAcquire && r.Err == nil && r.Granted && r.Count <= 1:
 		keys := cmd.Keys
@@ -92,7 +93,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 			keys = []string{cmd.Key}
 		}
 		for _, k := range keys {
-			if h.grant(k, cmd.Owner, cmd.Mode.String(), r.Fence, r.Now) {
+			if h.grant(k, cmd.Owner, cmd.Mode.String(), r.Fence, r.Now, metaCopy(cmd.Meta)) {
 				c.grants++
 			}
 		}
@@ -103,7 +104,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 		key := string(cmd.Args[1])
 		if li, err := t.Inspect(key, r.Now); err == nil && li.Kind == fsm.KindLock {
 			for _, ho := range li.Holders {
-				if h.grant(key, ho.Owner, ho.Mode.String(), ho.Fence, r.Now) {
+				if h.grant(key, ho.Owner, ho.Mode.String(), ho.Fence, r.Now, nil) {
 					c.grants++
 				}
 			}
@@ -119,7 +120,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 				c.wait(e.Now - pw.queuedMs)
 			}
 			for _, k := range e.Keys {
-				if h.grant(k, e.Owner, pw.mode, e.Fence, e.Now) {
+				if h.grant(k, e.Owner, pw.mode, e.Fence, e.Now, pw.meta) {
 					c.grants++
 				}
 			}
@@ -157,7 +158,7 @@ func endOf(r fsm.Reason) string {
 // grant records a new hold of key, unless the newest entries already
 // show it held (a repeated request answered from the exactly-once
 // cache). It reports whether it recorded one. Called with h.mu held.
-func (h *history) grant(key, owner, mode string, fence uint64, now int64) bool {
+func (h *history) grant(key, owner, mode string, fence uint64, now int64, meta map[string]string) bool {
 	kh := h.keys[key]
 	if kh != nil {
 		for i := range kh.ents {
@@ -188,7 +189,7 @@ func (h *history) grant(key, owner, mode string, fence uint64, now int64) bool {
 		h.unlink(kh)
 	}
 	h.pushFront(kh)
-	e := api.HistoryEntry{Owner: strings.Clone(owner), Mode: mode, Fence: fence, GrantedMs: now, End: api.EndHeld}
+	e := api.HistoryEntry{Owner: strings.Clone(owner), Mode: mode, Fence: fence, GrantedMs: now, End: api.EndHeld, Meta: meta}
 	if len(kh.ents) < h.maxEnts {
 		kh.ents = append(kh.ents, e)
 	} else {
@@ -304,4 +305,17 @@ func (n *Node) History(ctx context.Context, key string) (api.History, error) {
 		return api.History{}, err
 	}
 	return api.History{Key: key, Entries: n.history.get(key)}, nil
+}
+
+// metaCopy returns m as a map whose strings do not alias the log entry's
+// buffer (the history outlives it); nil when m is empty.
+func metaCopy(m fsm.Meta) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, e := range m {
+		out[strings.Clone(e.Name)] = strings.Clone(e.Value)
+	}
+	return out
 }

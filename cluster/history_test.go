@@ -253,3 +253,38 @@ func BenchmarkHistoryObserve(b *testing.B) {
 		})
 	}
 }
+
+// TestNodeHistoryMeta: history entries carry the holder's metadata, for
+// an immediate grant and for a waiter granted later.
+func TestNodeHistoryMeta(t *testing.T) {
+	tc := newTestCluster(t, 1, nil)
+	n := tc.leader(10 * time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := n.TryAcquire(ctx, api.AcquireRequest{Key: "m", Owner: "a", TTLMs: 60000, Meta: map[string]string{"job": "first"}}); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan error, 1)
+	go func() {
+		_, err := n.Acquire(ctx, api.AcquireRequest{Key: "m", Owner: "b", TTLMs: 60000, WaitMs: 20000, Meta: map[string]string{"job": "second"}})
+		granted <- err
+	}()
+	for deadline := time.Now().Add(10 * time.Second); waiters(t, n, "m") != 1; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never queued")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
+	}
+	if _, err := n.Release(ctx, api.ReleaseRequest{Key: "m", Owner: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-granted; err != nil {
+		t.Fatal(err)
+	}
+	h, err := n.History(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Entries) != 2 || h.Entries[0].Meta["job"] != "second" || h.Entries[1].Meta["job"] != "first" {
+		t.Fatalf("history %+v", h)
+	}
+}

@@ -33,12 +33,21 @@ func limitsOf(c fsm.Config) api.Limits {
 	return api.Limits{
 		MaxKeyBytes: c.MaxKeyBytes, MaxOwnerBytes: c.MaxOwnerBytes, MaxKeys: fsm.MaxLockKeys,
 		MinTTLMs: c.MinTTL, MaxTTLMs: c.MaxTTL, MaxPermits: c.MaxPermits,
+		MaxMetaEntries: c.MaxMetaEntries, MaxMetaKeyBytes: c.MaxMetaKeyBytes,
+		MaxMetaValueBytes: c.MaxMetaValueBytes, MaxMetaBytes: c.MaxMetaBytes,
 	}
 }
 
-func (n *Node) acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
+// acquireCmd validates req and builds its command. An acquire of the
+// embedded API carries this process's host and pid in its metadata
+// unless ctx says otherwise (api.WithoutDefaultMeta, which the HTTP and
+// RESP front ends set: their requests come from other processes).
+func (n *Node) acquireCmd(ctx context.Context, req api.AcquireRequest) (*fsm.Command, error) {
 	if err := req.Validate(n.Limits()); err != nil {
 		return nil, err
+	}
+	if !api.DefaultMetaOff(ctx) {
+		req.Meta = n.Limits().WithProcessMeta(req.Meta)
 	}
 	mode, ok := fsm.ParseMode(req.Mode)
 	if !ok {
@@ -47,7 +56,7 @@ func (n *Node) acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
 	c := &fsm.Command{
 		Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,
 		Mode: mode, Permits: req.Permits, TTL: req.TTLMs, Reentrant: req.Reentrant,
-		Session: req.Session, LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs,
+		Session: req.Session, LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs, Meta: fsm.MetaOf(req.Meta),
 	}
 	if len(c.Keys) > 0 {
 		c.Key = ""
@@ -74,8 +83,10 @@ func lease(req api.AcquireRequest, fence uint64, deadline, now int64, count int)
 // TryAcquire takes the lock if it is free now; otherwise ErrLocked (or
 // another refusal). It never waits in the queue. Without req.RequestID
 // the node assigns one, so a leader lost mid-request is retried safely.
+// req.Meta gets this process's host and pid where it has none of those
+// names, unless ctx comes from api.WithoutDefaultMeta (as Acquire).
 func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := n.acquireCmd(req)
+	cmd, err := n.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -105,8 +116,13 @@ func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Leas
 // cancel is released again, so the caller never holds a lock it was not
 // told about — except with a req.RequestID, whose grant another attempt
 // may have delivered (see cancelWait): that one ends with its lease.
+//
+// req.Meta gets this process's host and pid where it has none of those
+// names, unless ctx comes from api.WithoutDefaultMeta: the HTTP and RESP
+// front ends pass such contexts, so requests of other processes never
+// show the node's process as their holder.
 func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := n.acquireCmd(req)
+	cmd, err := n.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -430,10 +446,12 @@ func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
 			ttl = max(h.Deadline-now, 0)
 		}
 		out.Holders = append(out.Holders, api.Holder{Owner: h.Owner, Mode: h.Mode.String(), Count: h.Count,
-			Fence: h.Fence, TTLMs: ttl, Session: h.Session, Deadline: h.Deadline})
+			Fence: h.Fence, TTLMs: ttl, Session: h.Session, Deadline: h.Deadline,
+			Meta: h.Meta.Map(), GrantedMs: h.Granted, ExtendedMs: h.Extended})
 	}
 	for _, w := range li.Waiters {
-		aw := api.Waiter{ID: w.ID, Owner: w.Owner, Mode: w.Mode.String(), WaitMs: max(w.Deadline-now, 0)}
+		aw := api.Waiter{ID: w.ID, Owner: w.Owner, Mode: w.Mode.String(), WaitMs: max(w.Deadline-now, 0),
+			Meta: w.Meta.Map(), QueuedMs: w.Queued}
 		if len(w.Keys) > 1 {
 			aw.Keys = w.Keys
 		}

@@ -43,7 +43,8 @@ const (
 	fReadOnly
 	fNoForce
 	fKeysOnly
-	fAll = fKeysOnly<<1 - 1
+	fMeta
+	fAll = fMeta<<1 - 1
 )
 
 // maxDecodeLen bounds any single length in an encoded command, so garbage
@@ -86,6 +87,7 @@ func (c *Command) AppendBinary(b []byte) []byte {
 	set(fReadOnly, c.ReadOnly)
 	set(fNoForce, c.NoForce)
 	set(fKeysOnly, c.KeysOnly)
+	set(fMeta, len(c.Meta) > 0)
 
 	b = append(b, cmdVersion, byte(c.Op))
 	b = binary.AppendUvarint(b, mask)
@@ -160,6 +162,13 @@ func (c *Command) AppendBinary(b []byte) []byte {
 		for _, w := range c.Watch {
 			str(w.Key)
 			b = binary.AppendUvarint(b, w.Version)
+		}
+	}
+	if mask&fMeta != 0 {
+		b = binary.AppendUvarint(b, uint64(len(c.Meta)))
+		for _, e := range c.Meta {
+			str(e.Name)
+			str(e.Value)
 		}
 	}
 	return b
@@ -334,6 +343,16 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 			for i := range c.Watch {
 				c.Watch[i].Key = d.str()
 				c.Watch[i].Version = d.uvarint()
+			}
+		}
+	}
+	if mask&fMeta != 0 {
+		n := d.length()
+		if d.err == nil {
+			c.Meta = make(Meta, n)
+			for i := range c.Meta {
+				c.Meta[i].Name = d.str()
+				c.Meta[i].Value = d.str()
 			}
 		}
 	}

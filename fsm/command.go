@@ -15,7 +15,7 @@ const (
 	// OpAcquire takes Key (or all of Keys, all-or-nothing) for Owner in
 	// Mode, for TTL ms. Wait > 0 enqueues a waiter with ID = ReqID that
 	// gives up after Wait ms. Uses Permits, Reentrant, Session, LockDelay,
-	// MaxHold.
+	// MaxHold, Meta.
 	OpAcquire
 	// OpRelease ends Owner's hold on Key (or on every key of Keys); with
 	// Reentrant set it decrements the hold count instead. Force releases
@@ -143,6 +143,10 @@ type Command struct {
 	// patterns: a script it runs (OpEval, or EVAL inside OpExec) may touch
 	// only the keys it declares in KEYS, which the front end checked.
 	KeysOnly bool
+
+	// Meta is an acquire's metadata, kept with its hold or waiter; in
+	// name order (MetaOf), within Config's Meta limits.
+	Meta Meta
 }
 
 // WatchKey is a WATCHed key and the version the client saw when it watched

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -108,11 +109,13 @@ func TestHoldDueOneItemPerKey(t *testing.T) {
 func TestOptionsBehindPointers(t *testing.T) {
 	h := newHarness(t)
 	h.apply(Command{Op: OpSessionOpen, Session: "s", TTL: 5000, Time: 1})
-	h.apply(Command{Op: OpAcquire, Key: "a", Owner: "o", Session: "s", LockDelay: 50, MaxHold: 3000, Time: 1})
+	h.apply(Command{Op: OpAcquire, Key: "a", Owner: "o", Session: "s", LockDelay: 50, MaxHold: 3000, Time: 1,
+		Meta: Meta{{"host", "h1"}, {"pid", "7"}}})
 	h.apply(Command{Op: OpAcquire, Key: "sem", Owner: "o", Mode: Semaphore, Permits: 3, TTL: 100, LockDelay: 20, Time: 1})
 	got, ok := h.tab.HoldOf("a", "o", 1)
-	want := Hold{Owner: "o", Count: 1, Fence: 2, Deadline: 3001, Session: "s", LockDelay: 50, HardLimit: 3001}
-	if !ok || got != want {
+	want := Hold{Owner: "o", Count: 1, Fence: 2, Deadline: 3001, Session: "s", LockDelay: 50, HardLimit: 3001,
+		Meta: Meta{{"host", "h1"}, {"pid", "7"}}, Granted: 1}
+	if !ok || !reflect.DeepEqual(got, want) {
 		t.Fatalf("hold: %+v, want %+v", got, want)
 	}
 	h.apply(Command{Op: OpTick, Time: 101}) // sem expires into its lock-delay

@@ -119,15 +119,16 @@
 //
 // # Memory
 //
-// A held exclusive lock with a lease costs about 190 bytes of live heap
-// at a million locks: its slot in the key map (~48), one 80-byte Value
-// holding the lock and its first hold inline, the key and owner strings
-// (one allocation when the lock came from SET NX or a snapshot), a 24-byte
-// due-heap item; a remembered request id about 150 more
-// (BenchmarkHeldLocksNative, BenchmarkHeldLocksRedis, bench/cmd/fsmheap).
-// Options most holds leave unset (session, lock-delay, max hold), more
-// holders, a semaphore's size and the bodies of Redis values sit behind
-// pointers, allocated only when used. Stats is O(1): the table counts
+// A held exclusive lock with a lease costs about 210 bytes of live heap
+// at a million locks: its slot in the key map (~48), one 96-byte Value
+// holding the lock and its first hold (with its grant and renewal times)
+// inline, the key and owner strings (one allocation when the lock came
+// from SET NX or a snapshot), a 24-byte due-heap item; a remembered
+// request id about 150 more (BenchmarkHeldLocksNative,
+// BenchmarkHeldLocksRedis, bench/cmd/fsmheap). Options most holds leave
+// unset (session, lock-delay, max hold, metadata), more holders, a
+// semaphore's size and the bodies of Redis values sit behind pointers,
+// allocated only when used. Stats is O(1): the table counts
 // locks and holds as they change.
 //
 // MemoryUsed is an accounted size of the whole state (keys, values,

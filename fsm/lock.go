@@ -179,7 +179,7 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 	w := Waiter{
 		ID: cmd.ReqID, Owner: cmd.Owner, Mode: cmd.Mode,
 		Permits: permitsOf(cmd.Mode, cmd.Permits), TTL: cmd.TTL, Session: cmd.Session,
-		Reentrant: cmd.Reentrant, LockDelay: cmd.LockDelay, MaxHold: cmd.MaxHold,
+		Reentrant: cmd.Reentrant, LockDelay: cmd.LockDelay, MaxHold: cmd.MaxHold, Meta: cmd.Meta,
 	}
 	// Refusals that waiting cannot cure come first, whatever the order of
 	// keys; then the first key that blocks decides a try-acquire's error.
@@ -229,6 +229,7 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 		ID: w.ID, Keys: append([]string(nil), keys...), Owner: w.Owner, Mode: w.Mode,
 		Permits: w.Permits, TTL: w.TTL, Deadline: ctx.now + cmd.Wait, Session: w.Session,
 		Reentrant: w.Reentrant, LockDelay: w.LockDelay, MaxHold: w.MaxHold, Enqueued: ctx.index,
+		Queued: ctx.now, Meta: w.Meta,
 	}
 	t.enqueue(nw)
 	return Result{Queued: true, Deadline: nw.Deadline}
@@ -249,6 +250,9 @@ func (t *Table) grantGrows(keys []string, owner string) bool {
 // checkAcquire validates everything of an acquire but its keys.
 func (t *Table) checkAcquire(cmd *Command) error {
 	if err := t.checkOwner(cmd.Owner); err != nil {
+		return err
+	}
+	if err := t.checkMeta(cmd.Meta); err != nil {
 		return err
 	}
 	switch {
@@ -380,12 +384,15 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	} else {
 		l = v.lock()
 		if old := l.holdOf(w.Owner); old != nil {
+			// The hold keeps its grant time and metadata: it is the
+			// same hold, counted up.
 			if w.Reentrant {
 				old.Count++
 				old.Reentrant = true
 				if w.TTL != 0 && old.session() == "" {
 					if d := capAt(ctx.now+w.TTL, old.hardLimit()); d > old.Deadline {
 						old.Deadline = d
+						old.Extended = ctx.now
 						t.scheduleHold(key, l, d)
 					}
 				}
@@ -404,11 +411,12 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	h.Fence = ctx.index
 	t.ext.maxFence = max(t.ext.maxFence, ctx.index)
 	h.TTL = w.TTL
+	h.Granted, h.Extended = ctx.now, 0
 	var hardLimit int64
 	if w.MaxHold > 0 {
 		hardLimit = ctx.now + w.MaxHold
 	}
-	h.setOpts(w.Session, w.LockDelay, hardLimit)
+	h.setOpts(w.Session, w.LockDelay, hardLimit, w.Meta)
 	t.mem += holdBytes(h)
 	if w.Session != "" {
 		h.Deadline = hardLimit

@@ -49,6 +49,9 @@ func decodeOps(data []byte) []Command {
 			if b[4]&0x40 != 0 {
 				c.MaxHold = 100
 			}
+			if b[1]&0x08 != 0 {
+				c.Meta = Meta{{Name: "host", Value: c.Owner}, {Name: "pid", Value: fmt.Sprint(b[5])}}
+			}
 		case 4, 5:
 			c.Op = OpRelease
 			c.Key = k

@@ -197,6 +197,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 		if cmd.TTL != 0 {
 			h.TTL = cmd.TTL
 		}
+		h.Extended = ctx.now
 		t.touch(ctx, k, v)
 		t.foldHold(&r, i, h)
 	}

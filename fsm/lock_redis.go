@@ -186,6 +186,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	for i := 0; i < l.numHolders(); i++ {
 		h := l.holder(i)
 		h.Deadline = capAt(at, h.hardLimit())
+		h.Extended = ctx.now
 		t.scheduleHold(key, l, h.Deadline)
 	}
 	t.touch(ctx, key, v)

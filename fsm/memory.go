@@ -34,7 +34,7 @@ import "github.com/locknode/locknode/fsm/reply"
 // either.
 const (
 	memMapSlot   = 48 // a map slot (string key + word) at average load
-	memValue     = 80 // Value
+	memValue     = 96 // Value
 	memValueData = 112
 	memDue       = 24 // a due-heap item
 
@@ -42,9 +42,10 @@ const (
 	memRedisValue = memMapSlot + memValue + memValueData + memDue
 	// A lock: its key slot, the Value less its inline first hold, and
 	// its due item; every hold (the first included) is memHold.
-	memLock     = memMapSlot + memValue - 56 + memDue
-	memHold     = 64 // a hold and its slot in the holder list
-	memHoldOpts = 32
+	memLock     = memMapSlot + memValue - 72 + memDue
+	memHold     = 80 // a hold and its slot in the holder list
+	memHoldOpts = 48
+	memMetaItem = 32 // a waiter's metadata entry (two string headers)
 	memSessRef  = 64 // a session-bound hold's or waiter's session index entry
 
 	memHashField  = 80 // map slot of a field (string + slice header), the value's rounding
@@ -52,7 +53,7 @@ const (
 	memZSetMember = 40
 	memListItem   = 32 // slice header in the list
 
-	memWaiter    = 144 + memMapSlot + memDue // Waiter, its index slot, its due item
+	memWaiter    = 160 + memMapSlot + memDue // Waiter, its index slot, its due item
 	memWaiterKey = 16 + 8                    // a key in Waiter.Keys and its queue slot
 	memQueue     = 64                        // a key's queue in the queue map
 	memSession   = 32 + memMapSlot + memDue
@@ -83,12 +84,21 @@ var oomReply = reply.NewError(OOMText)
 func holdBytes(h *hold) int64 {
 	n := int64(memHold + len(h.Owner))
 	if h.opt != nil {
-		n += memHoldOpts + int64(len(h.opt.session))
+		n += memHoldOpts + int64(len(h.opt.session)+len(h.opt.meta))
 		if h.opt.session != "" {
 			n += memSessRef
 		}
 	}
 	return n
+}
+
+// metaBytes is what a waiter's metadata costs (a hold's is packed: its
+// length counts, with the hold's options).
+func metaBytes(m Meta) int64 {
+	if len(m) == 0 {
+		return 0
+	}
+	return int64(len(m)*memMetaItem + m.bytes())
 }
 
 // valueBytes is what the value v at key costs, holds included: O(1) for
@@ -146,7 +156,7 @@ func scanBody(v *Value) int64 {
 }
 
 func waiterBytes(w *Waiter) int64 {
-	n := int64(memWaiter + len(w.ID) + len(w.Owner) + len(w.Session))
+	n := int64(memWaiter+len(w.ID)+len(w.Owner)+len(w.Session)) + metaBytes(w.Meta)
 	for _, k := range w.Keys {
 		n += memWaiterKey + int64(len(k))
 	}

@@ -28,6 +28,12 @@ func BenchmarkKeyspaceMemory(b *testing.B) {
 			return &Command{Op: OpAcquire, Key: "bench/held/" + strconv.Itoa(i), Owner: "owner-" + strconv.Itoa(i),
 				TTL: 3_600_000, ReqID: "n1-8f3a9c0d1e2b4a5f-" + strconv.Itoa(i)}
 		}},
+		{"native-lock-meta", 200_000, func(i int) *Command {
+			// The Go client's default metadata: host and pid.
+			return &Command{Op: OpAcquire, Key: "bench/held/" + strconv.Itoa(i), Owner: "owner-" + strconv.Itoa(i),
+				TTL: 3_600_000, ReqID: "n1-8f3a9c0d1e2b4a5f-" + strconv.Itoa(i),
+				Meta: Meta{{Name: "host", Value: "worker-17.example.com"}, {Name: "pid", Value: strconv.Itoa(100000 + i)}}}
+		}},
 		{"setnx-lock", 200_000, func(i int) *Command {
 			return mcmd("SET", "bench/held/"+strconv.Itoa(i), "owner-"+strconv.Itoa(i), "NX", "PX", "3600000")
 		}},
@@ -47,7 +53,7 @@ func BenchmarkKeyspaceMemory(b *testing.B) {
 		{"session", 200_000, func(i int) *Command {
 			return &Command{Op: OpSessionOpen, Session: "session-" + strconv.Itoa(i), TTL: 3_600_000}
 		}},
-		{"fence", 200_000, func(i int) *Command { return &Command{Op: OpFenceCheck, Key: "resource/" + strconv.Itoa(i), Token: 1} }},
+		{"fence", 200_000, func(i int) *Command { return &Command{Op: OpFenceCheck, Key: "resource/" + strconv.Itoa(i)} }}, // token 0: no grant needed
 	}
 	for _, k := range kinds {
 		b.Run(k.name, func(b *testing.B) {

@@ -11,16 +11,18 @@ import (
 	"strings"
 )
 
-// Snapshot format, version 3. Integers are varints (signed: zig-zag),
+// Snapshot format, version 4. Integers are varints (signed: zig-zag),
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
-//	byte     version (3)
+//	byte     version (4)
 //	varint   now; uvarint applied
 //	keys     count, then per key in order: key, value (kind, deadline,
 //	         version, kind-specific body; a lock: permits, fence,
-//	         delay-until, holders in grant order)
-//	waiters  count, then in id order: every Waiter field
+//	         delay-until, holders in grant order: owner, mode, count,
+//	         reentrant, fence, deadline, ttl, session, lock-delay, hard
+//	         limit, granted, extended, metadata)
+//	waiters  count, then in id order: every Waiter field (metadata last)
 //	queues   count, then per key in order: key, waiter ids in queue order
 //	sessions count, then in id order: id, ttl, deadline
 //	fences   count, then per resource in order: resource, token
@@ -31,6 +33,12 @@ import (
 //	scripts  count, then the texts SCRIPT LOAD keeps, in SHA1 order;
 //	         count, then the texts EVAL cached, least recently used first
 //	uvarint  the highest fence ever granted
+//
+// Metadata is a count, then name and value per entry in name order.
+//
+// Version 3 (still restored) has no grant and renewal times and no
+// metadata in holds, and no queue time and metadata in waiters: they
+// restore as zero (unknown) and empty.
 //
 // Version 2 (still restored) differs in its tail: one count and the script
 // texts in SHA1 order, from a cache that did not tell SCRIPT LOAD from
@@ -44,8 +52,9 @@ import (
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
 const (
-	snapVersion   = 3
-	snapVersionV2 = 2 // one script list, no highest fence
+	snapVersion   = 4
+	snapVersionV3 = 3 // no hold and waiter times, no metadata
+	snapVersionV2 = 2 // as 3, and one script list, no highest fence
 )
 
 // enc appends the encoding to buf and hands it to w in pieces of about
@@ -164,6 +173,8 @@ func (t *Table) encodeTail(e *enc) {
 		e.varint(w.LockDelay)
 		e.varint(w.MaxHold)
 		e.uvarint(w.Enqueued)
+		e.varint(w.Queued)
+		e.meta(w.Meta)
 		e.more()
 	}
 
@@ -376,6 +387,27 @@ func (e *enc) hold(h *hold) {
 	e.str(h.session())
 	e.varint(h.lockDelay())
 	e.varint(h.hardLimit())
+	e.varint(h.Granted)
+	e.varint(h.Extended)
+	var packed string
+	if h.opt != nil {
+		packed = h.opt.meta
+	}
+	n := 0
+	eachMeta(packed, func(string, string) { n++ })
+	e.uvarint(uint64(n))
+	eachMeta(packed, func(name, value string) {
+		e.str(name)
+		e.str(value)
+	})
+}
+
+func (e *enc) meta(m Meta) {
+	e.uvarint(uint64(len(m)))
+	for _, x := range m {
+		e.str(x.Name)
+		e.str(x.Value)
+	}
 }
 
 // snapReader decodes from a window over r; the first error sticks and
@@ -387,6 +419,8 @@ type snapReader struct {
 	pos int
 	eof bool // r is exhausted
 	err error
+
+	version byte // the snapshot's format version
 
 	scratch []byte // reused to build strings from several pieces
 }
@@ -528,9 +562,10 @@ func (d *snapReader) bytes() []byte {
 func (t *Table) Restore(r io.Reader) error {
 	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
 	version := d.byte1()
-	if d.err == nil && version != snapVersion && version != snapVersionV2 {
+	if d.err == nil && version != snapVersion && version != snapVersionV3 && version != snapVersionV2 {
 		return fmt.Errorf("%w: %d", ErrBadVersion, version)
 	}
+	d.version = version
 	n := New(t.cfg)
 	if err := n.restoreFrom(d); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
@@ -546,11 +581,11 @@ func (t *Table) Restore(r io.Reader) error {
 	}
 	loaded := texts()
 	var evals [][]byte
-	if version == snapVersion {
+	if version >= snapVersionV3 {
 		evals = texts()
 	}
 	n.ext.maxFence = n.applied
-	if version == snapVersion {
+	if version >= snapVersionV3 {
 		n.ext.maxFence = d.uvarint()
 	}
 	if d.err != nil {
@@ -639,6 +674,10 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		w.LockDelay = d.varint()
 		w.MaxHold = d.varint()
 		w.Enqueued = d.uvarint()
+		if d.version >= snapVersion {
+			w.Queued = d.varint()
+			w.Meta = d.meta()
+		}
 		if d.err != nil {
 			break
 		}
@@ -763,6 +802,25 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	return nil
 }
 
+// meta decodes metadata: in strict name order, names not empty. Its
+// size is not held to the table's Config: the snapshot is state the
+// cluster already accepted.
+func (d *snapReader) meta() Meta {
+	c := d.count()
+	if c == 0 || d.err != nil {
+		return nil
+	}
+	m := make(Meta, 0, capHint(c))
+	for i := 0; i < c && d.err == nil; i++ {
+		e := MetaEntry{Name: d.str(), Value: d.str()}
+		if d.err == nil && (e.Name == "" || (i > 0 && m[i-1].Name >= e.Name)) {
+			d.fail(fmt.Errorf("bad metadata name %q", e.Name))
+		}
+		m = append(m, e)
+	}
+	return m
+}
+
 // value decodes the value stored at the key kb and returns it with the
 // key as a string (for a lock, sharing one allocation with its first
 // holder's owner).
@@ -846,7 +904,13 @@ func (d *snapReader) lock(l *Lock, deadline int64, kb []byte) string {
 		h.Fence = d.uvarint()
 		h.Deadline = d.varint()
 		h.TTL = d.varint()
-		h.setOpts(d.str(), d.varint(), d.varint())
+		session, lockDelay, hardLimit := d.str(), d.varint(), d.varint()
+		var meta Meta
+		if d.version >= snapVersion {
+			h.Granted, h.Extended = d.varint(), d.varint()
+			meta = d.meta()
+		}
+		h.setOpts(session, lockDelay, hardLimit, meta)
 		if h.Mode > Semaphore || count < 1 || count > maxHoldCount || h.Owner == "" || (i > 0 && l.holdIndex(h.Owner) != i) {
 			d.fail(fmt.Errorf("bad hold %q", h.Owner))
 		}

@@ -6,11 +6,12 @@ import (
 	"flag"
 	"math/rand"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
 
-var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v3.bin from the current code")
+var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v4.bin from the current code")
 
 // goldenTable builds a table with something of every kind a snapshot
 // holds: plain, shared, semaphore, reentrant, session-bound and
@@ -96,12 +97,46 @@ func goldenTableV3(tb testing.TB) *Table {
 	return r.t
 }
 
-// TestSnapshotV3Golden: testdata/snapshot-v3.bin was written by the code
-// of snapshot format version 3. It must restore, describe the same state
-// as goldenTableV3, and (while the format is 3) snapshot to the same bytes.
-func TestSnapshotV3Golden(t *testing.T) {
-	const file = "testdata/snapshot-v3.bin"
-	tab := goldenTableV3(t)
+// goldenTableV4 is goldenTableV3 with what format 4 adds: holds with
+// metadata (one handed over from the queue, one renewed by an extend and
+// one by a reentrant acquire), and waiters with metadata and queue times.
+func goldenTableV4(tb testing.TB) *Table {
+	tab := goldenTableV3(tb)
+	r := &rt{tb: tb, t: tab, now: tab.Now() + 1000}
+	meta := Meta{{"cmd", "backup --full"}, {"host", "db1"}, {"pid", "4242"}}
+	for _, c := range []*Command{
+		{Op: OpAcquire, Key: "m1", Owner: "mo1", TTL: 60_000, Meta: meta},
+		{Op: OpAcquire, Key: "m1", Owner: "mo2", TTL: 60_000, Wait: 300_000, ReqID: "mw1", Meta: Meta{{"host", "db2"}}},
+		{Op: OpAcquire, Key: "m1", Owner: "mo3", TTL: 60_000, Wait: 300_000, ReqID: "mw2"},
+		{Op: OpAcquire, Key: "m2", Owner: "mo4", TTL: 60_000, Reentrant: true, Meta: Meta{{"note", "reentrant"}}},
+		{Op: OpAcquire, Key: "m3", Owner: "mo5", TTL: 60_000, Meta: Meta{{"note", "handed over"}}},
+		{Op: OpAcquire, Key: "m3", Owner: "mo6", TTL: 60_000, Wait: 300_000, ReqID: "mw3", Meta: Meta{{"host", "db3"}, {"pid", "1"}}},
+	} {
+		if res := r.apply(c); res.Err != nil {
+			tb.Fatalf("golden table v4: %+v", res)
+		}
+		r.now += 10
+	}
+	for _, c := range []*Command{
+		{Op: OpExtend, Key: "m1", Owner: "mo1", TTL: 90_000},
+		{Op: OpAcquire, Key: "m2", Owner: "mo4", TTL: 90_000, Reentrant: true, Meta: Meta{{"note", "ignored"}}},
+		{Op: OpRelease, Key: "m3", Owner: "mo5"},
+	} {
+		if res := r.apply(c); res.Err != nil {
+			tb.Fatalf("golden table v4: %+v", res)
+		}
+		r.now += 10
+	}
+	return tab
+}
+
+// TestSnapshotV4Golden: testdata/snapshot-v4.bin was written by the code
+// of snapshot format version 4. It must restore, describe the same state
+// as goldenTableV4 (metadata and times included), and (while the format
+// is 4) snapshot to the same bytes.
+func TestSnapshotV4Golden(t *testing.T) {
+	const file = "testdata/snapshot-v4.bin"
+	tab := goldenTableV4(t)
 	var fresh bytes.Buffer
 	if err := tab.Snapshot(&fresh); err != nil {
 		t.Fatal(err)
@@ -115,8 +150,8 @@ func TestSnapshotV3Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if old[0] != 3 {
-		t.Fatalf("%s is version %d, want 3", file, old[0])
+	if old[0] != 4 {
+		t.Fatalf("%s is version %d, want 4", file, old[0])
 	}
 	n := restoreGolden(t, file, old)
 	var again bytes.Buffer
@@ -127,11 +162,90 @@ func TestSnapshotV3Golden(t *testing.T) {
 		t.Fatalf("%s restored and snapshotted differs from the same state built now", file)
 	}
 	compareGolden(t, tab, n)
+	now := tab.Now()
+	for _, k := range []string{"m1", "m2", "m3", "ex", "sem"} {
+		a, errA := tab.Inspect(k, now)
+		b, errB := n.Inspect(k, now)
+		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: restored %+v (%v), original %+v (%v)", k, b, errB, a, errA)
+		}
+	}
+	// What format 4 is for, spelled out.
+	m1, _ := n.Inspect("m1", now)
+	if h := m1.Holders[0]; h.Meta.Get("host") != "db1" || h.Meta.Get("cmd") != "backup --full" || h.Granted == 0 || h.Extended <= h.Granted {
+		t.Errorf("m1 holder %+v", h)
+	}
+	if w := m1.Waiters; len(w) != 2 || w[0].Meta.Get("host") != "db2" || w[0].Queued == 0 || w[1].Meta != nil || w[1].Queued <= w[0].Queued {
+		t.Errorf("m1 waiters %+v", w)
+	}
+	m2, _ := n.Inspect("m2", now)
+	if h := m2.Holders[0]; h.Count != 2 || h.Meta.Get("note") != "reentrant" || h.Extended <= h.Granted {
+		t.Errorf("m2 holder %+v", h)
+	}
+	m3, _ := n.Inspect("m3", now)
+	if h := m3.Holders[0]; h.Owner != "mo6" || h.Meta.Get("host") != "db3" || h.Granted != now || h.Extended != 0 {
+		t.Errorf("m3 holder %+v (now %d)", h, now)
+	}
+}
+
+// zeroTimes clears what formats before 4 do not keep (grant, renewal and
+// queue times; metadata), so a table built now describes the state an
+// older snapshot restores to.
+func zeroTimes(tab *Table) {
+	for _, v := range tab.keys {
+		if v.Kind() != KindLock {
+			continue
+		}
+		l := v.lock()
+		for i := 0; i < l.numHolders(); i++ {
+			h := l.holder(i)
+			h.Granted, h.Extended = 0, 0
+			h.setOpts(h.session(), h.lockDelay(), h.hardLimit(), nil)
+		}
+	}
+	for _, w := range tab.waiters {
+		w.Queued, w.Meta = 0, nil
+	}
+	tab.mem = tab.recountMemory()
+}
+
+// TestSnapshotV3Golden: testdata/snapshot-v3.bin was written by the code
+// of snapshot format version 3 (frozen; never rewritten). It must still
+// restore, to the state goldenTableV3 builds now without the times format
+// 3 does not keep.
+func TestSnapshotV3Golden(t *testing.T) {
+	const file = "testdata/snapshot-v3.bin"
+	tab := goldenTableV3(t)
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old[0] != 3 {
+		t.Fatalf("%s is version %d, want 3", file, old[0])
+	}
+	n := restoreGolden(t, file, old)
+	compareGolden(t, tab, n)
 	if a, b := tab.ScriptStats(), n.ScriptStats(); a != b || a.Loaded != 2 || a.Eval != 3 {
 		t.Errorf("scripts: restored %+v, original %+v", b, a)
 	}
 	if n.ext.maxFence != tab.ext.maxFence || n.ext.maxFence == 0 {
 		t.Fatalf("highest fence restored %d, original %d", n.ext.maxFence, tab.ext.maxFence)
+	}
+	ex, err := n.Inspect("ex", n.Now())
+	if err != nil || ex.Holders[0].Granted != 0 || ex.Holders[0].Meta != nil || ex.Waiters[0].Queued != 0 {
+		t.Fatalf("ex restored from format 3: %+v %v", ex, err)
+	}
+	// Snapshotted again it is format 4, the same state with zero times.
+	zeroTimes(tab)
+	var want, again bytes.Buffer
+	if err := tab.Snapshot(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Snapshot(&again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Bytes()[0] != snapVersion || !bytes.Equal(again.Bytes(), want.Bytes()) {
+		t.Errorf("%s restored and snapshotted is not the same state in format %d", file, snapVersion)
 	}
 }
 
@@ -161,23 +275,26 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if n.ext.maxFence != n.applied {
 		t.Fatalf("highest fence %d after a version 2 restore, want the applied index %d", n.ext.maxFence, n.applied)
 	}
-	// Snapshotted again it is format 3: the same sections up to the
-	// scripts, then the one script as a loaded one, no EVAL-cached ones,
-	// and the applied index as the highest fence.
-	var again bytes.Buffer
+	// Snapshotted again it is the current format, ending in the one
+	// script as a loaded one, no EVAL-cached ones and the applied index
+	// as the highest fence; restored from that it snapshots the same.
+	var again, twice bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)
 	}
 	cad := []byte(goldenCAD)
-	v2tail := len(binary.AppendUvarint([]byte{1}, uint64(len(cad)))) + len(cad) // one count, a length, the text
-	want := append([]byte{3}, old[1:len(old)-v2tail]...)
-	want = append(want, 1)
-	want = binary.AppendUvarint(want, uint64(len(cad)))
-	want = append(want, cad...)
-	want = append(want, 0)
-	want = binary.AppendUvarint(want, n.applied)
-	if !bytes.Equal(again.Bytes(), want) {
-		t.Errorf("%s restored and snapshotted is not the same state in format 3", file)
+	tail := append([]byte{1}, binary.AppendUvarint(nil, uint64(len(cad)))...)
+	tail = append(append(tail, cad...), 0)
+	tail = binary.AppendUvarint(tail, n.applied)
+	if b := again.Bytes(); b[0] != snapVersion || !bytes.HasSuffix(b, tail) {
+		t.Errorf("%s restored and snapshotted is not in format %d with the script loaded", file, snapVersion)
+	}
+	m := restoreGolden(t, "its snapshot", again.Bytes())
+	if err := m.Snapshot(&twice); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Bytes(), twice.Bytes()) {
+		t.Errorf("%s restored, snapshotted, restored and snapshotted again changed", file)
 	}
 }
 

@@ -67,6 +67,15 @@ type Config struct {
 	// milliseconds (see bench/results/README.md#lua-step-budget).
 	MaxExecCommands int
 	MaxExecBytes    int
+
+	// MaxMetaEntries, MaxMetaKeyBytes, MaxMetaValueBytes and MaxMetaBytes
+	// bound an acquire's metadata (Command.Meta), which its hold or
+	// waiter keeps: entries, a name's and a value's length, and all
+	// names and values together. Defaults 16, 64, 256 and 1 KiB.
+	MaxMetaEntries    int
+	MaxMetaKeyBytes   int
+	MaxMetaValueBytes int
+	MaxMetaBytes      int
 }
 
 // NoMaxMemory as Config.MaxMemory turns the key-space memory limit off.
@@ -93,6 +102,11 @@ func DefaultConfig() Config {
 		ReqIDWindow:      10 * 60 * 1000,
 		MaxReqIDs:        1_000_000,
 		MaxMemory:        1 << 30,
+
+		MaxMetaEntries:    16,
+		MaxMetaKeyBytes:   64,
+		MaxMetaValueBytes: 256,
+		MaxMetaBytes:      1 << 10,
 	}
 }
 
@@ -104,6 +118,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("fsm: config: limits must be positive")
 	case c.MaxScriptMemory <= 0, c.MaxExecCommands <= 0, c.MaxExecBytes <= 0:
 		return fmt.Errorf("fsm: config: limits must be positive")
+	case c.MaxMetaEntries <= 0, c.MaxMetaKeyBytes <= 0, c.MaxMetaValueBytes <= 0, c.MaxMetaBytes <= 0:
+		return fmt.Errorf("fsm: config: meta limits must be positive")
 	case c.MinTTL <= 0 || c.MaxTTL < c.MinTTL:
 		return fmt.Errorf("fsm: config: need 0 < MinTTL <= MaxTTL")
 	case c.ReqIDWindow <= 0:
@@ -131,7 +147,7 @@ const (
 )
 
 // Value is what one key holds. A lock keeps its state and first hold
-// inline, so a held lock is one 80-byte allocation besides its key and
+// inline, so a held lock is one 96-byte allocation besides its key and
 // owner strings; a Redis value's kind, deadline and body are behind
 // valueData, which plain locks leave nil. A million held locks are a
 // million Values.
@@ -349,6 +365,9 @@ type Hold struct {
 	Session   string
 	LockDelay int64
 	HardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+	Meta      Meta  // the acquire's metadata (shared: never change it)
+	Granted   int64 // FSM ms of the grant (a reentrant acquire keeps the first)
+	Extended  int64 // FSM ms of the last renewal of the lease; 0 = never
 }
 
 // maxHoldCount bounds a reentrant hold's count (it is stored in 32 bits).
@@ -357,20 +376,28 @@ const maxHoldCount = 1<<31 - 1
 // hold is a Hold as the table stores it: what most holds leave zero (a
 // session, a lock-delay, a hard limit) is behind one pointer.
 type hold struct {
-	Owner     string
-	Fence     uint64
-	Deadline  int64 // lease end, FSM ms
-	TTL       int64 // lease length used by extend, ms
-	opt       *holdOpts
-	Count     int32 // reentrant hold count (1..maxHoldCount)
-	Mode      Mode
-	Reentrant bool
+	Owner    string
+	Fence    uint64
+	Deadline int64 // lease end, FSM ms
+	TTL      int64 // lease length used by extend, ms
+	// Granted is the FSM time of the grant; Extended of the last renewal
+	// (extend, PEXPIRE, a reentrant acquire that moved the deadline), 0 =
+	// never. Inline: every hold has a grant time, and the two together
+	// fit the Value's allocation size class that one alone takes.
+	Granted, Extended int64
+	opt               *holdOpts
+	Count             int32 // reentrant hold count (1..maxHoldCount)
+	Mode              Mode
+	Reentrant         bool
 }
 
 type holdOpts struct {
 	session   string
 	lockDelay int64
 	hardLimit int64 // FSM ms the hold can never pass (MaxHold); 0 = none
+	// meta is the hold's metadata packed into one string (packMeta):
+	// one allocation rather than a slice and a string per name and value.
+	meta string
 }
 
 func (h *hold) session() string {
@@ -394,19 +421,28 @@ func (h *hold) hardLimit() int64 {
 	return h.opt.hardLimit
 }
 
+// meta returns the hold's metadata (a new slice over its packed form).
+func (h *hold) meta() Meta {
+	if h.opt == nil {
+		return nil
+	}
+	return unpackMeta(h.opt.meta)
+}
+
 // setOpts sets the rarely used fields, allocating only when one is set.
-func (h *hold) setOpts(session string, lockDelay, hardLimit int64) {
-	if session == "" && lockDelay == 0 && hardLimit == 0 {
+func (h *hold) setOpts(session string, lockDelay, hardLimit int64, meta Meta) {
+	if session == "" && lockDelay == 0 && hardLimit == 0 && len(meta) == 0 {
 		h.opt = nil
 		return
 	}
-	h.opt = &holdOpts{session: session, lockDelay: lockDelay, hardLimit: hardLimit}
+	h.opt = &holdOpts{session: session, lockDelay: lockDelay, hardLimit: hardLimit, meta: packMeta(meta)}
 }
 
 // view returns h as a Hold.
 func (h *hold) view() Hold {
 	return Hold{Owner: h.Owner, Mode: h.Mode, Count: int(h.Count), Reentrant: h.Reentrant, Fence: h.Fence,
-		Deadline: h.Deadline, TTL: h.TTL, Session: h.session(), LockDelay: h.lockDelay(), HardLimit: h.hardLimit()}
+		Deadline: h.Deadline, TTL: h.TTL, Session: h.session(), LockDelay: h.lockDelay(), HardLimit: h.hardLimit(),
+		Meta: h.meta(), Granted: h.Granted, Extended: h.Extended}
 }
 
 // Waiter is a queued acquire (possibly over several keys).
@@ -415,14 +451,16 @@ type Waiter struct {
 	Keys      []string
 	Owner     string
 	Mode      Mode
+	Reentrant bool
 	Permits   int
 	TTL       int64
 	Deadline  int64 // end of the wait, FSM ms
 	Session   string
-	Reentrant bool
 	LockDelay int64
 	MaxHold   int64
 	Enqueued  uint64 // index of the entry that queued it
+	Queued    int64  // FSM ms of that entry
+	Meta      Meta   // the acquire's metadata, which its holds keep (shared: never change it)
 }
 
 // Session groups holds and waiters under one keep-alive.
@@ -535,6 +573,10 @@ func New(cfg Config) *Table {
 	fill64(&cfg.ReqIDWindow, d.ReqIDWindow)
 	fill(&cfg.MaxReqIDs, d.MaxReqIDs)
 	fill64(&cfg.MaxMemory, d.MaxMemory)
+	fill(&cfg.MaxMetaEntries, d.MaxMetaEntries)
+	fill(&cfg.MaxMetaKeyBytes, d.MaxMetaKeyBytes)
+	fill(&cfg.MaxMetaValueBytes, d.MaxMetaValueBytes)
+	fill(&cfg.MaxMetaBytes, d.MaxMetaBytes)
 	t := &Table{cfg: cfg}
 	t.reset()
 	return t

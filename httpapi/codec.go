@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/locknode/locknode/api"
@@ -57,6 +58,7 @@ func AppendJSON(b []byte, v any) (out []byte, ok bool) {
 		e.strOmit("request_id", v.RequestID)
 		e.intOmit("lock_delay_ms", v.LockDelay)
 		e.intOmit("max_hold_ms", v.MaxHoldMs)
+		e.strMapOmit("meta", v.Meta)
 	case *api.ReleaseRequest:
 		e.open()
 		e.strOmit("key", v.Key)
@@ -139,6 +141,36 @@ func (e *jsonEnc) strsOmit(n string, v []string) {
 	e.b = append(e.b, ']')
 }
 
+// strMapOmit writes a map as json.Marshal does: names in byte order.
+func (e *jsonEnc) strMapOmit(n string, m map[string]string) {
+	if len(m) == 0 {
+		return
+	}
+	var buf [16]string
+	names := buf[:0]
+	for k, v := range m {
+		if !plainString(k) || !plainString(v) {
+			e.ok = false
+			return
+		}
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	e.name(n)
+	e.b = append(e.b, '{')
+	for i, k := range names {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = append(e.b, '"')
+		e.b = append(e.b, k...)
+		e.b = append(e.b, '"', ':', '"')
+		e.b = append(e.b, m[k]...)
+		e.b = append(e.b, '"')
+	}
+	e.b = append(e.b, '}')
+}
+
 func (e *jsonEnc) int(n string, v int64) {
 	e.name(n)
 	e.b = strconv.AppendInt(e.b, v, 10)
@@ -218,6 +250,8 @@ func DecodeJSON(data []byte, v any) bool {
 				return d.int(&r.LockDelay)
 			case "max_hold_ms":
 				return d.int(&r.MaxHoldMs)
+			case "meta":
+				return d.strMap(&r.Meta)
 			}
 			return false
 		}) {
@@ -399,6 +433,56 @@ func (d *jsonDec) str(dst *string) bool {
 		*dst = string(s)
 	}
 	return ok
+}
+
+// strMap reads an object of strings into a new map, as encoding/json
+// does: an empty object is an empty map, a name given twice keeps its
+// last value. A second object for the same field would be merged into
+// the first by encoding/json: that is left to it.
+func (d *jsonDec) strMap(dst *map[string]string) bool {
+	if *dst != nil || d.i >= len(d.b) || d.b[d.i] != '{' {
+		return false
+	}
+	d.i++
+	m := make(map[string]string)
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		*dst = m
+		return true
+	}
+	for {
+		d.ws()
+		k, ok := d.rawString()
+		if !ok {
+			return false
+		}
+		d.ws()
+		if d.i >= len(d.b) || d.b[d.i] != ':' {
+			return false
+		}
+		d.i++
+		d.ws()
+		v, ok := d.rawString()
+		if !ok {
+			return false
+		}
+		m[string(k)] = string(v)
+		d.ws()
+		if d.i >= len(d.b) {
+			return false
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			*dst = m
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 func (d *jsonDec) bool(dst *bool) bool {

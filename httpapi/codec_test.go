@@ -88,6 +88,13 @@ func randFill(r *rand.Rand, v any) {
 			f.SetUint(r.Uint64() >> r.IntN(64))
 		case reflect.Bool:
 			f.SetBool(r.IntN(2) == 0)
+		case reflect.Map:
+			n := r.IntN(4)
+			m := reflect.MakeMapWithSize(f.Type(), n)
+			for range n {
+				m.SetMapIndex(reflect.ValueOf(randString(r)), reflect.ValueOf(randString(r)))
+			}
+			f.Set(m)
 		case reflect.Slice:
 			n := r.IntN(3)
 			s := reflect.MakeSlice(f.Type(), n, n)
@@ -103,7 +110,7 @@ func randFill(r *rand.Rand, v any) {
 // or subtly not, or valid but outside the fast path's subset.
 func mutate(r *rand.Rand, b []byte) []byte {
 	s := string(b)
-	switch r.IntN(14) {
+	switch r.IntN(15) {
 	case 0:
 		return []byte(" \n" + s + "\t\r\n")
 	case 1:
@@ -141,6 +148,10 @@ func mutate(r *rand.Rand, b []byte) []byte {
 		return []byte(strings.Replace(s, `"key":`, `"key":null,"x":`, 1))
 	case 12:
 		return []byte(`[` + s + `]`)
+	case 13: // metadata the fast path must read as encoding/json does
+		extra := []string{`"meta":{},`, `"meta":{"a":"1","a":"2"},`, `"meta":{ "h" : "x" , "p":"" },`,
+			`"meta":{"a":"1"},"meta":{"b":"2"},`, `"meta":null,`, `"meta":{"a":1},`, `"meta":{"a":"1",},`, `"meta":["a"],`}
+		return []byte(strings.Replace(s, "{", "{"+extra[r.IntN(len(extra))], 1))
 	}
 	return b
 }

@@ -287,7 +287,8 @@ func (s *server) acquire(w http.ResponseWriter, r *http.Request) {
 		// waiter queued indefinitely. The client re-issues after it.
 		req.WaitMs = api.MaxWait.Milliseconds()
 	}
-	lease, err := s.l.Acquire(r.Context(), req)
+	// The request is another process's: the node adds no metadata of its own.
+	lease, err := s.l.Acquire(api.WithoutDefaultMeta(r.Context()), req)
 	s.reply(w, r, &lease, err)
 }
 
@@ -296,7 +297,7 @@ func (s *server) try(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	lease, err := s.l.TryAcquire(r.Context(), req)
+	lease, err := s.l.TryAcquire(api.WithoutDefaultMeta(r.Context()), req)
 	s.reply(w, r, &lease, err)
 }
 

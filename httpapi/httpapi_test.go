@@ -302,6 +302,12 @@ func TestBadInputIsRefusedBeforeTheLocker(t *testing.T) {
 		{"list negative limit", "GET", "/v1/locks?limit=-1", ``, api.CodeBadRequest},
 		{"list huge limit", "GET", "/v1/locks?limit=10001", ``, api.CodeLimit},
 		{"inspect bad stale", "GET", "/v1/locks/k?stale=maybe", ``, api.CodeBadRequest},
+		{"meta not strings", "POST", "/v1/locks/acquire", `{"key":"k","owner":"o","ttl_ms":5,"meta":{"pid":7}}`, api.CodeBadRequest},
+		{"meta not an object", "POST", "/v1/locks/try", `{"key":"k","owner":"o","ttl_ms":5,"meta":["a"]}`, api.CodeBadRequest},
+		{"meta empty name", "POST", "/v1/locks/try", `{"key":"k","owner":"o","ttl_ms":5,"meta":{"":"v"}}`, api.CodeBadRequest},
+		{"meta misspelt", "POST", "/v1/locks/try", `{"key":"k","owner":"o","ttl_ms":5,"metadata":{"a":"v"}}`, api.CodeBadRequest},
+		{"meta too many entries", "POST", "/v1/locks/try", `{"key":"k","owner":"o","ttl_ms":5,"meta":{` +
+			`"a":"","b":"","c":"","d":"","e":"","f":"","g":"","h":"","i":"","j":"","k":"","l":"","m":"","n":"","o":"","p":"","q":""}}`, api.CodeLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

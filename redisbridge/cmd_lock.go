@@ -3,6 +3,7 @@ package redisbridge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +19,15 @@ import (
 //
 //	LOCK.ACQUIRE key owner ttl_ms [WAIT ms] [MODE exclusive|shared|semaphore]
 //	             [PERMITS n] [REENTRANT] [SESSION id] [ID reqid]
-//	             [LOCKDELAY ms] [MAXHOLD ms]
+//	             [LOCKDELAY ms] [MAXHOLD ms] [META name value]...
 //	    -> [fence, deadline_ms]   (RESP3: map fence, deadline_ms)
 //	LOCK.RELEASE key owner [REENTRANT] [FORCE] [ID reqid]
 //	    -> 1 the hold ended, 0 it did not (not held, or a reentrant count remains)
 //	LOCK.EXTEND key owner ttl_ms [ID reqid] -> like LOCK.ACQUIRE
-//	LOCK.INFO key -> map (RESP2: flat array of pairs), or null
+//	LOCK.INFO key -> map (RESP2: flat array of pairs), or null; each
+//	    holder's and waiter's metadata is a map of its own, grant,
+//	    extend and queue times are cluster ms (granted_ms, extended_ms,
+//	    queued_ms)
 //	FENCE.CHECK resource token -> [1|0, highest]
 
 // parseInt parses an integer argument into int64, refusing anything
@@ -78,6 +82,17 @@ func parseLockAcquire(args [][]byte) (api.AcquireRequest, string) {
 			req.Session = string(val)
 		case "ID":
 			req.RequestID = string(val)
+		case "META":
+			// META name value, repeatable; a name given again takes the
+			// later value, as HSET does. Validate bounds the count.
+			if i+1 >= len(args) {
+				return req, msgSyntax
+			}
+			if req.Meta == nil {
+				req.Meta = make(map[string]string)
+			}
+			req.Meta[string(val)] = string(args[i+1])
+			i++
 		default:
 			return req, msgSyntax
 		}
@@ -99,17 +114,18 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 	}
 	var lease api.Lease
 	var err error
+	// The request is the client's: the node adds no metadata of its own.
 	if req.WaitMs > 0 {
 		// Blocks in the FSM's FIFO queue (no polling) until granted, the
 		// wait ends, or Close cancels it.
 		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Duration(req.WaitMs)*time.Millisecond+c.s.cfg.RequestTimeout)
 		stop := c.watchHangup(cancel)
-		lease, err = c.s.b.Acquire(ctx, req)
+		lease, err = c.s.b.Acquire(api.WithoutDefaultMeta(ctx), req)
 		stop()
 		cancel()
 	} else {
 		ctx, cancel := c.ctx()
-		lease, err = c.s.b.TryAcquire(ctx, req)
+		lease, err = c.s.b.TryAcquire(api.WithoutDefaultMeta(ctx), req)
 		cancel()
 	}
 	if err != nil {
@@ -236,7 +252,7 @@ func cmdLockInfo(c *conn, args [][]byte) {
 	w.WriteBulkString("holders")
 	w.WriteArrayLen(len(info.Holders))
 	for _, h := range info.Holders {
-		w.WriteMapLen(6)
+		w.WriteMapLen(9)
 		w.WriteBulkString("owner")
 		w.WriteBulkString(h.Owner)
 		w.WriteBulkString("mode")
@@ -249,11 +265,17 @@ func cmdLockInfo(c *conn, args [][]byte) {
 		w.WriteInt(h.TTLMs)
 		w.WriteBulkString("session")
 		w.WriteBulkString(h.Session)
+		w.WriteBulkString("granted_ms")
+		w.WriteInt(h.GrantedMs)
+		w.WriteBulkString("extended_ms")
+		w.WriteInt(h.ExtendedMs)
+		w.WriteBulkString("meta")
+		c.writeMeta(h.Meta)
 	}
 	w.WriteBulkString("waiters")
 	w.WriteArrayLen(len(info.Waiters))
 	for _, wt := range info.Waiters {
-		w.WriteMapLen(4)
+		w.WriteMapLen(6)
 		w.WriteBulkString("id")
 		w.WriteBulkString(wt.ID)
 		w.WriteBulkString("owner")
@@ -262,6 +284,25 @@ func cmdLockInfo(c *conn, args [][]byte) {
 		w.WriteBulkString(wt.Mode)
 		w.WriteBulkString("wait_ms")
 		w.WriteInt(wt.WaitMs)
+		w.WriteBulkString("queued_ms")
+		w.WriteInt(wt.QueuedMs)
+		w.WriteBulkString("meta")
+		c.writeMeta(wt.Meta)
+	}
+}
+
+// writeMeta writes metadata as a map (RESP2: flat name, value pairs) in
+// name order, so a reply is the same on every node.
+func (c *conn) writeMeta(m map[string]string) {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	c.w.WriteMapLen(len(names))
+	for _, k := range names {
+		c.w.WriteBulkString(k)
+		c.w.WriteBulkString(m[k])
 	}
 }
 

@@ -207,7 +207,7 @@ func acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
 	}
 	return &fsm.Command{Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,
 		Mode: mode, Permits: req.Permits, TTL: req.TTLMs, Reentrant: req.Reentrant, Session: req.Session,
-		LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs}, nil
+		LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs, Meta: fsm.MetaOf(req.Meta)}, nil
 }
 
 func leaseOf(req api.AcquireRequest, r fsm.Result, now int64) api.Lease {
@@ -318,11 +318,12 @@ func (f *fakeBackend) Inspect(ctx context.Context, key string, opts api.ReadOpti
 		}
 		for _, h := range li.Holders {
 			info.Holders = append(info.Holders, api.Holder{Owner: h.Owner, Mode: h.Mode.String(), Count: h.Count,
-				Fence: h.Fence, TTLMs: h.Deadline - now, Session: h.Session, Deadline: h.Deadline})
+				Fence: h.Fence, TTLMs: h.Deadline - now, Session: h.Session, Deadline: h.Deadline,
+				Meta: h.Meta.Map(), GrantedMs: h.Granted, ExtendedMs: h.Extended})
 		}
 		for _, w := range li.Waiters {
 			info.Waiters = append(info.Waiters, api.Waiter{ID: w.ID, Owner: w.Owner, Mode: w.Mode.String(),
-				Keys: w.Keys, WaitMs: w.Deadline - now})
+				Keys: w.Keys, WaitMs: w.Deadline - now, Meta: w.Meta.Map(), QueuedMs: w.Queued})
 		}
 	})
 	if err != nil {

@@ -56,7 +56,8 @@ func TestLockCommands(t *testing.T) {
 	if m["kind"].Str != "lock" || m["fence"].Int != fence || len(m["holders"].Elems) != 1 {
 		t.Fatalf("LOCK.INFO = %v", info)
 	}
-	if h := pairs(m["holders"].Elems[0]); h["owner"].Str != "alice" || h["ttl_ms"].Int <= 10000 {
+	if h := pairs(m["holders"].Elems[0]); h["owner"].Str != "alice" || h["ttl_ms"].Int <= 10000 ||
+		h["granted_ms"].Int <= 0 || h["extended_ms"].Int < h["granted_ms"].Int || h["meta"].Type != '%' || len(h["meta"].Elems) != 0 {
 		t.Fatalf("holder = %v", m["holders"].Elems[0])
 	}
 
@@ -299,5 +300,61 @@ func TestClosePartialCommand(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waits for a half-sent command")
+	}
+}
+
+// TestLockMeta: LOCK.ACQUIRE's META pairs are kept with the hold or the
+// waiter and come back from LOCK.INFO (RESP2: flat name, value pairs in
+// name order) with the grant, extend and queue times; a SET NX lock has
+// a grant time and no metadata; metadata past the limits is refused.
+func TestLockMeta(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	a := dialRaw(t, s)
+	v := a.do("LOCK.ACQUIRE", "res", "alice", "10000", "META", "pid", "7", "META", "host", "h1")
+	if v.Type != '*' {
+		t.Fatalf("acquire: %v", v)
+	}
+	bobs := make(chan resp.Value, 1)
+	c := dialRaw(t, s)
+	// Ends when alice releases (below) or the wait ends.
+	go func() { bobs <- c.do("LOCK.ACQUIRE", "res", "bob", "10000", "WAIT", "10000", "META", "host", "h2") }()
+	b := dialRaw(t, s)
+	eventually(t, 5*time.Second, "bob to queue", func() bool {
+		return len(pairs(b.do("LOCK.INFO", "res"))["waiters"].Elems) == 1
+	})
+	m := pairs(b.do("LOCK.INFO", "res"))
+	h := pairs(m["holders"].Elems[0])
+	if meta := h["meta"]; meta.Type != '*' || len(meta.Elems) != 4 || meta.Elems[0].Str != "host" || meta.Elems[1].Str != "h1" ||
+		meta.Elems[2].Str != "pid" || meta.Elems[3].Str != "7" {
+		t.Fatalf("holder meta = %v", meta)
+	}
+	if h["granted_ms"].Int <= 0 || h["extended_ms"].Int != 0 {
+		t.Fatalf("holder = %v", m["holders"].Elems[0])
+	}
+	w := pairs(m["waiters"].Elems[0])
+	if wm := pairs(w["meta"]); wm["host"].Str != "h2" || w["queued_ms"].Int < h["granted_ms"].Int {
+		t.Fatalf("waiter = %v", m["waiters"].Elems[0])
+	}
+
+	b.do("SET", "redlock", "tok", "NX", "PX", "10000")
+	r := pairs(pairs(b.do("LOCK.INFO", "redlock"))["holders"].Elems[0])
+	if r["owner"].Str != "tok" || r["granted_ms"].Int <= 0 || len(r["meta"].Elems) != 0 {
+		t.Fatalf("SET NX holder = %v", r)
+	}
+
+	wantErrPrefix(t, b.do("LOCK.ACQUIRE", "k", "o", "1000", "META", "host"), "ERR syntax")
+	wantErrPrefix(t, b.do("LOCK.ACQUIRE", "k", "o", "1000", "META", "host", strings.Repeat("x", 257)), "LIMIT ")
+	wantErrPrefix(t, b.do("LOCK.ACQUIRE", "k", "o", "1000", "META", "", "x"), "ERR bad request")
+	if v := b.do("LOCK.INFO", "k"); !v.Null {
+		t.Fatalf("a refused acquire left %v", v)
+	}
+
+	wantInt(t, a.do("LOCK.RELEASE", "res", "alice"), 1)
+	if v := <-bobs; v.Type != '*' {
+		t.Fatalf("bob's acquire: %v", v)
+	}
+	h = pairs(pairs(b.do("LOCK.INFO", "res"))["holders"].Elems[0])
+	if h["owner"].Str != "bob" || pairs(h["meta"])["host"].Str != "h2" {
+		t.Fatalf("after hand-off: %v", h)
 	}
 }

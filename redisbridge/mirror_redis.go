@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locknode/locknode/fsm"
 )
 
 // The Redis side of the mirror. Layout under KeyPrefix P, for a lock K:
@@ -21,7 +23,9 @@ import (
 //	P {K}:meta       hash: owner, fence, mode, holders (count), owners
 //	                 (JSON array, grant order), waiters (count), permits,
 //	                 deadline_ms (cluster clock), index (table index the
-//	                 state was read at); same PX as the string
+//	                 state was read at), granted_ms (cluster clock of the
+//	                 first holder's grant), meta (the first holder's
+//	                 metadata, a JSON object); same PX as the string
 //	P __locknode_mirror
 //	                 hash: index (every change in entries <= index is in
 //	                 Redis), gen (token of the last resync started)
@@ -45,6 +49,8 @@ type lockState struct {
 	px       int64 // ms left on the latest-ending hold; > 0 when held
 	deadline int64 // cluster ms at which that hold ends
 	index    uint64
+	granted  int64    // cluster ms of the first holder's grant
+	meta     fsm.Meta // the first holder's metadata (shared: never changed)
 }
 
 // mirrorScript applies one batch atomically. Modes:
@@ -89,7 +95,7 @@ else
   end
 end
 local conflicts = 0
-local per = 11
+local per = 13
 for i = 1, (#KEYS - 1) / 2 do
   local k, mk = KEYS[2*i], KEYS[2*i+1]
   local a = 4 + (i-1)*per
@@ -105,8 +111,9 @@ for i = 1, (#KEYS - 1) / 2 do
     if op == 'D' then
       write = kt ~= 'none' or mt ~= 'none'
     elseif cur == val then
-      local f = redis.call('HMGET', mk, 'fence', 'mode', 'owners', 'deadline_ms')
-      write = not (f[1] == ARGV[a+4] and f[2] == ARGV[a+5] and f[3] == ARGV[a+7] and f[4] == ARGV[a+10])
+      local f = redis.call('HMGET', mk, 'fence', 'mode', 'owners', 'deadline_ms', 'granted_ms', 'meta')
+      write = not (f[1] == ARGV[a+4] and f[2] == ARGV[a+5] and f[3] == ARGV[a+7] and f[4] == ARGV[a+10]
+        and f[5] == ARGV[a+12] and f[6] == ARGV[a+13])
     end
   end
   if write then
@@ -115,7 +122,8 @@ for i = 1, (#KEYS - 1) / 2 do
       redis.call('SET', k, val, 'PX', px)
       redis.call('HSET', mk, 'owner', val, 'fence', ARGV[a+4], 'mode', ARGV[a+5],
         'holders', ARGV[a+6], 'owners', ARGV[a+7], 'waiters', ARGV[a+8],
-        'permits', ARGV[a+9], 'deadline_ms', ARGV[a+10], 'index', ARGV[a+11])
+        'permits', ARGV[a+9], 'deadline_ms', ARGV[a+10], 'index', ARGV[a+11],
+        'granted_ms', ARGV[a+12], 'meta', ARGV[a+13])
       redis.call('PEXPIRE', mk, px)
     end
   end
@@ -163,22 +171,30 @@ func mirrorable(filter, k string) bool {
 func (r *mirrorRedis) run(ctx context.Context, mode, gen string, base, upto uint64, ops []lockState) (scriptResult, error) {
 	keys := make([]string, 0, 1+2*len(ops))
 	keys = append(keys, r.stateKey())
-	args := make([]any, 0, 4+11*len(ops))
+	args := make([]any, 0, 4+13*len(ops))
 	args = append(args, mode, gen, strconv.FormatUint(base, 10), strconv.FormatUint(upto, 10))
 	for _, s := range ops {
 		keys = append(keys, r.strKey(s.key), r.metaKey(s.key))
 		if !s.held || s.px <= 0 {
-			args = append(args, "D", "", "0", "", "", "", "", "", "", "", "")
+			args = append(args, "D", "", "0", "", "", "", "", "", "", "", "", "", "")
 			continue
 		}
 		owners, err := json.Marshal(s.holders)
 		if err != nil {
 			return scriptResult{}, fmt.Errorf("redisbridge: mirror: encode owners: %w", err)
 		}
+		meta := []byte("{}")
+		if len(s.meta) > 0 {
+			// A map encodes with its names sorted: the same text for
+			// the same metadata, so verify compares it as a string.
+			if meta, err = json.Marshal(s.meta.Map()); err != nil {
+				return scriptResult{}, fmt.Errorf("redisbridge: mirror: encode meta: %w", err)
+			}
+		}
 		args = append(args, "S", s.holders[0], strconv.FormatInt(s.px, 10),
 			strconv.FormatUint(s.fence, 10), s.mode, strconv.Itoa(len(s.holders)), string(owners),
 			strconv.Itoa(s.waiters), strconv.Itoa(s.permits), strconv.FormatInt(s.deadline, 10),
-			strconv.FormatUint(s.index, 10))
+			strconv.FormatUint(s.index, 10), strconv.FormatInt(s.granted, 10), string(meta))
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()

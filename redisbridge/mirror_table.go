@@ -28,6 +28,7 @@ func stateOf(li fsm.LockInfo, now int64, index uint64) lockState {
 	s.permits = li.Permits
 	s.waiters = len(li.Waiters)
 	s.mode = li.Holders[0].Mode.String()
+	s.granted, s.meta = li.Holders[0].Granted, li.Holders[0].Meta
 	s.holders = make([]string, len(li.Holders))
 	for i, h := range li.Holders {
 		s.holders[i] = h.Owner

@@ -56,6 +56,34 @@ func TestMirrorLockAppearsAndReleaseDeletes(t *testing.T) {
 	}
 }
 
+// TestMirrorMeta: the meta hash carries the holder's metadata (a JSON
+// object) and grant time, "{}" for a lock taken without metadata, and
+// follows a hand-off to the waiter's metadata.
+func TestMirrorMeta(t *testing.T) {
+	rp, c, log, n := leaderMirrorSetup(t)
+	ctx := context.Background()
+	runMirror(t, n, rp.addr(), nil)
+	res := log.apply(&fsm.Command{Op: fsm.OpAcquire, Key: "lock:m", Owner: "tok-1", TTL: 30_000,
+		Meta: fsm.MetaOf(map[string]string{"host": "db1", "pid": "42"})})
+	if !res.Granted {
+		t.Fatalf("acquire: %+v", res)
+	}
+	log.apply(&fsm.Command{Op: fsm.OpAcquire, Key: "lock:m", Owner: "tok-2", TTL: 30_000, Wait: 30_000, ReqID: "w",
+		Meta: fsm.MetaOf(map[string]string{"host": "db2"})})
+	log.acquire(t, "lock:plain", "tok-3", 30_000)
+	mirrorWait(t, 5*time.Second, "meta of lock:m and lock:plain", func() (bool, string) {
+		a, _ := c.HGetAll(ctx, "{lock:m}:meta").Result()
+		b, _ := c.HGetAll(ctx, "{lock:plain}:meta").Result()
+		return a["meta"] == `{"host":"db1","pid":"42"}` && a["granted_ms"] == strconv.FormatInt(res.Now, 10) &&
+			b["meta"] == "{}" && b["granted_ms"] != "" && b["granted_ms"] != "0", fmt.Sprint(a, b)
+	})
+	log.release(t, "lock:m", "tok-1")
+	mirrorWait(t, 5*time.Second, "lock:m handed to tok-2", func() (bool, string) {
+		a, _ := c.HGetAll(ctx, "{lock:m}:meta").Result()
+		return a["owner"] == "tok-2" && a["meta"] == `{"host":"db2"}`, fmt.Sprint(a)
+	})
+}
+
 func TestMirrorSetNXCannotTakeClusterLock(t *testing.T) {
 	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()

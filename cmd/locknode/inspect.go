@@ -268,10 +268,18 @@ func newLocksCmd() *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tKIND\tFENCE\tHOLDERS\tWAITERS\tTTL")
+			now := time.Now()
 			for _, l := range all {
 				var hs []string
 				for _, h := range l.Holders {
-					hs = append(hs, fmt.Sprintf("%s(%s,fence=%d)", h.Owner, h.Mode, h.Fence))
+					d := fmt.Sprintf("%s(%s,fence=%d", h.Owner, h.Mode, h.Fence)
+					if ago := since(h.GrantedMs, now); ago != "" {
+						d += ",since=" + ago
+					}
+					if len(h.Meta) > 0 {
+						d += "," + metaText(h.Meta)
+					}
+					hs = append(hs, d+")")
 				}
 				ttl := "-"
 				if l.TTLMs >= 0 {

@@ -155,15 +155,18 @@ word past NAME) is CMD and its arguments.`,
 			}
 
 			var l *client.Lock
+			// The client adds this process's host and pid; the command line
+			// says what the hold is for.
+			meta := client.WithMetadata(commandMeta(cmdArgs, c.Limits()))
 			if *wait > 0 {
 				stopNotice := func() {}
 				if isTerminal(stderr) {
 					stopNotice = waitingNotice(ctx, c, name, stderr)
 				}
-				l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait))
+				l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait), meta)
 				stopNotice()
 			} else {
-				l, err = c.TryLock(ctx, name, client.WithTTL(*ttl))
+				l, err = c.TryLock(ctx, name, client.WithTTL(*ttl), meta)
 			}
 			if err != nil {
 				return lockFailure(ctx, c, name, err, stderr)

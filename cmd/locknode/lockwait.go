@@ -59,8 +59,13 @@ func waitingNotice(ctx context.Context, c *client.Client, name string, w io.Writ
 	return func() { cancel(); <-done }
 }
 
-// describeHolders says who holds a lock and for how long, for people.
+// describeHolders says who holds a lock, since when and for how long,
+// for people.
 func describeHolders(info api.LockInfo) string {
+	return describeHoldersAt(info, time.Now())
+}
+
+func describeHoldersAt(info api.LockInfo, now time.Time) string {
 	if len(info.Holders) == 0 {
 		if info.LockDelayMs > 0 {
 			return fmt.Sprintf("free in %v (lock-delay after its last holder)", time.Duration(info.LockDelayMs)*time.Millisecond)
@@ -72,6 +77,12 @@ func describeHolders(info api.LockInfo) string {
 		p := "held by " + h.Owner
 		if h.Session != "" {
 			p += " (session " + h.Session + ")"
+		}
+		if len(h.Meta) > 0 {
+			p += " [" + metaText(h.Meta) + "]"
+		}
+		if ago := since(h.GrantedMs, now); ago != "" {
+			p += fmt.Sprintf(", since %s (%s ago)", time.UnixMilli(h.GrantedMs).UTC().Format(time.RFC3339), ago)
 		}
 		if h.TTLMs >= 0 {
 			p += fmt.Sprintf(", lease ends in %v", (time.Duration(h.TTLMs) * time.Millisecond).Round(time.Millisecond))

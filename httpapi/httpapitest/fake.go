@@ -51,12 +51,16 @@ type fakeHold struct {
 	ttl      time.Duration
 	deadline time.Time
 	session  string
+	meta     map[string]string
+	granted  time.Time
+	extended time.Time
 }
 
 type fakeWaiter struct {
 	req    api.AcquireRequest
 	keys   []string
 	id     string
+	queued time.Time
 	done   chan struct{}
 	result fakeResult
 }
@@ -199,7 +203,8 @@ func (f *Fake) acquire(ctx context.Context, method string, req api.AcquireReques
 			return api.Lease{}, fmt.Errorf("%w: %s", api.ErrSessionExpired, req.Session)
 		}
 		f.nextID++
-		w = &fakeWaiter{req: req, keys: keysOf(req.Key, req.Keys), id: fmt.Sprintf("w%d", f.nextID), done: make(chan struct{})}
+		w = &fakeWaiter{req: req, keys: keysOf(req.Key, req.Keys), id: fmt.Sprintf("w%d", f.nextID), done: make(chan struct{}),
+			queued: time.Now()}
 		if !f.grantable(w, f.waiters) {
 			if !wait {
 				f.mu.Unlock()
@@ -335,8 +340,10 @@ func (f *Fake) grant(w *fakeWaiter, now time.Time) api.Lease {
 		}
 		h := l.holds[w.req.Owner]
 		if h == nil {
-			h = &fakeHold{mode: modeOf(w.req.Mode), fence: f.index, session: w.req.Session}
+			h = &fakeHold{mode: modeOf(w.req.Mode), fence: f.index, session: w.req.Session, meta: w.req.Meta, granted: now}
 			l.holds[w.req.Owner] = h
+		} else {
+			h.extended = now
 		}
 		if w.req.Reentrant || h.count == 0 {
 			h.count++
@@ -519,7 +526,7 @@ func (f *Fake) extend(req api.ExtendRequest, now time.Time) (api.Lease, error) {
 	lease := api.Lease{Key: req.Key, Keys: req.Keys, Owner: req.Owner, TTLMs: req.TTLMs, Deadline: now.Add(ttl).UnixMilli()}
 	for _, k := range keys {
 		h := f.locks[k].holds[req.Owner]
-		h.ttl, h.deadline = ttl, now.Add(ttl)
+		h.ttl, h.deadline, h.extended = ttl, now.Add(ttl), now
 		lease.Fence, lease.Count = h.fence, h.count
 	}
 	f.notify()
@@ -546,7 +553,8 @@ func (f *Fake) info(key string, now time.Time) (api.LockInfo, bool) {
 	for _, w := range f.waiters {
 		for _, k := range w.keys {
 			if k == key {
-				info.Waiters = append(info.Waiters, api.Waiter{ID: w.id, Owner: w.req.Owner, Mode: modeOf(w.req.Mode), Keys: w.req.Keys, WaitMs: w.req.WaitMs})
+				info.Waiters = append(info.Waiters, api.Waiter{ID: w.id, Owner: w.req.Owner, Mode: modeOf(w.req.Mode), Keys: w.req.Keys, WaitMs: w.req.WaitMs,
+					Meta: w.req.Meta, QueuedMs: w.queued.UnixMilli()})
 			}
 		}
 	}
@@ -559,6 +567,7 @@ func (f *Fake) info(key string, now time.Time) (api.LockInfo, bool) {
 		info.Holders = append(info.Holders, api.Holder{
 			Owner: o, Mode: h.mode, Count: h.count, Fence: h.fence, Session: h.session,
 			TTLMs: h.deadline.Sub(now).Milliseconds(), Deadline: h.deadline.UnixMilli(),
+			Meta: h.meta, GrantedMs: h.granted.UnixMilli(), ExtendedMs: unixMilliOrZero(h.extended),
 		})
 		if h.fence > info.Fence {
 			info.Fence = h.fence
@@ -568,6 +577,13 @@ func (f *Fake) info(key string, now time.Time) (api.LockInfo, bool) {
 		}
 	}
 	return info, true
+}
+
+func unixMilliOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // List implements api.Locker.
