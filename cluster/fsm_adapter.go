@@ -66,6 +66,9 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			n.history.observe(n.table, cmd, &r)
 		}
 		for _, e := range r.Events {
+			if e.Kind == fsm.EvReleased && e.Granted > 0 && r.Now >= e.Granted {
+				n.metrics.lockHold.Observe(float64(r.Now-e.Granted) / 1e3)
+			}
 			switch {
 			case e.Kind == fsm.EvGranted:
 				counts.grants++

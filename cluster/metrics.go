@@ -45,6 +45,8 @@ type metrics struct {
 	// in the queue before their grant, by the cluster clock (0 for a
 	// grant without a wait).
 	lockWait prometheus.Histogram
+	// lockHold: how long holds lasted, grant to end, whatever ended them.
+	lockHold prometheus.Histogram
 	// logStore times raft's log appends (write and fsync), leader and
 	// followers alike.
 	logStore prometheus.Histogram
@@ -96,6 +98,11 @@ func newMetrics(n *Node) *metrics {
 			Help:    "Time to append one batch of entries to the raft log store, fsync included.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 		}),
+		lockHold: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "locknode_lock_hold_seconds",
+			Help:    "How long holds lasted, from grant to release, expiry or forced release (cluster time).",
+			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 1800, 3600, 86400},
+		}),
 		lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "locknode_lock_wait_seconds",
 			Help:    "Time blocking acquires served by this node waited in the lock's queue before the grant (cluster clock).",
@@ -107,7 +114,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
-		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.logStore,
+		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.lockHold, m.logStore,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",

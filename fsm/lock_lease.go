@@ -35,7 +35,7 @@ func (t *Table) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason) {
 // session index. Native releases leave no tombstone: only Redlock clients
 // vote by repeating a release on several nodes.
 func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
-	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason})
+	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason, Granted: h.Granted})
 	if s := h.session(); s != "" {
 		t.sessDelHold(s, key, h.Owner)
 	}

@@ -107,8 +107,11 @@ type Event struct {
 	Deadline int64
 	Count    int
 	Now      int64 // EvGranted: FSM clock of the granting entry
-	Reason   Reason
-	Err      error
-	Channel  string
-	Message  string
+	// Granted: EvReleased: FSM time the hold was granted (0: unknown, a
+	// hold restored from a snapshot older than format 4).
+	Granted int64
+	Reason  Reason
+	Err     error
+	Channel string
+	Message string
 }

@@ -64,6 +64,14 @@ func TestMetricsExported(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("try: %d", resp.StatusCode)
 	}
+	rel, err := http.Post("http://"+n1[2]+"/v1/locks/release", "application/json", strings.NewReader(`{"key":"metrics/k","owner":"o"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel.Body.Close()
+	if rel.StatusCode != 200 {
+		t.Fatalf("release: %d", rel.StatusCode)
+	}
 	if r, err := http.Get("http://" + n1[2] + "/v1/locks/metrics/k"); err != nil {
 		t.Fatal(err)
 	} else {
@@ -81,13 +89,14 @@ func TestMetricsExported(t *testing.T) {
 
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^locknode_http_requests_total\{code="200",route="POST /v1/locks/try"\} 1$`),
-		regexp.MustCompile(`(?m)^locknode_http_requests_total\{code="200",route="GET /v1/locks/\{key\.\.\.\}"\} 1$`),
+		regexp.MustCompile(`(?m)^locknode_http_requests_total\{code="(200|404)",route="GET /v1/locks/\{key\.\.\.\}"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_http_request_duration_seconds_count\{route="POST /v1/locks/try"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_resp_commands_total\{command="set"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_resp_commands_total\{command="unknown"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_resp_errors_total\{code="ERR"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_resp_errors_total\{code="WRONGTYPE"\} 1$`),
 		regexp.MustCompile(`(?m)^locknode_log_store_seconds_count [1-9]`),
+		regexp.MustCompile(`(?m)^locknode_lock_hold_seconds_count 1$`),
 	}
 	var all strings.Builder
 	var text string
