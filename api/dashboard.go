@@ -102,3 +102,11 @@ func (r *ForceReleaseRequest) Validate(l Limits) error {
 	}
 	return nil
 }
+
+// AgeList is one page of held locks ordered by the age of their oldest
+// hold (GET /v1/ui/locks-by-age).
+type AgeList struct {
+	Locks  []LockInfo `json:"locks"`
+	Total  int        `json:"total"`  // held locks that match, in all pages
+	Offset int        `json:"offset"` // of Locks[0] in the whole order
+}

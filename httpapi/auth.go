@@ -45,6 +45,7 @@ var routeCategories = map[string]auth.Category{
 	"GET " + PathLockPrefix + "{key}" + PathHistory: auth.Read,
 	"GET " + PathActivity:                           auth.Read,
 	"GET " + PathClusterView:                        auth.Read,
+	"GET " + PathLocksByAge:                         auth.Read,
 	"POST " + PathForceRelease:                      auth.Admin,
 }
 

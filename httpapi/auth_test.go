@@ -58,6 +58,7 @@ var routeSamples = map[string]routeSample{
 	"GET " + httpapi.PathLockPrefix + "{key}" + httpapi.PathHistory: {"GET", httpapi.PathLockPrefix + "app:k" + httpapi.PathHistory, nil},
 	"GET " + httpapi.PathActivity:                                   {"GET", httpapi.PathActivity, nil},
 	"GET " + httpapi.PathClusterView:                                {"GET", httpapi.PathClusterView, nil},
+	"GET " + httpapi.PathLocksByAge:                                 {"GET", httpapi.PathLocksByAge, nil},
 	"POST " + httpapi.PathForceRelease:                              {"POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
 }
 

@@ -66,6 +66,7 @@ func (s *server) mountDashboard(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathLockPrefix+"{key}"+PathHistory, s.history)
 	mux.HandleFunc("GET "+PathActivity, s.activity)
 	mux.HandleFunc("GET "+PathClusterView, s.clusterView)
+	mux.HandleFunc("GET "+PathLocksByAge, s.locksByAge)
 	mux.HandleFunc("POST "+PathForceRelease, s.forceRelease)
 }
 

@@ -338,6 +338,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("header %q", hdr)
 	}
 
+	// Sort by age: the server orders every held lock and pages them.
+	setSort := func(v string) {
+		b.t.Helper()
+		var ok bool
+		b.eval(fmt.Sprintf(`(() => { const e = document.getElementById('sort'); e.value = %q; e.dispatchEvent(new Event('change')); return e.value === %q; })()`, v, v), &ok)
+		if !ok {
+			t.Fatalf("sort %q not selectable", v)
+		}
+	}
+	setSort("oldest")
+	b.waitText("#pageinfo", "of 3 held")
+	b.waitText("#locks tbody", "cache/b")
+	setSort("key")
+	b.waitFor("key order again", func() bool { return !strings.Contains(b.text("#pageinfo"), "held") })
+
 	// Filter by prefix: the server answers only matching keys.
 	b.typeInto("prefix", "cache/")
 	b.waitFor("only cache/ keys", func() bool {

@@ -171,23 +171,20 @@ async function poll() {
 
 // ---- locks ----
 
-function lockAge(l) {
-  // The oldest hold's grant; without grant times, its fence, which is
-  // the log index of the grant and so grows with time across all keys.
-  let g = Infinity, f = Infinity;
-  for (const h of l.holders || []) {
-    if (h.granted_ms) g = Math.min(g, h.granted_ms);
-    f = Math.min(f, h.fence);
-  }
-  return g !== Infinity ? g : f;
-}
-
 async function loadLocks() {
   const after = state.cursors[state.cursors.length - 1];
-  const q = new URLSearchParams({ stale: 'true', limit: $('limit').value, prefix: $('prefix').value, after });
+  const sort = $('sort').value;
+  const limit = Number($('limit').value);
+  // By key: the list API's cursor paging. By age: the server orders every
+  // matching held lock (a bounded number; a narrower prefix past it) and
+  // pages by offset, so the order holds across pages.
+  const byAge = sort !== 'key';
+  const q = byAge
+    ? new URLSearchParams({ stale: 'true', limit: String(limit), prefix: $('prefix').value, order: sort, offset: after || '0' })
+    : new URLSearchParams({ stale: 'true', limit: String(limit), prefix: $('prefix').value, after });
   let res;
   try {
-    res = await api('GET', '/v1/locks?' + q.toString());
+    res = await api('GET', (byAge ? '/v1/ui/locks-by-age?' : '/v1/locks?') + q.toString());
   } catch (e) {
     $('locks-error').textContent = e.message;
     throw e;
@@ -195,17 +192,19 @@ async function loadLocks() {
   $('locks-error').textContent = '';
   const fetchedAt = Date.now();
   const locks = res.locks || [];
-  const sort = $('sort').value;
-  if (sort !== 'key') {
-    locks.sort((a, b) => (sort === 'oldest' ? 1 : -1) * (lockAge(a) - lockAge(b)));
-  }
   state.locks = locks;
-  state.next = res.next || '';
+  if (byAge) {
+    const next = (res.offset || 0) + locks.length;
+    state.next = next < (res.total || 0) ? String(next) : '';
+  } else {
+    state.next = res.next || '';
+  }
   renderLocks(locks, fetchedAt);
   $('prev').disabled = state.cursors.length <= 1;
   $('next').disabled = !state.next;
   const first = (state.cursors.length - 1);
-  $('pageinfo').textContent = 'page ' + (first + 1) + ' · ' + locks.length + ' lock' + (locks.length === 1 ? '' : 's');
+  $('pageinfo').textContent = 'page ' + (first + 1) + ' · ' + locks.length + ' lock' + (locks.length === 1 ? '' : 's') +
+    (byAge ? ' of ' + (res.total || 0) + ' held' : '');
 }
 
 function renderLocks(locks, fetchedAt) {
@@ -296,7 +295,7 @@ $('prefix').addEventListener('input', () => {
   clearTimeout(prefixTimer);
   prefixTimer = setTimeout(() => { state.cursors = ['']; refresh(); }, 250);
 });
-$('sort').addEventListener('change', refresh);
+$('sort').addEventListener('change', () => { state.cursors = ['']; refresh(); });
 $('limit').addEventListener('change', () => { state.cursors = ['']; refresh(); });
 $('next').addEventListener('click', () => { if (state.next) { state.cursors.push(state.next); refresh(); } });
 $('prev').addEventListener('click', () => { if (state.cursors.length > 1) { state.cursors.pop(); refresh(); } });
