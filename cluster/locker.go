@@ -225,13 +225,8 @@ func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
 	if cmd.Wait == 0 || cmd.Key == "" || len(cmd.Keys) > 0 || cmd.Mode != fsm.Exclusive {
 		return
 	}
-	l := n.lead.Load()
+	l := n.readyLead()
 	if l == nil {
-		return
-	}
-	select {
-	case <-l.ready:
-	default:
 		return
 	}
 	// Wait first, then look: a release proposed after the look opens
@@ -540,4 +535,20 @@ func (n *Node) FenceCheck(ctx context.Context, resource string, token uint64) (a
 		return api.FenceResult{OK: false, Highest: res.Fence}, nil
 	}
 	return api.FenceResult{}, apiErr(res.Err)
+}
+
+// readyLead returns this node's leadership once its term is ready to
+// propose (l.ready), or nil: a follower, or a leader still applying its
+// term's barrier.
+func (n *Node) readyLead() *leadership {
+	l := n.lead.Load()
+	if l == nil {
+		return nil
+	}
+	select {
+	case <-l.ready:
+		return l
+	default:
+		return nil
+	}
 }

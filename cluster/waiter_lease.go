@@ -177,13 +177,8 @@ const maxCancelsPerRound = 256
 // cancelUnclaimedWaiters, on the leader, cancels the queued waiters no
 // node claimed for lease.
 func (n *Node) cancelUnclaimedWaiters(lease time.Duration) {
-	l := n.lead.Load()
+	l := n.readyLead()
 	if l == nil {
-		return
-	}
-	select {
-	case <-l.ready:
-	default:
 		return
 	}
 	n.mu.RLock()
