@@ -277,9 +277,12 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 			if oc != outcomeDone || err != nil {
 				return oc, err
 			}
-			d := decoder{b: body}
-			idx, now = d.uvarint(), d.varint()
-			return outcomeDone, d.err
+			d := fsm.NewDecoder(body)
+			idx, now = d.Uvarint(), d.Varint()
+			if err := d.Err(); err != nil {
+				return outcomeDone, fmt.Errorf("%w: read index: %w", errBadRPC, err)
+			}
+			return outcomeDone, nil
 		})
 		if err != nil {
 			return err

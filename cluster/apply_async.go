@@ -11,18 +11,6 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-// ApplyFuture is ApplyAsync's pending outcome. It is an alias of an
-// interface literal so that a consumer (redisbridge.Backend) can name the
-// same type without importing this package.
-type ApplyFuture = interface {
-	// Done is closed once Result will not block on the log. It may stay
-	// open forever for a proposal raft abandoned at shutdown; Result
-	// returns then (ErrClosed) all the same.
-	Done() <-chan struct{}
-	// Result waits for the outcome: Apply's result and errors.
-	Result() (fsm.Result, error)
-}
-
 // ApplyAsync proposes cmd like Apply but does not wait for the commit on
 // the leader: it returns as soon as the proposal is queued, and commands
 // proposed one after another from one goroutine are committed in that
@@ -44,8 +32,9 @@ type ApplyFuture = interface {
 // the same goroutine may already be committed by then, and a retry would
 // reorder them. Such a refusal (the command was not applied) wraps
 // api.ErrNoLeader; a lost leadership after the proposal was stored wraps
-// ErrUnknownOutcome as with Apply.
-func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
+// ErrUnknownOutcome as with Apply. A proposal abandoned at shutdown ends
+// with ErrClosed.
+func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 	l := n.lead.Load()
 	if l != nil {
 		select {
@@ -128,7 +117,7 @@ func (n *Node) takeAsyncSlot(ctx context.Context) *applyFuture {
 	return f
 }
 
-// applyFuture implements ApplyFuture; res and err are written once,
+// applyFuture implements fsm.Future; res and err are written once,
 // before done closes.
 type applyFuture struct {
 	n    *Node

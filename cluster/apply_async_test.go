@@ -31,7 +31,7 @@ func TestApplyAsyncOrder(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			key := "ctr-" + tt.name
 			const n = 200
-			futs := make([]ApplyFuture, n)
+			futs := make([]fsm.Future, n)
 			for i := range futs {
 				futs[i] = tt.node.ApplyAsync(ctx, incr(key))
 			}
@@ -75,7 +75,7 @@ func TestApplyAsyncClosed(t *testing.T) {
 	tc := newTestCluster(t, 1, nil)
 	l := tc.leader(10 * time.Second)
 	ctx := ctxT(t, 10*time.Second)
-	futs := make([]ApplyFuture, 50)
+	futs := make([]fsm.Future, 50)
 	for i := range futs {
 		futs[i] = l.ApplyAsync(ctx, incr("c"))
 	}

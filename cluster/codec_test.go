@@ -2,65 +2,12 @@ package cluster
 
 import (
 	"errors"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
-	"github.com/locknode/locknode/fsm/reply"
 )
-
-func TestResultCodec(t *testing.T) {
-	cases := []struct {
-		name string
-		r    fsm.Result
-	}{
-		{"empty", fsm.Result{}},
-		{"granted", fsm.Result{Index: 7, Granted: true, Fence: 7, Deadline: 1700000000000, Count: 2, Now: 1699999990000}},
-		{"queued", fsm.Result{Index: 9, Queued: true, Deadline: -5}},
-		{"released", fsm.Result{Index: 1 << 40, Released: true}},
-		{"refused", fsm.Result{Index: 3, Err: fmt_(fsm.ErrLocked, "fsm: held by another owner: \"k\"")}},
-		{"unknown error", fsm.Result{Index: 3, Err: errors.New("something else")}},
-		{"reply", fsm.Result{Index: 4, Reply: reply.NewArray(reply.NewBulk("a"), reply.NewInt(-3), reply.Null,
-			reply.NewArray(), reply.NewError("ERR x"), reply.NewStatus("OK"), reply.NewDouble(1.5), reply.Reply{Kind: reply.NilArray})}},
-		{"script replies", fsm.Result{Index: 5, Reply: reply.NewArray(reply.Reply{Kind: reply.Bool, Int: 1},
-			reply.Reply{Kind: reply.BigNumber, Str: "123"}, reply.Reply{Kind: reply.Verbatim, Str: "txt:x"},
-			reply.Reply{Kind: reply.Map, Arr: []reply.Reply{reply.NewBulk("k"), reply.Reply{Kind: reply.Bool}}})}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			b := appendResult(nil, &c.r)
-			got, err := decodeResult(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (got.Err == nil) != (c.r.Err == nil) {
-				t.Fatalf("err %v, want %v", got.Err, c.r.Err)
-			}
-			if c.r.Err != nil {
-				if got.Err.Error() != c.r.Err.Error() {
-					t.Fatalf("err text %q, want %q", got.Err, c.r.Err)
-				}
-				for _, row := range errTable {
-					if errors.Is(c.r.Err, row.fsm) != errors.Is(got.Err, row.fsm) {
-						t.Fatalf("errors.Is(%v) differs for %v", got.Err, row.fsm)
-					}
-				}
-			}
-			got.Err, c.r.Err = nil, nil
-			if !reflect.DeepEqual(got, c.r) {
-				t.Fatalf("got %+v\nwant %+v", got, c.r)
-			}
-			// Every truncation is refused, never a panic.
-			for i := 0; i < len(b); i++ {
-				if _, err := decodeResult(b[:i]); err == nil && i > 0 {
-					t.Fatalf("truncated to %d bytes decoded", i)
-				}
-			}
-		})
-	}
-}
 
 type wrapped struct {
 	sentinel error

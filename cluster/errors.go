@@ -34,25 +34,6 @@ var errTable = []struct {
 	{fsm.ErrOutOfMemory, api.ErrOutOfMemory},
 }
 
-func errCode(err error) byte { return fsm.ErrorCode(err) }
-
-// remoteError is an FSM refusal decoded from a forwarded result: the
-// leader's text, and the sentinel for errors.Is.
-type remoteError struct {
-	sentinel error
-	msg      string
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.sentinel }
-
-func decodeErr(code byte, msg string) error {
-	if sentinel := fsm.ErrorOfCode(code); sentinel != nil {
-		return &remoteError{sentinel: sentinel, msg: msg}
-	}
-	return errors.New(msg)
-}
-
 // apiErr maps an FSM refusal to the api error callers branch on; both
 // stay visible to errors.Is. Errors that are not FSM refusals (no
 // leader, ctx ended, closed) pass through.

@@ -213,8 +213,8 @@ func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*for
 // command's result once this node has applied it (so a read here after
 // the answer sees the write), or its error.
 func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
-	d := decoder{b: body}
-	if cnt := d.uvarint(); d.err != nil || cnt != uint64(len(batch)) {
+	d := fsm.NewDecoder(body)
+	if cnt := d.Uvarint(); d.Err() != nil || cnt != uint64(len(batch)) {
 		return errBadRPC
 	}
 	type answer struct {
@@ -224,9 +224,9 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 	answers := make([]answer, len(batch))
 	var last uint64
 	for i := range batch {
-		st := d.byte()
-		item := d.bytes()
-		if d.err != nil {
+		st := d.Byte()
+		item := d.Bytes()
+		if d.Err() != nil {
 			return errBadRPC
 		}
 		switch st {
@@ -247,7 +247,7 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 			return errBadRPC
 		}
 	}
-	if len(d.b) != 0 {
+	if d.Len() != 0 {
 		return errBadRPC
 	}
 	n.metrics.forwarded.Add(float64(len(batch)))
@@ -312,15 +312,15 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // commands in order, then answers stOK with each command's status and
 // result (stNotLeader for the whole call if none was proposed).
 func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
-	d := decoder{b: body}
-	cnt := d.uvarint()
-	if d.err != nil || cnt == 0 || cnt > maxForwardBatch {
+	d := fsm.NewDecoder(body)
+	cnt := d.Uvarint()
+	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
 		return nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
 	cmds := make([]fsm.Command, cnt)
 	for i := range cmds {
-		b := d.bytes()
-		if d.err != nil {
+		b := d.Bytes()
+		if d.Err() != nil {
 			return nil, errBadRPC
 		}
 		c, err := fsm.DecodeCommand(b)
@@ -329,7 +329,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 		}
 		cmds[i] = *c
 	}
-	if len(d.b) != 0 {
+	if d.Len() != 0 {
 		return nil, errBadRPC
 	}
 	l := n.lead.Load()
@@ -375,7 +375,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 		} else if res, err := proposalResult(f); err != nil {
 			st, item = stError, append(item, err.Error()...)
 		} else {
-			item = appendResult(item, &res)
+			item = fsm.AppendResult(item, &res)
 		}
 		resp = append(resp, st)
 		resp = binary.AppendUvarint(resp, uint64(len(item)))

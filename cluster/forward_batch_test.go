@@ -34,8 +34,8 @@ func (b *batchFaultTransport) Call(ctx context.Context, addr string, req []byte)
 	if len(req) == 0 || req[0] != rpcApplyBatch {
 		return b.Transport.Call(ctx, addr, req)
 	}
-	d := decoder{b: req[1:]}
-	cnt := int(d.uvarint())
+	d := fsm.NewDecoder(req[1:])
+	cnt := int(d.Uvarint())
 	b.mu.Lock()
 	b.calls++
 	first := b.calls == 1
@@ -122,7 +122,7 @@ func TestForwardBatch(t *testing.T) {
 			}
 			ctx := ctxT(t, 30*time.Second)
 			const n = 300
-			futs := make([]ApplyFuture, n)
+			futs := make([]fsm.Future, n)
 			for i := range futs {
 				futs[i] = f.ApplyAsync(ctx, incr("ctr"))
 			}

@@ -119,12 +119,48 @@ type Node struct {
 // Start opens (or creates) the node's storage in cfg.DataDir, starts raft
 // and the node's background work, and bootstraps or joins as configured.
 // ctx bounds only the start-up (joining an existing cluster); the node
-// runs until Close.
+// runs until Close. On an error, whatever was started is stopped again.
 func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	n, err := prepareNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			n.shutdown(false)
+		}
+	}()
+	if err := n.openTransport(); err != nil {
+		return nil, err
+	}
+	snaps, err := n.openStorage()
+	if err != nil {
+		return nil, err
+	}
+	sig, hasState, err := n.startRaft(snaps)
+	if err != nil {
+		return nil, err
+	}
+	n.tr.Serve(n.handleRPC)
+	n.startLoops(sig)
+	if !hasState {
+		if err := n.bootstrapOrJoin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	n.log.Info("started", "raft", n.Addr(), "existing_state", hasState)
+	ok = true
+	return n, nil
+}
+
+// prepareNode creates the data directory and a Node with its own state
+// (newNode) and a request-id prefix no other node or restart uses.
+func prepareNode(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
@@ -132,32 +168,37 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if _, err := rand.Read(pfx[:]); err != nil {
 		return nil, fmt.Errorf("cluster: random: %w", err)
 	}
-	n := newNode(cfg, cfg.ID+"-"+hex.EncodeToString(pfx[:])+"-")
+	return newNode(cfg, cfg.ID+"-"+hex.EncodeToString(pfx[:])+"-"), nil
+}
 
-	ok := false
-	defer func() {
-		if !ok {
-			n.shutdown(false)
-		}
-	}()
-
+// openTransport sets n.tr: the configured Transport, or a new one
+// listening on cfg.BindAddr.
+func (n *Node) openTransport() error {
+	cfg := n.cfg
 	n.tr = cfg.Transport
-	if n.tr == nil {
-		tr, err := transport.New(transport.Config{
-			BindAddr:         cfg.BindAddr,
-			Advertise:        cfg.Advertise,
-			Logger:           cfg.Logger.Named("transport"),
-			HandshakeTimeout: cfg.PeerHandshakeTimeout,
-			MaxConns:         cfg.PeerMaxConns,
-			ServerTLS:        cfg.PeerServerTLS,
-			ClientTLS:        cfg.PeerClientTLS,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cluster: transport: %w", err)
-		}
-		n.tr = tr
+	if n.tr != nil {
+		return nil
 	}
+	tr, err := transport.New(transport.Config{
+		BindAddr:         cfg.BindAddr,
+		Advertise:        cfg.Advertise,
+		Logger:           cfg.Logger.Named("transport"),
+		HandshakeTimeout: cfg.PeerHandshakeTimeout,
+		MaxConns:         cfg.PeerMaxConns,
+		ServerTLS:        cfg.PeerServerTLS,
+		ClientTLS:        cfg.PeerClientTLS,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: transport: %w", err)
+	}
+	n.tr = tr
+	return nil
+}
 
+// openStorage opens raft's log and stable store (n.store, n.logs) and
+// returns its snapshot store, all in cfg.DataDir.
+func (n *Node) openStorage() (raft.SnapshotStore, error) {
+	cfg := n.cfg
 	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, n.log)
 	if err != nil {
 		return nil, err
@@ -168,6 +209,24 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
+	return snaps, nil
+}
+
+// raftSignals are raft's channels that the background loops drain
+// (startLoops): raft blocks on notify, and drops observations nobody
+// reads.
+type raftSignals struct {
+	notify   chan bool
+	obs      chan raft.Observation
+	observer *raft.Observer
+}
+
+// startRaft starts the raft server (n.raft) on the storage and on n.tr's
+// stream layer, watching its leader changes. hasState reports whether
+// the storage held a raft state before (then the node neither bootstraps
+// nor joins).
+func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bool, err error) {
+	cfg := n.cfg
 	// Replication is not pipelined (MaxRPCsInFlight 1: one AppendEntries
 	// in flight per follower). raftNet makes pipelining safe (raft's own
 	// pipeline can hang a follower's replication and Close; raftnet.go),
@@ -196,30 +255,32 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
 	rc.Logger = cfg.Logger.Named("raft")
-	// Raft blocks on NotifyCh; leadershipLoop drains it.
-	notify := make(chan bool, 8)
-	rc.NotifyCh = notify
+	sig.notify = make(chan bool, 8)
+	rc.NotifyCh = sig.notify
 
-	hasState, err := raft.HasExistingState(n.logs, store.stable, snaps)
+	hasState, err = raft.HasExistingState(n.logs, n.store.stable, snaps)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: reading raft state: %w", err)
+		return sig, false, fmt.Errorf("cluster: reading raft state: %w", err)
 	}
 
-	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), n.logs, store.stable, snaps, n.rtrans)
+	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), n.logs, n.store.stable, snaps, n.rtrans)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft: %w", err)
+		return sig, false, fmt.Errorf("cluster: raft: %w", err)
 	}
 	n.raft = r
 
-	obs := make(chan raft.Observation, 32)
-	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+	sig.obs = make(chan raft.Observation, 32)
+	sig.observer = raft.NewObserver(sig.obs, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	})
-	r.RegisterObserver(observer)
+	r.RegisterObserver(sig.observer)
+	return sig, hasState, nil
+}
 
-	n.tr.Serve(n.handleRPC)
-
+// startLoops starts the node's background goroutines; each ends when the
+// node closes (n.wg).
+func (n *Node) startLoops(sig raftSignals) {
 	n.wg.Add(3)
 	// Ends when the node closes.
 	go func() {
@@ -229,40 +290,40 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	// Ends when the node closes (closed is closed after raft shut down).
 	go func() {
 		defer n.wg.Done()
-		defer r.DeregisterObserver(observer)
-		n.observeLoop(obs)
+		defer n.raft.DeregisterObserver(sig.observer)
+		n.observeLoop(sig.obs)
 	}()
 	// Ends when the node closes; each term's goroutines end with the term.
 	go func() {
 		defer n.wg.Done()
-		n.leadershipLoop(notify)
+		n.leadershipLoop(sig.notify)
 	}()
+}
 
-	if !hasState {
-		switch {
-		case cfg.Bootstrap:
-			conf := raft.Configuration{}
-			peers := cfg.Peers
-			if len(peers) == 0 {
-				peers = []Peer{{ID: cfg.ID, Addr: n.Addr()}}
-			}
-			for _, p := range peers {
-				conf.Servers = append(conf.Servers, raft.Server{
-					Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
-				})
-			}
-			if err := r.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-				return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-			}
-		case len(cfg.Join) > 0:
-			if err := n.join(ctx, cfg.Join); err != nil {
-				return nil, err
-			}
+// bootstrapOrJoin makes a node without raft state a member: it
+// bootstraps the configured cluster (cfg.Peers, or itself alone), or
+// joins one through cfg.Join; with neither it waits to be added.
+func (n *Node) bootstrapOrJoin(ctx context.Context) error {
+	cfg := n.cfg
+	switch {
+	case cfg.Bootstrap:
+		conf := raft.Configuration{}
+		peers := cfg.Peers
+		if len(peers) == 0 {
+			peers = []Peer{{ID: cfg.ID, Addr: n.Addr()}}
 		}
+		for _, p := range peers {
+			conf.Servers = append(conf.Servers, raft.Server{
+				Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr),
+			})
+		}
+		if err := n.raft.BootstrapCluster(conf).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			return fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	case len(cfg.Join) > 0:
+		return n.join(ctx, cfg.Join)
 	}
-	n.log.Info("started", "raft", n.Addr(), "existing_state", hasState)
-	ok = true
-	return n, nil
+	return nil
 }
 
 // newNode is a Node's own state before raft and the transport are added

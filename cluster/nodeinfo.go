@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/fsm"
 )
 
 // Node info: how a member learns the client-facing (HTTP, RESP)
@@ -202,11 +204,11 @@ func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (ClientAddrs, e
 	if st != stOK {
 		return ClientAddrs{}, fmt.Errorf("%w: node info status %d", errBadRPC, st)
 	}
-	d := decoder{b: body}
-	got, a := d.str(), ClientAddrs{}
-	a.HTTP, a.RESP = d.str(), d.str()
-	if d.err != nil {
-		return ClientAddrs{}, fmt.Errorf("cluster: node info: %w", d.err)
+	d := fsm.NewDecoder(body)
+	got, a := d.Str(), ClientAddrs{}
+	a.HTTP, a.RESP = d.Str(), d.Str()
+	if d.Err() != nil {
+		return ClientAddrs{}, fmt.Errorf("%w: node info: %w", errBadRPC, d.Err())
 	}
 	if got != id {
 		// Another node now listens where the configuration says id is.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/tlsutil"
 	"github.com/locknode/locknode/transport"
 )
@@ -33,8 +34,8 @@ func (n *Node) authorizeRPC(ctx context.Context, req []byte) error {
 		return nil
 	}
 	if id != "" && req[0] == rpcJoin {
-		d := decoder{b: req[1:]}
-		if d.str() == id && d.err == nil {
+		d := fsm.NewDecoder(req[1:])
+		if d.Str() == id && d.Err() == nil {
 			return nil
 		}
 	}

@@ -150,16 +150,16 @@ func (n *Node) claimWaiters(timeout time.Duration) {
 
 // handleWaiterClaim serves rpcWaiterClaim.
 func (n *Node) handleWaiterClaim(body []byte) ([]byte, error) {
-	d := decoder{b: body}
-	count := d.uvarint()
-	if d.err != nil || count > maxClaimIDs {
+	d := fsm.NewDecoder(body)
+	count := d.Uvarint()
+	if d.Err() != nil || count > maxClaimIDs {
 		return nil, errBadRPC
 	}
 	ids := make([]string, 0, count)
 	for range count {
-		ids = append(ids, d.str())
+		ids = append(ids, d.Str())
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return nil, errBadRPC
 	}
 	l := n.lead.Load()

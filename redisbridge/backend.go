@@ -40,15 +40,5 @@ type Backend interface {
 // error reply); a backend that cannot propose at once (a follower
 // forwarding) may finish the Apply inside ApplyAsync.
 type asyncBackend interface {
-	ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture
-}
-
-// ApplyFuture is a pending Apply. An alias of an interface literal, like
-// cluster.ApplyFuture, so both name the same type.
-type ApplyFuture = interface {
-	// Done is closed once Result will not block (it may never close for
-	// a proposal abandoned at shutdown; Result still returns then).
-	Done() <-chan struct{}
-	// Result waits for the outcome, as Apply returns it.
-	Result() (fsm.Result, error)
+	ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future
 }

@@ -122,7 +122,7 @@ func (f *fakeBackend) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, 
 // ApplyAsync applies cmd at once, in call order, like Apply. With
 // asyncDelays its future reports done a little later (0-200µs, varying),
 // so replies wait for commits as they do over raft; else at once.
-func (f *fakeBackend) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
+func (f *fakeBackend) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 	fut := &fakeFuture{done: make(chan struct{})}
 	fut.res, fut.err = f.Apply(ctx, cmd)
 	if !f.asyncDelays.Load() {

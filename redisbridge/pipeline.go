@@ -24,7 +24,7 @@ const maxPipelined = 1024
 
 // pipeline is a connection's in-flight writes, oldest first.
 type pipeline struct {
-	items  []ApplyFuture
+	items  []fsm.Future
 	head   int  // items[head:] are in flight
 	closed bool // serve ended: the replier stops once items are done
 	on     bool // the replier runs

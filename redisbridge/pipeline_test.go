@@ -146,7 +146,7 @@ type inflightNode struct {
 	inflight, max atomic.Int64
 }
 
-func (n *inflightNode) ApplyAsync(ctx context.Context, cmd *fsm.Command) ApplyFuture {
+func (n *inflightNode) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 	f := n.Node.ApplyAsync(ctx, cmd)
 	cur := n.inflight.Add(1)
 	for m := n.max.Load(); cur > m && !n.max.CompareAndSwap(m, cur); m = n.max.Load() {

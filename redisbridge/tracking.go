@@ -448,7 +448,7 @@ type pendingReg struct {
 
 // trackedFuture carries a pipelined write's registration to the replier.
 type trackedFuture struct {
-	ApplyFuture
+	fsm.Future
 	reg     *pendingReg
 	counted bool // writeStarted counted it (NOLOOP)
 }
