@@ -228,13 +228,10 @@ type raftSignals struct {
 func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bool, err error) {
 	cfg := n.cfg
 	// Replication is not pipelined (MaxRPCsInFlight 1: one AppendEntries
-	// in flight per follower). raftNet makes pipelining safe (raft's own
-	// pipeline can hang a follower's replication and Close; raftnet.go),
-	// but on the 2-core loopback benchmark MaxRPCsInFlight 2 gained
-	// nothing at 64 workers (median ratio 1.0, 22 of 40 paired runs
-	// faster) and lost ~5 % at 16 (13 of 40 faster): followers get
-	// smaller batches (~16 % more log writes per commit) to save one
-	// loopback round trip. Re-measure with 2 where hosts are farther apart.
+	// in flight per follower): raftNet would make pipelining safe, but
+	// pipelining splits followers' batches into more log writes to save
+	// one round trip, which does not pay on loopback
+	// (bench/results/tuning.md).
 	n.rtrans = newRaftNet(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:          n.tr.RaftStreamLayer(),
 		MaxPool:         3,

@@ -94,7 +94,7 @@ type Config struct {
 	Peers func() []string
 	// ExtraInfo, when set, returns more INFO sections, each a "# Name"
 	// line followed by field:value lines (CRLF- or LF-terminated), e.g.
-	// the mirror's (Mirror.InfoText). They are listed after the built-in
+	// the mirror's (mirror.Mirror.InfoText). They are listed after the built-in
 	// sections by INFO, INFO all/everything/default, and INFO <name>.
 	// Called on every such INFO; it must not block.
 	ExtraInfo func() string

@@ -17,6 +17,7 @@ import (
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
+	"github.com/locknode/locknode/redisbridge/mirror"
 )
 
 // procConfig is everything one node process serves.
@@ -31,7 +32,7 @@ type procConfig struct {
 	RESPAdvertise string
 	// Mirror, when set, mirrors the lock table into that Redis (every
 	// node runs a mirror; only the leader's writes).
-	Mirror *redisbridge.MirrorConfig
+	Mirror *mirror.Config
 	// TLS, when set, serves HTTP (https) and RESP over TLS with it.
 	TLS    *tls.Config
 	Logger hclog.Logger
@@ -52,7 +53,7 @@ type proc struct {
 	httpSrv    *http.Server
 	respLn     net.Listener
 	resp       *redisbridge.Server
-	mirror     *redisbridge.Mirror
+	mirror     *mirror.Mirror
 	mirrorStop context.CancelFunc
 	httpDone   chan struct{}
 	respDone   chan struct{}
@@ -112,7 +113,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	if pc.Mirror != nil {
 		mc := *pc.Mirror
 		mc.Logger = pc.Logger
-		if p.mirror, err = redisbridge.NewMirror(mc, p.node); err != nil {
+		if p.mirror, err = mirror.New(mc, p.node); err != nil {
 			p.Close()
 			return nil, fmt.Errorf("mirror: %w", err)
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
-	"github.com/locknode/locknode/redisbridge"
+	"github.com/locknode/locknode/redisbridge/mirror"
 )
 
 func init() { addCommand(newServeCmd) }
@@ -45,11 +45,11 @@ func parsePeers(s string) ([]cluster.Peer, error) {
 }
 
 // parseMirrorFlag reads a --mirror value; "" is no mirror.
-func parseMirrorFlag(s string) (*redisbridge.MirrorConfig, error) {
+func parseMirrorFlag(s string) (*mirror.Config, error) {
 	if s == "" {
 		return nil, nil
 	}
-	mc, err := redisbridge.ParseMirrorURL(s)
+	mc, err := mirror.ParseURL(s)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"context"
@@ -46,8 +46,8 @@ import (
 //
 // Run drives it; Status, InfoText and Collectors report it.
 type Mirror struct {
-	cfg MirrorConfig
-	src MirrorSource
+	cfg Config
+	src Source
 	log hclog.Logger
 	q   *mirrorQueue
 
@@ -77,9 +77,9 @@ type Mirror struct {
 	lagHook    func(time.Duration) // tests: every lag sample
 }
 
-// MirrorSource is what the mirror needs from a node; *cluster.Node
+// Source is what the mirror needs from a node; *cluster.Node
 // implements it. Read and Subscribe are Backend's.
-type MirrorSource interface {
+type Source interface {
 	// Read runs fn against the local table; the mirror always passes
 	// stale = true and must see this node's applied state.
 	Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error
@@ -93,18 +93,18 @@ type MirrorSource interface {
 }
 
 var (
-	errMirrorRunning    = errors.New("redisbridge: mirror already running")
-	errMirrorSuperseded = errors.New("redisbridge: mirror resync superseded by another writer")
-	errMirrorScript     = errors.New("redisbridge: mirror script refused the batch")
+	errMirrorRunning    = errors.New("mirror: already running")
+	errMirrorSuperseded = errors.New("mirror: resync superseded by another writer")
+	errMirrorScript     = errors.New("mirror: script refused the batch")
 )
 
-// NewMirror validates cfg and returns a mirror of src; Run starts it.
-func NewMirror(cfg MirrorConfig, src MirrorSource) (*Mirror, error) {
+// New validates cfg and returns a mirror of src; Run starts it.
+func New(cfg Config, src Source) (*Mirror, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if src == nil {
-		return nil, fmt.Errorf("%w: nil source", ErrMirrorConfig)
+		return nil, fmt.Errorf("%w: nil source", ErrConfig)
 	}
 	cfg = cfg.withDefaults()
 	m := &Mirror{
@@ -156,7 +156,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("redisbridge: mirror: read the table: %w", err)
+		return fmt.Errorf("mirror: read the table: %w", err)
 	}
 	m.q.start(a0)
 
@@ -326,7 +326,7 @@ func (l *mirrorLoop) batch(ctx context.Context, base uint64, b mirrorBatch) erro
 		if err := m.src.Read(ctx, true, func(t *fsm.Table, now int64) {
 			states, _ = readStates(t, now, b.keys)
 		}); err != nil {
-			return fmt.Errorf("redisbridge: mirror: read the table: %w", err)
+			return fmt.Errorf("mirror: read the table: %w", err)
 		}
 	}
 	res, err := l.rd.run(ctx, "batch", "", base, b.upto, states)
@@ -412,7 +412,7 @@ func (l *mirrorLoop) resync(ctx context.Context) error {
 	if err := m.src.Read(ctx, true, func(t *fsm.Table, now int64) {
 		states, at = readAll(t, now, m.cfg.Filter)
 	}); err != nil {
-		return fmt.Errorf("redisbridge: mirror: read the table: %w", err)
+		return fmt.Errorf("mirror: read the table: %w", err)
 	}
 	// The snapshot reflects every entry up to at; the stream continues
 	// after it.
@@ -481,7 +481,7 @@ func (l *mirrorLoop) verify(ctx context.Context) error {
 	if err := m.src.Read(ctx, true, func(t *fsm.Table, now int64) {
 		states, _ = readAll(t, now, m.cfg.Filter)
 	}); err != nil {
-		return fmt.Errorf("redisbridge: mirror: read the table: %w", err)
+		return fmt.Errorf("mirror: read the table: %w", err)
 	}
 	for len(states) > 0 {
 		n := min(len(states), m.cfg.BatchSize)

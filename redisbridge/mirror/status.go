@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// MirrorStatus is a point-in-time view of a Mirror.
-type MirrorStatus struct {
+// Status is a point-in-time view of a Mirror.
+type Status struct {
 	Running   bool // Run is active
 	Writing   bool // this node is the leader and writes Redis
 	Synced    bool // the writer knows Redis's index and streams after it
@@ -43,9 +43,9 @@ type MirrorStatus struct {
 }
 
 // Status returns the mirror's current status.
-func (m *Mirror) Status() MirrorStatus {
+func (m *Mirror) Status() Status {
 	seen, _, nkeys, oldest := m.q.marks()
-	s := MirrorStatus{
+	s := Status{
 		Running:        m.running.Load(),
 		Writing:        m.writing.Load(),
 		Synced:         m.synced.Load(),
@@ -80,7 +80,7 @@ func (m *Mirror) Status() MirrorStatus {
 
 // Map returns s in the form of api.Status.Mirror (JSON-friendly; snake
 // case keys, durations in ms, times as RFC 3339).
-func (s MirrorStatus) Map() map[string]any {
+func (s Status) Map() map[string]any {
 	out := map[string]any{
 		"running":        s.Running,
 		"writing":        s.Writing,
@@ -156,11 +156,11 @@ func (m *Mirror) initMetrics() {
 		Help:    "Time from applying an entry to its changes being written to the mirror Redis.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 	})
-	gauge := func(name, help string, f func(MirrorStatus) float64) prometheus.Collector {
+	gauge := func(name, help string, f func(Status) float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return f(m.Status()) })
 	}
-	counter := func(name, help string, f func(MirrorStatus) float64) prometheus.Collector {
+	counter := func(name, help string, f func(Status) float64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return f(m.Status()) })
 	}
@@ -173,26 +173,26 @@ func (m *Mirror) initMetrics() {
 	m.collectors = []prometheus.Collector{
 		m.lagHist,
 		gauge("locknode_mirror_writing", "1 when this node is the leader and writes the mirror.",
-			func(s MirrorStatus) float64 { return b(s.Writing) }),
+			func(s Status) float64 { return b(s.Writing) }),
 		gauge("locknode_mirror_connected", "1 when the last call to the mirror Redis succeeded.",
-			func(s MirrorStatus) float64 { return b(s.Connected) }),
+			func(s Status) float64 { return b(s.Connected) }),
 		gauge("locknode_mirror_index", "Log index the mirror Redis reflects.",
-			func(s MirrorStatus) float64 { return float64(s.MirroredIndex) }),
+			func(s Status) float64 { return float64(s.MirroredIndex) }),
 		gauge("locknode_mirror_lag_entries", "Applied entries not yet in the mirror Redis.",
-			func(s MirrorStatus) float64 { return float64(s.LagEntries) }),
+			func(s Status) float64 { return float64(s.LagEntries) }),
 		gauge("locknode_mirror_lag_seconds", "Age of the oldest change not yet in the mirror Redis.",
-			func(s MirrorStatus) float64 { return s.Lag.Seconds() }),
+			func(s Status) float64 { return s.Lag.Seconds() }),
 		gauge("locknode_mirror_queued_keys", "Changed keys buffered for the mirror.",
-			func(s MirrorStatus) float64 { return float64(s.QueuedKeys) }),
+			func(s Status) float64 { return float64(s.QueuedKeys) }),
 		counter("locknode_mirror_resyncs_total", "Completed resyncs of the mirror from a snapshot.",
-			func(s MirrorStatus) float64 { return float64(s.Resyncs) }),
+			func(s Status) float64 { return float64(s.Resyncs) }),
 		counter("locknode_mirror_conflicts_total", "Mirrored keys a Redis client had changed, overwritten.",
-			func(s MirrorStatus) float64 { return float64(s.Conflicts) }),
+			func(s Status) float64 { return float64(s.Conflicts) }),
 		counter("locknode_mirror_batches_total", "Stream batches written to the mirror.",
-			func(s MirrorStatus) float64 { return float64(s.Batches) }),
+			func(s Status) float64 { return float64(s.Batches) }),
 		counter("locknode_mirror_errors_total", "Failed mirror steps (Redis errors).",
-			func(s MirrorStatus) float64 { return float64(s.Errors) }),
+			func(s Status) float64 { return float64(s.Errors) }),
 		counter("locknode_mirror_overflows_total", "Mirror queue overflows (each forces a resync).",
-			func(s MirrorStatus) float64 { return float64(s.Overflows) }),
+			func(s Status) float64 { return float64(s.Overflows) }),
 	}
 }

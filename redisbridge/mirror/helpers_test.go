@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 )
 
 // Test scaffolding for the mirror: a real redis-server, and fake
-// MirrorSources over in-process tables that apply one shared log.
+// Sources over in-process tables that apply one shared log.
 
 // mirrorRedisProc is a redis-server on a free loopback port, without
 // persistence, so a restart loses every key.
@@ -237,7 +237,7 @@ func (l *mirrorLog) release(t testing.TB, key, owner string) {
 
 // runMirror starts a mirror of n into the Redis at addr; it stops at
 // cleanup.
-func runMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfig)) *Mirror {
+func runMirror(t testing.TB, n Source, addr string, edit func(*Config)) *Mirror {
 	t.Helper()
 	m := newTestMirror(t, n, addr, edit)
 	startMirror(t, m)
@@ -246,9 +246,9 @@ func runMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfi
 
 // newTestMirror builds a mirror with test timings (fast ticks and
 // back-off); edit may change the config.
-func newTestMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorConfig)) *Mirror {
+func newTestMirror(t testing.TB, n Source, addr string, edit func(*Config)) *Mirror {
 	t.Helper()
-	cfg := DefaultMirrorConfig()
+	cfg := DefaultConfig()
 	cfg.Redis = &redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 500 * time.Millisecond}
 	cfg.CheckInterval = 20 * time.Millisecond
 	cfg.MinBackoff = 5 * time.Millisecond
@@ -257,9 +257,9 @@ func newTestMirror(t testing.TB, n MirrorSource, addr string, edit func(*MirrorC
 	if edit != nil {
 		edit(&cfg)
 	}
-	m, err := NewMirror(cfg, n)
+	m, err := New(cfg, n)
 	if err != nil {
-		t.Fatalf("NewMirror: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	return m
 }
@@ -285,7 +285,7 @@ func startMirror(t testing.TB, m *Mirror) {
 // the PTTL may exceed the lease left: the writer and this check read the
 // cluster clock at different times, through estimates that differ by up
 // to a commit latency or an election on a real cluster.
-func mirrorMismatch(ctx context.Context, c *redis.Client, n MirrorSource, prefix, filter string, pxSlack int64) string {
+func mirrorMismatch(ctx context.Context, c *redis.Client, n Source, prefix, filter string, pxSlack int64) string {
 	var want []lockState
 	var at uint64
 	_ = n.Read(ctx, true, func(t *fsm.Table, now int64) { want, at = readAll(t, now, filter) })
@@ -322,12 +322,12 @@ func mirrorMismatch(ctx context.Context, c *redis.Client, n MirrorSource, prefix
 }
 
 // waitMirrored waits until Redis agrees with n and m reports no lag.
-func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, prefix, filter string) {
+func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n Source, prefix, filter string) {
 	t.Helper()
 	waitMirroredSlack(t, c, m, n, prefix, filter, 50)
 }
 
-func waitMirroredSlack(t testing.TB, c *redis.Client, m *Mirror, n MirrorSource, prefix, filter string, pxSlack int64) {
+func waitMirroredSlack(t testing.TB, c *redis.Client, m *Mirror, n Source, prefix, filter string, pxSlack int64) {
 	t.Helper()
 	ctx := context.Background()
 	mirrorWait(t, 10*time.Second, "redis to match the table", func() (bool, string) {

@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"context"
@@ -181,14 +181,14 @@ func (r *mirrorRedis) run(ctx context.Context, mode, gen string, base, upto uint
 		}
 		owners, err := json.Marshal(s.holders)
 		if err != nil {
-			return scriptResult{}, fmt.Errorf("redisbridge: mirror: encode owners: %w", err)
+			return scriptResult{}, fmt.Errorf("mirror: encode owners: %w", err)
 		}
 		meta := []byte("{}")
 		if len(s.meta) > 0 {
 			// A map encodes with its names sorted: the same text for
 			// the same metadata, so verify compares it as a string.
 			if meta, err = json.Marshal(s.meta.Map()); err != nil {
-				return scriptResult{}, fmt.Errorf("redisbridge: mirror: encode meta: %w", err)
+				return scriptResult{}, fmt.Errorf("mirror: encode meta: %w", err)
 			}
 		}
 		args = append(args, "S", s.holders[0], strconv.FormatInt(s.px, 10),
@@ -207,17 +207,17 @@ func (r *mirrorRedis) run(ctx context.Context, mode, gen string, base, upto uint
 
 func parseScriptResult(v []any) (scriptResult, error) {
 	if len(v) != 3 {
-		return scriptResult{}, fmt.Errorf("redisbridge: mirror: script answered %d values", len(v))
+		return scriptResult{}, fmt.Errorf("mirror: script answered %d values", len(v))
 	}
 	var res scriptResult
 	var ok bool
 	if res.status, ok = v[0].(string); !ok {
-		return scriptResult{}, fmt.Errorf("redisbridge: mirror: script status %T", v[0])
+		return scriptResult{}, fmt.Errorf("mirror: script status %T", v[0])
 	}
 	if s, _ := v[1].(string); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return scriptResult{}, fmt.Errorf("redisbridge: mirror: stored index %q: %w", s, err)
+			return scriptResult{}, fmt.Errorf("mirror: stored index %q: %w", s, err)
 		}
 		res.stored, res.hasStored = n, true
 	}

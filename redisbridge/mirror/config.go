@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"crypto/tls"
@@ -16,14 +16,14 @@ import (
 
 // Mirror errors.
 var (
-	// ErrMirrorConfig wraps every MirrorConfig.Validate and ParseMirrorURL
+	// ErrConfig wraps every Config.Validate and ParseURL
 	// refusal.
-	ErrMirrorConfig = errors.New("redisbridge: mirror config")
+	ErrConfig = errors.New("mirror: config")
 )
 
-// MirrorConfig configures a Mirror. Give exactly one of URL, Redis and
+// Config configures a Mirror. Give exactly one of URL, Redis and
 // Sentinel.
-type MirrorConfig struct {
+type Config struct {
 	// URL of the Redis to mirror into, as go-redis ParseURL reads it:
 	// redis://[user:password@]host:port[/db][?dial_timeout=3s&...],
 	// rediss:// for TLS, unix:///path/to/socket. With master_name=NAME in
@@ -81,9 +81,9 @@ type MirrorConfig struct {
 	Logger hclog.Logger
 }
 
-// DefaultMirrorConfig returns the documented defaults, with no Redis set.
-func DefaultMirrorConfig() MirrorConfig {
-	return MirrorConfig{
+// DefaultConfig returns the documented defaults, with no Redis set.
+func DefaultConfig() Config {
+	return Config{
 		BatchSize:      256,
 		QueueSize:      65536,
 		MinBackoff:     50 * time.Millisecond,
@@ -95,8 +95,8 @@ func DefaultMirrorConfig() MirrorConfig {
 }
 
 // withDefaults fills zero fields with their defaults.
-func (c MirrorConfig) withDefaults() MirrorConfig {
-	d := DefaultMirrorConfig()
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.BatchSize == 0 {
 		c.BatchSize = d.BatchSize
 	}
@@ -126,7 +126,7 @@ func (c MirrorConfig) withDefaults() MirrorConfig {
 
 // Validate reports a config that cannot work. Zero numeric fields are
 // valid (they take their defaults).
-func (c MirrorConfig) Validate() error {
+func (c Config) Validate() error {
 	n := 0
 	for _, set := range []bool{c.URL != "", c.Redis != nil, c.Sentinel != nil} {
 		if set {
@@ -135,20 +135,20 @@ func (c MirrorConfig) Validate() error {
 	}
 	switch {
 	case n != 1:
-		return fmt.Errorf("%w: give exactly one of URL, Redis and Sentinel", ErrMirrorConfig)
+		return fmt.Errorf("%w: give exactly one of URL, Redis and Sentinel", ErrConfig)
 	case c.BatchSize < 0, c.QueueSize < 0:
-		return fmt.Errorf("%w: BatchSize and QueueSize must not be negative", ErrMirrorConfig)
+		return fmt.Errorf("%w: BatchSize and QueueSize must not be negative", ErrConfig)
 	case c.MinBackoff < 0, c.MaxBackoff < 0, c.CheckInterval < 0, c.OpTimeout < 0:
-		return fmt.Errorf("%w: durations must not be negative", ErrMirrorConfig)
+		return fmt.Errorf("%w: durations must not be negative", ErrConfig)
 	}
 	d := c.withDefaults()
 	switch {
 	case d.QueueSize < d.BatchSize:
-		return fmt.Errorf("%w: QueueSize %d below BatchSize %d", ErrMirrorConfig, d.QueueSize, d.BatchSize)
+		return fmt.Errorf("%w: QueueSize %d below BatchSize %d", ErrConfig, d.QueueSize, d.BatchSize)
 	case d.MaxBackoff < d.MinBackoff:
-		return fmt.Errorf("%w: MaxBackoff below MinBackoff", ErrMirrorConfig)
+		return fmt.Errorf("%w: MaxBackoff below MinBackoff", ErrConfig)
 	case strings.ContainsAny(c.KeyPrefix, "{}"):
-		return fmt.Errorf("%w: KeyPrefix %q must not contain braces (hash tags)", ErrMirrorConfig, c.KeyPrefix)
+		return fmt.Errorf("%w: KeyPrefix %q must not contain braces (hash tags)", ErrConfig, c.KeyPrefix)
 	}
 	if c.URL != "" {
 		if _, _, err := parseRedisURL(c.URL); err != nil {
@@ -156,19 +156,19 @@ func (c MirrorConfig) Validate() error {
 		}
 	}
 	if c.Sentinel != nil && (c.Sentinel.MasterName == "" || len(c.Sentinel.SentinelAddrs) == 0) {
-		return fmt.Errorf("%w: Sentinel needs MasterName and SentinelAddrs", ErrMirrorConfig)
+		return fmt.Errorf("%w: Sentinel needs MasterName and SentinelAddrs", ErrConfig)
 	}
 	if c.TLS != nil && c.URL == "" {
-		return fmt.Errorf("%w: TLS goes with URL (set TLSConfig in Redis or Sentinel)", ErrMirrorConfig)
+		return fmt.Errorf("%w: TLS goes with URL (set TLSConfig in Redis or Sentinel)", ErrConfig)
 	}
 	if c.Redis != nil && c.Redis.Addr == "" {
-		return fmt.Errorf("%w: Redis.Addr is empty", ErrMirrorConfig)
+		return fmt.Errorf("%w: Redis.Addr is empty", ErrConfig)
 	}
 	return nil
 }
 
 // client builds the go-redis client the config names.
-func (c MirrorConfig) client() (*redis.Client, error) {
+func (c Config) client() (*redis.Client, error) {
 	switch {
 	case c.Redis != nil:
 		o := *c.Redis
@@ -206,41 +206,41 @@ func (c MirrorConfig) client() (*redis.Client, error) {
 func parseRedisURL(raw string) (*redis.Options, *redis.FailoverOptions, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: URL: %v", ErrMirrorConfig, err)
+		return nil, nil, fmt.Errorf("%w: URL: %v", ErrConfig, err)
 	}
 	if u.Query().Has("master_name") {
 		fo, err := redis.ParseFailoverURL(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: URL: %v", ErrMirrorConfig, err)
+			return nil, nil, fmt.Errorf("%w: URL: %v", ErrConfig, err)
 		}
 		if fo.MasterName == "" {
-			return nil, nil, fmt.Errorf("%w: URL: master_name is empty", ErrMirrorConfig)
+			return nil, nil, fmt.Errorf("%w: URL: master_name is empty", ErrConfig)
 		}
 		return nil, fo, nil
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: URL: %v", ErrMirrorConfig, err)
+		return nil, nil, fmt.Errorf("%w: URL: %v", ErrConfig, err)
 	}
 	return o, nil, nil
 }
 
-// Mirror-specific URL query parameters understood by ParseMirrorURL.
+// Mirror-specific URL query parameters understood by ParseURL.
 var mirrorURLParams = []string{"key_prefix", "filter", "batch_size", "queue_size", "verify_interval"}
 
-// ParseMirrorURL returns DefaultMirrorConfig with the Redis given by rawURL
-// (see MirrorConfig.URL), for `--mirror` flags. Besides go-redis's own
+// ParseURL returns DefaultConfig with the Redis given by rawURL
+// (see Config.URL), for `--mirror` flags. Besides go-redis's own
 // query parameters it reads the mirror's: key_prefix, filter, batch_size,
 // queue_size and verify_interval (a Go duration; negative disables), e.g.
 //
 //	redis://:secret@cache:6379/2?key_prefix=locknode:&filter=job:
 //
 // The result is validated.
-func ParseMirrorURL(rawURL string) (MirrorConfig, error) {
-	cfg := DefaultMirrorConfig()
+func ParseURL(rawURL string) (Config, error) {
+	cfg := DefaultConfig()
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return MirrorConfig{}, fmt.Errorf("%w: URL: %v", ErrMirrorConfig, err)
+		return Config{}, fmt.Errorf("%w: URL: %v", ErrConfig, err)
 	}
 	q := u.Query()
 	for _, p := range mirrorURLParams {
@@ -257,7 +257,7 @@ func ParseMirrorURL(rawURL string) (MirrorConfig, error) {
 		case "batch_size", "queue_size":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return MirrorConfig{}, fmt.Errorf("%w: %s=%q: want a positive integer", ErrMirrorConfig, p, v)
+				return Config{}, fmt.Errorf("%w: %s=%q: want a positive integer", ErrConfig, p, v)
 			}
 			if p == "batch_size" {
 				cfg.BatchSize = n
@@ -267,7 +267,7 @@ func ParseMirrorURL(rawURL string) (MirrorConfig, error) {
 		case "verify_interval":
 			d, err := time.ParseDuration(v)
 			if err != nil || d == 0 {
-				return MirrorConfig{}, fmt.Errorf("%w: verify_interval=%q: want a non-zero duration", ErrMirrorConfig, v)
+				return Config{}, fmt.Errorf("%w: verify_interval=%q: want a non-zero duration", ErrConfig, v)
 			}
 			cfg.VerifyInterval = d
 		}
@@ -275,7 +275,7 @@ func ParseMirrorURL(rawURL string) (MirrorConfig, error) {
 	u.RawQuery = q.Encode()
 	cfg.URL = u.String()
 	if err := cfg.Validate(); err != nil {
-		return MirrorConfig{}, err
+		return Config{}, err
 	}
 	return cfg, nil
 }

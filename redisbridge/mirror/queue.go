@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"sync"

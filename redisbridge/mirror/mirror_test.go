@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"context"
@@ -150,7 +150,7 @@ func TestMirrorPrefixAndFilter(t *testing.T) {
 	c.Set(ctx, "job:unrelated", "keep", 0)
 	log.acquire(t, "job:a", "A", 10_000)
 	log.acquire(t, "other:b", "B", 10_000)
-	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.KeyPrefix = "mx:"; c.Filter = "job:" })
+	m := runMirror(t, n, r.addr(), func(c *Config) { c.KeyPrefix = "mx:"; c.Filter = "job:" })
 	waitMirrored(t, c, m, n, "mx:", "job:")
 	for k, want := range map[string]string{"mx:job:a": "A", "job:unrelated": "keep"} {
 		if v, _ := c.Get(ctx, k).Result(); v != want {
@@ -183,7 +183,7 @@ func TestMirrorEmptyPrefixLeavesUnmarkedKeys(t *testing.T) {
 func TestMirrorForeignWriteOverwrittenAndCounted(t *testing.T) {
 	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = 30 * time.Millisecond })
+	m := runMirror(t, n, r.addr(), func(c *Config) { c.VerifyInterval = 30 * time.Millisecond })
 	log.acquire(t, "a", "owner-a", 30_000)
 	log.acquire(t, "b", "owner-b", 30_000)
 	log.acquire(t, "c", "owner-c", 30_000)
@@ -291,7 +291,7 @@ func TestMirrorQueueOverflowResyncs(t *testing.T) {
 	log := newMirrorLog()
 	n := log.node()
 	n.leader.Store(true)
-	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.QueueSize = 16; c.BatchSize = 4 })
+	m := runMirror(t, n, r.addr(), func(c *Config) { c.QueueSize = 16; c.BatchSize = 4 })
 	waitMirrored(t, c, m, n, "", "")
 	r.stop()
 	for i := range 100 {
@@ -312,7 +312,7 @@ func TestMirrorQueueOverflowResyncs(t *testing.T) {
 func TestMirrorOnDemandResync(t *testing.T) {
 	r, c, log, n := leaderMirrorSetup(t)
 	ctx := context.Background()
-	m := runMirror(t, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = -1 })
+	m := runMirror(t, n, r.addr(), func(c *Config) { c.VerifyInterval = -1 })
 	log.acquire(t, "d", "owner-d", 60_000)
 	waitMirrored(t, c, m, n, "", "")
 	c.Set(ctx, "d", "thief", 0) // no verify pass: only a resync repairs it
@@ -468,9 +468,9 @@ func TestMirrorRunErrors(t *testing.T) {
 	log := newMirrorLog()
 	n := log.node()
 	n.readErr.Store(true)
-	cfg := DefaultMirrorConfig()
+	cfg := DefaultConfig()
 	cfg.Redis = &redis.Options{Addr: r.addr()}
-	m, err := NewMirror(cfg, n)
+	m, err := New(cfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +483,7 @@ func TestMirrorRunErrors(t *testing.T) {
 	if err := m2.Run(context.Background()); !errors.Is(err, errMirrorRunning) {
 		t.Errorf("second Run: %v, want errMirrorRunning", err)
 	}
-	if _, err := NewMirror(cfg, nil); err == nil {
-		t.Errorf("NewMirror with a nil source: want an error")
+	if _, err := New(cfg, nil); err == nil {
+		t.Errorf("New with a nil source: want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func BenchmarkMirrorLag(b *testing.B) {
 
 	var mu sync.Mutex
 	var lags []time.Duration
-	m := newTestMirror(b, n, r.addr(), func(c *MirrorConfig) { c.VerifyInterval = -1 })
+	m := newTestMirror(b, n, r.addr(), func(c *Config) { c.VerifyInterval = -1 })
 	m.lagHook = func(d time.Duration) {
 		mu.Lock()
 		lags = append(lags, d)

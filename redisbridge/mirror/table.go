@@ -1,11 +1,11 @@
-package redisbridge
+package mirror
 
 import (
 	"github.com/locknode/locknode/fsm"
 )
 
 // Reading what to mirror from the lock table. Both functions run inside
-// MirrorSource.Read, on a table that must not be kept or changed.
+// Source.Read, on a table that must not be kept or changed.
 
 // tableNow is the time queries evaluate deadlines at (fsm queries use the
 // later of the reader's clock and the table's).

@@ -1,4 +1,4 @@
-package redisbridge
+package mirror
 
 import (
 	"context"
@@ -11,38 +11,38 @@ import (
 )
 
 func TestMirrorConfigValidate(t *testing.T) {
-	base := func() MirrorConfig { c := DefaultMirrorConfig(); c.URL = "redis://127.0.0.1:6379/0"; return c }
+	base := func() Config { c := DefaultConfig(); c.URL = "redis://127.0.0.1:6379/0"; return c }
 	for _, tc := range []struct {
 		name string
-		edit func(*MirrorConfig)
+		edit func(*Config)
 		ok   bool
 	}{
-		{"defaults with a URL", func(*MirrorConfig) {}, true},
-		{"zero numbers take defaults", func(c *MirrorConfig) { c.BatchSize, c.QueueSize, c.OpTimeout = 0, 0, 0 }, true},
-		{"Redis options", func(c *MirrorConfig) { c.URL = ""; c.Redis = &redis.Options{Addr: "h:1"} }, true},
-		{"Sentinel options", func(c *MirrorConfig) {
+		{"defaults with a URL", func(*Config) {}, true},
+		{"zero numbers take defaults", func(c *Config) { c.BatchSize, c.QueueSize, c.OpTimeout = 0, 0, 0 }, true},
+		{"Redis options", func(c *Config) { c.URL = ""; c.Redis = &redis.Options{Addr: "h:1"} }, true},
+		{"Sentinel options", func(c *Config) {
 			c.URL = ""
 			c.Sentinel = &redis.FailoverOptions{MasterName: "m", SentinelAddrs: []string{"h:26379"}}
 		}, true},
-		{"sentinel URL", func(c *MirrorConfig) { c.URL = "redis://h:26379/0?master_name=m" }, true},
-		{"no redis", func(c *MirrorConfig) { c.URL = "" }, false},
-		{"two redis", func(c *MirrorConfig) { c.Redis = &redis.Options{Addr: "h:1"} }, false},
-		{"bad scheme", func(c *MirrorConfig) { c.URL = "http://h:1" }, false},
-		{"bad db", func(c *MirrorConfig) { c.URL = "redis://h:1/x" }, false},
-		{"unknown URL option", func(c *MirrorConfig) { c.URL = "redis://h:1?bogus=1" }, false},
-		{"empty Redis.Addr", func(c *MirrorConfig) { c.URL = ""; c.Redis = &redis.Options{} }, false},
-		{"Sentinel without master", func(c *MirrorConfig) {
+		{"sentinel URL", func(c *Config) { c.URL = "redis://h:26379/0?master_name=m" }, true},
+		{"no redis", func(c *Config) { c.URL = "" }, false},
+		{"two redis", func(c *Config) { c.Redis = &redis.Options{Addr: "h:1"} }, false},
+		{"bad scheme", func(c *Config) { c.URL = "http://h:1" }, false},
+		{"bad db", func(c *Config) { c.URL = "redis://h:1/x" }, false},
+		{"unknown URL option", func(c *Config) { c.URL = "redis://h:1?bogus=1" }, false},
+		{"empty Redis.Addr", func(c *Config) { c.URL = ""; c.Redis = &redis.Options{} }, false},
+		{"Sentinel without master", func(c *Config) {
 			c.URL = ""
 			c.Sentinel = &redis.FailoverOptions{SentinelAddrs: []string{"h:26379"}}
 		}, false},
-		{"negative batch", func(c *MirrorConfig) { c.BatchSize = -1 }, false},
-		{"queue below batch", func(c *MirrorConfig) { c.BatchSize, c.QueueSize = 100, 10 }, false},
-		{"backoff inverted", func(c *MirrorConfig) { c.MinBackoff, c.MaxBackoff = time.Second, time.Millisecond }, false},
-		{"negative check interval", func(c *MirrorConfig) { c.CheckInterval = -1 }, false},
-		{"braces in prefix", func(c *MirrorConfig) { c.KeyPrefix = "{x}" }, false},
-		{"verify disabled", func(c *MirrorConfig) { c.VerifyInterval = -1 }, true},
-		{"TLS with a URL", func(c *MirrorConfig) { c.TLS = &tls.Config{} }, true},
-		{"TLS with Redis options", func(c *MirrorConfig) {
+		{"negative batch", func(c *Config) { c.BatchSize = -1 }, false},
+		{"queue below batch", func(c *Config) { c.BatchSize, c.QueueSize = 100, 10 }, false},
+		{"backoff inverted", func(c *Config) { c.MinBackoff, c.MaxBackoff = time.Second, time.Millisecond }, false},
+		{"negative check interval", func(c *Config) { c.CheckInterval = -1 }, false},
+		{"braces in prefix", func(c *Config) { c.KeyPrefix = "{x}" }, false},
+		{"verify disabled", func(c *Config) { c.VerifyInterval = -1 }, true},
+		{"TLS with a URL", func(c *Config) { c.TLS = &tls.Config{} }, true},
+		{"TLS with Redis options", func(c *Config) {
 			c.URL = ""
 			c.Redis = &redis.Options{Addr: "h:1"}
 			c.TLS = &tls.Config{}
@@ -55,8 +55,8 @@ func TestMirrorConfigValidate(t *testing.T) {
 			if (err == nil) != tc.ok {
 				t.Fatalf("Validate() = %v, want ok=%v", err, tc.ok)
 			}
-			if err != nil && !errors.Is(err, ErrMirrorConfig) {
-				t.Errorf("error %v does not wrap ErrMirrorConfig", err)
+			if err != nil && !errors.Is(err, ErrConfig) {
+				t.Errorf("error %v does not wrap ErrConfig", err)
 			}
 		})
 	}
@@ -66,20 +66,20 @@ func TestParseMirrorURL(t *testing.T) {
 	for _, tc := range []struct {
 		url     string
 		ok      bool
-		check   func(MirrorConfig) bool
+		check   func(Config) bool
 		comment string
 	}{
-		{"redis://127.0.0.1:6379", true, func(c MirrorConfig) bool {
+		{"redis://127.0.0.1:6379", true, func(c Config) bool {
 			return c.URL == "redis://127.0.0.1:6379" && c.BatchSize == 256 && c.KeyPrefix == ""
 		}, "defaults"},
 		{"redis://:pw@h:1/2?key_prefix=ln:&filter=job:&batch_size=10&queue_size=100&verify_interval=5s&dial_timeout=1s", true,
-			func(c MirrorConfig) bool {
+			func(c Config) bool {
 				o, _, err := parseRedisURL(c.URL)
 				return err == nil && c.KeyPrefix == "ln:" && c.Filter == "job:" && c.BatchSize == 10 &&
 					c.QueueSize == 100 && c.VerifyInterval == 5*time.Second && o.Password == "pw" && o.DB == 2 &&
 					o.DialTimeout == time.Second
 			}, "mirror options are taken out, go-redis ones kept"},
-		{"rediss://h:1?verify_interval=-1s", true, func(c MirrorConfig) bool {
+		{"rediss://h:1?verify_interval=-1s", true, func(c Config) bool {
 			o, _, _ := parseRedisURL(c.URL)
 			return c.VerifyInterval < 0 && o.TLSConfig != nil
 		}, "TLS, verify off"},
@@ -92,12 +92,12 @@ func TestParseMirrorURL(t *testing.T) {
 		{"::", false, nil, "not a URL"},
 	} {
 		t.Run(tc.comment, func(t *testing.T) {
-			c, err := ParseMirrorURL(tc.url)
+			c, err := ParseURL(tc.url)
 			if (err == nil) != tc.ok {
-				t.Fatalf("ParseMirrorURL(%q) = %v, want ok=%v", tc.url, err, tc.ok)
+				t.Fatalf("ParseURL(%q) = %v, want ok=%v", tc.url, err, tc.ok)
 			}
 			if err == nil && !tc.check(c) {
-				t.Errorf("ParseMirrorURL(%q) = %+v", tc.url, c)
+				t.Errorf("ParseURL(%q) = %+v", tc.url, c)
 			}
 		})
 	}
@@ -236,12 +236,12 @@ func TestMirrorable(t *testing.T) {
 	}
 }
 
-// MirrorConfig.TLS turns TLS on for a URL of either scheme and keeps the
+// Config.TLS turns TLS on for a URL of either scheme and keeps the
 // URL's host as the name to verify.
 func TestMirrorClientTLS(t *testing.T) {
 	roots := &tls.Config{MinVersion: tls.VersionTLS12}
 	for _, u := range []string{"redis://cache.example:6380/0", "rediss://cache.example:6380/0"} {
-		c := DefaultMirrorConfig()
+		c := DefaultConfig()
 		c.URL, c.TLS = u, roots
 		rc, err := c.client()
 		if err != nil {
