@@ -209,7 +209,7 @@ func TestAcquireCancel(t *testing.T) {
 // granted leaves the hold alone: another attempt of the same request (a
 // client's retry after its connection dropped, here on another node)
 // was answered with that grant, and releasing it would leave the client
-// holding a lock that is free. (Review finding, session 4.)
+// holding a lock that is free.
 func TestLateCancelKeepsGrantOfCallersRequestID(t *testing.T) {
 	tc := newTestCluster(t, 3, nil)
 	l := tc.leader(10 * time.Second)
