@@ -28,12 +28,11 @@ const (
 
 // structFmt walks a format string.
 type structFmt struct {
-	L      *lua.LState
-	f      string
-	i      int
-	big    bool // endianness: false is little (x86-64's native order)
-	align  int
-	maxDig int
+	L     *lua.LState
+	f     string
+	i     int
+	big   bool // endianness: false is little (x86-64's native order)
+	align int
 }
 
 func newStructFmt(L *lua.LState, f string) *structFmt {

@@ -42,11 +42,9 @@ type luaFuncState struct {
 
 type luaParser struct {
 	lx       luaLexer
-	t        int    // current token
-	tText    string // its text
-	ahead    int    // lookahead token, or 0
+	t        int // current token
+	ahead    int // lookahead token, or 0
 	aheadTxt string
-	aheadLn  int
 	lastline int
 	levels   int
 	fs       *luaFuncState
