@@ -100,13 +100,13 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 	case cmd.Op == fsm.OpReown && r.Err == nil && len(cmd.Args) == 1:
 		h.reown(cmd.Key, cmd.Owner, string(cmd.Args[0]))
 	case cmd.Op == fsm.OpRedis && isSetNX(cmd.Args) && r.Reply.Kind == reply.Status:
-		// A Redis client's lock: its value is the owner token.
-		key := string(cmd.Args[1])
-		if li, err := t.Inspect(key, r.Now); err == nil && li.Kind == fsm.KindLock {
-			for _, ho := range li.Holders {
-				if h.grant(key, ho.Owner, ho.Mode.String(), ho.Fence, r.Now, nil) {
-					c.grants++
-				}
+		// A Redis client's lock: its value is the owner token. HoldOf
+		// reads the one hold without building a LockInfo (this runs on
+		// every SET NX applied).
+		key, owner := string(cmd.Args[1]), string(cmd.Args[2])
+		if ho, ok := t.HoldOf(key, owner, r.Now); ok {
+			if h.grant(key, ho.Owner, ho.Mode.String(), ho.Fence, r.Now, nil) {
+				c.grants++
 			}
 		}
 	}
