@@ -9,7 +9,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/cluster"
-	"github.com/locknode/locknode/transport"
+	"github.com/locknode/locknode/internal/clustertest"
 )
 
 // The mirror against a real raft cluster: *cluster.Node is its source.
@@ -126,33 +126,4 @@ func TestMirrorRealCluster(t *testing.T) {
 
 // startRaftCluster starts n bootstrapped nodes over loopback; they are
 // killed at cleanup.
-func startRaftCluster(t testing.TB, n int) []*cluster.Node {
-	t.Helper()
-	var peers []cluster.Peer
-	trs := make([]*transport.Transport, n)
-	for i := range n {
-		tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		trs[i] = tr
-		peers = append(peers, cluster.Peer{ID: fmt.Sprintf("n%d", i+1), Addr: tr.Addr().String()})
-	}
-	nodes := make([]*cluster.Node, n)
-	for i := range n {
-		cfg := cluster.DefaultConfig()
-		cfg.ID = peers[i].ID
-		cfg.DataDir = t.TempDir()
-		cfg.Transport = trs[i]
-		cfg.Bootstrap = true
-		cfg.Peers = peers
-		cfg.BindAddr = peers[i].Addr
-		nd, err := cluster.Start(context.Background(), cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes[i] = nd
-		t.Cleanup(func() { _ = nd.Kill() })
-	}
-	return nodes
-}
+func startRaftCluster(t testing.TB, n int) []*cluster.Node { return clustertest.Start(t, n) }
