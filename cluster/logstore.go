@@ -34,10 +34,8 @@ const (
 // logCacheSize is how many recent entries LogCache keeps in memory: the
 // leader reads each new entry back once per follower to replicate it,
 // and a cache hit saves a read from the store (a bolt read transaction,
-// or a pread plus decode with raft-wal). Measured on this 2-core machine
-// (loaded): raft-wal GetLog of a tail entry 10-19 µs and 4 allocations,
-// LogCache 20 ns — a 256-entry batch sent to two followers costs ~5 ms
-// of CPU without the cache. 512 covers two full batches
+// or a pread plus decode with raft-wal, about 500 times a cache hit's
+// cost; figures in bench/results/tuning.md). 512 covers two full batches
 // (MaxAppendEntries 256).
 const logCacheSize = 512
 
