@@ -33,7 +33,7 @@ import (
 // that write nothing).
 type undoLog struct {
 	on bool
-	// failed is set by runLua: the script raised an error or hit a limit.
+	// failed is set by runScript: the script raised an error or hit a limit.
 	// It keeps the last run's outcome until the next one begins.
 	failed bool
 

@@ -490,7 +490,7 @@ type applyCtx struct {
 	// write command it calls fails (runCmd).
 	readOnly bool
 	// luaSteps and luaMem are what the entry's scripts have used of
-	// Config.MaxScriptSteps and MaxScriptMemory (lua.go).
+	// Config.MaxScriptSteps and MaxScriptMemory (luaengine.Usage).
 	luaSteps, luaMem int64
 	// noForce: the command's Command.NoForce. proof: the running
 	// script's ARGV, whose tokens prove ownership (redis_noforce.go).
@@ -636,7 +636,7 @@ func (t *Table) ApplyBytes(index uint64, b []byte) Result {
 func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			t.rx.lua.dropIdle()
+			t.rx.lua.DropIdle()
 			// Events already emitted (a waiter granted by an expiry) did
 			// happen: their waiters must hear of them.
 			res = Result{Index: index, Err: fmt.Errorf("%w: applying it panicked: %v", ErrBadCommand, p), Events: t.actx.events}
