@@ -84,7 +84,7 @@ func TestLuaPooledStateIsolation(t *testing.T) {
 	// One interpreter built and idle: a later script that builds none
 	// ran on it, and it was not dropped.
 	pooled := luaengine.Stats{Scripts: 1, Idle: 1, Built: 1}
-	if st := r.t.rx.lua.Stats(); st != pooled {
+	if st := r.t.scripts.engine.Stats(); st != pooled {
 		t.Fatalf("engine after one script: %+v, want %+v", st, pooled)
 	}
 	got := fmtReply(r.eval(luaPolluter, 1, "k"))
@@ -92,13 +92,13 @@ func TestLuaPooledStateIsolation(t *testing.T) {
 	if wantP := "[" + strings.TrimSpace(strings.Repeat(":0 ", 25)) + "]"; got != wantP {
 		t.Fatalf("polluter attempts (1 = got through):\n got  %s\n want %s", got, wantP)
 	}
-	if st := r.t.rx.lua.Stats(); st.Idle != 1 || st.Built != 1 {
+	if st := r.t.scripts.engine.Stats(); st.Idle != 1 || st.Built != 1 {
 		t.Fatalf("the polluter did not run on the pooled interpreter: %+v", st)
 	}
 	if got := fmtReply(r.eval(luaProbe, 1, "k")); got != want {
 		t.Fatalf("probe after the polluter differs from a fresh table:\n got  %s\n want %s", got, want)
 	}
-	if st := r.t.rx.lua.Stats(); st.Idle != 1 || st.Built != 1 {
+	if st := r.t.scripts.engine.Stats(); st.Idle != 1 || st.Built != 1 {
 		t.Fatalf("the probe did not run on the pooled interpreter: %+v", st)
 	}
 
@@ -158,7 +158,7 @@ func TestLuaSameScriptsSameSnapshot(t *testing.T) {
 	}
 	a := &rt{tb: t, t: New(cfg), now: 1_000_000}
 	b := &rt{tb: t, t: New(cfg), now: 1_000_000}
-	b.t.rx.lua = c.t.rx.lua
+	b.t.scripts.engine = c.t.scripts.engine
 	for i, s := range scripts {
 		args := append(append([]string{}, s.keys...), s.args...)
 		ra := fmtReply(a.eval(s.script, len(s.keys), args...))

@@ -11,11 +11,11 @@ import (
 // Scripting: the replicated script cache, EVAL, and the native fast paths
 // for the hot Redlock scripts.
 
-// redisExt is the Redis state of the Table beyond the key space.
-type redisExt struct {
-	cache scriptCache       // replicated (script_cache.go)
-	lua   *luaengine.Engine // derived: compiled scripts; never snapshotted
-	undo  undoLog           // the running script's undo log (script_undo.go)
+// scripts is the Table's scripting state beyond the key space.
+type scripts struct {
+	cache  scriptCache       // replicated (script_cache.go)
+	engine *luaengine.Engine // derived: compiled scripts; never snapshotted
+	undo   undoLog           // the running script's undo log (script_undo.go)
 	// host is what the running script's redis.call reaches (scriptHost),
 	// kept here so that handing it to the engine allocates nothing.
 	host scriptHost
@@ -32,14 +32,14 @@ const (
 	maxSHAMemoText = 4 << 10
 )
 
-func (x *redisExt) init() {
+func (x *scripts) init() {
 	x.cache.init()
-	x.lua = luaengine.New()
+	x.engine = luaengine.New()
 	x.shaOf = map[string]string{}
 }
 
 // sha returns ScriptSHA(script), memoised.
-func (x *redisExt) sha(script []byte) string {
+func (x *scripts) sha(script []byte) string {
 	if s, ok := x.shaOf[string(script)]; ok {
 		return s
 	}
@@ -67,10 +67,10 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 		return reply.NewError(errScriptLong)
 	}
 	sha := ScriptSHA(script)
-	if _, err := t.rx.lua.Compile(sha, script); err != nil {
+	if _, err := t.scripts.engine.Compile(sha, script); err != nil {
 		return reply.NewError(err.Error())
 	}
-	if !t.rx.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
+	if !t.scripts.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
 		return reply.NewError(errScriptsFull)
 	}
 	return reply.NewBulk(sha)
@@ -80,7 +80,7 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 // index. Compiled scripts stay in the node-local engine; they are found
 // only through the cache, by SHA1 of the same text.
 func (t *Table) scriptFlush() reply.Reply {
-	t.rx.cache.flush()
+	t.scripts.cache.flush()
 	return reply.OK
 }
 
@@ -91,17 +91,17 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
-	sha := t.rx.sha(script)
+	sha := t.scripts.sha(script)
 	if !ro {
 		// The native paths write; a read-only run takes the Lua path,
 		// which refuses the write as Redis does.
 		fam := t.family(sha, script)
 		if r, ok := t.evalNative(ctx, fam, keys, args); ok {
-			t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+			t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 			return r
 		}
 	}
-	s, err := t.rx.lua.Compile(sha, script)
+	s, err := t.scripts.engine.Compile(sha, script)
 	if err != nil {
 		return reply.NewError(err.Error())
 	}
@@ -110,7 +110,7 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 		// A failed script leaves no trace, in the cache neither; the
 		// script cannot see the cache, so caching it after the run is
 		// the same as before.
-		t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+		t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 	}
 	return r
 }
@@ -119,8 +119,8 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 // else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
 func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
 	sha = strings.ToLower(sha)
-	mark := t.rx.cache.markOf(sha)
-	script, ok := t.rx.cache.use(sha)
+	mark := t.scripts.cache.markOf(sha)
+	script, ok := t.scripts.cache.use(sha)
 	if !ok {
 		return reply.NewError(errNoScript)
 	}
@@ -129,11 +129,11 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 			return r
 		}
 	}
-	s, err := t.rx.lua.Compile(sha, script)
+	s, err := t.scripts.engine.Compile(sha, script)
 	if err != nil {
 		return reply.NewError(err.Error()) // not reached: cached scripts compiled
 	}
-	t.rx.undo.cacheAt = mark
+	t.scripts.undo.cacheAt = mark
 	r, _ := t.runScript(ctx, s, keys, args, ro)
 	return r
 }
@@ -146,22 +146,22 @@ func (t *Table) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byt
 	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
 	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
-	t.rx.undo.begin(t, ctx)
-	t.rx.undo.failed = true // until the engine says otherwise
-	h := &t.rx.host
+	t.scripts.undo.begin(t, ctx)
+	t.scripts.undo.failed = true // until the engine says otherwise
+	h := &t.scripts.host
 	h.t, h.ctx = t, ctx
 	defer func() {
 		ctx.readOnly = false
 		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
 		h.t, h.ctx = nil, nil
-		if t.rx.undo.on { // the script panicked: Apply refuses the entry
-			t.rx.undo.failed = true
+		if t.scripts.undo.on { // the script panicked: Apply refuses the entry
+			t.scripts.undo.failed = true
 			t.undoEnd(ctx)
 		}
 	}()
 	lim := luaengine.Limits{MaxSteps: t.cfg.MaxScriptSteps, MaxMemory: t.cfg.MaxScriptMemory, MaxValueBytes: t.cfg.MaxValueBytes}
 	used := luaengine.Usage{Steps: ctx.luaSteps, Mem: ctx.luaMem}
-	r, t.rx.undo.failed = t.rx.lua.Run(h, s, keys, args, lim, &used)
+	r, t.scripts.undo.failed = t.scripts.engine.Run(h, s, keys, args, lim, &used)
 	ctx.luaSteps, ctx.luaMem = used.Steps, used.Mem
 	return r, t.undoEnd(ctx)
 }
@@ -214,7 +214,7 @@ func (h *scriptHost) lookup(name []byte) *redisCmd {
 // family returns the native family of script (famNone for most), kept
 // with its compiled form in the engine's cache.
 func (t *Table) family(sha string, script []byte) scriptFamily {
-	return scriptFamily(t.rx.lua.Tag(sha, script, classifyTag))
+	return scriptFamily(t.scripts.engine.Tag(sha, script, classifyTag))
 }
 
 func classifyTag(script []byte) uint8 { return uint8(classify(script)) }
