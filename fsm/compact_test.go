@@ -26,7 +26,7 @@ func TestReqIDForgottenThenReused(t *testing.T) {
 		t.Fatalf("queue: %+v", r)
 	}
 	h.apply(Command{Op: OpTick, Time: 200}) // w times out: forgotten
-	if h.tab.ext.reqs.get("w") != nil {
+	if h.tab.reqs.get("w") != nil {
 		t.Fatal("timed-out waiter's id still remembered")
 	}
 	r := h.apply(Command{Op: OpAcquire, Key: "j", Owner: "b", TTL: 1000, ReqID: "w", Time: 201})
@@ -36,7 +36,7 @@ func TestReqIDForgottenThenReused(t *testing.T) {
 	// Fill up to MaxReqIDs: a1 and the dead slot of the first w go first.
 	h.apply(Command{Op: OpExtend, Key: "k", Owner: "a", TTL: 10_000, ReqID: "e1", Time: 202})
 	h.apply(Command{Op: OpExtend, Key: "k", Owner: "a", TTL: 10_000, ReqID: "e2", Time: 203})
-	if h.tab.ext.reqs.get("a1") != nil || h.tab.Stats().ReqIDs != 3 {
+	if h.tab.reqs.get("a1") != nil || h.tab.Stats().ReqIDs != 3 {
 		t.Fatalf("oldest not evicted: %d remembered", h.tab.Stats().ReqIDs)
 	}
 	retry := h.apply(Command{Op: OpAcquire, Key: "j", Owner: "b", TTL: 1000, ReqID: "w", Time: 204})
@@ -53,11 +53,11 @@ func TestReqIDForgottenThenReused(t *testing.T) {
 	if err := n.Restore(bytes.NewReader(snap(t, h.tab))); err != nil {
 		t.Fatal(err)
 	}
-	if e := n.ext.reqs.get("w"); e == nil || e.fence != 4 {
+	if e := n.reqs.get("w"); e == nil || e.fence != 4 {
 		t.Fatalf("restored entry of w: %+v", e)
 	}
 	h.apply(Command{Op: OpExtend, Key: "k", Owner: "a", TTL: 10_000, ReqID: "e3", Time: 206})
-	if h.tab.ext.reqs.get("w") != nil || h.tab.ext.reqs.get("e1") == nil {
+	if h.tab.reqs.get("w") != nil || h.tab.reqs.get("e1") == nil {
 		t.Fatal("w not evicted in its turn")
 	}
 }
@@ -73,7 +73,7 @@ func TestReqIDQueueReusesItsSlots(t *testing.T) {
 			t.Fatalf("extend %d: %+v", i, r)
 		}
 	}
-	x := &h.tab.ext.reqs
+	x := &h.tab.reqs
 	if x.len() != 100 || cap(x.fifo) > 200 {
 		t.Fatalf("%d remembered in a queue of capacity %d", x.len(), cap(x.fifo))
 	}

@@ -176,7 +176,7 @@ func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 	if len(cmd.ReqID) > t.cfg.MaxOwnerBytes {
 		return Result{Index: ctx.index, Err: errf(ErrLimit, "request id longer than %d bytes", t.cfg.MaxOwnerBytes)}, true
 	}
-	e := t.ext.reqs.get(cmd.ReqID)
+	e := t.reqs.get(cmd.ReqID)
 	if e == nil {
 		return Result{}, false
 	}
@@ -193,7 +193,7 @@ func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
 	if cmd.ReqID == "" || !rememberedOp(cmd.Op) || len(cmd.ReqID) > t.cfg.MaxOwnerBytes || r.Err != nil {
 		return
 	}
-	if t.ext.reqs.get(cmd.ReqID) != nil {
+	if t.reqs.get(cmd.ReqID) != nil {
 		return
 	}
 	var flags uint8
@@ -213,7 +213,7 @@ func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
 // addReq appends e (whose expiry is >= every remembered one) and forgets
 // the oldest entries over MaxReqIDs.
 func (t *Table) addReq(e reqEntry) {
-	x := &t.ext.reqs
+	x := &t.reqs
 	x.add(e)
 	for x.len() > t.cfg.MaxReqIDs {
 		x.pop()
@@ -226,7 +226,7 @@ func (t *Table) addReq(e reqEntry) {
 
 // expireReqIDs forgets the entries that expired by ctx.at.
 func (t *Table) expireReqIDs(ctx *applyCtx) {
-	x := &t.ext.reqs
+	x := &t.reqs
 	x.due = 0
 	for e := x.oldest(); e != nil && e.expires <= ctx.at; e = x.oldest() {
 		x.pop()
@@ -239,7 +239,7 @@ func (t *Table) expireReqIDs(ctx *applyCtx) {
 
 // reqWaiterGranted updates the acquire entry of waiter id with its grant.
 func (t *Table) reqWaiterGranted(id string, r Result) {
-	if e := t.ext.reqs.get(id); e != nil && e.op == OpAcquire {
+	if e := t.reqs.get(id); e != nil && e.op == OpAcquire {
 		e.flags = e.flags&^reqQueued | reqGranted
 		e.fence, e.deadline, e.count = r.Fence, r.Deadline, int32(r.Count)
 	}
@@ -248,12 +248,12 @@ func (t *Table) reqWaiterGranted(id string, r Result) {
 // reqWaiterEnded updates the acquire entry of waiter id that left the
 // queue without the lock; a timed-out one is forgotten (see above).
 func (t *Table) reqWaiterEnded(id string, err error) {
-	e := t.ext.reqs.get(id)
+	e := t.reqs.get(id)
 	if e == nil || e.op != OpAcquire {
 		return
 	}
 	if err == ErrWaitTimeout {
-		t.ext.reqs.forget(id)
+		t.reqs.forget(id)
 		return
 	}
 	e.flags &^= reqQueued

@@ -54,7 +54,7 @@ func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
 // to the counts Stats reports.
 func (t *Table) countLock(v *Value, sign int) {
 	t.nLocks += sign
-	t.nHolds += sign * v.numHolders()
+	t.nHolds += sign * v.lock().numHolders()
 }
 
 // touch marks v (stored at key) as changed by this entry.

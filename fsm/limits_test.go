@@ -102,8 +102,8 @@ func TestFenceRegistryBound(t *testing.T) {
 	r.apply(&Command{Op: OpRelease, Key: "a", Owner: "o"})
 	r.do("SET", "l", "tok", "NX", "PX", "1000") // index 4: fence 4
 	r.do("SET", "s", "v")
-	if r.t.ext.maxFence != 4 {
-		t.Fatalf("highest fence %d, want 4", r.t.ext.maxFence)
+	if r.t.maxFence != 4 {
+		t.Fatalf("highest fence %d, want 4", r.t.maxFence)
 	}
 	for _, tok := range []uint64{5, 6, 1 << 63, 18446744073709551615} {
 		res := check(tok)

@@ -12,40 +12,6 @@ import (
 // MaxLockKeys bounds the keys of one multi-lock command (api.DefaultMaxKeys).
 const MaxLockKeys = 1024
 
-// tableExt is the lock table's state beyond the fields of Table.
-type tableExt struct {
-	// Exactly-once (dedupe.go): remembered results by request id, and the
-	// same entries in the order they were remembered (= expiry order).
-	reqs reqTable
-
-	// holdDue is the time of the pending dueHold item of keys whose lock
-	// is gone while the item is not (Lock.holdDue holds it while the lock
-	// exists), so a lock acquired and released in a loop keeps one heap
-	// entry, not one per grant. Derived.
-	holdDue map[string]int64
-
-	// Session indexes (session.go), derived from holds and waiters.
-	sessHolds   map[string]map[holdRef]struct{}
-	sessWaiters map[string]map[string]struct{}
-
-	// Release tombstones for Redlock quorum (lock_redis.go).
-	tombs map[string]tombstone
-
-	// maxFence is the highest fence ever granted (the index of the
-	// latest entry that created a hold): the fence registry refuses a
-	// token above it, which no grant issued and which would otherwise
-	// block the resource for every later holder.
-	maxFence uint64
-}
-
-func (x *tableExt) init() {
-	x.reqs.init(0)
-	x.holdDue = make(map[string]int64)
-	x.sessHolds = make(map[string]map[holdRef]struct{})
-	x.sessWaiters = make(map[string]map[string]struct{})
-	x.tombs = make(map[string]tombstone)
-}
-
 // holdRef names one hold: owner's hold on key.
 type holdRef struct{ key, owner string }
 
@@ -62,7 +28,7 @@ func (l *Lock) holdIndex(owner string) int {
 	if l.h0.Owner == owner && owner != "" {
 		return 0
 	}
-	if x := l.xt(); x != nil {
+	if x := l.rare(); x != nil {
 		for i, h := range x.more {
 			if h.Owner == owner {
 				return i + 1
@@ -378,7 +344,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 		v = &Value{}
 		l = v.lock()
 		if w.Permits != 0 {
-			l.ext().permits = w.Permits
+			l.rareAlloc().permits = w.Permits
 		}
 		t.putLock(ctx, key, v)
 	} else {
@@ -409,7 +375,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	h.Count = 1
 	h.Reentrant = w.Reentrant
 	h.Fence = ctx.index
-	t.ext.maxFence = max(t.ext.maxFence, ctx.index)
+	t.maxFence = max(t.maxFence, ctx.index)
 	h.TTL = w.TTL
 	h.Granted, h.Extended = ctx.now, 0
 	var hardLimit int64
@@ -444,8 +410,8 @@ func (t *Table) scheduleHold(key string, l *Lock, at int64) {
 	if l.holdDue == 0 {
 		// An item scheduled for an earlier lock at key may still be
 		// pending (see dropLock); this lock takes it over.
-		if cur, ok := t.ext.holdDue[key]; ok {
-			delete(t.ext.holdDue, key)
+		if cur, ok := t.goneHoldDue[key]; ok {
+			delete(t.goneHoldDue, key)
 			l.holdDue = cur
 		}
 	}
@@ -461,6 +427,6 @@ func (t *Table) scheduleHold(key string, l *Lock, at int64) {
 // released in a loop keeps one heap item, not one per grant.
 func (t *Table) dropLock(key string, l *Lock) {
 	if l.holdDue != 0 {
-		t.ext.holdDue[key] = l.holdDue
+		t.goneHoldDue[key] = l.holdDue
 	}
 }

@@ -277,7 +277,7 @@ func checkInvariants(t *Table) error {
 		if l.numHolders() == 0 && l.DelayUntil() <= t.now {
 			return fmt.Errorf("%q: empty lock kept", k)
 		}
-		if x := l.xt(); x != nil && len(x.more) == 0 && x.more != nil {
+		if x := l.rare(); x != nil && len(x.more) == 0 && x.more != nil {
 			return fmt.Errorf("%q: empty holder list kept", k)
 		}
 		owners := map[string]bool{}
@@ -298,7 +298,7 @@ func checkInvariants(t *Table) error {
 				if t.sessions[h.session()] == nil {
 					return fmt.Errorf("%q: hold bound to dead session", k)
 				}
-				if _, ok := t.ext.sessHolds[h.session()][holdRef{k, h.Owner}]; !ok {
+				if _, ok := t.sessHolds[h.session()][holdRef{k, h.Owner}]; !ok {
 					return fmt.Errorf("%q: session index misses hold", k)
 				}
 			} else if h.Deadline == 0 {
@@ -348,7 +348,7 @@ func checkInvariants(t *Table) error {
 	if n != m {
 		return fmt.Errorf("queues hold %d entries, waiters %d", n, m)
 	}
-	for id, hs := range t.ext.sessHolds {
+	for id, hs := range t.sessHolds {
 		for r := range hs {
 			v := t.keys[r.key]
 			if v == nil || v.Kind() != KindLock || v.lock().holdOf(r.owner) == nil || v.lock().holdOf(r.owner).session() != id {

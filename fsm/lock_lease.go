@@ -208,16 +208,16 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 func (t *Table) expireHolds(ctx *applyCtx, key string) {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {
-		if t.ext.holdDue[key] == ctx.at {
-			delete(t.ext.holdDue, key)
+		if t.goneHoldDue[key] == ctx.at {
+			delete(t.goneHoldDue, key)
 		}
 		return
 	}
 	l := v.lock()
 	if l.holdDue == ctx.at {
 		l.holdDue = 0
-	} else if t.ext.holdDue[key] == ctx.at {
-		delete(t.ext.holdDue, key)
+	} else if t.goneHoldDue[key] == ctx.at {
+		delete(t.goneHoldDue, key)
 	}
 	ended := false
 	for i := 0; i < l.numHolders(); {
@@ -257,8 +257,8 @@ func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
 	if err := t.checkKey(cmd.Key); err != nil {
 		return Result{Err: err}
 	}
-	if cmd.Token > t.ext.maxFence {
-		return Result{Err: errf(ErrBadCommand, "token %d is above the highest fence issued, %d", cmd.Token, t.ext.maxFence)}
+	if cmd.Token > t.maxFence {
+		return Result{Err: errf(ErrBadCommand, "token %d is above the highest fence issued, %d", cmd.Token, t.maxFence)}
 	}
 	cur, ok := t.fences[cmd.Key]
 	if cmd.Token < cur {

@@ -30,7 +30,7 @@ func (t *Table) tombstone(key, owner string, until int64) {
 	if until <= t.now {
 		return
 	}
-	tb := t.ext.tombs[key]
+	tb := t.tombs[key]
 	t.mem -= tombBytes(key, tb)
 	// Filtered in place: recent is never shared (snapshots copy entries
 	// out, restores build their own), and a key cycled by one client
@@ -54,7 +54,7 @@ func (t *Table) tombstone(key, owner string, until int64) {
 		tb.due = m
 		t.schedule(m, dueTombstone, key)
 	}
-	t.ext.tombs[key] = tb
+	t.tombs[key] = tb
 	t.mem += tombBytes(key, tb)
 }
 
@@ -72,7 +72,7 @@ func (tb tombstone) minUntil() int64 {
 // matching tb.due acts, so the original and a restored table (whose heap
 // holds no stale items) clean up at the same times.
 func (t *Table) expireTombstone(ctx *applyCtx, key string) {
-	tb, ok := t.ext.tombs[key]
+	tb, ok := t.tombs[key]
 	if !ok || tb.due != ctx.at {
 		return
 	}
@@ -84,20 +84,20 @@ func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 		}
 	}
 	if len(kept) == 0 {
-		delete(t.ext.tombs, key)
+		delete(t.tombs, key)
 		return
 	}
 	tb.recent = kept
 	tb.due = tb.minUntil()
 	t.schedule(tb.due, dueTombstone, key)
-	t.ext.tombs[key] = tb
+	t.tombs[key] = tb
 	t.mem += tombBytes(key, tb)
 }
 
 // redisTombstone reports whether token released key by its own release
 // and that lease's old deadline has not passed at now.
 func (t *Table) redisTombstone(key, token string, now int64) bool {
-	for _, e := range t.ext.tombs[key].recent {
+	for _, e := range t.tombs[key].recent {
 		if e.owner == token && e.until > now {
 			return true
 		}

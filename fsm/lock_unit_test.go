@@ -264,7 +264,7 @@ func TestRedisHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.apply(Command{Op: OpTick, Time: 2000})
-	if len(tab.ext.tombs) != 0 {
+	if len(tab.tombs) != 0 {
 		t.Fatal("tombstone outlived the lease")
 	}
 	// Waiters keep their place against SET NX; PEXPIRE in the past ends
@@ -480,11 +480,11 @@ func TestTombstonesKeepRecentReleasers(t *testing.T) {
 			t.Fatalf("cycle %s", tok)
 		}
 	}
-	if n := len(tab.ext.tombs["k"].recent); n != maxTombsPerKey {
+	if n := len(tab.tombs["k"].recent); n != maxTombsPerKey {
 		t.Fatalf("%d tombstones kept, want %d", n, maxTombsPerKey)
 	}
 	h.apply(Command{Op: OpTick, Time: 10_000})
-	if len(tab.ext.tombs) != 0 {
+	if len(tab.tombs) != 0 {
 		t.Fatal("tombstones outlived their leases")
 	}
 }

@@ -144,7 +144,7 @@ func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result {
 		t.waiterEnded(ctx, w, ErrCancelled, true)
 		return Result{Queued: true}
 	}
-	if e := t.ext.reqs.get(cmd.ReqID); e != nil && e.op == OpAcquire && e.flags&reqGranted != 0 {
+	if e := t.reqs.get(cmd.ReqID); e != nil && e.op == OpAcquire && e.flags&reqGranted != 0 {
 		return Result{Granted: true, Fence: e.fence, Deadline: e.deadline, Count: int(e.count)}
 	}
 	return Result{}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/locknode/locknode/fsm/luaengine"
 )
 
 // luaPolluter tries every way we know for a script to leave state behind
@@ -79,23 +81,25 @@ func TestLuaPooledStateIsolation(t *testing.T) {
 
 	r := newRT(t)
 	r.eval(`return 1`, 0)
-	if len(r.t.rx.lua.idle) != 1 {
-		t.Fatalf("idle interpreters after one script: %d", len(r.t.rx.lua.idle))
+	// One interpreter built and idle: a later script that builds none
+	// ran on it, and it was not dropped.
+	pooled := luaengine.Stats{Scripts: 1, Idle: 1, Built: 1}
+	if st := r.t.scripts.engine.Stats(); st != pooled {
+		t.Fatalf("engine after one script: %+v, want %+v", st, pooled)
 	}
-	vm := r.t.rx.lua.idle[0]
 	got := fmtReply(r.eval(luaPolluter, 1, "k"))
 	// Every write attempt is refused.
 	if wantP := "[" + strings.TrimSpace(strings.Repeat(":0 ", 25)) + "]"; got != wantP {
 		t.Fatalf("polluter attempts (1 = got through):\n got  %s\n want %s", got, wantP)
 	}
-	if len(r.t.rx.lua.idle) != 1 || r.t.rx.lua.idle[0] != vm {
-		t.Fatal("the polluter did not run on the pooled interpreter")
+	if st := r.t.scripts.engine.Stats(); st.Idle != 1 || st.Built != 1 {
+		t.Fatalf("the polluter did not run on the pooled interpreter: %+v", st)
 	}
 	if got := fmtReply(r.eval(luaProbe, 1, "k")); got != want {
 		t.Fatalf("probe after the polluter differs from a fresh table:\n got  %s\n want %s", got, want)
 	}
-	if r.t.rx.lua.idle[0] != vm {
-		t.Fatal("the probe did not run on the pooled interpreter")
+	if st := r.t.scripts.engine.Stats(); st.Idle != 1 || st.Built != 1 {
+		t.Fatalf("the probe did not run on the pooled interpreter: %+v", st)
 	}
 
 	// Errors of every kind leave nothing behind either.
@@ -147,15 +151,14 @@ func TestLuaSameScriptsSameSnapshot(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.MaxScriptSteps = 20_000
-	// c's interpreters, polluted, become b's.
+	// c's engine, its interpreters polluted, becomes b's.
 	c := &rt{tb: t, t: New(cfg), now: 1_000_000}
 	for i := 0; i < 3; i++ {
 		c.eval(luaPolluter, 1, "k")
 	}
 	a := &rt{tb: t, t: New(cfg), now: 1_000_000}
 	b := &rt{tb: t, t: New(cfg), now: 1_000_000}
-	b.t.rx.lua.idle = append(b.t.rx.lua.idle, c.t.rx.lua.idle...)
-	c.t.rx.lua.idle = nil
+	b.t.scripts.engine = c.t.scripts.engine
 	for i, s := range scripts {
 		args := append(append([]string{}, s.keys...), s.args...)
 		ra := fmtReply(a.eval(s.script, len(s.keys), args...))

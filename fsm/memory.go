@@ -65,7 +65,7 @@ const (
 
 // MemoryUsed returns the key space's accounted size in bytes, the figure
 // Config.MaxMemory bounds.
-func (t *Table) MemoryUsed() int64 { return t.mem + t.ext.reqs.bytes }
+func (t *Table) MemoryUsed() int64 { return t.mem + t.reqs.bytes }
 
 // overMemory reports whether the key space is past MaxMemory, so that a
 // command that would grow it must be refused.
@@ -207,7 +207,7 @@ func (t *Table) recountMemory() int64 {
 	for k := range t.fences {
 		n += fenceBytes(k)
 	}
-	for k, tb := range t.ext.tombs {
+	for k, tb := range t.tombs {
 		n += tombBytes(k, tb)
 	}
 	return n

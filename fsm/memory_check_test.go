@@ -16,8 +16,8 @@ func checkMemory(t *Table) error {
 		return fmt.Errorf("memory counted %d, recount %d", got, want)
 	}
 	var reqs int64
-	t.ext.reqs.live(func(e *reqEntry) { reqs += reqBytes(e) })
-	if got := t.ext.reqs.bytes; got != reqs {
+	t.reqs.live(func(e *reqEntry) { reqs += reqBytes(e) })
+	if got := t.reqs.bytes; got != reqs {
 		return fmt.Errorf("request ids counted %d bytes, recount %d", got, reqs)
 	}
 	return nil

@@ -276,8 +276,8 @@ func TestMemoryReturnsToZero(t *testing.T) {
 	r.apply(&Command{Op: OpTick})
 	r.now += 100 // the lock-delay the expiry started
 	r.apply(&Command{Op: OpTick})
-	if st := r.t.Stats(); st.Keys != 0 || st.Waiters != 0 || st.Sessions != 0 || st.ReqIDs != 0 || len(r.t.ext.tombs) != 0 {
-		t.Fatalf("table not empty: %+v, %d tombstones", st, len(r.t.ext.tombs))
+	if st := r.t.Stats(); st.Keys != 0 || st.Waiters != 0 || st.Sessions != 0 || st.ReqIDs != 0 || len(r.t.tombs) != 0 {
+		t.Fatalf("table not empty: %+v, %d tombstones", st, len(r.t.tombs))
 	}
 	if got := r.t.MemoryUsed(); got != 0 {
 		t.Fatalf("empty table counts %d bytes", got)

@@ -201,7 +201,7 @@ func (h *keyHeap) Pop() any {
 // Stats counts the table's contents as of the last applied entry.
 func (t *Table) Stats() Stats {
 	return Stats{Keys: len(t.keys), Locks: t.nLocks, Holds: t.nHolds, Waiters: len(t.waiters),
-		Sessions: len(t.sessions), ReqIDs: t.ext.reqs.len(), Fences: len(t.fences), Memory: t.MemoryUsed()}
+		Sessions: len(t.sessions), ReqIDs: t.reqs.len(), Fences: len(t.fences), Memory: t.MemoryUsed()}
 }
 
 // Session returns session id if it is alive at now.

@@ -2,23 +2,23 @@ package fsm
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"strings"
 
-	lua "github.com/locknode/locknode/internal/lua"
-
+	"github.com/locknode/locknode/fsm/luaengine"
 	"github.com/locknode/locknode/fsm/reply"
 )
 
 // Scripting: the replicated script cache, EVAL, and the native fast paths
 // for the hot Redlock scripts.
 
-// redisExt is the Redis state of the Table beyond the key space.
-type redisExt struct {
-	cache scriptCache // replicated (script_cache.go)
-	lua   *luaEngine  // derived: compiled scripts; never snapshotted
-	undo  undoLog     // the running script's undo log (script_undo.go)
+// scripts is the Table's scripting state beyond the key space.
+type scripts struct {
+	cache  scriptCache       // replicated (script_cache.go)
+	engine *luaengine.Engine // derived: compiled scripts; never snapshotted
+	undo   undoLog           // the running script's undo log (script_undo.go)
+	// host is what the running script's redis.call reaches (scriptHost),
+	// kept here so that handing it to the engine allocates nothing.
+	host scriptHost
 	// shaOf memoises ScriptSHA of texts EVAL'd recently (derived, never
 	// snapshotted): a SHA1 plus its hex string for every EVAL of the same
 	// few lock scripts was a measurable part of an unlock's apply.
@@ -32,14 +32,14 @@ const (
 	maxSHAMemoText = 4 << 10
 )
 
-func (x *redisExt) init() {
+func (x *scripts) init() {
 	x.cache.init()
-	x.lua = newLuaEngine()
+	x.engine = luaengine.New()
 	x.shaOf = map[string]string{}
 }
 
 // sha returns ScriptSHA(script), memoised.
-func (x *redisExt) sha(script []byte) string {
+func (x *scripts) sha(script []byte) string {
 	if s, ok := x.shaOf[string(script)]; ok {
 		return s
 	}
@@ -58,10 +58,7 @@ func (x *redisExt) sha(script []byte) string {
 
 // ScriptSHA returns the lowercase hex SHA1 of script, the name EVALSHA
 // and SCRIPT LOAD use.
-func ScriptSHA(script []byte) string {
-	h := sha1.Sum(script)
-	return hex.EncodeToString(h[:])
-}
+func ScriptSHA(script []byte) string { return luaengine.SHA(script) }
 
 // scriptLoad is SCRIPT LOAD: check that the script compiles, keep it
 // until SCRIPT FLUSH, reply its SHA1.
@@ -70,10 +67,10 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 		return reply.NewError(errScriptLong)
 	}
 	sha := ScriptSHA(script)
-	if _, err := t.rx.lua.compile(sha, script); err != nil {
-		return reply.NewError(compileErrText(err, script))
+	if _, err := t.scripts.engine.Compile(sha, script); err != nil {
+		return reply.NewError(err.Error())
 	}
-	if !t.rx.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
+	if !t.scripts.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
 		return reply.NewError(errScriptsFull)
 	}
 	return reply.NewBulk(sha)
@@ -83,7 +80,7 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 // index. Compiled scripts stay in the node-local engine; they are found
 // only through the cache, by SHA1 of the same text.
 func (t *Table) scriptFlush() reply.Reply {
-	t.rx.cache.flush()
+	t.scripts.cache.flush()
 	return reply.OK
 }
 
@@ -94,26 +91,26 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
-	sha := t.rx.sha(script)
+	sha := t.scripts.sha(script)
 	if !ro {
 		// The native paths write; a read-only run takes the Lua path,
 		// which refuses the write as Redis does.
-		fam := t.rx.lua.family(sha, script)
+		fam := t.family(sha, script)
 		if r, ok := t.evalNative(ctx, fam, keys, args); ok {
-			t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+			t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 			return r
 		}
 	}
-	proto, err := t.rx.lua.compile(sha, script)
+	s, err := t.scripts.engine.Compile(sha, script)
 	if err != nil {
-		return reply.NewError(compileErrText(err, script))
+		return reply.NewError(err.Error())
 	}
-	r, failed := t.runScript(ctx, sha, proto, keys, args, ro)
+	r, failed := t.runScript(ctx, s, keys, args, ro)
 	if !failed {
 		// A failed script leaves no trace, in the cache neither; the
 		// script cannot see the cache, so caching it after the run is
 		// the same as before.
-		t.rx.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+		t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 	}
 	return r
 }
@@ -122,46 +119,105 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 // else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
 func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
 	sha = strings.ToLower(sha)
-	mark := t.rx.cache.markOf(sha)
-	script, ok := t.rx.cache.use(sha)
+	mark := t.scripts.cache.markOf(sha)
+	script, ok := t.scripts.cache.use(sha)
 	if !ok {
 		return reply.NewError(errNoScript)
 	}
 	if !ro {
-		if r, ok := t.evalNative(ctx, t.rx.lua.family(sha, script), keys, args); ok {
+		if r, ok := t.evalNative(ctx, t.family(sha, script), keys, args); ok {
 			return r
 		}
 	}
-	proto, err := t.rx.lua.compile(sha, script)
+	s, err := t.scripts.engine.Compile(sha, script)
 	if err != nil {
-		return reply.NewError(compileErrText(err, script)) // not reached: cached scripts compiled
+		return reply.NewError(err.Error()) // not reached: cached scripts compiled
 	}
-	t.rx.undo.cacheAt = mark
-	r, _ := t.runScript(ctx, sha, proto, keys, args, ro)
+	t.scripts.undo.cacheAt = mark
+	r, _ := t.runScript(ctx, s, keys, args, ro)
 	return r
 }
 
 // runScript runs a compiled script; with ro set every write command it
 // calls fails (runCmd). A script that fails (failed) changed nothing
 // (script_undo.go).
-func (t *Table) runScript(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte, ro bool) (r reply.Reply, failed bool) {
+func (t *Table) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byte, ro bool) (r reply.Reply, failed bool) {
 	// ro: every write command fails (runCmd); proof, inScript and
 	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
 	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
-	t.rx.undo.begin(t, ctx)
-	t.rx.undo.failed = true // until runLua says otherwise: it refused to start
+	t.scripts.undo.begin(t, ctx)
+	t.scripts.undo.failed = true // until the engine says otherwise
+	h := &t.scripts.host
+	h.t, h.ctx = t, ctx
 	defer func() {
 		ctx.readOnly = false
 		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
-		if t.rx.undo.on { // runLua panicked: Apply refuses the entry
-			t.rx.undo.failed = true
+		h.t, h.ctx = nil, nil
+		if t.scripts.undo.on { // the script panicked: Apply refuses the entry
+			t.scripts.undo.failed = true
 			t.undoEnd(ctx)
 		}
 	}()
-	r = t.runLua(ctx, sha, proto, keys, args)
+	lim := luaengine.Limits{MaxSteps: t.cfg.MaxScriptSteps, MaxMemory: t.cfg.MaxScriptMemory, MaxValueBytes: t.cfg.MaxValueBytes}
+	used := luaengine.Usage{Steps: ctx.luaSteps, Mem: ctx.luaMem}
+	r, t.scripts.undo.failed = t.scripts.engine.Run(h, s, keys, args, lim, &used)
+	ctx.luaSteps, ctx.luaMem = used.Steps, used.Mem
 	return r, t.undoEnd(ctx)
 }
+
+// scriptHost is the Table as a running script's host: redis.call runs a
+// command through the same path as OpRedis, so locks behave the same
+// inside scripts, after saving the undo copy of what it will write.
+type scriptHost struct {
+	t   *Table
+	ctx *applyCtx
+	// cmds caches command lookups by the name as the script spelled it.
+	cmds map[string]*redisCmd
+}
+
+// scriptCmdCache bounds scriptHost.cmds.
+const scriptCmdCache = 128
+
+// Call implements luaengine.Host.
+func (h *scriptHost) Call(mem luaengine.Budget, args [][]byte) reply.Reply {
+	cmd := h.lookup(args[0])
+	if cmd == nil {
+		return reply.NewError("ERR Unknown Redis command called from script")
+	}
+	if !arityOK(cmd, len(args)) {
+		return reply.NewError("ERR Wrong number of args calling Redis command from script")
+	}
+	if !cmd.ro && !h.ctx.readOnly {
+		// The undo copy of the keys it names (script_undo.go).
+		mem.ChargeMem(h.t.undoCost(cmd.name, args))
+		h.t.undoSave(cmd.name, args)
+	}
+	return h.t.runCmd(h.ctx, cmd, args)
+}
+
+// lookup finds the command a script names, remembering the spelling.
+func (h *scriptHost) lookup(name []byte) *redisCmd {
+	if c, ok := h.cmds[string(name)]; ok {
+		return c
+	}
+	c := lookupCmd(name)
+	if c != nil && len(h.cmds) < scriptCmdCache {
+		if h.cmds == nil {
+			h.cmds = map[string]*redisCmd{}
+		}
+		h.cmds[string(name)] = c
+	}
+	return c
+}
+
+// family returns the native family of script (famNone for most), kept
+// with its compiled form in the engine's cache.
+func (t *Table) family(sha string, script []byte) scriptFamily {
+	return scriptFamily(t.scripts.engine.Tag(sha, script, classifyTag))
+}
+
+func classifyTag(script []byte) uint8 { return uint8(classify(script)) }
 
 // Native script families. Each is recognised by the SHA1 of the exact
 // text a client sends or of its whitespace-normalised form (see

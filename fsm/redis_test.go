@@ -410,7 +410,7 @@ func TestScriptCache(t *testing.T) {
 		t.Fatalf("bad SCRIPT LOAD = %s", fmtReply(bad))
 	}
 	r.eval(`return 2`, 0)
-	loaded, evals := r.t.rx.cache.snapshot()
+	loaded, evals := r.t.scripts.cache.snapshot()
 	if len(loaded) != 1 || len(evals) != 1 || !bytes.Equal(loaded[0], src) {
 		t.Fatalf("snapshot = %q %q", loaded, evals)
 	}

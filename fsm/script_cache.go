@@ -154,7 +154,7 @@ type ScriptStats struct {
 
 // ScriptStats reports the script cache's size.
 func (t *Table) ScriptStats() ScriptStats {
-	c := &t.rx.cache
+	c := &t.scripts.cache
 	return ScriptStats{Loaded: len(c.loaded), LoadedBytes: c.loadedBytes, Eval: c.lru.Len(), EvalBytes: c.evalBytes}
 }
 
@@ -162,7 +162,7 @@ func (t *Table) ScriptStats() ScriptStats {
 // It changes nothing (the least-recently-used order moves only when a
 // script runs).
 func (t *Table) ScriptBySHA(sha string) ([]byte, bool) {
-	return t.rx.cache.get(strings.ToLower(sha))
+	return t.scripts.cache.get(strings.ToLower(sha))
 }
 
 // ScriptSHAs reports, for each sha (hex, any case), whether the cache
@@ -170,7 +170,7 @@ func (t *Table) ScriptBySHA(sha string) ([]byte, bool) {
 func (t *Table) ScriptSHAs(shas []string) []bool {
 	out := make([]bool, len(shas))
 	for i, s := range shas {
-		_, out[i] = t.rx.cache.get(strings.ToLower(s))
+		_, out[i] = t.scripts.cache.get(strings.ToLower(s))
 	}
 	return out
 }

@@ -33,7 +33,7 @@ import (
 // that write nothing).
 type undoLog struct {
 	on bool
-	// failed is set by runLua: the script raised an error or hit a limit.
+	// failed is set by runScript: the script raised an error or hit a limit.
 	// It keeps the last run's outcome until the next one begins.
 	failed bool
 
@@ -89,14 +89,14 @@ type undoSess struct {
 // begin starts recording for a script run in ctx.
 func (u *undoLog) begin(t *Table, ctx *applyCtx) {
 	u.on, u.failed = true, false
-	u.mem, u.nLocks, u.nHolds, u.maxFence = t.mem, t.nLocks, t.nHolds, t.ext.maxFence
+	u.mem, u.nLocks, u.nHolds, u.maxFence = t.mem, t.nLocks, t.nHolds, t.maxFence
 	u.events, u.freed = len(ctx.events), len(ctx.freed)
 }
 
 // end stops recording: on success the waiters of the keys the script
 // freed are offered them; on failure everything is undone.
 func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
-	u := &t.rx.undo
+	u := &t.scripts.undo
 	failed = u.failed
 	u.on = false
 	if failed {
@@ -120,7 +120,7 @@ func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
 
 // rollback restores what the script changed, newest first.
 func (t *Table) rollback(ctx *applyCtx) {
-	u := &t.rx.undo
+	u := &t.scripts.undo
 	for i := len(u.sess) - 1; i >= 0; i-- {
 		s := u.sess[i]
 		if s.added {
@@ -138,29 +138,29 @@ func (t *Table) rollback(ctx *applyCtx) {
 			t.keys[k.key] = k.ptr
 		}
 		if k.hasTomb {
-			t.ext.tombs[k.key] = k.tomb
+			t.tombs[k.key] = k.tomb
 		} else {
-			delete(t.ext.tombs, k.key)
+			delete(t.tombs, k.key)
 		}
 		if k.hasHoldDue {
-			t.ext.holdDue[k.key] = k.holdDue
+			t.goneHoldDue[k.key] = k.holdDue
 		} else {
-			delete(t.ext.holdDue, k.key)
+			delete(t.goneHoldDue, k.key)
 		}
 	}
-	t.mem, t.nLocks, t.nHolds, t.ext.maxFence = u.mem, u.nLocks, u.nHolds, u.maxFence
+	t.mem, t.nLocks, t.nHolds, t.maxFence = u.mem, u.nLocks, u.nHolds, u.maxFence
 	clear(ctx.events[u.events:]) // drop what they point to
 	ctx.events = ctx.events[:u.events]
 	ctx.freed = ctx.freed[:u.freed]
 	if m := u.cacheAt; m.el != nil && m.next != nil {
-		t.rx.cache.lru.MoveBefore(m.el, m.next)
+		t.scripts.cache.lru.MoveBefore(m.el, m.next)
 	}
 }
 
 // undoCost is what saving the keys a write command names would copy, in
 // the accounted bytes of memory.go; 0 when nothing is recorded.
 func (t *Table) undoCost(name string, args [][]byte) int64 {
-	u := &t.rx.undo
+	u := &t.scripts.undo
 	if !u.on {
 		return 0
 	}
@@ -179,7 +179,7 @@ func (t *Table) undoCost(name string, args [][]byte) int64 {
 // undoSave records the state of the keys the write command names, unless
 // already recorded in this script.
 func (t *Table) undoSave(name string, args [][]byte) {
-	u := &t.rx.undo
+	u := &t.scripts.undo
 	if !u.on {
 		return
 	}
@@ -196,18 +196,18 @@ func (t *Table) undoSave(name string, args [][]byte) {
 		if v := t.keys[key]; v != nil {
 			e.ptr, e.val = v, cloneValue(v)
 		}
-		if tb, ok := t.ext.tombs[key]; ok {
+		if tb, ok := t.tombs[key]; ok {
 			tb.recent = slices.Clone(tb.recent) // filtered in place (tombstone)
 			e.tomb, e.hasTomb = tb, true
 		}
-		e.holdDue, e.hasHoldDue = t.ext.holdDue[key]
+		e.holdDue, e.hasHoldDue = t.goneHoldDue[key]
 		u.keys = append(u.keys, e)
 	}
 }
 
 // undoSessHold records a change to the session index of holds.
 func (t *Table) undoSessHold(sess, key, owner string, added bool) {
-	if u := &t.rx.undo; u.on {
+	if u := &t.scripts.undo; u.on {
 		u.sess = append(u.sess, undoSess{sess: sess, key: key, owner: owner, added: added})
 	}
 }
@@ -215,7 +215,7 @@ func (t *Table) undoSessHold(sess, key, owner string, added bool) {
 // undoDeferPump reports whether key's waiters must wait for the running
 // script to succeed (it then records key).
 func (t *Table) undoDeferPump(key string) bool {
-	u := &t.rx.undo
+	u := &t.scripts.undo
 	if u.on {
 		u.pumps = append(u.pumps, key)
 	}
@@ -236,17 +236,17 @@ func cloneValue(v *Value) Value {
 	d.Set = maps.Clone(d.Set)
 	d.ZSet = maps.Clone(d.ZSet)
 	d.List = slices.Clone(d.List)
-	if d.lx != nil {
-		x := *d.lx
-		x.more = make([]*hold, len(d.lx.more))
-		for i, h := range d.lx.more {
+	if d.lockRare != nil {
+		x := *d.lockRare
+		x.more = make([]*hold, len(d.lockRare.more))
+		for i, h := range d.lockRare.more {
 			hc := cloneHold(h)
 			x.more[i] = &hc
 		}
 		if len(x.more) == 0 {
 			x.more = nil
 		}
-		d.lx = &x
+		d.lockRare = &x
 	}
 	c.valueData = &d
 	return c

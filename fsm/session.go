@@ -71,7 +71,7 @@ func (t *Table) keepAlive(ctx *applyCtx, s *Session, ttl int64) {
 	}
 	s.Deadline = ctx.now + s.TTL
 	t.schedule(s.Deadline, dueSession, s.ID)
-	if hs := t.ext.sessHolds[s.ID]; len(hs) > 0 {
+	if hs := t.sessHolds[s.ID]; len(hs) > 0 {
 		refs := sortedRefs(hs)
 		for i, r := range refs {
 			if i > 0 && refs[i-1].key == r.key {
@@ -118,7 +118,7 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			keys = append(keys, k)
 		}
 	}
-	if ws := t.ext.sessWaiters[s.ID]; len(ws) > 0 {
+	if ws := t.sessWaiters[s.ID]; len(ws) > 0 {
 		ids := make([]string, 0, len(ws))
 		for id := range ws {
 			ids = append(ids, id)
@@ -133,8 +133,8 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			}
 		}
 	}
-	delete(t.ext.sessWaiters, s.ID)
-	if hs := t.ext.sessHolds[s.ID]; len(hs) > 0 {
+	delete(t.sessWaiters, s.ID)
+	if hs := t.sessHolds[s.ID]; len(hs) > 0 {
 		for _, r := range sortedRefs(hs) {
 			v := t.keys[r.key]
 			if v == nil || v.Kind() != KindLock {
@@ -147,7 +147,7 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			}
 		}
 	}
-	delete(t.ext.sessHolds, s.ID)
+	delete(t.sessHolds, s.ID)
 	for _, k := range keys {
 		t.settle(ctx, k)
 	}
@@ -168,10 +168,10 @@ func sortedRefs(m map[holdRef]struct{}) []holdRef {
 }
 
 func (t *Table) sessAddHold(sess, key, owner string) {
-	m := t.ext.sessHolds[sess]
+	m := t.sessHolds[sess]
 	if m == nil {
 		m = make(map[holdRef]struct{})
-		t.ext.sessHolds[sess] = m
+		t.sessHolds[sess] = m
 	}
 	if _, ok := m[holdRef{key, owner}]; !ok {
 		t.undoSessHold(sess, key, owner, true)
@@ -180,31 +180,31 @@ func (t *Table) sessAddHold(sess, key, owner string) {
 }
 
 func (t *Table) sessDelHold(sess, key, owner string) {
-	if m := t.ext.sessHolds[sess]; m != nil {
+	if m := t.sessHolds[sess]; m != nil {
 		if _, ok := m[holdRef{key, owner}]; ok {
 			t.undoSessHold(sess, key, owner, false)
 		}
 		delete(m, holdRef{key, owner})
 		if len(m) == 0 {
-			delete(t.ext.sessHolds, sess)
+			delete(t.sessHolds, sess)
 		}
 	}
 }
 
 func (t *Table) sessAddWaiter(sess, id string) {
-	m := t.ext.sessWaiters[sess]
+	m := t.sessWaiters[sess]
 	if m == nil {
 		m = make(map[string]struct{})
-		t.ext.sessWaiters[sess] = m
+		t.sessWaiters[sess] = m
 	}
 	m[id] = struct{}{}
 }
 
 func (t *Table) sessDelWaiter(sess, id string) {
-	if m := t.ext.sessWaiters[sess]; m != nil {
+	if m := t.sessWaiters[sess]; m != nil {
 		delete(m, id)
 		if len(m) == 0 {
-			delete(t.ext.sessWaiters, sess)
+			delete(t.sessWaiters, sess)
 		}
 	}
 }

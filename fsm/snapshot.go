@@ -208,7 +208,7 @@ func (t *Table) encodeTail(e *enc) {
 		e.more()
 	}
 
-	x := &t.ext.reqs
+	x := &t.reqs
 	e.uvarint(uint64(x.len()))
 	x.live(func(r *reqEntry) {
 		e.str(r.id)
@@ -223,10 +223,10 @@ func (t *Table) encodeTail(e *enc) {
 		e.more()
 	})
 
-	tkeys := sortedKeys(t.ext.tombs)
+	tkeys := sortedKeys(t.tombs)
 	e.uvarint(uint64(len(tkeys)))
 	for _, k := range tkeys {
-		tb := t.ext.tombs[k]
+		tb := t.tombs[k]
 		e.str(k)
 		e.uvarint(uint64(len(tb.recent)))
 		for _, r := range tb.recent {
@@ -236,7 +236,7 @@ func (t *Table) encodeTail(e *enc) {
 		e.more()
 	}
 
-	loaded, evals := t.rx.cache.snapshot()
+	loaded, evals := t.scripts.cache.snapshot()
 	for _, list := range [][][]byte{loaded, evals} {
 		e.uvarint(uint64(len(list)))
 		for _, sc := range list {
@@ -244,7 +244,7 @@ func (t *Table) encodeTail(e *enc) {
 			e.more()
 		}
 	}
-	e.uvarint(t.ext.maxFence)
+	e.uvarint(t.maxFence)
 }
 
 // keyValue is one key of the key space as Snapshot sorts them: p is
@@ -584,9 +584,9 @@ func (t *Table) Restore(r io.Reader) error {
 	if version >= snapVersionV3 {
 		evals = texts()
 	}
-	n.ext.maxFence = n.applied
+	n.maxFence = n.applied
 	if version >= snapVersionV3 {
-		n.ext.maxFence = d.uvarint()
+		n.maxFence = d.uvarint()
 	}
 	if d.err != nil {
 		return fmt.Errorf("fsm: restore: %w", d.err)
@@ -594,14 +594,15 @@ func (t *Table) Restore(r io.Reader) error {
 	if !d.atEOF() {
 		return fmt.Errorf("fsm: restore: trailing data")
 	}
-	// The Redis side's state stays in place (it may point back at t); only
+	// The scripting state stays in place (it may point back at t); only
 	// its replicated script cache comes from the snapshot.
 	t.now, t.applied = n.now, n.applied
 	t.keys, t.queues, t.waiters, t.sessions, t.fences = n.keys, n.queues, n.waiters, n.sessions, n.fences
-	t.due, t.ext = n.due, n.ext
+	t.due = n.due
+	t.reqs, t.goneHoldDue, t.sessHolds, t.sessWaiters, t.tombs, t.maxFence = n.reqs, n.goneHoldDue, n.sessHolds, n.sessWaiters, n.tombs, n.maxFence
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
 	t.mem = n.mem
-	t.rx.cache.restore(loaded, evals)
+	t.scripts.cache.restore(loaded, evals)
 	return nil
 }
 
@@ -727,12 +728,12 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		n.sessions[s.ID] = s
 		sched(s.Deadline, dueSession, s.ID)
 	}
-	for id := range n.ext.sessHolds {
+	for id := range n.sessHolds {
 		if n.sessions[id] == nil && d.err == nil {
 			return bad("hold bound to unknown session %q", id)
 		}
 	}
-	for id := range n.ext.sessWaiters {
+	for id := range n.sessWaiters {
 		if n.sessions[id] == nil && d.err == nil {
 			return bad("waiter bound to unknown session %q", id)
 		}
@@ -746,7 +747,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nr := d.count()
-	x := &n.ext.reqs
+	x := &n.reqs
 	x.init(capHint(nr))
 	for i := 0; i < nr && d.err == nil; i++ {
 		e := reqEntry{id: d.str(), op: Op(d.uvarint()), owner: d.str(), expires: d.varint()}
@@ -776,7 +777,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	}
 
 	nt := d.count()
-	n.ext.tombs = make(map[string]tombstone, capHint(nt))
+	n.tombs = make(map[string]tombstone, capHint(nt))
 	for i := 0; i < nt && d.err == nil; i++ {
 		k := d.str()
 		var tb tombstone
@@ -788,7 +789,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			continue
 		}
 		tb.due = tb.minUntil()
-		n.ext.tombs[k] = tb
+		n.tombs[k] = tb
 		sched(tb.due, dueTombstone, k)
 	}
 	if d.err != nil {
@@ -887,7 +888,7 @@ func (d *snapReader) lock(l *Lock, deadline int64, kb []byte) string {
 		d.fail(fmt.Errorf("bad lock (%d holders, lock-delay %d, deadline %d, permits %d)", c, delay, deadline, permits))
 	}
 	if permits != 0 || delay != 0 {
-		*l.ext() = lockExt{permits: permits, delayUntil: delay}
+		*l.rareAlloc() = lockRare{permits: permits, delayUntil: delay}
 	}
 	for i := 0; i < c && d.err == nil; i++ {
 		h := l.addHolder()

@@ -228,8 +228,8 @@ func TestSnapshotV3Golden(t *testing.T) {
 	if a, b := tab.ScriptStats(), n.ScriptStats(); a != b || a.Loaded != 2 || a.Eval != 3 {
 		t.Errorf("scripts: restored %+v, original %+v", b, a)
 	}
-	if n.ext.maxFence != tab.ext.maxFence || n.ext.maxFence == 0 {
-		t.Fatalf("highest fence restored %d, original %d", n.ext.maxFence, tab.ext.maxFence)
+	if n.maxFence != tab.maxFence || n.maxFence == 0 {
+		t.Fatalf("highest fence restored %d, original %d", n.maxFence, tab.maxFence)
 	}
 	ex, err := n.Inspect("ex", n.Now())
 	if err != nil || ex.Holders[0].Granted != 0 || ex.Holders[0].Meta != nil || ex.Waiters[0].Queued != 0 {
@@ -272,8 +272,8 @@ func TestSnapshotV2Golden(t *testing.T) {
 	if s, ok := n.ScriptBySHA(ScriptSHA([]byte(goldenCAD))); !ok || string(s) != goldenCAD {
 		t.Errorf("the cached script did not come back")
 	}
-	if n.ext.maxFence != n.applied {
-		t.Fatalf("highest fence %d after a version 2 restore, want the applied index %d", n.ext.maxFence, n.applied)
+	if n.maxFence != n.applied {
+		t.Fatalf("highest fence %d after a version 2 restore, want the applied index %d", n.maxFence, n.applied)
 	}
 	// Snapshotted again it is the current format, ending in the one
 	// script as a loaded one, no EVAL-cached ones and the applied index

@@ -164,11 +164,14 @@ type Value struct {
 	*valueData
 }
 
-// Lock is a Value of KindLock seen as a native lock: holders in grant
-// order, the first one inline (most locks have exactly one). What most
-// locks leave zero (more holders, a semaphore's size, a lock-delay) is
-// behind valueData.lx.
-type Lock = Value
+// Lock is a Value of KindLock seen as a native lock (Value.lock):
+// holders in grant order, the first one inline (most locks have exactly
+// one). What most locks leave zero (more holders, a semaphore's size, a
+// lock-delay) is behind valueData.lockRare. It shares Value's layout, so
+// the view costs nothing and a lock stays one allocation, but its
+// methods (Fence, Permits, the holders) are the lock's alone: a Redis
+// value has none of them.
+type Lock Value
 
 // Kind is the type of the value.
 func (v *Value) Kind() Kind {
@@ -179,7 +182,10 @@ func (v *Value) Kind() Kind {
 }
 
 // lock returns a KindLock value as a lock.
-func (v *Value) lock() *Lock { return v }
+func (v *Value) lock() *Lock { return (*Lock)(v) }
+
+// value returns l as the Value a key holds.
+func (l *Lock) value() *Value { return (*Value)(l) }
 
 // deadline is a Redis value's expiry, absolute FSM ms (0 = none); a value
 // whose deadline is <= now is gone for every read and write. A lock has
@@ -192,7 +198,7 @@ func (v *Value) deadline() int64 {
 }
 
 // valueData is the body of a Redis value (exactly the field matching its
-// kind is used), or a lock's rarely used state (lx).
+// kind is used), or a lock's rarely used state (lockRare).
 type valueData struct {
 	kind     Kind
 	expireAt int64 // a Redis value's deadline, see Value.deadline
@@ -201,7 +207,7 @@ type valueData struct {
 	Set      map[string]struct{}
 	ZSet     map[string]float64
 	List     [][]byte
-	lx       *lockExt
+	lockRare *lockRare
 	mem      int64 // a collection's accounted content (memory.go)
 }
 
@@ -210,7 +216,9 @@ func newValue(kind Kind) *Value {
 	return &Value{valueData: &valueData{kind: kind}}
 }
 
-type lockExt struct {
+// lockRare is what most locks leave zero, kept out of Value so a plain
+// held lock stays one small allocation.
+type lockRare struct {
 	more       []*hold // holders after the first, grant order
 	permits    int     // semaphore size; 0 for mutex / reader-writer locks
 	delayUntil int64   // FSM ms: no grant before this (lock-delay); 0 = none
@@ -219,23 +227,23 @@ type lockExt struct {
 	fence uint64
 }
 
-// xt returns l's rarely used state, or nil.
-func (l *Lock) xt() *lockExt {
+// rare returns l's rarely used state, or nil.
+func (l *Lock) rare() *lockRare {
 	if l.valueData == nil {
 		return nil
 	}
-	return l.valueData.lx
+	return l.valueData.lockRare
 }
 
-// ext returns l's rarely used state, allocating it.
-func (l *Lock) ext() *lockExt {
+// rareAlloc returns l's rarely used state, allocating it.
+func (l *Lock) rareAlloc() *lockRare {
 	if l.valueData == nil {
 		l.valueData = &valueData{kind: KindLock}
 	}
-	if l.valueData.lx == nil {
-		l.valueData.lx = &lockExt{}
+	if l.valueData.lockRare == nil {
+		l.valueData.lockRare = &lockRare{}
 	}
-	return l.valueData.lx
+	return l.valueData.lockRare
 }
 
 // numHolders is the number of holds on l.
@@ -243,7 +251,7 @@ func (l *Lock) numHolders() int {
 	if l.h0.Owner == "" {
 		return 0
 	}
-	if x := l.xt(); x != nil {
+	if x := l.rare(); x != nil {
 		return 1 + len(x.more)
 	}
 	return 1
@@ -255,13 +263,13 @@ func (l *Lock) holder(i int) *hold {
 	if i == 0 {
 		return &l.h0
 	}
-	return l.xt().more[i-1]
+	return l.rare().more[i-1]
 }
 
 // Fence is the highest fence granted on this key while the lock exists.
 func (l *Lock) Fence() uint64 {
 	var f uint64
-	if x := l.xt(); x != nil {
+	if x := l.rare(); x != nil {
 		f = x.fence
 		for _, h := range x.more {
 			f = max(f, h.Fence)
@@ -288,7 +296,7 @@ func (l *Lock) addHolder() *hold {
 		return &l.h0
 	}
 	h := &hold{}
-	x := l.ext()
+	x := l.rareAlloc()
 	x.more = append(x.more, h)
 	return h
 }
@@ -297,7 +305,7 @@ func (l *Lock) addHolder() *hold {
 // fence when it stays (other holders, or a lock-delay: see keepFence).
 func (l *Lock) removeHolder(i int) hold {
 	h := *l.holder(i)
-	x := l.xt()
+	x := l.rare()
 	switch {
 	case x == nil || len(x.more) == 0:
 		l.h0 = hold{}
@@ -325,13 +333,13 @@ func dropAt(s []*hold, i int) []*hold {
 // keepFence records the fence of a hold that ended while the lock stays.
 func (l *Lock) keepFence(f uint64) {
 	if f > l.Fence() {
-		l.ext().fence = f
+		l.rareAlloc().fence = f
 	}
 }
 
 // Permits is the semaphore size; 0 for mutex / reader-writer locks.
 func (l *Lock) Permits() int {
-	if x := l.xt(); x != nil {
+	if x := l.rare(); x != nil {
 		return x.permits
 	}
 	return 0
@@ -340,17 +348,17 @@ func (l *Lock) Permits() int {
 // DelayUntil is the FSM ms before which nothing is granted (lock-delay);
 // 0 = none.
 func (l *Lock) DelayUntil() int64 {
-	if x := l.xt(); x != nil {
+	if x := l.rare(); x != nil {
 		return x.delayUntil
 	}
 	return 0
 }
 
 func (l *Lock) setDelayUntil(at int64) {
-	if l.xt() == nil && at == 0 {
+	if l.rare() == nil && at == 0 {
 		return
 	}
-	l.ext().delayUntil = at
+	l.rareAlloc().delayUntil = at
 }
 
 // Hold is one owner's hold on a lock, as queries return it.
@@ -490,7 +498,7 @@ type applyCtx struct {
 	// write command it calls fails (runCmd).
 	readOnly bool
 	// luaSteps and luaMem are what the entry's scripts have used of
-	// Config.MaxScriptSteps and MaxScriptMemory (lua.go).
+	// Config.MaxScriptSteps and MaxScriptMemory (luaengine.Usage).
 	luaSteps, luaMem int64
 	// noForce: the command's Command.NoForce. proof: the running
 	// script's ARGV, whose tokens prove ownership (redis_noforce.go).
@@ -529,7 +537,7 @@ type Table struct {
 	// kept as they change (countLock) so Stats is O(1). Derived.
 	nLocks, nHolds int
 	// mem is the accounted size of everything but the request ids (which
-	// ext.reqs counts itself), kept as the table changes (memory.go).
+	// reqs counts itself), kept as the table changes (memory.go).
 	// Derived: recounted on Restore.
 	mem int64
 
@@ -537,8 +545,33 @@ type Table struct {
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
 
-	ext tableExt // state owned by lock*.go (request ids, ...)
-	rx  redisExt // state owned by redis*.go and lua*.go (script cache, ...)
+	// reqs are the remembered results by request id, in the order they
+	// were remembered (= expiry order): exactly-once (dedupe.go).
+	reqs reqTable
+
+	// goneHoldDue is the time of the pending dueHold item of keys whose
+	// lock is gone while the item is not (Value.holdDue holds it while the
+	// lock exists), so a lock acquired and released in a loop keeps one
+	// heap entry, not one per grant. Derived.
+	goneHoldDue map[string]int64
+
+	// sessHolds and sessWaiters index the holds and waiters of each
+	// session (session.go). Derived from holds and waiters.
+	sessHolds   map[string]map[holdRef]struct{}
+	sessWaiters map[string]map[string]struct{}
+
+	// tombs are the release tombstones for Redlock quorum (lock_redis.go).
+	tombs map[string]tombstone
+
+	// maxFence is the highest fence ever granted (the index of the
+	// latest entry that created a hold): the fence registry refuses a
+	// token above it, which no grant issued and which would otherwise
+	// block the resource for every later holder.
+	maxFence uint64
+
+	// scripts is EVAL's state: the replicated script cache, the Lua
+	// engine and the running script's undo log (redis_script.go).
+	scripts scripts
 }
 
 // New returns an empty table. cfg must be valid (see Config.Validate);
@@ -593,10 +626,14 @@ func (t *Table) reset() {
 	t.due = dueQueue{}
 	t.nLocks, t.nHolds = 0, 0
 	t.mem = 0
-	t.ext = tableExt{}
-	t.ext.init()
-	t.rx = redisExt{}
-	t.rx.init()
+	t.reqs.init(0)
+	t.goneHoldDue = make(map[string]int64)
+	t.sessHolds = make(map[string]map[holdRef]struct{})
+	t.sessWaiters = make(map[string]map[string]struct{})
+	t.tombs = make(map[string]tombstone)
+	t.maxFence = 0
+	t.scripts = scripts{}
+	t.scripts.init()
 }
 
 // Config returns the table's limits.
@@ -636,7 +673,7 @@ func (t *Table) ApplyBytes(index uint64, b []byte) Result {
 func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			t.rx.lua.dropIdle()
+			t.scripts.engine.DropIdle()
 			// Events already emitted (a waiter granted by an expiry) did
 			// happen: their waiters must hear of them.
 			res = Result{Index: index, Err: fmt.Errorf("%w: applying it panicked: %v", ErrBadCommand, p), Events: t.actx.events}

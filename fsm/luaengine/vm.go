@@ -1,4 +1,4 @@
-package fsm
+package luaengine
 
 import (
 	"sort"
@@ -11,26 +11,23 @@ import (
 // far more than running a small script (library tables, a call stack, a
 // register file), so the engine keeps idle ones and reuses them. What
 // makes reuse safe is that a script can reach only tables nothing can
-// write (see the package notes in lua.go) and that begin resets the rest.
+// write (see the package notes) and that begin resets the rest.
 type luaVM struct {
 	L    *lua.LState
 	env  *lua.LTable // the scripts' _G: empty, read-only, reads through to base
 	base *lua.LTable // globals: library views, base functions, KEYS, ARGV
 	// ro maps each read-only view to the table it shows; rawget, next
 	// and pairs look through a view, rawset and the rest refuse it.
-	ro    map[*lua.LTable]*lua.LTable
-	strMT *lua.LTable // what getmetatable("") returns: a read-only view
-	run   luaRun      // the script running now
-	// cmds caches command lookups by the name as the script spelled it.
-	cmds     map[string]*redisCmd
+	ro       map[*lua.LTable]*lua.LTable
+	strMT    *lua.LTable    // what getmetatable("") returns: a read-only view
+	run      luaRun         // the script running now
 	errFn    *lua.LFunction // run.errHandler, the PCall error function
 	null     *lua.LUserData // cjson.null (Redis: a NULL light userdata)
 	poisoned bool           // a Go panic escaped into the VM: do not reuse
 }
 
 const (
-	luaIdleVMs  = 4   // interpreters kept per Table; more are built when scripts nest
-	luaCmdCache = 128 // command-name spellings remembered per interpreter
+	luaIdleVMs  = 4 // interpreters kept per Engine; more are built when scripts nest
 	errReadonly = "Attempt to modify a readonly table"
 )
 
@@ -39,18 +36,31 @@ var luaRemoved = []string{"dofile", "loadfile", "print", "_printregs", "getfenv"
 	"module", "require", "newproxy", "_GOPHER_LUA_VERSION", "_G"}
 
 // getVM returns an idle interpreter, or a new one.
-func (e *luaEngine) getVM() *luaVM {
+func (e *Engine) getVM() *luaVM {
 	if n := len(e.idle); n > 0 {
 		vm := e.idle[n-1]
 		e.idle[n-1] = nil
 		e.idle = e.idle[:n-1]
 		return vm
 	}
+	e.built++
 	return newLuaVM()
 }
 
+// Stats counts what an Engine keeps.
+type Stats struct {
+	Scripts int    // compiled scripts cached
+	Idle    int    // interpreters waiting for reuse
+	Built   uint64 // interpreters built so far
+}
+
+// Stats returns the engine's counts.
+func (e *Engine) Stats() Stats {
+	return Stats{Scripts: e.lru.Len(), Idle: len(e.idle), Built: e.built}
+}
+
 // putVM makes vm available again, unless it is not to be trusted.
-func (e *luaEngine) putVM(vm *luaVM) {
+func (e *Engine) putVM(vm *luaVM) {
 	if vm.poisoned || len(e.idle) >= luaIdleVMs {
 		vm.L.Close()
 		return
@@ -58,8 +68,9 @@ func (e *luaEngine) putVM(vm *luaVM) {
 	e.idle = append(e.idle, vm)
 }
 
-// dropIdle closes the idle interpreters (after a recovered panic).
-func (e *luaEngine) dropIdle() {
+// DropIdle closes the idle interpreters. A host calls it after it
+// recovered a panic, which may have left one in any state.
+func (e *Engine) DropIdle() {
 	for _, vm := range e.idle {
 		vm.L.Close()
 	}
@@ -68,14 +79,14 @@ func (e *luaEngine) dropIdle() {
 
 // begin prepares vm to run one script: every piece of per-script state
 // starts from the same value whatever ran on vm before.
-func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte) *luaRun {
+func (vm *luaVM) begin(host Host, lim Limits, steps int64, sha string, keys, args [][]byte) *luaRun {
 	r := &vm.run
 	if r.ids != nil {
 		clear(r.ids)
 	}
-	r.t, r.ctx, r.sha, r.resp3, r.errLine = t, ctx, sha, false, 0
+	r.host, r.lim, r.sha, r.resp3, r.errLine = host, lim, sha, false, 0
 	r.cjson = cjsonDefaults
-	r.budget = stepBudget{steps: ctx.luaSteps, max: int64(t.cfg.MaxScriptSteps), L: vm.L}
+	r.budget = stepBudget{steps: steps, max: int64(lim.MaxSteps), L: vm.L}
 	r.rand.seed(0)
 	vm.L.SetTop(0)
 	vm.base.RawSetString("KEYS", byteTable(vm.L, keys))
@@ -87,7 +98,7 @@ func (vm *luaVM) begin(t *Table, ctx *applyCtx, sha string, keys, args [][]byte)
 // references that would keep its data alive while vm sits idle.
 func (vm *luaVM) end() {
 	vm.L.SetTop(0)
-	vm.run.t, vm.run.ctx = nil, nil
+	vm.run.host = nil
 	if len(vm.run.ids) > 64 {
 		vm.run.ids = nil
 	}
@@ -100,7 +111,7 @@ func newLuaVM() *luaVM {
 		RegistrySize:    1024,
 		RegistryMaxSize: 1 << 20,
 	})
-	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}, cmds: map[string]*redisCmd{}}
+	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}}
 	vm.run.vm = vm
 	r := &vm.run
 	vm.errFn = L.NewFunction(r.errHandler)
@@ -367,7 +378,7 @@ func (vm *luaVM) redisLib() *lua.LTable {
 			if L.GetTop() != 1 {
 				r.raise(L, errTable(L, "ERR wrong number of arguments"))
 			}
-			L.Push(lua.LString(ScriptSHA([]byte(L.ToString(1)))))
+			L.Push(lua.LString(SHA([]byte(L.ToString(1)))))
 			return 1
 		},
 		"replicate_commands": func(L *lua.LState) int { L.Push(lua.LTrue); return 1 },

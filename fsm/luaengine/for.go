@@ -1,4 +1,4 @@
-package fsm
+package luaengine
 
 import "github.com/locknode/locknode/internal/lua/ast"
 

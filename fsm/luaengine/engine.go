@@ -1,9 +1,11 @@
-package fsm
+package luaengine
 
 import (
 	"bytes"
 	"container/list"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -16,74 +18,6 @@ import (
 
 	"github.com/locknode/locknode/fsm/reply"
 )
-
-// The Lua engine behind EVAL: gopher-lua (Lua 5.1) made deterministic.
-//
-//   - Libraries: base (without dofile, loadfile, print, getfenv, setfenv,
-//     module, require, newproxy; collectgarbage is a no-op), table, string,
-//     math, and Redis' bit (lua_bit.go), cjson (lua_cjson.go), struct
-//     (lua_struct.go) and cmsgpack (lua_cmsgpack.go), each charging its
-//     work to the step budget and what it builds to the memory budget.
-//     No os, io, debug, coroutine, package.
-//   - math.random is Redis' rand48 generator reseeded with 0 at the start of
-//     every script (as Redis 6 did; Redis 7.0 keeps the generator running
-//     across scripts, which would be unreplicated state). math.randomseed
-//     reseeds it for the rest of the script.
-//   - tostring of a table or function names it by the order in which the
-//     script first printed it ("table: 0x00000001"), not by its address.
-//   - Globals are read-only as in Redis 7: assigning one raises "Attempt to
-//     modify a readonly table", reading an undefined one raises "Script
-//     attempted to access nonexistent global variable".
-//   - Step budget: the VM checks its context once per instruction; our
-//     context is not a clock but a counter (stepBudget), so a script that
-//     runs more than Config.MaxScriptSteps instructions fails with the same
-//     error on every node. Go library calls count as one step each, except
-//     pattern matching (find, match, gmatch, gsub), which adds its own
-//     steps to the same counter; string.rep is also capped at
-//     Config.MaxValueBytes.
-//   - Memory budget: internal/lua charges every allocation a script
-//     controls (strings it builds, tables and their growth, closures,
-//     redis.call replies) to a per-run count, before allocating, and
-//     raises an error past Config.MaxScriptMemory. The count depends only
-//     on what the script asked for, so every node stops the script at the
-//     same instruction with the same error.
-//   - Neither limit can be caught: pcall may catch the error, but the VM
-//     polls the budget before the next instruction and fails again, and
-//     the reply is the limit's error whatever the script returned.
-//   - The budgets are per log entry: the scripts of one EXEC share them.
-//   - A script that fails (an uncaught error, a limit) changes nothing: the
-//     writes it made before failing are undone (script_undo.go). Redis
-//     keeps them.
-//   - Lua 5.1 numeric-for conversion: `for i = "3", 1, -1` converts string
-//     bounds to numbers; gopher-lua does not, so the compiler front end
-//     wraps the three expressions of every numeric for in a conversion
-//     call (rewriteFors).
-//
-//   - Isolation: interpreters (luaVM, lua_vm.go) are reused from a small
-//     node-local free list, so a script must not be able to leave anything
-//     behind for the next one. Scripts see only read-only tables that
-//     nothing can write: the globals (an always-empty view over the
-//     libraries, KEYS and ARGV), the library tables string, table, math
-//     and redis (views over tables the script cannot reach), and the
-//     string metatable. rawset, setmetatable, table.insert/remove/sort
-//     refuse them ("Attempt to modify a readonly table", as Redis 7);
-//     setmetatable accepts only tables, so the metatables of strings,
-//     numbers and the like cannot change. Everything else a script can
-//     touch (tostring names, the random generator, RESP version, the step
-//     budget, the VM stack) is reset before each run. The result of a
-//     script therefore never depends on which interpreter ran it.
-//   - Library tables are filled in sorted key order, so pairs() over them
-//     is the same on every node (gopher-lua fills them from Go maps).
-//   - string.format is Lua 5.1's (lua_format.go): %s takes only strings
-//     and numbers, as in Redis, so no address can reach a reply.
-//   - Errors read as Redis 7's: a script is first checked against Lua
-//     5.1's grammar (lua_syntax.go), which gives compile errors Lua's
-//     words; runtime errors carry Lua 5.1's texts with variable names
-//     (internal/lua errnames.go) and Redis' "script: <sha>, on
-//     @user_script:<line>." suffix (lua_errors.go).
-//
-// Compiled prototypes are cached by SHA1 in a bounded LRU, which is
-// node-local and not replicated.
 
 const (
 	luaProtoCache = 256 // compiled scripts kept per node
@@ -102,55 +36,113 @@ const (
 	errScriptMemory = "ERR locknode: script memory limit exceeded (%d bytes, MaxScriptMemory) script: %s"
 )
 
-// luaEngine caches per-script derived data. Not replicated: losing it
-// only costs a recompile.
-type luaEngine struct {
+// Host is what a script needs from the key space it runs against.
+// The engine knows nothing of the key space itself: redis.call and
+// redis.pcall hand their arguments to Call and turn its reply into Lua
+// values.
+type Host interface {
+	// Call runs the command args (args[0] is its name as the script
+	// spelled it) for redis.call or redis.pcall and returns its reply; a
+	// refusal is an error reply ("ERR ..."), which the script sees as an
+	// error table. mem is the script's memory budget: what the host keeps
+	// on the script's behalf (an undo copy, say) it charges there before
+	// keeping it, and ChargeMem does not return when the budget is spent.
+	// Call must be deterministic like the rest of the script.
+	Call(mem Budget, args [][]byte) reply.Reply
+}
+
+// Budget is the script's memory budget as a Host sees it.
+type Budget interface {
+	ChargeMem(n int64)
+}
+
+// Limits bound one log entry's scripts.
+type Limits struct {
+	MaxSteps      int // VM instructions (Config.MaxScriptSteps)
+	MaxMemory     int // bytes a script may make (Config.MaxScriptMemory)
+	MaxValueBytes int // longest string string.rep may build (Config.MaxValueBytes)
+}
+
+// Usage is what the scripts of one log entry have used of their Limits
+// so far: the budgets are per entry, so the scripts of one EXEC share
+// them. Run adds to it.
+type Usage struct {
+	Steps, Mem int64
+}
+
+// Engine compiles and runs scripts. It caches compiled scripts and idle
+// interpreters, which are derived, node-local and never replicated:
+// losing them only costs a recompile. An Engine is not safe for
+// concurrent use; its host serialises scripts as it serialises the
+// commands they call.
+type Engine struct {
 	entries map[string]*list.Element
-	lru     *list.List // front = most recently used *luaEntry
+	lru     *list.List // front = most recently used *Script
 	idle    []*luaVM   // interpreters ready for reuse (see getVM)
+	built   uint64     // interpreters built (Stats)
 }
 
-type luaEntry struct {
-	sha      string
-	proto    *lua.FunctionProto
-	fam      scriptFamily
-	famKnown bool
+// Script is a cache entry: a script's compiled form, and a tag its host
+// keeps with it (fsm: the script's native family).
+type Script struct {
+	sha    string
+	proto  *lua.FunctionProto
+	tag    uint8
+	tagged bool
 }
 
-func newLuaEngine() *luaEngine {
-	return &luaEngine{entries: map[string]*list.Element{}, lru: list.New()}
+// New returns an engine with empty caches.
+func New() *Engine {
+	return &Engine{entries: map[string]*list.Element{}, lru: list.New()}
 }
 
-func (e *luaEngine) entry(sha string) *luaEntry {
+func (e *Engine) entry(sha string) *Script {
 	if el, ok := e.entries[sha]; ok {
 		e.lru.MoveToFront(el)
-		return el.Value.(*luaEntry)
+		return el.Value.(*Script)
 	}
-	en := &luaEntry{sha: sha}
+	en := &Script{sha: sha}
 	e.entries[sha] = e.lru.PushFront(en)
 	for e.lru.Len() > luaProtoCache {
 		last := e.lru.Back()
 		e.lru.Remove(last)
-		delete(e.entries, last.Value.(*luaEntry).sha)
+		delete(e.entries, last.Value.(*Script).sha)
 	}
 	return en
 }
 
-// family returns the native family of script (famNone for most).
-func (e *luaEngine) family(sha string, script []byte) scriptFamily {
+// Tag returns the tag of the script whose SHA1 is sha, computing it with
+// classify the first time (or again after the entry was evicted).
+func (e *Engine) Tag(sha string, script []byte, classify func([]byte) uint8) uint8 {
 	en := e.entry(sha)
-	if !en.famKnown {
-		en.fam, en.famKnown = classify(script), true
+	if !en.tagged {
+		en.tag, en.tagged = classify(script), true
 	}
-	return en.fam
+	return en.tag
 }
 
-// compile returns the compiled script, from the cache when possible.
-func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, error) {
+// CompileError is a script that does not compile; its text is Redis 7's
+// reply to it ("ERR Error compiling script (new function): ...").
+type CompileError struct{ Text string }
+
+func (e *CompileError) Error() string { return e.Text }
+
+// Compile returns the compiled script whose SHA1 is sha, from the cache
+// when possible. A script that does not compile gives a *CompileError.
+func (e *Engine) Compile(sha string, script []byte) (*Script, error) {
 	en := e.entry(sha)
 	if en.proto != nil {
-		return en.proto, nil
+		return en, nil
 	}
+	proto, err := compile(script)
+	if err != nil {
+		return nil, &CompileError{Text: compileErrText(err, script)}
+	}
+	en.proto = proto
+	return en, nil
+}
+
+func compile(script []byte) (*lua.FunctionProto, error) {
 	// Lua 5.1's grammar first: what it refuses (and gopher-lua might
 	// take, such as goto or an ambiguous call across lines), Redis refuses.
 	if msg := luaSyntaxError(script); msg != "" {
@@ -161,12 +153,14 @@ func (e *luaEngine) compile(sha string, script []byte) (*lua.FunctionProto, erro
 		return nil, err
 	}
 	rewriteFors(chunk)
-	proto, err := lua.Compile(chunk, luaChunkName)
-	if err != nil {
-		return nil, err
-	}
-	en.proto = proto
-	return proto, nil
+	return lua.Compile(chunk, luaChunkName)
+}
+
+// SHA returns the lowercase hex SHA1 of script, the name EVALSHA and
+// SCRIPT LOAD use (and redis.sha1hex computes).
+func SHA(script []byte) string {
+	h := sha1.Sum(script)
+	return hex.EncodeToString(h[:])
 }
 
 // stepBudget is the context the VM polls once per instruction: Done
@@ -209,8 +203,8 @@ var _ context.Context = (*stepBudget)(nil)
 // luaVM and is reset by luaVM.begin, so nothing in it outlives a script.
 type luaRun struct {
 	vm     *luaVM
-	t      *Table
-	ctx    *applyCtx
+	host   Host
+	lim    Limits
 	sha    string
 	resp3  bool
 	budget stepBudget
@@ -221,23 +215,28 @@ type luaRun struct {
 	cjson   cjsonConfig // cjson's settings, for this script only
 }
 
-func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys, args [][]byte) reply.Reply {
-	// The budgets are per log entry: the scripts of one EXEC share them,
-	// so a MULTI block of spinning scripts stalls no longer than one.
-	memLeft := int64(t.cfg.MaxScriptMemory) - ctx.luaMem
-	if ctx.luaSteps >= int64(t.cfg.MaxScriptSteps) {
-		return reply.NewError(fmt.Sprintf(errScriptSteps, t.cfg.MaxScriptSteps, sha))
+// Run runs a compiled script with KEYS and ARGV against host, within
+// what lim leaves after used, and adds what it used to used. failed
+// reports that the script did not complete (an uncaught error, a limit,
+// a reply nested too deep, or a budget spent before it started): its
+// host must undo what its commands changed. The reply is the same on
+// every node for the same host state, script and arguments.
+func (e *Engine) Run(host Host, s *Script, keys, args [][]byte, lim Limits, used *Usage) (res reply.Reply, failed bool) {
+	sha := s.sha
+	memLeft := int64(lim.MaxMemory) - used.Mem
+	if used.Steps >= int64(lim.MaxSteps) {
+		return reply.NewError(fmt.Sprintf(errScriptSteps, lim.MaxSteps, sha)), true
 	}
 	if memLeft <= 0 {
-		return reply.NewError(fmt.Sprintf(errScriptMemory, t.cfg.MaxScriptMemory, sha))
+		return reply.NewError(fmt.Sprintf(errScriptMemory, lim.MaxMemory, sha)), true
 	}
-	vm := t.rx.lua.getVM()
-	defer t.rx.lua.putVM(vm)
-	r := vm.begin(t, ctx, sha, keys, args)
+	vm := e.getVM()
+	defer e.putVM(vm)
+	r := vm.begin(host, lim, used.Steps, sha, keys, args)
 	defer vm.end()
 	L := vm.L
 
-	fn := L.NewFunctionFromProto(proto)
+	fn := L.NewFunctionFromProto(s.proto)
 	fn.Env = vm.env
 	L.SetContext(&r.budget)
 	L.SetPatternSteps(&r.budget.steps, r.budget.max)
@@ -245,19 +244,19 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 	L.Push(fn)
 	err := L.PCall(0, 1, vm.errFn)
 	memExceeded := L.MemExceeded()
-	ctx.luaMem += L.MemUsed()
-	ctx.luaSteps = r.budget.steps
-	t.rx.undo.failed = err != nil || memExceeded || r.budget.exceeded || r.budget.steps > r.budget.max
+	used.Mem += L.MemUsed()
+	used.Steps = r.budget.steps
+	failed = err != nil || memExceeded || r.budget.exceeded || r.budget.steps > r.budget.max
 	L.SetMemLimit(0)
 	L.SetPatternSteps(nil, 0)
 	L.RemoveContext()
 	if r.budget.exceeded || r.budget.steps > r.budget.max {
 		vm.poisoned = true // stopped anywhere in the VM: not trusted again
-		return reply.NewError(fmt.Sprintf(errScriptSteps, t.cfg.MaxScriptSteps, sha))
+		return reply.NewError(fmt.Sprintf(errScriptSteps, lim.MaxSteps, sha)), failed
 	}
 	if memExceeded {
 		vm.poisoned = true
-		return reply.NewError(fmt.Sprintf(errScriptMemory, t.cfg.MaxScriptMemory, sha))
+		return reply.NewError(fmt.Sprintf(errScriptMemory, lim.MaxMemory, sha)), failed
 	}
 	if err != nil {
 		var ae *lua.ApiError
@@ -266,14 +265,13 @@ func (t *Table) runLua(ctx *applyCtx, sha string, proto *lua.FunctionProto, keys
 			// every node, but this state is not trusted again.
 			vm.poisoned = true
 		}
-		return reply.NewError(r.errorText(err))
+		return reply.NewError(r.errorText(err)), failed
 	}
 	res, ok := r.toReply(L.Get(-1), 0)
 	if !ok {
-		t.rx.undo.failed = true
-		return reply.NewError("ERR reached lua stack limit")
+		return reply.NewError("ERR reached lua stack limit"), true
 	}
-	return res
+	return res, failed
 }
 
 // errorText renders an uncaught script error as Redis 7.0 does:
@@ -339,7 +337,7 @@ func parseLuaNumber(s string) (float64, error) {
 	return strconv.ParseFloat(s, 64)
 }
 
-// tostring names values deterministically (see the package notes above).
+// tostring names values deterministically (see the package notes).
 func (r *luaRun) tostring(v lua.LValue) string {
 	if v == r.vm.null {
 		return "userdata: (nil)" // glibc's %p of Redis' NULL light userdata
@@ -412,8 +410,7 @@ func (r *luaRun) raise(L *lua.LState, tb *lua.LTable) {
 	L.Error(tb, 0)
 }
 
-// call is redis.call (raise) and redis.pcall: run a command through the
-// same path as OpRedis, so locks behave the same inside scripts.
+// call is redis.call (raise) and redis.pcall: the host runs the command.
 func (r *luaRun) call(L *lua.LState, raise bool) int {
 	fail := func(text string) int {
 		tb := errTable(L, text)
@@ -457,36 +454,12 @@ func (r *luaRun) call(L *lua.LState, raise bool) int {
 		}
 		args[i-1] = buf[start:len(buf):len(buf)]
 	}
-	cmd := r.lookup(args[0])
-	if cmd == nil {
-		return fail("ERR Unknown Redis command called from script")
-	}
-	if !arityOK(cmd, len(args)) {
-		return fail("ERR Wrong number of args calling Redis command from script")
-	}
-	if !cmd.ro && !r.ctx.readOnly {
-		// The undo copy of the keys it names (script_undo.go).
-		L.ChargeMem(r.t.undoCost(cmd.name, args))
-		r.t.undoSave(cmd.name, args)
-	}
-	res := r.t.runCmd(r.ctx, cmd, args)
+	res := r.host.Call(L, args)
 	if res.Kind == reply.Error {
 		return fail(luaErrText("-" + res.Str))
 	}
 	L.Push(r.toLua(L, res))
 	return 1
-}
-
-// lookup finds the command a script names, remembering the spelling.
-func (r *luaRun) lookup(name []byte) *redisCmd {
-	if c, ok := r.vm.cmds[string(name)]; ok {
-		return c
-	}
-	c := lookupCmd(name)
-	if c != nil && len(r.vm.cmds) < luaCmdCache {
-		r.vm.cmds[string(name)] = c
-	}
-	return c
 }
 
 // appendLuaArgNumber formats a number argument as Redis does (%.17g).
@@ -701,12 +674,17 @@ func (r *luaRun) pairsReply(m *lua.LTable, kind reply.Kind, depth int) (reply.Re
 	return out, true
 }
 
-// fmtDouble is Redis' addReplyDouble text (%.17g, inf, nan).
+// fmtDouble is Redis' addReplyDouble text (%.17g, inf, -inf, nan).
 func fmtDouble(f float64) string {
-	if f != f {
+	switch {
+	case f != f:
 		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
 	}
-	return fmtScore(f)
+	return fmt.Sprintf("%.17g", f)
 }
 
 // luaToInt truncates like C's (long long) cast; out-of-range values and
@@ -758,7 +736,7 @@ func (r *luaRun) stringRep(L *lua.LState) int {
 		L.Push(lua.LString(""))
 		return 1
 	}
-	if int64(len(s))*int64(n) > int64(r.t.cfg.MaxValueBytes) {
+	if int64(len(s))*int64(n) > int64(r.lim.MaxValueBytes) {
 		L.RaiseError("string.rep result longer than MaxValueBytes")
 	}
 	L.ChargeMem(int64(len(s)) * int64(n))

@@ -1,4 +1,4 @@
-package fsm
+package luaengine
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 
 // compileErrText is Redis' reply to a script that does not compile. The
 // text of a syntax error comes from the Lua 5.1 syntax check
-// (lua_syntax.go). gopher-lua's yacc parser knows the token it stopped at
+// (syntax.go). gopher-lua's yacc parser knows the token it stopped at
 // but not what Lua's parser expected there: should it refuse a script the
 // check passed (the grammars differ), the error reads "unexpected symbol
 // near '<token>'".

@@ -1,4 +1,4 @@
-package fsm
+package luaengine
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 // compiles, inside Apply: on any input it must return (never panic, never
 // recurse without bound) and name a line within the script.
 func FuzzLuaSyntax(f *testing.F) {
-	for _, s := range luaErrorCases {
+	for _, s := range syntaxSeeds {
 		f.Add(s)
 	}
 	f.Add("local t = {a = 1, [2] = 3; 4} for k, v in pairs(t) do if k then break end end return t")
