@@ -30,6 +30,7 @@ type lockService struct {
 var (
 	_ api.Locker = (*lockService)(nil)
 	_ api.Locker = (*Node)(nil)
+	_ api.Locker = (*Local)(nil)
 )
 
 func newLockService(r replica, log hclog.Logger, cancelTimeout time.Duration) *lockService {

@@ -51,6 +51,7 @@ type replica interface {
 
 var (
 	_ replica = (*Node)(nil)
+	_ replica = (*Local)(nil)
 )
 
 // Node as a replica: the lock service of a node runs on raft.
