@@ -46,9 +46,10 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", api.ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
-// Limits returns the request limits this node enforces, derived from its
-// table's fsm.Config: every front end validates a request with them before it
-// proposes anything (the FSM checks the same values again).
+// Limits returns the request limits this node (or Local) enforces,
+// derived from its table's fsm.Config: every front end validates a
+// request with them before it proposes anything (the FSM checks the same
+// values again).
 func (s *lockService) Limits() api.Limits {
 	return s.r.requestLimits()
 }
