@@ -277,6 +277,9 @@ func TestObserveAndCampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ld := <-ch; ld.Value != "" {
+		t.Fatalf("first observation %+v, want the election as it stands: no leader", ld)
+	}
 	ld1, err := c.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "v1", Session: s.ID()})
 	if err != nil {
 		t.Fatal(err)
@@ -420,6 +423,9 @@ func TestObserveReconnectsToAnotherEndpoint(t *testing.T) {
 	ch, err := c.Observe(ctx, "e")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ld := <-ch; ld.Value != "" {
+		t.Fatalf("first observation %+v, want the election as it stands: no leader", ld)
 	}
 	ld1, err := fake.Campaign(ctx, api.CampaignRequest{Election: "e", Value: "v1", Session: sess.ID})
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 func bubbleClient(t *testing.T) (*client.Client, *httpapitest.Fake, *httpapitest.Transport) {
 	t.Helper()
 	fake := httpapitest.NewFake()
+	// Its tick loop must end inside the bubble.
+	t.Cleanup(func() { _ = fake.Close() })
 	tr := httpapitest.NewTransport(fake)
 	c, err := client.New(client.Config{
 		Endpoints:      []string{"http://fake.invalid"},
@@ -123,6 +125,9 @@ func TestJeopardyAndLostComeBeforeTheServerDeadline(t *testing.T) {
 					t.Fatalf("state %v", l.State())
 				}
 				time.Sleep(time.Until(serverDeadline))
+				// The server's tick at the deadline ends the hold; a read
+				// never calls it ended before a committed entry did.
+				synctest.Wait()
 				if _, _, ok := fake.Holder("k"); ok {
 					t.Fatal("the fake did not enforce the lease")
 				}
@@ -181,7 +186,10 @@ func TestSessionKeepAliveAndEnd(t *testing.T) {
 		}
 
 		// The server ends it: Done closes, and holds bound to it are lost.
-		l, err := c.Lock(ctx, "k", client.WithSession(s), client.WithTTL(10*time.Second))
+		// A hold bound to a session lives as long as the session, so the
+		// lease's TTL is the session's remaining time: the lock asks for
+		// the session's TTL, and its margin (a tenth of it) fits.
+		l, err := c.Lock(ctx, "k", client.WithSession(s), client.WithTTL(ttl))
 		if err != nil {
 			t.Fatal(err)
 		}

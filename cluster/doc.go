@@ -6,6 +6,20 @@
 // implements api.Locker (the typed lock API) and the RESP bridge's
 // Backend (Apply, Read, Subscribe, WaitCommitted).
 //
+// The node is two layers. Its replica (replica.go) is raft, the table and
+// its lock, the applied index, the subscribers and the registry of local
+// waiters: Apply, Read, Subscribe and a waiter's outcome. The lock service
+// (locker.go, election.go) is the lock API written once over that
+// replica: it validates a request, builds the FSM command, proposes it
+// and maps the result. *Node embeds its lock service, so its lock methods
+// are the service's.
+//
+// NewLocal runs the same lock service over one in-process table (Local):
+// a mutex in place of raft, commands stamped with LocalConfig.Clock, a
+// loop doing the leader's tick work, nothing on disk. It serves tests
+// (httpapitest.Fake and the bridge's test backend are built on it) and
+// single-process use that needs no durability.
+//
 // What the node is responsible for:
 //
 //  1. Storage: the raft log in DataDir/wal (hashicorp/raft-wal, one

@@ -61,8 +61,8 @@ func NewElectionToken() (string, error) {
 // earlier candidates (a campaign with the same value but another token is
 // another candidate). Leadership ends with the session or Resign. If ctx
 // ends first, the candidate leaves the queue and ctx's error is returned.
-func (n *Node) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
-	if err := req.Validate(n.Limits()); err != nil {
+func (s *lockService) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+	if err := req.Validate(s.Limits()); err != nil {
 		return api.Leader{}, err
 	}
 	key, err := electionKey(req.Election)
@@ -76,7 +76,7 @@ func (n *Node) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leade
 	}
 	owner := ElectionOwner(req.Value, req.Token)
 	for {
-		l, err := n.Acquire(ctx, api.AcquireRequest{Key: key, Owner: owner, Session: req.Session})
+		l, err := s.Acquire(ctx, api.AcquireRequest{Key: key, Owner: owner, Session: req.Session})
 		if errors.Is(err, api.ErrWaitTimeout) && ctx.Err() == nil {
 			// One wait lasts at most api.MaxWait; campaign on.
 			continue
@@ -91,25 +91,25 @@ func (n *Node) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leade
 // Resign ends leader's leadership: ErrNotOwner unless leader carries the
 // token of the campaign that holds the election, ErrNotHeld when nobody
 // does.
-func (n *Node) Resign(ctx context.Context, leader api.Leader) error {
+func (s *lockService) Resign(ctx context.Context, leader api.Leader) error {
 	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
-	if err := rreq.Validate(n.Limits()); err != nil {
+	if err := rreq.Validate(s.Limits()); err != nil {
 		return err
 	}
 	key, err := electionKey(leader.Election)
 	if err != nil {
 		return err
 	}
-	_, err = n.Release(ctx, api.ReleaseRequest{Key: key, Owner: ElectionOwner(leader.Value, leader.Token)})
+	_, err = s.Release(ctx, api.ReleaseRequest{Key: key, Owner: ElectionOwner(leader.Value, leader.Token)})
 	return err
 }
 
 // Proclaim publishes value as leader's value in one replicated step
 // (fsm.OpReown): leadership, fence and session binding are kept, so there
 // is no moment without a leader and no other candidate can step in.
-func (n *Node) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
+func (s *lockService) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
 	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
-	if err := preq.Validate(n.Limits()); err != nil {
+	if err := preq.Validate(s.Limits()); err != nil {
 		return api.Leader{}, err
 	}
 	key, err := electionKey(leader.Election)
@@ -118,7 +118,7 @@ func (n *Node) Proclaim(ctx context.Context, leader api.Leader, value string) (a
 	}
 	c := &fsm.Command{Op: fsm.OpReown, Key: key, Owner: ElectionOwner(leader.Value, leader.Token),
 		Args: [][]byte{[]byte(ElectionOwner(value, leader.Token))}}
-	res, err := n.Apply(ctx, c)
+	res, err := s.r.Apply(ctx, c)
 	if err != nil {
 		return api.Leader{}, err
 	}
@@ -134,13 +134,13 @@ func (n *Node) Proclaim(ctx context.Context, leader api.Leader, value string) (a
 // polling). An empty Value means no leader. Intermediate states may be
 // skipped if the receiver is slow; the last one is always delivered. The
 // channel is closed when ctx ends or the node closes.
-func (n *Node) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
+func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
 	key, err := electionKey(election)
 	if err != nil {
 		return nil, err
 	}
 	dirty := make(chan struct{}, 1)
-	cancel := n.Subscribe(func(_ uint64, events []fsm.Event) {
+	cancel := s.r.Subscribe(func(_ uint64, events []fsm.Event) {
 		for _, e := range events {
 			if e.Key == key || (e.Kind == fsm.EvGranted && containsKey(e.Keys, key)) {
 				select {
@@ -151,7 +151,7 @@ func (n *Node) Observe(ctx context.Context, election string) (<-chan api.Leader,
 			}
 		}
 	})
-	first, err := n.electionLeader(ctx, election, key, false)
+	first, err := s.electionLeader(ctx, election, key, false)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -168,11 +168,11 @@ func (n *Node) Observe(ctx context.Context, election string) (<-chan api.Leader,
 			case <-dirty:
 			case <-ctx.Done():
 				return
-			case <-n.closed:
+			case <-s.r.closing():
 				return
 			}
 			// Local state already includes the entry that signalled.
-			cur, err := n.electionLeader(ctx, election, key, true)
+			cur, err := s.electionLeader(ctx, election, key, true)
 			if err != nil || cur == last {
 				continue
 			}
@@ -181,7 +181,7 @@ func (n *Node) Observe(ctx context.Context, election string) (<-chan api.Leader,
 				last = cur
 			case <-ctx.Done():
 				return
-			case <-n.closed:
+			case <-s.r.closing():
 				return
 			}
 		}
@@ -198,9 +198,9 @@ func containsKey(keys []string, k string) bool {
 	return false
 }
 
-func (n *Node) electionLeader(ctx context.Context, election, key string, stale bool) (api.Leader, error) {
+func (s *lockService) electionLeader(ctx context.Context, election, key string, stale bool) (api.Leader, error) {
 	ld := api.Leader{Election: election}
-	err := n.Read(ctx, stale, func(t *fsm.Table, now int64) {
+	err := s.r.Read(ctx, stale, func(t *fsm.Table, now int64) {
 		if h, ok := t.Inspect(key, now); ok == nil && h.Kind == fsm.KindLock && len(h.Holders) > 0 {
 			ld.Value, ld.Fence = ElectionValue(h.Holders[0].Owner), h.Holders[0].Fence
 		}

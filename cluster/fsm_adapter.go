@@ -260,89 +260,6 @@ func (n *Node) WaitCommitted(ctx context.Context, index uint64) error {
 	return n.waitApplied(ctx, index)
 }
 
-// dispatch completes local waiters and calls subscribers for one entry's
-// events. It never blocks: waiter channels have room for their one
-// outcome.
-func (n *Node) dispatch(index uint64, events []fsm.Event) {
-	n.waitMu.Lock()
-	for _, e := range events {
-		if e.Kind != fsm.EvGranted && e.Kind != fsm.EvWaitEnded {
-			continue
-		}
-		if ch, ok := n.waiters[e.WaiterID]; ok {
-			we := waiterEvent{index: index, ev: e}
-			select {
-			case ch <- we:
-			default:
-				// A later outcome replaces an unread earlier one: an id is
-				// queued again after its first wait ended when a retried
-				// acquire's first answer was lost (Acquire), and only the
-				// last wait can be the one its request is blocked on.
-				select {
-				case <-ch:
-				default:
-				}
-				select {
-				case ch <- we:
-				default:
-				}
-			}
-		}
-	}
-	n.waitMu.Unlock()
-
-	n.subMu.Lock()
-	subs := make([]func(uint64, []fsm.Event), 0, len(n.subs))
-	for _, fn := range n.subs {
-		subs = append(subs, fn)
-	}
-	n.subMu.Unlock()
-	for _, fn := range subs {
-		fn(index, events)
-	}
-}
-
-// Subscribe calls fn with every applied entry's events (entries without
-// events are skipped), in log order, on the apply path: fn must not
-// block. cancel stops the calls; one already under way may still finish
-// after cancel returns.
-func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
-	n.subMu.Lock()
-	n.subSeq++
-	id := n.subSeq
-	n.subs[id] = fn
-	n.subMu.Unlock()
-	return func() {
-		n.subMu.Lock()
-		delete(n.subs, id)
-		n.subMu.Unlock()
-	}
-}
-
-// waiterEvent is a local waiter's outcome (EvGranted or EvWaitEnded) and
-// the index of the entry that produced it.
-type waiterEvent struct {
-	index uint64
-	ev    fsm.Event
-}
-
-// registerWaiter returns the channel that receives waiter id's outcome
-// (EvGranted or EvWaitEnded). Register before proposing the acquire, so
-// an outcome applied before the proposer starts waiting is not lost.
-func (n *Node) registerWaiter(id string) chan waiterEvent {
-	ch := make(chan waiterEvent, 1)
-	n.waitMu.Lock()
-	n.waiters[id] = ch
-	n.waitMu.Unlock()
-	return ch
-}
-
-func (n *Node) unregisterWaiter(id string) {
-	n.waitMu.Lock()
-	delete(n.waiters, id)
-	n.waitMu.Unlock()
-}
-
 // isSetNX reports whether a Redis command is SET with NX: a Redis client's
 // lock acquire, so a successful one (+OK) counts as a grant.
 func isSetNX(args [][]byte) bool {
@@ -355,4 +272,12 @@ func isSetNX(args [][]byte) bool {
 		}
 	}
 	return false
+}
+
+// Subscribe calls fn with every applied entry's events (entries without
+// events are skipped), in log order, on the apply path: fn must not
+// block. cancel stops the calls; one already under way may still finish
+// after cancel returns.
+func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+	return n.subscribe(fn)
 }

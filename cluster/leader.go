@@ -277,3 +277,86 @@ func (n *Node) tickLoop(l *leadership) {
 		}
 	}
 }
+
+// handoffMaxDefer bounds how long deferQueuedAcquire holds an acquire
+// back: several commits, so that a hand-off slowed by a loaded machine
+// still finds it waiting, while a lock held for longer costs its new
+// waiters at most this much of their place in the queue (never their
+// grant: the lock is held meanwhile, and a lock left free lets them go).
+const handoffMaxDefer = 10 * time.Millisecond
+
+// deferQueuedAcquire holds back a blocking exclusive acquire that this
+// leader's table says will queue behind another owner, until the next
+// release of that key is proposed here (or the key is left free, or
+// handoffMaxDefer passes), so both enter one log write.
+//
+// Under contention every hand-off commits the holder's release, and the
+// previous holder's next acquire arrives at the same moment (both are
+// answered by one applied batch). Sent on its own, that acquire takes a
+// leader write and a follower write of its own, and the release waits
+// behind one or both: measured on the 16-worker hand-off benchmark, only
+// a fifth of the releases shared a batch with it, and hand-offs that
+// waited behind it took 1.7 times as long. Holding the acquire back costs
+// it nothing: it would have queued behind the holder anyway, and the
+// release it joins is what moves the queue.
+func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
+	if cmd.Wait == 0 || cmd.Key == "" || len(cmd.Keys) > 0 || cmd.Mode != fsm.Exclusive {
+		return
+	}
+	l := n.readyLead()
+	if l == nil {
+		return
+	}
+	// Wait first, then look: a release proposed after the look opens
+	// this channel, so none is missed in between.
+	open, maxDefer := l.handoff.wait(cmd.Key)
+	defer l.handoff.leave(cmd.Key, open)
+	n.mu.RLock()
+	busy := n.table.HeldByOther(cmd.Key, cmd.Owner, n.table.Now())
+	n.mu.RUnlock()
+	if !busy {
+		return
+	}
+	// Never more than a small part of the caller's own wait, which the
+	// FSM counts from when the acquire is proposed.
+	t := time.NewTimer(min(maxDefer, time.Duration(cmd.Wait)*time.Millisecond/8))
+	defer t.Stop()
+	select {
+	case <-open:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-l.done:
+	case <-n.closed:
+	}
+}
+
+// openHandoff lets the acquires held back on cmd's keys go with the
+// release cmd that is about to be proposed.
+func (n *Node) openHandoff(cmd *fsm.Command) {
+	l := n.lead.Load()
+	if l == nil {
+		return
+	}
+	if cmd.Key != "" {
+		l.handoff.open(cmd.Key)
+	}
+	for _, k := range cmd.Keys {
+		l.handoff.open(k)
+	}
+}
+
+// readyLead returns this node's leadership once its term is ready to
+// propose (l.ready), or nil: a follower, or a leader still applying its
+// term's barrier.
+func (n *Node) readyLead() *leadership {
+	l := n.lead.Load()
+	if l == nil {
+		return nil
+	}
+	select {
+	case <-l.ready:
+		return l
+	default:
+		return nil
+	}
+}

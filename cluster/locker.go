@@ -8,25 +8,50 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 )
 
-// The embedded lock API: *Node implements api.Locker. Each method builds
-// one FSM command, proposes it through Apply and maps the result; FSM
-// refusals become api errors through errTable.
+// lockService is the lock API (api.Locker, elections included) over a
+// replica: each method validates its request, builds one FSM command,
+// proposes it through the replica's Apply and maps the result; FSM
+// refusals become api errors through errTable. Node and Local embed it,
+// so the same code serves a raft cluster and a single local table.
+type lockService struct {
+	r   replica
+	log hclog.Logger
+	// cancelTimeout bounds the cleanup after a blocking acquire's caller
+	// gave up (cancelWait), which runs on a fresh context.
+	cancelTimeout time.Duration
+}
 
-var _ api.Locker = (*Node)(nil)
+var (
+	_ api.Locker = (*lockService)(nil)
+	_ api.Locker = (*Node)(nil)
+	_ api.Locker = (*Local)(nil)
+)
+
+func newLockService(r replica, log hclog.Logger, cancelTimeout time.Duration) *lockService {
+	return &lockService{r: r, log: log, cancelTimeout: cancelTimeout}
+}
+
+// Status implements api.Locker: the replica's.
+func (s *lockService) Status(ctx context.Context) (api.Status, error) {
+	return s.r.Status(ctx)
+}
 
 func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", api.ErrBadRequest, fmt.Sprintf(format, args...))
 }
 
-// Limits returns the request limits this node enforces, derived from its
-// fsm.Config: every front end validates a request with them before it
-// proposes anything (the FSM checks the same values again).
-func (n *Node) Limits() api.Limits {
-	return limitsOf(n.limits)
+// Limits returns the request limits this node (or Local) enforces,
+// derived from its table's fsm.Config: every front end validates a
+// request with them before it proposes anything (the FSM checks the same
+// values again).
+func (s *lockService) Limits() api.Limits {
+	return s.r.requestLimits()
 }
 
 func limitsOf(c fsm.Config) api.Limits {
@@ -42,12 +67,12 @@ func limitsOf(c fsm.Config) api.Limits {
 // embedded API carries this process's host and pid in its metadata
 // unless ctx says otherwise (api.WithoutDefaultMeta, which the HTTP and
 // RESP front ends set: their requests come from other processes).
-func (n *Node) acquireCmd(ctx context.Context, req api.AcquireRequest) (*fsm.Command, error) {
-	if err := req.Validate(n.Limits()); err != nil {
+func (s *lockService) acquireCmd(ctx context.Context, req api.AcquireRequest) (*fsm.Command, error) {
+	if err := req.Validate(s.Limits()); err != nil {
 		return nil, err
 	}
 	if !api.DefaultMetaOff(ctx) {
-		req.Meta = n.Limits().WithProcessMeta(req.Meta)
+		req.Meta = s.Limits().WithProcessMeta(req.Meta)
 	}
 	mode, ok := fsm.ParseMode(req.Mode)
 	if !ok {
@@ -85,17 +110,17 @@ func lease(req api.AcquireRequest, fence uint64, deadline, now int64, count int)
 // the node assigns one, so a leader lost mid-request is retried safely.
 // req.Meta gets this process's host and pid where it has none of those
 // names, unless ctx comes from api.WithoutDefaultMeta (as Acquire).
-func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := n.acquireCmd(ctx, req)
+func (s *lockService) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	cmd, err := s.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
 	}
 	if cmd.ReqID == "" {
 		// Exactly-once in the FSM makes the acquire safe to retry when
 		// the leader is lost mid-request, so a grant is never leaked.
-		cmd.ReqID = n.newReqID()
+		cmd.ReqID = s.r.newReqID()
 	}
-	res, err := n.Apply(ctx, cmd)
+	res, err := s.r.Apply(ctx, cmd)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -121,8 +146,8 @@ func (n *Node) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Leas
 // names, unless ctx comes from api.WithoutDefaultMeta: the HTTP and RESP
 // front ends pass such contexts, so requests of other processes never
 // show the node's process as their holder.
-func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := n.acquireCmd(ctx, req)
+func (s *lockService) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	cmd, err := s.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -141,21 +166,21 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	}
 	cmd.Wait = wait
 	if cmd.ReqID == "" {
-		cmd.ReqID = n.newReqID()
+		cmd.ReqID = s.r.newReqID()
 	}
 	id := cmd.ReqID
-	ch := n.registerWaiter(id)
-	defer n.unregisterWaiter(id)
+	ch := s.r.awaitWaiter(id)
+	defer s.r.stopWaiter(id)
 
-	n.deferQueuedAcquire(ctx, cmd)
-	res, err := n.Apply(ctx, cmd)
+	s.r.deferQueuedAcquire(ctx, cmd)
+	res, err := s.r.Apply(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up while the acquire was on its way: it may
 			// have been queued (or granted) all the same, and nobody would
 			// take that waiter out of the queue. Cancelling one that never
 			// got there changes nothing.
-			return api.Lease{}, n.cancelWait(id, req, ch, 0, err)
+			return api.Lease{}, s.cancelWait(id, req, ch, 0, err)
 		}
 		return api.Lease{}, err
 	}
@@ -163,7 +188,7 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 	case res.Err != nil:
 		return api.Lease{}, apiErr(res.Err)
 	case res.Granted:
-		n.metrics.lockWait.Observe(0)
+		s.r.observeWait(0)
 		return lease(req, res.Fence, res.Deadline, res.Now, res.Count), nil
 	case !res.Queued:
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
@@ -189,81 +214,14 @@ func (n *Node) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, 
 			}
 			l, err := waitOutcome(req, we.ev, res.Now)
 			if err == nil {
-				n.metrics.lockWait.Observe(float64(l.WaitedMs) / 1e3)
+				s.r.observeWait(float64(l.WaitedMs) / 1e3)
 			}
 			return l, err
 		case <-ctx.Done():
-			return api.Lease{}, n.cancelWait(id, req, ch, res.Index, ctx.Err())
-		case <-n.closed:
+			return api.Lease{}, s.cancelWait(id, req, ch, res.Index, ctx.Err())
+		case <-s.r.closing():
 			return api.Lease{}, ErrClosed
 		}
-	}
-}
-
-// handoffMaxDefer bounds how long deferQueuedAcquire holds an acquire
-// back: several commits, so that a hand-off slowed by a loaded machine
-// still finds it waiting, while a lock held for longer costs its new
-// waiters at most this much of their place in the queue (never their
-// grant: the lock is held meanwhile, and a lock left free lets them go).
-const handoffMaxDefer = 10 * time.Millisecond
-
-// deferQueuedAcquire holds back a blocking exclusive acquire that this
-// leader's table says will queue behind another owner, until the next
-// release of that key is proposed here (or the key is left free, or
-// handoffMaxDefer passes), so both enter one log write.
-//
-// Under contention every hand-off commits the holder's release, and the
-// previous holder's next acquire arrives at the same moment (both are
-// answered by one applied batch). Sent on its own, that acquire takes a
-// leader write and a follower write of its own, and the release waits
-// behind one or both: measured on the 16-worker hand-off benchmark, only
-// a fifth of the releases shared a batch with it, and hand-offs that
-// waited behind it took 1.7 times as long. Holding the acquire back costs
-// it nothing: it would have queued behind the holder anyway, and the
-// release it joins is what moves the queue.
-func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
-	if cmd.Wait == 0 || cmd.Key == "" || len(cmd.Keys) > 0 || cmd.Mode != fsm.Exclusive {
-		return
-	}
-	l := n.readyLead()
-	if l == nil {
-		return
-	}
-	// Wait first, then look: a release proposed after the look opens
-	// this channel, so none is missed in between.
-	open, maxDefer := l.handoff.wait(cmd.Key)
-	defer l.handoff.leave(cmd.Key, open)
-	n.mu.RLock()
-	busy := n.table.HeldByOther(cmd.Key, cmd.Owner, n.table.Now())
-	n.mu.RUnlock()
-	if !busy {
-		return
-	}
-	// Never more than a small part of the caller's own wait, which the
-	// FSM counts from when the acquire is proposed.
-	t := time.NewTimer(min(maxDefer, time.Duration(cmd.Wait)*time.Millisecond/8))
-	defer t.Stop()
-	select {
-	case <-open:
-	case <-t.C:
-	case <-ctx.Done():
-	case <-l.done:
-	case <-n.closed:
-	}
-}
-
-// openHandoff lets the acquires held back on cmd's keys go with the
-// release cmd that is about to be proposed.
-func (n *Node) openHandoff(cmd *fsm.Command) {
-	l := n.lead.Load()
-	if l == nil {
-		return
-	}
-	if cmd.Key != "" {
-		l.handoff.open(cmd.Key)
-	}
-	for _, k := range cmd.Keys {
-		l.handoff.open(k)
 	}
 }
 
@@ -292,10 +250,10 @@ func waitOutcome(req api.AcquireRequest, ev fsm.Event, queuedAt int64) (api.Leas
 // grant, and releasing it would leave that client holding a lock that
 // is free. Such a grant ends with its lease, or with the release of the
 // attempt that delivered it.
-func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent, queued uint64, cause error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.CancelTimeout)
+func (s *lockService) cancelWait(id string, req api.AcquireRequest, ch <-chan waiterEvent, queued uint64, cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cancelTimeout)
 	defer cancel()
-	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpCancelWait, ReqID: id, Owner: req.Owner})
+	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpCancelWait, ReqID: id, Owner: req.Owner})
 	granted := err == nil && res.Granted
 	select {
 	case we := <-ch:
@@ -303,10 +261,10 @@ func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent
 	default:
 	}
 	if err != nil {
-		n.log.Warn("cancelling a wait failed; the waiter ends at its deadline", "waiter", id, "error", err)
+		s.log.Warn("cancelling a wait failed; the waiter ends at its deadline", "waiter", id, "error", err)
 	}
 	if granted && req.RequestID != "" {
-		n.log.Info("a grant raced with a cancel; kept, another attempt of the request may hold it", "waiter", id, "key", req.Key)
+		s.log.Info("a grant raced with a cancel; kept, another attempt of the request may hold it", "waiter", id, "key", req.Key)
 		granted = false
 	}
 	if granted {
@@ -314,16 +272,16 @@ func (n *Node) cancelWait(id string, req api.AcquireRequest, ch chan waiterEvent
 		if len(rel.Keys) > 0 {
 			rel.Key = ""
 		}
-		if _, err := n.Apply(ctx, rel); err != nil {
-			n.log.Warn("releasing a grant that raced with a cancel failed; it ends at its lease", "waiter", id, "error", err)
+		if _, err := s.r.Apply(ctx, rel); err != nil {
+			s.log.Warn("releasing a grant that raced with a cancel failed; it ends at its lease", "waiter", id, "error", err)
 		}
 	}
 	return fmt.Errorf("%w: %w", api.ErrCancelled, cause)
 }
 
 // Release ends the owner's hold (or decrements a reentrant count).
-func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
-	if err := req.Validate(n.Limits()); err != nil {
+func (s *lockService) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+	if err := req.Validate(s.Limits()); err != nil {
 		return api.ReleaseResult{}, err
 	}
 	c := &fsm.Command{Op: fsm.OpRelease, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
@@ -331,8 +289,8 @@ func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.Release
 	if len(c.Keys) > 0 {
 		c.Key = ""
 	}
-	n.openHandoff(c)
-	res, err := n.Apply(ctx, c)
+	s.r.openHandoff(c)
+	res, err := s.r.Apply(ctx, c)
 	if err != nil {
 		return api.ReleaseResult{}, err
 	}
@@ -343,8 +301,8 @@ func (n *Node) Release(ctx context.Context, req api.ReleaseRequest) (api.Release
 }
 
 // Extend renews the owner's lease to now+TTL.
-func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
-	if err := req.Validate(n.Limits()); err != nil {
+func (s *lockService) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+	if err := req.Validate(s.Limits()); err != nil {
 		return api.Lease{}, err
 	}
 	c := &fsm.Command{Op: fsm.OpExtend, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys,
@@ -352,7 +310,7 @@ func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, er
 	if len(c.Keys) > 0 {
 		c.Key = ""
 	}
-	res, err := n.Apply(ctx, c)
+	res, err := s.r.Apply(ctx, c)
 	if err != nil {
 		return api.Lease{}, err
 	}
@@ -364,13 +322,13 @@ func (n *Node) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, er
 }
 
 // Inspect describes one key (linearizable unless opts.Stale).
-func (n *Node) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	if err := n.Limits().CheckKey(key); err != nil {
+func (s *lockService) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
+	if err := s.Limits().CheckKey(key); err != nil {
 		return api.LockInfo{}, err
 	}
 	var info api.LockInfo
 	var ierr error
-	err := n.Read(ctx, opts.Stale, func(t *fsm.Table, now int64) {
+	err := s.r.Read(ctx, opts.Stale, func(t *fsm.Table, now int64) {
 		li, err := t.Inspect(key, now)
 		if err != nil {
 			ierr = apiErr(err)
@@ -385,8 +343,8 @@ func (n *Node) Inspect(ctx context.Context, key string, opts api.ReadOptions) (a
 }
 
 // List pages through locks by key prefix (linearizable unless Stale).
-func (n *Node) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
-	if err := req.Validate(n.Limits()); err != nil {
+func (s *lockService) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	if err := req.Validate(s.Limits()); err != nil {
 		return api.ListResult{}, err
 	}
 	limit := req.Limit
@@ -394,7 +352,7 @@ func (n *Node) List(ctx context.Context, req api.ListRequest) (api.ListResult, e
 		limit = 100
 	}
 	var out api.ListResult
-	err := n.Read(ctx, req.Stale, func(t *fsm.Table, now int64) {
+	err := s.r.Read(ctx, req.Stale, func(t *fsm.Table, now int64) {
 		infos, next := t.List(req.Prefix, req.After, limit, now)
 		out.Locks = make([]api.LockInfo, 0, len(infos))
 		for _, li := range infos {
@@ -456,9 +414,9 @@ func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
 }
 
 // OpenSession creates a session with a random 128-bit id.
-func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+func (s *lockService) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
 	sreq := api.SessionTTL(ttl)
-	if err := sreq.Validate(n.Limits()); err != nil {
+	if err := sreq.Validate(s.Limits()); err != nil {
 		return api.SessionInfo{}, err
 	}
 	var b [16]byte
@@ -468,7 +426,7 @@ func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionI
 	id := hex.EncodeToString(b[:])
 	// The id doubles as the request id: a retry after a lost leader is
 	// answered from the dedupe cache instead of failing ErrSessionExists.
-	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionOpen, ReqID: "session-open-" + id, Session: id, TTL: ttl.Milliseconds()})
+	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpSessionOpen, ReqID: "session-open-" + id, Session: id, TTL: ttl.Milliseconds()})
 	if err != nil {
 		return api.SessionInfo{}, err
 	}
@@ -479,12 +437,12 @@ func (n *Node) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionI
 }
 
 // KeepAlive renews a session for its TTL.
-func (n *Node) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+func (s *lockService) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
 	sreq := api.SessionIDRequest{ID: id}
-	if err := sreq.Validate(n.Limits()); err != nil {
+	if err := sreq.Validate(s.Limits()); err != nil {
 		return api.SessionInfo{}, err
 	}
-	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionKeepAlive, Session: id})
+	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpSessionKeepAlive, Session: id})
 	if err != nil {
 		return api.SessionInfo{}, err
 	}
@@ -493,22 +451,22 @@ func (n *Node) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error
 	}
 	info := api.SessionInfo{ID: id}
 	// The TTL is the session's own; read it from the applied state.
-	n.mu.RLock()
-	if s, ok := n.table.Session(id, 0); ok {
-		info.TTLMs = s.TTL
-	}
-	n.mu.RUnlock()
-	return info, nil
+	err = s.r.Read(ctx, true, func(t *fsm.Table, _ int64) {
+		if ss, ok := t.Session(id, 0); ok {
+			info.TTLMs = ss.TTL
+		}
+	})
+	return info, err
 }
 
 // CloseSession ends a session: its holds are released and its waiters
 // removed.
-func (n *Node) CloseSession(ctx context.Context, id string) error {
+func (s *lockService) CloseSession(ctx context.Context, id string) error {
 	sreq := api.SessionIDRequest{ID: id}
-	if err := sreq.Validate(n.Limits()); err != nil {
+	if err := sreq.Validate(s.Limits()); err != nil {
 		return err
 	}
-	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpSessionClose, Session: id})
+	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpSessionClose, Session: id})
 	if err != nil {
 		return err
 	}
@@ -519,12 +477,12 @@ func (n *Node) CloseSession(ctx context.Context, id string) error {
 // least the highest token seen for resource, which it then becomes. A
 // token above the highest fence the cluster ever granted is refused
 // (api.ErrBadRequest) and changes nothing.
-func (n *Node) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+func (s *lockService) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
 	freq := api.FenceCheckRequest{Resource: resource, Token: token}
-	if err := freq.Validate(n.Limits()); err != nil {
+	if err := freq.Validate(s.Limits()); err != nil {
 		return api.FenceResult{}, err
 	}
-	res, err := n.Apply(ctx, &fsm.Command{Op: fsm.OpFenceCheck, Key: resource, Token: token})
+	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpFenceCheck, Key: resource, Token: token})
 	if err != nil {
 		return api.FenceResult{}, err
 	}
@@ -535,20 +493,4 @@ func (n *Node) FenceCheck(ctx context.Context, resource string, token uint64) (a
 		return api.FenceResult{OK: false, Highest: res.Fence}, nil
 	}
 	return api.FenceResult{}, apiErr(res.Err)
-}
-
-// readyLead returns this node's leadership once its term is ready to
-// propose (l.ready), or nil: a follower, or a leader still applying its
-// term's barrier.
-func (n *Node) readyLead() *leadership {
-	l := n.lead.Load()
-	if l == nil {
-		return nil
-	}
-	select {
-	case <-l.ready:
-		return l
-	default:
-		return nil
-	}
 }

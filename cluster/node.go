@@ -47,6 +47,10 @@ type Transport interface {
 // follower forwards to the leader) and implements api.Locker and
 // redisbridge.Backend. Create it with Start; stop it with Close.
 type Node struct {
+	// lockService is the lock API (locker.go, election.go) over this
+	// node as its replica (replica.go).
+	*lockService
+
 	cfg    Config
 	id     string
 	log    hclog.Logger
@@ -86,13 +90,9 @@ type Node struct {
 	// kick wakes the leader's tick loop after each applied batch.
 	kick chan struct{}
 
-	waitMu  sync.Mutex
-	waiters map[string]chan waiterEvent
-	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
-
-	subMu  sync.Mutex
-	subs   map[uint64]func(uint64, []fsm.Event)
-	subSeq uint64
+	// eventHub: the local waiters and the subscribers (events.go).
+	eventHub
+	leases waiterLeases // the leader's claims of waiters (waiter_lease.go)
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -336,14 +336,14 @@ func newNode(cfg Config, reqPrefix string) *Node {
 		appliedCh: make(chan struct{}),
 		leaderCh:  make(chan struct{}),
 		kick:      make(chan struct{}, 1),
-		waiters:   make(map[string]chan waiterEvent),
-		subs:      make(map[uint64]func(uint64, []fsm.Event)),
+		eventHub:  newEventHub(),
 		reqPrefix: reqPrefix,
 		closed:    make(chan struct{}),
 
 		asyncWindow: make(chan struct{}, maxAsyncInFlight),
 	}
 	n.lastApplyMono = n.clock.Now()
+	n.lockService = newLockService(n, n.log, cfg.CancelTimeout)
 	n.metrics = newMetrics(n)
 	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n

@@ -116,8 +116,10 @@ func TestRoutesEndToEnd(t *testing.T) {
 	if st, eb := call(t, srv, "GET", "/v1/locks?prefix=m/&limit=1&after=m/1", nil, &list); st != 200 || len(list.Locks) != 1 || list.Locks[0].Key != "m/2" {
 		t.Fatalf("list page 2: %d %+v %+v", st, eb, list)
 	}
+	// The hold is bound to the 60s session: extending it renews the
+	// session, so the lease runs for the session's TTL, not the 30s asked.
 	var ext api.Lease
-	if st, eb := call(t, srv, "POST", "/v1/locks/extend", api.ExtendRequest{Key: key, Owner: "o1", TTLMs: 30000}, &ext); st != 200 || ext.Fence != lease.Fence || ext.TTLMs != 30000 {
+	if st, eb := call(t, srv, "POST", "/v1/locks/extend", api.ExtendRequest{Key: key, Owner: "o1", TTLMs: 30000}, &ext); st != 200 || ext.Fence != lease.Fence || ext.TTLMs != 60000 {
 		t.Fatalf("extend: %d %+v %+v", st, eb, ext)
 	}
 	if st, eb := call(t, srv, "POST", "/v1/locks/extend", api.ExtendRequest{Key: key, Owner: "o2", TTLMs: 30000}, nil); st != 409 || eb.Code != api.CodeNotOwner {
@@ -452,11 +454,15 @@ func TestObserveStreams(t *testing.T) {
 		}
 		return l
 	}
-	// The header arrived before any leader: campaign now, see it streamed.
+	// The first line is the election as it stands: no leader yet.
+	if l := next(); l.Value != "" || l.Election != "e" {
+		t.Fatalf("first line %+v", l)
+	}
+	// Campaign now, see it streamed.
 	var ld api.Leader
 	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v1", Session: sess.ID}, &ld)
 	if l := next(); l.Value != "v1" || l.Election != "e" || l.Token != "" {
-		t.Fatalf("first line %+v", l)
+		t.Fatalf("second line %+v", l)
 	}
 	call(t, srv, "POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v1", Token: ld.Token}, nil)
 	if l := next(); l.Value != "" {
@@ -464,7 +470,7 @@ func TestObserveStreams(t *testing.T) {
 	}
 	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v2", Session: sess.ID}, nil)
 	if l := next(); l.Value != "v2" {
-		t.Fatalf("third line %+v", l)
+		t.Fatalf("fourth line %+v", l)
 	}
 }
 

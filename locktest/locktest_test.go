@@ -9,6 +9,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
+	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi/httpapitest"
 	"github.com/locknode/locknode/locktest"
 	"github.com/locknode/locknode/testcluster"
@@ -31,6 +32,17 @@ func newClient(t *testing.T, endpoints []string) *client.Client {
 func TestFake(t *testing.T) {
 	fake := httpapitest.NewFake()
 	locktest.Run(t, func(*testing.T) api.Locker { return fake })
+}
+
+// The lock service over one in-process table keeps the contract as a
+// node does (the Fake above is a thin wrapper of it).
+func TestLocal(t *testing.T) {
+	l, err := cluster.NewLocal(cluster.LocalConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	locktest.Run(t, func(*testing.T) api.Locker { return l })
 }
 
 func TestClientOverFake(t *testing.T) {

@@ -2,40 +2,27 @@ package redisbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
 )
 
-// fakeBackend implements Backend over one in-process fsm.Table: a mutex
-// instead of raft, a monotonic index, the wall clock (ms since start) as
-// the command time, and a ticker goroutine that proposes Ticks when
-// something falls due, like the leader does. Commands go through the
-// binary codec as they would through the log.
+// fakeBackend is a Backend with the real lock semantics and table: the
+// lock service over one in-process table (cluster.Local), whose Apply
+// goes through the command codec as an entry of the log would, with the
+// wall clock as the cluster clock and a tick loop doing the leader's
+// expiries. What a cluster adds is injected: no reachable leader
+// (noLeader) and commits answered late (asyncDelays).
 type fakeBackend struct {
-	mu          sync.Mutex
-	t           *fsm.Table
-	index       uint64
-	start       time.Time
-	subs        map[int]func(uint64, []fsm.Event)
-	nextSub     int
-	waiters     map[string]chan fsm.Event
-	reqSeq      atomic.Int64
+	*cluster.Local
 	asyncSeq    atomic.Int64
 	asyncDelays atomic.Bool // ApplyAsync's futures complete late
-
-	noLeader atomic.Bool // every call fails with api.ErrNoLeader
-	applies  atomic.Int64
-	reads    atomic.Int64
-	stop     chan struct{}
-	done     chan struct{}
+	noLeader    atomic.Bool // every call that needs the leader fails with api.ErrNoLeader
 }
 
 func newFakeBackend(tb testing.TB) *fakeBackend {
@@ -44,79 +31,28 @@ func newFakeBackend(tb testing.TB) *fakeBackend {
 	return f
 }
 
-// newFake returns a running fake; stop ends its ticker.
+// newFake returns a running fake; stop ends its tick loop.
 func newFake() (*fakeBackend, func()) {
-	f := &fakeBackend{
-		t:       fsm.New(fsm.Config{}),
-		start:   time.Now(),
-		subs:    map[int]func(uint64, []fsm.Event){},
-		waiters: map[string]chan fsm.Event{},
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
-	}
-	// Ends when stop closes f.stop.
-	go f.ticker()
-	return f, func() {
-		close(f.stop)
-		<-f.done
-	}
-}
-
-func (f *fakeBackend) now() int64 { return time.Since(f.start).Milliseconds() + 1 }
-
-func (f *fakeBackend) ticker() {
-	defer close(f.done)
-	tk := time.NewTicker(5 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		select {
-		case <-f.stop:
-			return
-		case <-tk.C:
-		}
-		f.mu.Lock()
-		at, ok := f.t.NextDeadline()
-		f.mu.Unlock()
-		if ok && at <= f.now() {
-			f.apply(&fsm.Command{Op: fsm.OpTick})
-		}
-	}
-}
-
-func (f *fakeBackend) apply(cmd *fsm.Command) fsm.Result {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := *cmd
-	c.Time = f.now()
-	b, err := c.MarshalBinary()
+	l, err := cluster.NewLocal(cluster.LocalConfig{ID: "fake", TickInterval: 5 * time.Millisecond})
 	if err != nil {
-		panic(err)
+		panic(err) // the defaults are valid
 	}
-	f.index++
-	r := f.t.ApplyBytes(f.index, b)
-	for _, fn := range f.subs {
-		fn(f.index, r.Events)
+	return &fakeBackend{Local: l}, func() { _ = l.Close() }
+}
+
+// leaderless is the error of every call while noLeader is set.
+func (f *fakeBackend) leaderless() error {
+	if f.noLeader.Load() {
+		return fmt.Errorf("fake: %w", api.ErrNoLeader)
 	}
-	for _, ev := range r.Events {
-		if ch := f.waiters[ev.WaiterID]; ev.WaiterID != "" && ch != nil && (ev.Kind == fsm.EvGranted || ev.Kind == fsm.EvWaitEnded) {
-			select {
-			case ch <- ev:
-			default:
-			}
-		}
-	}
-	return r
+	return nil
 }
 
 func (f *fakeBackend) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
-	if f.noLeader.Load() {
-		return fsm.Result{}, fmt.Errorf("fake: %w", api.ErrNoLeader)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := f.leaderless(); err != nil {
 		return fsm.Result{}, err
 	}
-	f.applies.Add(1)
-	return f.apply(cmd), nil
+	return f.Local.Apply(ctx, cmd)
 }
 
 // ApplyAsync applies cmd at once, in call order, like Apply. With
@@ -148,239 +84,57 @@ func (f *fakeFuture) Result() (fsm.Result, error) {
 }
 
 func (f *fakeBackend) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
-	if f.noLeader.Load() && !stale {
-		return fmt.Errorf("fake: %w", api.ErrNoLeader)
-	}
-	f.reads.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fn(f.t, f.now())
-	return nil
-}
-
-func (f *fakeBackend) Subscribe(fn func(uint64, []fsm.Event)) func() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	id := f.nextSub
-	f.nextSub++
-	f.subs[id] = fn
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		delete(f.subs, id)
-	}
-}
-
-func (f *fakeBackend) WaitCommitted(ctx context.Context, index uint64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if index > f.index {
-		return errors.New("fake: index not yet applied")
-	}
-	return nil
-}
-
-// apiErr maps FSM refusals to the api sentinels, as cluster does.
-func apiErr(err error) error {
-	table := []struct{ f, a error }{
-		{fsm.ErrLocked, api.ErrLocked}, {fsm.ErrNotOwner, api.ErrNotOwner}, {fsm.ErrNotHeld, api.ErrNotHeld},
-		{fsm.ErrNoSuchKey, api.ErrNotFound}, {fsm.ErrWaitTimeout, api.ErrWaitTimeout}, {fsm.ErrCancelled, api.ErrCancelled},
-		{fsm.ErrPermits, api.ErrConflict}, {fsm.ErrSessionUnknown, api.ErrSessionExpired}, {fsm.ErrLimit, api.ErrLimit},
-		{fsm.ErrBadTTL, api.ErrBadRequest}, {fsm.ErrStaleFence, api.ErrStaleFence}, {fsm.ErrLockDelay, api.ErrLockDelay},
-		{fsm.ErrWrongType, api.ErrConflict}, {fsm.ErrBadCommand, api.ErrBadRequest},
-	}
-	for _, row := range table {
-		if errors.Is(err, row.f) {
-			return fmt.Errorf("%w: %w", row.a, err)
+	if !stale {
+		if err := f.leaderless(); err != nil {
+			return err
 		}
 	}
-	return err
+	return f.Local.Read(ctx, stale, fn)
 }
 
-func acquireCmd(req api.AcquireRequest) (*fsm.Command, error) {
-	if err := req.Validate(api.DefaultLimits()); err != nil {
-		return nil, err
-	}
-	mode, ok := fsm.ParseMode(req.Mode)
-	if !ok {
-		return nil, api.ErrBadRequest
-	}
-	return &fsm.Command{Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,
-		Mode: mode, Permits: req.Permits, TTL: req.TTLMs, Reentrant: req.Reentrant, Session: req.Session,
-		LockDelay: req.LockDelay, MaxHold: req.MaxHoldMs, Meta: fsm.MetaOf(req.Meta)}, nil
-}
+// The lock API calls the bridge makes fail as Apply does without a
+// leader; the rest is the Local's.
 
-func leaseOf(req api.AcquireRequest, r fsm.Result, now int64) api.Lease {
-	return api.Lease{Key: req.Key, Owner: req.Owner, Fence: r.Fence, TTLMs: r.Deadline - now, Count: r.Count, Deadline: r.Deadline}
+func (f *fakeBackend) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	if err := f.leaderless(); err != nil {
+		return api.Lease{}, err
+	}
+	return f.Local.Acquire(ctx, req)
 }
 
 func (f *fakeBackend) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := acquireCmd(req)
-	if err != nil {
+	if err := f.leaderless(); err != nil {
 		return api.Lease{}, err
 	}
-	r, err := f.Apply(ctx, cmd)
-	if err != nil {
-		return api.Lease{}, err
-	}
-	if r.Err != nil {
-		return api.Lease{}, apiErr(r.Err)
-	}
-	return leaseOf(req, r, f.now()), nil
-}
-
-func (f *fakeBackend) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	cmd, err := acquireCmd(req)
-	if err != nil {
-		return api.Lease{}, err
-	}
-	cmd.Wait = req.WaitMs
-	if cmd.Wait == 0 {
-		cmd.Wait = api.MaxWait.Milliseconds()
-	}
-	if cmd.ReqID == "" {
-		cmd.ReqID = "fake-" + strconv.FormatInt(f.reqSeq.Add(1), 10)
-	}
-	ch := make(chan fsm.Event, 1)
-	f.mu.Lock()
-	f.waiters[cmd.ReqID] = ch
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		delete(f.waiters, cmd.ReqID)
-		f.mu.Unlock()
-	}()
-	r, err := f.Apply(ctx, cmd)
-	if err != nil {
-		return api.Lease{}, err
-	}
-	if r.Err != nil {
-		return api.Lease{}, apiErr(r.Err)
-	}
-	if r.Granted {
-		return leaseOf(req, r, f.now()), nil
-	}
-	select {
-	case ev := <-ch:
-		if ev.Kind == fsm.EvGranted {
-			return api.Lease{Key: req.Key, Owner: req.Owner, Fence: ev.Fence, Deadline: ev.Deadline, Count: ev.Count,
-				TTLMs: ev.Deadline - f.now()}, nil
-		}
-		return api.Lease{}, apiErr(ev.Err)
-	case <-ctx.Done():
-		f.apply(&fsm.Command{Op: fsm.OpCancelWait, ReqID: cmd.ReqID})
-		return api.Lease{}, fmt.Errorf("%w: %w", api.ErrCancelled, ctx.Err())
-	}
+	return f.Local.TryAcquire(ctx, req)
 }
 
 func (f *fakeBackend) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
-	if err := req.Validate(api.DefaultLimits()); err != nil {
+	if err := f.leaderless(); err != nil {
 		return api.ReleaseResult{}, err
 	}
-	r, err := f.Apply(ctx, &fsm.Command{Op: fsm.OpRelease, ReqID: req.RequestID, Key: req.Key, Owner: req.Owner,
-		Reentrant: req.Reentrant, Force: req.Force})
-	if err != nil {
-		return api.ReleaseResult{}, err
-	}
-	if r.Err != nil {
-		return api.ReleaseResult{}, apiErr(r.Err)
-	}
-	return api.ReleaseResult{Released: r.Released, Count: r.Count}, nil
+	return f.Local.Release(ctx, req)
 }
 
 func (f *fakeBackend) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
-	if err := req.Validate(api.DefaultLimits()); err != nil {
+	if err := f.leaderless(); err != nil {
 		return api.Lease{}, err
 	}
-	r, err := f.Apply(ctx, &fsm.Command{Op: fsm.OpExtend, ReqID: req.RequestID, Key: req.Key, Owner: req.Owner, TTL: req.TTLMs})
-	if err != nil {
-		return api.Lease{}, err
-	}
-	if r.Err != nil {
-		return api.Lease{}, apiErr(r.Err)
-	}
-	return api.Lease{Key: req.Key, Owner: req.Owner, Fence: r.Fence, Deadline: r.Deadline, TTLMs: r.Deadline - f.now()}, nil
+	return f.Local.Extend(ctx, req)
 }
 
 func (f *fakeBackend) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	var info api.LockInfo
-	var ierr error
-	err := f.Read(ctx, opts.Stale, func(t *fsm.Table, now int64) {
-		li, err := t.Inspect(key, now)
-		if err != nil {
-			ierr = apiErr(err)
-			return
-		}
-		info = api.LockInfo{Key: li.Key, Kind: kindName(li.Kind), Permits: li.Permits, Fence: li.Fence, TTLMs: -1,
-			AppliedIndex: t.AppliedIndex()}
-		if li.Deadline != 0 {
-			info.TTLMs = li.Deadline - now
-		}
-		for _, h := range li.Holders {
-			info.Holders = append(info.Holders, api.Holder{Owner: h.Owner, Mode: h.Mode.String(), Count: h.Count,
-				Fence: h.Fence, TTLMs: h.Deadline - now, Session: h.Session, Deadline: h.Deadline,
-				Meta: h.Meta.Map(), GrantedMs: h.Granted, ExtendedMs: h.Extended})
-		}
-		for _, w := range li.Waiters {
-			info.Waiters = append(info.Waiters, api.Waiter{ID: w.ID, Owner: w.Owner, Mode: w.Mode.String(),
-				Keys: w.Keys, WaitMs: w.Deadline - now, Meta: w.Meta.Map(), QueuedMs: w.Queued})
-		}
-	})
-	if err != nil {
+	if err := f.leaderless(); err != nil && !opts.Stale {
 		return api.LockInfo{}, err
 	}
-	return info, ierr
-}
-
-func kindName(k fsm.Kind) string {
-	return map[fsm.Kind]string{fsm.KindLock: "lock", fsm.KindString: "string", fsm.KindHash: "hash",
-		fsm.KindSet: "set", fsm.KindZSet: "zset", fsm.KindList: "list"}[k]
+	return f.Local.Inspect(ctx, key, opts)
 }
 
 func (f *fakeBackend) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
-	r, err := f.Apply(ctx, &fsm.Command{Op: fsm.OpFenceCheck, Key: resource, Token: token})
-	if err != nil {
+	if err := f.leaderless(); err != nil {
 		return api.FenceResult{}, err
 	}
-	switch {
-	case r.Err == nil:
-		return api.FenceResult{OK: true, Highest: r.Fence}, nil
-	case errors.Is(r.Err, fsm.ErrStaleFence):
-		return api.FenceResult{OK: false, Highest: r.Fence}, nil
-	}
-	return api.FenceResult{}, apiErr(r.Err)
-}
-
-func (f *fakeBackend) Status(ctx context.Context) (api.Status, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := f.t.Stats()
-	return api.Status{ID: "fake", Leader: "fake", State: "Leader", Term: 1, AppliedIndex: f.index, CommitIndex: f.index,
-		Locks: st.Locks, Keys: st.Keys, Waiters: st.Waiters, Sessions: st.Sessions,
-		KeyspaceBytes: st.Memory, KeyspaceMaxBytes: max(f.t.Config().MaxMemory, 0)}, nil
-}
-
-var errFakeUnsupported = errors.New("fake: not supported by the test double")
-
-func (f *fakeBackend) List(context.Context, api.ListRequest) (api.ListResult, error) {
-	return api.ListResult{}, errFakeUnsupported
-}
-func (f *fakeBackend) OpenSession(context.Context, time.Duration) (api.SessionInfo, error) {
-	return api.SessionInfo{}, errFakeUnsupported
-}
-func (f *fakeBackend) KeepAlive(context.Context, string) (api.SessionInfo, error) {
-	return api.SessionInfo{}, errFakeUnsupported
-}
-func (f *fakeBackend) CloseSession(context.Context, string) error { return errFakeUnsupported }
-func (f *fakeBackend) Campaign(context.Context, api.CampaignRequest) (api.Leader, error) {
-	return api.Leader{}, errFakeUnsupported
-}
-func (f *fakeBackend) Resign(context.Context, api.Leader) error { return errFakeUnsupported }
-func (f *fakeBackend) Proclaim(context.Context, api.Leader, string) (api.Leader, error) {
-	return api.Leader{}, errFakeUnsupported
-}
-func (f *fakeBackend) Observe(context.Context, string) (<-chan api.Leader, error) {
-	return nil, errFakeUnsupported
+	return f.Local.FenceCheck(ctx, resource, token)
 }
 
 var _ Backend = (*fakeBackend)(nil)

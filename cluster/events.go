@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// eventHub hands applied entries' events to the requests waiting on this
+// replica: the waiter registry (a blocking acquire's channel, by waiter
+// id) and the subscribers (Subscribe). Node and Local embed it; their
+// apply paths call dispatch once per entry with events.
+type eventHub struct {
+	waitMu  sync.Mutex
+	waiters map[string]chan waiterEvent
+
+	subMu  sync.Mutex
+	subs   map[uint64]func(uint64, []fsm.Event)
+	subSeq uint64
+}
+
+func newEventHub() eventHub {
+	return eventHub{
+		waiters: make(map[string]chan waiterEvent),
+		subs:    make(map[uint64]func(uint64, []fsm.Event)),
+	}
+}
+
+// waiterEvent is a local waiter's outcome (EvGranted or EvWaitEnded) and
+// the index of the entry that produced it.
+type waiterEvent struct {
+	index uint64
+	ev    fsm.Event
+}
+
+// dispatch completes local waiters and calls subscribers for one entry's
+// events. It never blocks: waiter channels have room for their one
+// outcome.
+func (h *eventHub) dispatch(index uint64, events []fsm.Event) {
+	h.waitMu.Lock()
+	for _, e := range events {
+		if e.Kind != fsm.EvGranted && e.Kind != fsm.EvWaitEnded {
+			continue
+		}
+		if ch, ok := h.waiters[e.WaiterID]; ok {
+			we := waiterEvent{index: index, ev: e}
+			select {
+			case ch <- we:
+			default:
+				// A later outcome replaces an unread earlier one: an id is
+				// queued again after its first wait ended when a retried
+				// acquire's first answer was lost (Acquire), and only the
+				// last wait can be the one its request is blocked on.
+				select {
+				case <-ch:
+				default:
+				}
+				select {
+				case ch <- we:
+				default:
+				}
+			}
+		}
+	}
+	h.waitMu.Unlock()
+
+	h.subMu.Lock()
+	subs := make([]func(uint64, []fsm.Event), 0, len(h.subs))
+	for _, fn := range h.subs {
+		subs = append(subs, fn)
+	}
+	h.subMu.Unlock()
+	for _, fn := range subs {
+		fn(index, events)
+	}
+}
+
+// subscribe is Subscribe (Node's and Local's).
+func (h *eventHub) subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+	h.subMu.Lock()
+	h.subSeq++
+	id := h.subSeq
+	h.subs[id] = fn
+	h.subMu.Unlock()
+	return func() {
+		h.subMu.Lock()
+		delete(h.subs, id)
+		h.subMu.Unlock()
+	}
+}
+
+// awaitWaiter returns the channel that receives waiter id's outcome
+// (EvGranted or EvWaitEnded) until stopWaiter(id). Register before
+// proposing the acquire, so an outcome applied before the proposer
+// starts waiting is not lost.
+func (h *eventHub) awaitWaiter(id string) <-chan waiterEvent {
+	ch := make(chan waiterEvent, 1)
+	h.waitMu.Lock()
+	h.waiters[id] = ch
+	h.waitMu.Unlock()
+	return ch
+}
+
+// stopWaiter ends what awaitWaiter(id) started.
+func (h *eventHub) stopWaiter(id string) {
+	h.waitMu.Lock()
+	delete(h.waiters, id)
+	h.waitMu.Unlock()
+}
