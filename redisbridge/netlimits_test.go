@@ -141,7 +141,7 @@ func TestSlowSubscriberDoesNotHoldBackOthers(t *testing.T) {
 			}
 			t.Logf("slow subscriber dropped after %d messages", sent)
 			// The fast subscriber gets every message, in order.
-			eventually(t, 10*time.Second, "the fast subscriber to get every message", func() bool {
+			eventually(t, 30*time.Second, "the fast subscriber to get every message", func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return received >= sent
