@@ -236,3 +236,40 @@ func TestSessionKeepAliveAndEnd(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// A hold bound to a session is granted the session's remaining time, not
+// the TTL asked for: the handle renews, goes into jeopardy and applies its
+// drift margin by what was granted, so it stays held as long as the
+// session is kept alive.
+func TestSessionLockAskingMoreThanTheSessionStaysHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c, fake, _ := bubbleClient(t)
+		const sessionTTL = 900 * time.Millisecond
+		s, err := c.NewSession(ctx, sessionTTL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Lock(ctx, "k", client.WithSession(s), client.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Duration(l.Lease().TTLMs) * time.Millisecond; got > sessionTTL {
+			t.Fatalf("granted %v, more than the session's %v", got, sessionTTL)
+		}
+		time.Sleep(5 * sessionTTL)
+		synctest.Wait()
+		if l.State() != client.Held || l.Context().Err() != nil {
+			t.Fatalf("after 5 session TTLs: state %v, cause %v", l.State(), context.Cause(l.Context()))
+		}
+		if owner, _, ok := fake.Holder("k"); !ok || owner != l.Owner() {
+			t.Fatalf("server holder %q %v, want %q", owner, ok, l.Owner())
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

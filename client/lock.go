@@ -79,7 +79,6 @@ type Lock struct {
 	key     string
 	owner   string
 	ttl     time.Duration
-	margin  time.Duration
 	session *Session
 	lease   api.Lease
 
@@ -201,7 +200,7 @@ func (c *Client) checkOptions(key string, o lockOptions) error {
 func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
-		c: c, key: key, owner: owner, ttl: o.ttl, margin: c.cfg.margin(o.ttl), session: o.session, lease: lease,
+		c: c, key: key, owner: owner, ttl: o.ttl, session: o.session, lease: lease,
 		ctx: ctx, cancel: cancel, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		progressTimeout: o.progressTimeout, lastProgress: time.Now(),
 	}
@@ -213,15 +212,23 @@ func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent
 }
 
 // safeDeadline is send time + time waited in the queue + granted TTL -
-// margin. The server may have granted less than asked (a max-hold cap);
-// its answer's TTL then rules.
+// the margin for that TTL.
 func (l *Lock) safeDeadline(sent time.Time, lease api.Lease) time.Time {
-	ttl := l.ttl
-	if lease.TTLMs > 0 && time.Duration(lease.TTLMs)*time.Millisecond < ttl {
-		ttl = time.Duration(lease.TTLMs) * time.Millisecond
-	}
+	ttl := l.granted(lease)
 	waited := time.Duration(max(lease.WaitedMs, 0)) * time.Millisecond
-	return sent.Add(waited + ttl - l.margin)
+	return sent.Add(waited + ttl - l.c.cfg.margin(ttl))
+}
+
+// granted is the lease length the server granted: less than asked when a
+// max hold caps it, and the session's remaining time for a hold bound to
+// a session. Renewals, jeopardy and the drift margin follow it, not the
+// TTL asked for, or a hold granted less would be lost before its first
+// renewal.
+func (l *Lock) granted(lease api.Lease) time.Duration {
+	if lease.TTLMs > 0 && time.Duration(lease.TTLMs)*time.Millisecond < l.ttl {
+		return time.Duration(lease.TTLMs) * time.Millisecond
+	}
+	return l.ttl
 }
 
 // Key returns the lock's key.
@@ -310,7 +317,8 @@ type extendResult struct {
 // run renews the lease and drives the state machine.
 func (l *Lock) run(sent time.Time) {
 	defer close(l.done)
-	renewAt := sent.Add(l.ttl / 3)
+	grant := l.granted(l.lease)
+	renewAt := sent.Add(grant / 3)
 	var (
 		// capped: the hold reached its max hold; no renewal can move the
 		// safe deadline any more, so the handle only waits for it.
@@ -345,7 +353,7 @@ func (l *Lock) run(sent time.Time) {
 			progressC = timer(lastProgress.Add(l.progressTimeout))
 		}
 		if state == Held {
-			jeopardyC = timer(safe.Add(-l.ttl / 3))
+			jeopardyC = timer(safe.Add(-grant / 3))
 		}
 		lostC := timer(safe)
 
@@ -377,7 +385,8 @@ func (l *Lock) run(sent time.Time) {
 				}
 				l.mu.Unlock()
 				l.c.log.Trace("lock renewed", "lock", l.key, "took", time.Since(r.sent))
-				renewAt = r.sent.Add(l.ttl / 3)
+				grant = l.granted(r.lease)
+				renewAt = r.sent.Add(grant / 3)
 			case errors.Is(r.err, api.ErrMaxHold):
 				// The server will end the hold at its max hold, which the
 				// safe deadline already respects (every answer's TTL is
@@ -390,7 +399,7 @@ func (l *Lock) run(sent time.Time) {
 				return
 			default:
 				l.c.log.Warn("lock renewal failed", "lock", l.key, "error", r.err, "safe_in", time.Until(safe))
-				renewAt = time.Now().Add(min(l.ttl/20+time.Millisecond, time.Second))
+				renewAt = time.Now().Add(min(grant/20+time.Millisecond, time.Second))
 			}
 		case <-jeopardyC:
 			l.mu.Lock()
