@@ -184,9 +184,6 @@ func (v *Value) Kind() Kind {
 // lock returns a KindLock value as a lock.
 func (v *Value) lock() *Lock { return (*Lock)(v) }
 
-// value returns l as the Value a key holds.
-func (l *Lock) value() *Value { return (*Value)(l) }
-
 // deadline is a Redis value's expiry, absolute FSM ms (0 = none); a value
 // whose deadline is <= now is gone for every read and write. A lock has
 // none of its own (its holds have leases).

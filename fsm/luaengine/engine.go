@@ -56,7 +56,8 @@ type Budget interface {
 	ChargeMem(n int64)
 }
 
-// Limits bound one log entry's scripts.
+// Limits bound one log entry's scripts; every field must be positive
+// (fsm.Config.Validate sees to it).
 type Limits struct {
 	MaxSteps      int // VM instructions (Config.MaxScriptSteps)
 	MaxMemory     int // bytes a script may make (Config.MaxScriptMemory)
