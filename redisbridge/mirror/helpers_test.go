@@ -330,7 +330,7 @@ func waitMirrored(t testing.TB, c *redis.Client, m *Mirror, n Source, prefix, fi
 func waitMirroredSlack(t testing.TB, c *redis.Client, m *Mirror, n Source, prefix, filter string, pxSlack int64) {
 	t.Helper()
 	ctx := context.Background()
-	mirrorWait(t, 10*time.Second, "redis to match the table", func() (bool, string) {
+	mirrorWait(t, 30*time.Second, "redis to match the table", func() (bool, string) {
 		st := m.Status()
 		if !st.Writing || !st.Synced || st.LagEntries != 0 {
 			return false, fmt.Sprintf("status %+v", st)
