@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,12 +13,39 @@ import (
 	"github.com/locknode/locknode/client"
 )
 
+// failoverTargets are the client placements of the failover workload:
+// every placement a chosen locknode backend uses (-targets for a name
+// without @, else its suffix), each labelled like that backend over HTTP.
+func failoverTargets(names []string, def string) (modes, labels []string) {
+	for _, n := range names {
+		base, targets, pinned := strings.Cut(n, "@")
+		if !strings.HasPrefix(base, "locknode-") || strings.HasSuffix(n, "~base") {
+			continue
+		}
+		label := "locknode-http"
+		if !pinned {
+			targets = def
+		} else if targets != def {
+			label += "@" + targets
+		}
+		if !contains(modes, targets) {
+			modes, labels = append(modes, targets), append(labels, label)
+		}
+	}
+	return modes, labels
+}
+
 // failover kills -9 the leader of a locknode cluster under load (workers
-// each cycling their own lock through the Go client, which lists every
-// node) and measures the time from the kill until the next successful
-// grant, and until every worker was granted again. The killed node is
-// restarted and caught up before the next run.
-func failover(ctx context.Context, s *settings, dir string, runs, workers int, limit time.Duration) ([]result, []string, error) {
+// each cycling their own lock through the Go client) and measures the
+// time from the kill until the next successful grant, and until every
+// worker was granted again. The killed node is restarted and caught up
+// before the next run. Each run is repeated for every client placement
+// in modes, alternating: "spread" (one client per node, each listing
+// every node starting at its own, as a load balancer gives), "leader"
+// (the client starts at the leader, the node that is killed, and fails
+// over), "follower" (clients list only the followers, which stay up:
+// one of them becomes the leader).
+func failover(ctx context.Context, s *settings, dir string, runs, workers int, limit time.Duration, modes, labels []string) ([]result, []string, error) {
 	c, err := newLNCluster(s.locknode, dir, 3)
 	if err != nil {
 		return nil, nil, err
@@ -30,26 +58,59 @@ func failover(ctx context.Context, s *settings, dir string, runs, workers int, l
 	for i := range c.nodes {
 		cmds = append(cmds, shellJoin(c.argv(i)))
 	}
-	var reqs atomic.Int64
-	cl, err := client.New(client.Config{Endpoints: c.httpURLs(0), HTTPClient: httpClientFor(&reqs, workers, c.tls)})
-	if err != nil {
-		return nil, cmds, err
-	}
 	var out []result
 	for run := 1; run <= runs; run++ {
-		r, err := failoverRun(ctx, c, cl, s, workers, limit)
-		if err != nil {
-			return out, cmds, fmt.Errorf("failover run %d: %w", run, err)
+		for m, mode := range modes {
+			cls, err := failoverClients(ctx, c, mode, workers)
+			if err != nil {
+				return out, cmds, fmt.Errorf("failover run %d (%s): %w", run, mode, err)
+			}
+			r, err := failoverRun(ctx, c, cls, s, workers, limit)
+			r.Backend, r.Run = labels[m], run
+			if err != nil {
+				return out, cmds, fmt.Errorf("failover run %d (%s): %w", run, mode, err)
+			}
+			out = append(out, r)
+			logf("failover run %d, clients %s: next grant %.0f ms, all %d workers granted again %.0f ms (%s)", run, mode,
+				r.Metrics["next_grant_ms"], workers, r.Metrics["all_granted_ms"], r.Note)
 		}
-		r.Run = run
-		out = append(out, r)
-		logf("failover run %d: next grant %.0f ms, all %d workers granted again %.0f ms (%s)", run,
-			r.Metrics["next_grant_ms"], workers, r.Metrics["all_granted_ms"], r.Note)
 	}
 	return out, cmds, nil
 }
 
-func failoverRun(ctx context.Context, c *lnCluster, cl *client.Client, s *settings, workers int, limit time.Duration) (result, error) {
+// failoverClients makes the Go clients of one failover run; worker i
+// uses clients[i%len]. Made per run: the leader moves with every kill.
+func failoverClients(ctx context.Context, c *lnCluster, mode string, workers int) ([]*client.Client, error) {
+	targets, err := lnTargets(ctx, c, mode)
+	if err != nil {
+		return nil, err
+	}
+	var reqs atomic.Int64
+	hc := httpClientFor(&reqs, workers, c.tls)
+	var out []*client.Client
+	for _, t := range targets {
+		eps := c.httpURLs(t)
+		if mode == "follower" {
+			// Only the followers: no client moves to the old leader
+			// when it comes back.
+			eps = nil
+			for _, u := range targets {
+				eps = append(eps, c.scheme()+c.nodes[u].http)
+			}
+			for len(eps) > 0 && eps[0] != c.scheme()+c.nodes[t].http {
+				eps = append(eps[1:], eps[0])
+			}
+		}
+		cl, err := client.New(client.Config{Endpoints: eps, HTTPClient: hc})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cl)
+	}
+	return out, nil
+}
+
+func failoverRun(ctx context.Context, c *lnCluster, cls []*client.Client, s *settings, workers int, limit time.Duration) (result, error) {
 	var (
 		killAt    atomic.Int64 // unix ns of the kill; 0 before
 		firstAft  = make([]atomic.Int64, workers)
@@ -65,6 +126,7 @@ func failoverRun(ctx context.Context, c *lnCluster, cl *client.Client, s *settin
 		// Ends when end() is called after the measurement.
 		go func() {
 			defer wg.Done()
+			cl := cls[i%len(cls)]
 			gen := 0
 			for lctx.Err() == nil {
 				key := fmt.Sprintf("bench/f/%d/%d", i, gen)

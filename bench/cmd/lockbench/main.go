@@ -53,6 +53,7 @@ type options struct {
 	keep           bool
 	exclusive      string // flock file taken for the whole run ("" none)
 	scaleFill      string
+	scaleTargets   string
 	install        bool
 	out            string
 	name           string
@@ -93,6 +94,7 @@ func run() int {
 	flag.IntVar(&o.scaleLocks, "scale-locks", 1_000_000, "held locks of the scale workload; 0 skips it")
 	flag.BoolVar(&o.scaleRedis, "scale-redis", false, "also run the scale workload on redis (default: with -compare)")
 	flag.StringVar(&o.scaleFill, "scale-fill", "script", "how the scale workload takes its locks: script (EVAL of SET NX PX per key, 100 keys per entry) or set (one pipelined SET NX PX per lock)")
+	flag.StringVar(&o.scaleTargets, "scale-targets", "follower", "which nodes the scale workload's fill connections send to: follower, spread or leader")
 	flag.DurationVar(&o.snapWait, "snapshot-wait", 90*time.Second, "longest wait for a snapshot holding every lock (scale)")
 	flag.BoolVar(&o.install, "install", true, "apt-get install missing redis-server / etcd-server when root")
 	flag.StringVar(&o.out, "out", "results", "directory of the results")
@@ -136,6 +138,10 @@ func run() int {
 	}
 	if o.scaleFill != "script" && o.scaleFill != "set" {
 		fmt.Fprintln(os.Stderr, "lockbench: -scale-fill must be script or set")
+		return 2
+	}
+	if !contains([]string{"leader", "spread", "follower"}, o.scaleTargets) {
+		fmt.Fprintln(os.Stderr, "lockbench: -scale-targets must be spread, leader or follower")
 		return 2
 	}
 	if !contains([]string{"leader", "spread", "follower"}, o.settings.lnTargets) {
@@ -288,10 +294,11 @@ func run() int {
 			}
 		}
 	}
-	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+	foModes, foLabels := failoverTargets(names, o.settings.lnTargets)
+	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && len(foModes) > 0 {
 		dir, _ := os.MkdirTemp(tmp, "failover-")
-		logf("failover: %d leader kills under load", o.failoverRuns)
-		res, cmds, err := failover(ctx, &o.settings, dir, o.failoverRuns, o.failoverWork, o.failoverLimit)
+		logf("failover: %d leader kills under load for each client placement (%s)", o.failoverRuns, strings.Join(foModes, ", "))
+		res, cmds, err := failover(ctx, &o.settings, dir, o.failoverRuns, o.failoverWork, o.failoverLimit, foModes, foLabels)
 		rep.commands("failover", cmds)
 		for _, r := range res {
 			r.Type = "run"
@@ -304,10 +311,10 @@ func run() int {
 		killAll()
 		os.RemoveAll(dir)
 	}
-	if !skip["scale"] && o.scaleLocks > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+	if !skip["scale"] && o.scaleLocks > 0 && ctx.Err() == nil && len(foModes) > 0 {
 		dir, _ := os.MkdirTemp(tmp, "scale-")
 		logf("scale: %d held locks on locknode", o.scaleLocks)
-		r, cmds, err := scaleLocknode(ctx, &o.settings, dir, o.scaleLocks, o.snapWait, o.scaleFill == "script")
+		r, cmds, err := scaleLocknode(ctx, &o.settings, dir, o.scaleLocks, o.snapWait, o.scaleFill == "script", o.scaleTargets)
 		rep.commands("scale-locknode", cmds)
 		rep.add(r)
 		if err != nil {
