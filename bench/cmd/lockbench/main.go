@@ -422,6 +422,38 @@ func newBackend(name string, s *settings, baseBin string) backend {
 	panic("unknown backend " + name) // names are checked in run
 }
 
+// clustered is a backend on a locknode cluster.
+type clustered interface{ cluster() *lnCluster }
+
+func (b *respBackend) cluster() *lnCluster   { return b.lnc }
+func (b *lnHTTPBackend) cluster() *lnCluster { return b.lnc }
+
+// withPath runs one workload phase and, on a locknode cluster, adds the
+// forwarding and log-write figures of the phase (addPathMetrics) to its
+// result. A failed scrape leaves them out and says so.
+func withPath(ctx context.Context, b backend, phase func() (result, error)) (result, error) {
+	cb, ok := b.(clustered)
+	if !ok || cb.cluster() == nil {
+		return phase()
+	}
+	c := cb.cluster()
+	before, serr := c.sample(ctx)
+	r, err := phase()
+	if err != nil || serr != nil {
+		return r, err
+	}
+	after, serr := c.sample(ctx)
+	if serr != nil {
+		logf("  %s %s: node metrics: %v", b.name(), r.Workload, serr)
+		return r, nil
+	}
+	addPathMetrics(r.Metrics, before, after)
+	logf("  %s %s: %.0f forwarding calls/s, %.1f commands per call; leader %.0f log writes/s, %.1f commands per write, %.2f ms per write",
+		b.name(), r.Workload, r.Metrics["fwd_calls_per_s"], r.Metrics["fwd_cmds_per_call"],
+		r.Metrics["leader_log_writes_per_s"], r.Metrics["leader_cmds_per_log_write"], r.Metrics["leader_log_write_mean_ms"])
+	return r, nil
+}
+
 // benchBackend starts b, runs every workload on it, and stops it.
 func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []int, skip map[string]bool) ([]result, []string, error) {
 	defer b.stop()
@@ -432,7 +464,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 	var errs []error
 	if !skip["uncontended"] {
 		for _, c := range cs {
-			r, err := uncontended(ctx, b, c, o.warmup, o.duration)
+			r, err := withPath(ctx, b, func() (result, error) { return uncontended(ctx, b, c, o.warmup, o.duration) })
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -443,7 +475,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 		}
 	}
 	if !skip["contended"] {
-		r, err := contended(ctx, b, o.contended, o.warmup, o.duration)
+		r, err := withPath(ctx, b, func() (result, error) { return contended(ctx, b, o.contended, o.warmup, o.duration) })
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -455,7 +487,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 	}
 	if !skip["pipeline"] {
 		if rb, ok := b.(*respBackend); ok {
-			r, err := pipelined(ctx, rb, o.warmup, o.duration)
+			r, err := withPath(ctx, b, func() (result, error) { return pipelined(ctx, rb, o.warmup, o.duration) })
 			if err != nil {
 				errs = append(errs, err)
 			} else {

@@ -532,6 +532,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 				f(x["release_p50_ms"], 3), f(x["release_p99_ms"], 3), f(x["requests_per_cycle"], 2), s.Errors, f(x["loadavg_1m"], 1))
 		}
 	}
+	r.pathTable(&b, med)
 	fmt.Fprintf(&b, "\n## Contended (%d workers, one lock, hold 0)\n\n", r.opts.contended)
 	b.WriteString("| backend | acquisitions/s | wait p50 ms | wait p99 ms | wait max ms | requests/acquisition | min..max per worker | max/min | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, be := range r.backends {
@@ -620,6 +621,39 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 		fmt.Fprintf(&b, "- %s: `%s`\n", k, m.Servers[k])
 	}
 	return b.String()
+}
+
+// pathTable shows, per locknode backend and phase, what the nodes'
+// counters said: a follower's forwarding calls and the commands each
+// carried, and the leader's log writes (each one fsync) and the commands
+// each carried. Fewer commands per write at the same write time is less
+// throughput.
+func (r *report) pathTable(b *strings.Builder, med map[[2]string]*summary) {
+	var rows []string
+	for _, be := range r.lnBackends() {
+		for _, k := range sortedKeys(med) {
+			s := med[k]
+			if k[0] != be {
+				continue
+			}
+			x := s.Metrics
+			if _, ok := x["leader_log_writes_per_s"]; !ok {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", be, r.placement(be), k[1], f(x["fwd_calls_per_s"], 0), f(x["fwd_cmds_per_call"], 2),
+				f(x["leader_log_writes_per_s"], 0), f(x["leader_cmds_per_log_write"], 2), f(x["leader_log_write_mean_ms"], 2)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Where the commands go (node counters over each phase, warm-up included; medians)\n\n")
+	b.WriteString("Forwarding: the followers' calls to the leader (`locknode_forward_calls_total`) and the commands they carried (`locknode_forwarded_total`). " +
+		"Leader: its raft log writes, one fsync each (`locknode_log_store_seconds`), and the commands it proposed (`locknode_proposals_total`) per write.\n\n")
+	b.WriteString("| backend | clients on | phase | forwarding calls/s | commands per call | leader log writes/s | commands per write | ms per write |\n|---|---|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		b.WriteString(row)
+	}
 }
 
 // headline is one row per locknode backend (where its clients connect)

@@ -80,3 +80,31 @@ func TestHeadlineRatiosAndTargets(t *testing.T) {
 		t.Errorf("headline lacks the follower row with its etcd ratio:\n%s", b.String())
 	}
 }
+
+func TestParseCounters(t *testing.T) {
+	text := `# HELP locknode_forward_calls_total Requests this node sent to the leader, by kind.
+# TYPE locknode_forward_calls_total counter
+locknode_forward_calls_total{kind="apply"} 3
+locknode_forward_calls_total{kind="apply_batch"} 40
+locknode_forwarded_total 250
+locknode_forwarded_totally 9
+locknode_log_store_seconds_bucket{le="0.001"} 7
+locknode_log_store_seconds_sum 0.5
+locknode_log_store_seconds_count 100
+locknode_proposals_total{op="a b"} 1e3
+`
+	got, err := parseCounters(strings.NewReader(text), scrapedCounters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"locknode_forward_calls_total": 43, "locknode_forwarded_total": 250,
+		"locknode_log_store_seconds_sum": 0.5, "locknode_log_store_seconds_count": 100, "locknode_proposals_total": 1000}
+	if len(got) != len(want) {
+		t.Errorf("parseCounters = %v; want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v; want %v", k, got[k], v)
+		}
+	}
+}
