@@ -6,26 +6,30 @@ import (
 	"testing"
 )
 
-func TestFailoverTargets(t *testing.T) {
+func TestFailoverCases(t *testing.T) {
 	for _, tc := range []struct {
-		names         []string
-		def           string
-		modes, labels []string
+		names  []string
+		def    string
+		labels []string
 	}{
-		{[]string{"locknode-resp", "locknode-http"}, "spread", []string{"spread"}, []string{"locknode-http"}},
-		{allBackends, "spread", []string{"spread", "leader", "follower"},
-			[]string{"locknode-http", "locknode-http@leader", "locknode-http@follower"}},
+		{[]string{"locknode-resp", "locknode-http"}, "spread", []string{"locknode-http"}},
+		{allBackends, "spread", []string{"locknode-http", "locknode-http@leader", "locknode-http@follower", "locknode-resp@follower"}},
 		// A pinned placement equal to -targets is the unsuffixed backend.
-		{[]string{"locknode-resp@leader", "locknode-http@follower"}, "leader", []string{"leader", "follower"},
-			[]string{"locknode-http", "locknode-http@follower"}},
-		{[]string{"redis", "etcd-3node"}, "spread", nil, nil},
+		{[]string{"locknode-resp@leader", "locknode-http@follower"}, "leader", []string{"locknode-http", "locknode-http@follower"}},
+		{[]string{"locknode-resp"}, "follower", []string{"locknode-http", "locknode-resp"}},
+		{[]string{"redis", "etcd-3node"}, "spread", nil},
 		// A baseline build does not run the failover workload.
-		{[]string{"locknode-resp@follower~base", "locknode-resp@leader"}, "spread", []string{"leader"},
-			[]string{"locknode-http@leader"}},
+		{[]string{"locknode-resp@follower~base", "locknode-resp@leader"}, "spread", []string{"locknode-http@leader"}},
 	} {
-		modes, labels := failoverTargets(tc.names, tc.def)
-		if !slices.Equal(modes, tc.modes) || !slices.Equal(labels, tc.labels) {
-			t.Errorf("failoverTargets(%v, %s) = %v, %v; want %v, %v", tc.names, tc.def, modes, labels, tc.modes, tc.labels)
+		var labels []string
+		for _, c := range failoverCases(tc.names, tc.def) {
+			labels = append(labels, c.label)
+			if c.resp != strings.HasPrefix(c.label, "locknode-resp") || (c.resp && c.mode != "follower") {
+				t.Errorf("failoverCases(%v, %s): case %+v", tc.names, tc.def, c)
+			}
+		}
+		if !slices.Equal(labels, tc.labels) {
+			t.Errorf("failoverCases(%v, %s) = %v; want %v", tc.names, tc.def, labels, tc.labels)
 		}
 	}
 }
