@@ -49,6 +49,16 @@ func parseCounters(r io.Reader, want []string) (map[string]float64, error) {
 		if !contains(want, name) {
 			continue
 		}
+		// Proposals are also kept by op ("locknode_proposals_total/acquire"):
+		// which commands a placement adds.
+		perOp := ""
+		if name == "locknode_proposals_total" {
+			if _, v, ok := strings.Cut(line, `op="`); ok {
+				if op, _, ok := strings.Cut(v, `"`); ok {
+					perOp = name + "/" + op
+				}
+			}
+		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
 			continue
@@ -58,6 +68,9 @@ func parseCounters(r io.Reader, want []string) (map[string]float64, error) {
 			return nil, fmt.Errorf("metric %s: %w", name, err)
 		}
 		out[name] += v
+		if perOp != "" {
+			out[perOp] += v
+		}
 	}
 	return out, sc.Err()
 }
@@ -125,4 +138,9 @@ func addPathMetrics(m map[string]float64, a, b clusterSample) {
 	m["leader_log_writes_per_s"] = writes / secs
 	m["leader_cmds_per_log_write"] = safeDiv(d(a.leader, "locknode_proposals_total"), writes)
 	m["leader_log_write_mean_ms"] = 1000 * safeDiv(d(a.leader, "locknode_log_store_seconds_sum"), writes)
+	for k := range b.nodes[b.leader] {
+		if op, ok := strings.CutPrefix(k, "locknode_proposals_total/"); ok {
+			m["leader_proposed_"+op+"_per_s"] = d(a.leader, k) / secs
+		}
+	}
 }

@@ -102,7 +102,8 @@ locknode_proposals_total{op="a b"} 1e3
 		t.Fatal(err)
 	}
 	want := map[string]float64{"locknode_forward_calls_total": 43, "locknode_forwarded_total": 250,
-		"locknode_log_store_seconds_sum": 0.5, "locknode_log_store_seconds_count": 100, "locknode_proposals_total": 1000}
+		"locknode_log_store_seconds_sum": 0.5, "locknode_log_store_seconds_count": 100, "locknode_proposals_total": 1000,
+		"locknode_proposals_total/a b": 1000}
 	if len(got) != len(want) {
 		t.Errorf("parseCounters = %v; want %v", got, want)
 	}
