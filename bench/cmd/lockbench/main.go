@@ -439,10 +439,13 @@ func withPath(ctx context.Context, b backend, phase func() (result, error)) (res
 	c := cb.cluster()
 	before, serr := c.sample(ctx)
 	r, err := phase()
-	if err != nil || serr != nil {
+	if err != nil {
 		return r, err
 	}
-	after, serr := c.sample(ctx)
+	var after clusterSample
+	if serr == nil {
+		after, serr = c.sample(ctx)
+	}
 	if serr != nil {
 		logf("  %s %s: node metrics: %v", b.name(), r.Workload, serr)
 		return r, nil

@@ -396,7 +396,7 @@ func (r *report) write(dir, name string) error {
 		"script_workers": fmt.Sprint(r.opts.scriptWorkers), "ttl": r.opts.settings.ttl.String(),
 		"poll": r.opts.pollMin.String() + ".." + r.opts.pollM.String(), "targets": r.opts.settings.lnTargets,
 		"failover_runs": fmt.Sprint(r.opts.failoverRuns), "failover_workers": fmt.Sprint(r.opts.failoverWork),
-		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "elapsed": r.elapsed.Round(time.Second).String(),
+		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "scale_targets": r.opts.scaleTargets, "elapsed": r.elapsed.Round(time.Second).String(),
 	}
 	// JSON lines.
 	var jl strings.Builder
