@@ -39,7 +39,9 @@ bench:
 	cd bench && $(GO) run ./cmd/lockbench $(BENCHFLAGS)
 
 # locknode against redis, redis AOF, Redlock (3 redis) and etcd 1/3 nodes,
-# alternating, median of 3 runs each (~10 minutes on 2 cores). Installs
+# alternating, median of 3 runs each; locknode with clients spread over
+# every node (the headline), on the leader only and on the followers only,
+# over RESP and HTTP (~15 minutes on 2 cores). Installs
 # redis-server / etcd-server with apt-get when root. Results:
 # bench/results/compare.{md,svg,jsonl}.
 bench-compare:

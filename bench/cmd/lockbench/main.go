@@ -53,6 +53,7 @@ type options struct {
 	keep           bool
 	exclusive      string // flock file taken for the whole run ("" none)
 	scaleFill      string
+	scaleTargets   string
 	install        bool
 	out            string
 	name           string
@@ -93,6 +94,7 @@ func run() int {
 	flag.IntVar(&o.scaleLocks, "scale-locks", 1_000_000, "held locks of the scale workload; 0 skips it")
 	flag.BoolVar(&o.scaleRedis, "scale-redis", false, "also run the scale workload on redis (default: with -compare)")
 	flag.StringVar(&o.scaleFill, "scale-fill", "script", "how the scale workload takes its locks: script (EVAL of SET NX PX per key, 100 keys per entry) or set (one pipelined SET NX PX per lock)")
+	flag.StringVar(&o.scaleTargets, "scale-targets", "follower", "which nodes the scale workload's fill connections send to: follower, spread or leader")
 	flag.DurationVar(&o.snapWait, "snapshot-wait", 90*time.Second, "longest wait for a snapshot holding every lock (scale)")
 	flag.BoolVar(&o.install, "install", true, "apt-get install missing redis-server / etcd-server when root")
 	flag.StringVar(&o.out, "out", "results", "directory of the results")
@@ -136,6 +138,10 @@ func run() int {
 	}
 	if o.scaleFill != "script" && o.scaleFill != "set" {
 		fmt.Fprintln(os.Stderr, "lockbench: -scale-fill must be script or set")
+		return 2
+	}
+	if !contains([]string{"leader", "spread", "follower"}, o.scaleTargets) {
+		fmt.Fprintln(os.Stderr, "lockbench: -scale-targets must be spread, leader or follower")
 		return 2
 	}
 	if !contains([]string{"leader", "spread", "follower"}, o.settings.lnTargets) {
@@ -288,10 +294,11 @@ func run() int {
 			}
 		}
 	}
-	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+	foCases := failoverCases(names, o.settings.lnTargets)
+	if !skip["failover"] && o.failoverRuns > 0 && ctx.Err() == nil && len(foCases) > 0 {
 		dir, _ := os.MkdirTemp(tmp, "failover-")
-		logf("failover: %d leader kills under load", o.failoverRuns)
-		res, cmds, err := failover(ctx, &o.settings, dir, o.failoverRuns, o.failoverWork, o.failoverLimit)
+		logf("failover: %d leader kills under load for each of %d client placements", o.failoverRuns, len(foCases))
+		res, cmds, err := failover(ctx, &o.settings, dir, o.failoverRuns, o.failoverWork, o.failoverLimit, foCases)
 		rep.commands("failover", cmds)
 		for _, r := range res {
 			r.Type = "run"
@@ -304,10 +311,10 @@ func run() int {
 		killAll()
 		os.RemoveAll(dir)
 	}
-	if !skip["scale"] && o.scaleLocks > 0 && ctx.Err() == nil && containsAny(names, "locknode-http", "locknode-resp") {
+	if !skip["scale"] && o.scaleLocks > 0 && ctx.Err() == nil && len(foCases) > 0 {
 		dir, _ := os.MkdirTemp(tmp, "scale-")
 		logf("scale: %d held locks on locknode", o.scaleLocks)
-		r, cmds, err := scaleLocknode(ctx, &o.settings, dir, o.scaleLocks, o.snapWait, o.scaleFill == "script")
+		r, cmds, err := scaleLocknode(ctx, &o.settings, dir, o.scaleLocks, o.snapWait, o.scaleFill == "script", o.scaleTargets)
 		rep.commands("scale-locknode", cmds)
 		rep.add(r)
 		if err != nil {
@@ -415,6 +422,41 @@ func newBackend(name string, s *settings, baseBin string) backend {
 	panic("unknown backend " + name) // names are checked in run
 }
 
+// clustered is a backend on a locknode cluster.
+type clustered interface{ cluster() *lnCluster }
+
+func (b *respBackend) cluster() *lnCluster   { return b.lnc }
+func (b *lnHTTPBackend) cluster() *lnCluster { return b.lnc }
+
+// withPath runs one workload phase and, on a locknode cluster, adds the
+// forwarding and log-write figures of the phase (addPathMetrics) to its
+// result. A failed scrape leaves them out and says so.
+func withPath(ctx context.Context, b backend, phase func() (result, error)) (result, error) {
+	cb, ok := b.(clustered)
+	if !ok || cb.cluster() == nil {
+		return phase()
+	}
+	c := cb.cluster()
+	before, serr := c.sample(ctx)
+	r, err := phase()
+	if err != nil {
+		return r, err
+	}
+	var after clusterSample
+	if serr == nil {
+		after, serr = c.sample(ctx)
+	}
+	if serr != nil {
+		logf("  %s %s: node metrics: %v", b.name(), r.Workload, serr)
+		return r, nil
+	}
+	addPathMetrics(r.Metrics, before, after)
+	logf("  %s %s: %.0f forwarding calls/s, %.1f commands per call; leader %.0f log writes/s, %.1f commands per write, %.2f ms per write",
+		b.name(), r.Workload, r.Metrics["fwd_calls_per_s"], r.Metrics["fwd_cmds_per_call"],
+		r.Metrics["leader_log_writes_per_s"], r.Metrics["leader_cmds_per_log_write"], r.Metrics["leader_log_write_mean_ms"])
+	return r, nil
+}
+
 // benchBackend starts b, runs every workload on it, and stops it.
 func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []int, skip map[string]bool) ([]result, []string, error) {
 	defer b.stop()
@@ -425,7 +467,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 	var errs []error
 	if !skip["uncontended"] {
 		for _, c := range cs {
-			r, err := uncontended(ctx, b, c, o.warmup, o.duration)
+			r, err := withPath(ctx, b, func() (result, error) { return uncontended(ctx, b, c, o.warmup, o.duration) })
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -436,7 +478,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 		}
 	}
 	if !skip["contended"] {
-		r, err := contended(ctx, b, o.contended, o.warmup, o.duration)
+		r, err := withPath(ctx, b, func() (result, error) { return contended(ctx, b, o.contended, o.warmup, o.duration) })
 		if err != nil {
 			errs = append(errs, err)
 		} else {
@@ -448,7 +490,7 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 	}
 	if !skip["pipeline"] {
 		if rb, ok := b.(*respBackend); ok {
-			r, err := pipelined(ctx, rb, o.warmup, o.duration)
+			r, err := withPath(ctx, b, func() (result, error) { return pipelined(ctx, rb, o.warmup, o.duration) })
 			if err != nil {
 				errs = append(errs, err)
 			} else {

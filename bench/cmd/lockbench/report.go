@@ -232,15 +232,51 @@ func (r *report) medians() map[[2]string]*summary {
 			out[k].Metrics[m] = median(vs)
 		}
 	}
-	// Failover: the p50 over runs and whether every run met 1.5 s.
-	if s := out[[2]string{"locknode-http", "failover"}]; s != nil {
+	// Failover (one per client placement): the p50 over runs, the worst
+	// run, and how many runs met 1.5 s.
+	for k, s := range out {
+		if k[1] != "failover" {
+			continue
+		}
 		ok := 0.0
-		for _, v := range all[[2]string{"locknode-http", "failover"}]["all_granted_ms"] {
+		for _, v := range all[k]["all_granted_ms"] {
 			if v <= 1500 {
 				ok++
 			}
+			s.Metrics["all_granted_ms_max"] = max(s.Metrics["all_granted_ms_max"], v)
 		}
 		s.Metrics["runs_all_granted_within_1500ms"] = ok
+	}
+	return out
+}
+
+// lnBackends are the locknode backends of the run, in the order given.
+func (r *report) lnBackends() []string {
+	var out []string
+	for _, b := range r.backends {
+		if strings.HasPrefix(b, "locknode-") {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// placement is where a locknode backend's clients send: its @ suffix,
+// else -targets.
+func (r *report) placement(backend string) string {
+	if _, t, ok := strings.Cut(strings.TrimSuffix(backend, "~base"), "@"); ok {
+		return t
+	}
+	return r.opts.settings.lnTargets
+}
+
+// failoverBackends are the failover workload's labels, in run order.
+func (r *report) failoverBackends() []string {
+	var out []string
+	for _, x := range r.runs {
+		if x.Workload == "failover" && !contains(out, x.Backend) {
+			out = append(out, x.Backend)
+		}
 	}
 	return out
 }
@@ -272,7 +308,7 @@ func (r *report) targets(med map[[2]string]*summary) []target {
 		}
 		ts = append(ts, t)
 	}
-	for _, ln := range []string{"locknode-resp", "locknode-http"} {
+	for _, ln := range r.lnBackends() {
 		c64 := fmt.Sprintf("uncontended-c%d", 64)
 		lv, lok := get(ln, c64, "cycles_per_s")
 		ev, eok := get("etcd-3node", c64, "cycles_per_s")
@@ -291,21 +327,47 @@ func (r *report) targets(med map[[2]string]*summary) []target {
 		add(ln+" contended requests per acquisition", "= 2.0", rpa, fmt.Sprintf("%.4f", rpa), ok, math.Abs(rpa-2) < 0.0005)
 		fr, ok := get(ln, cw, "fair_max_over_min")
 		add(ln+" contended fairness max/min", "≤ 1.1", fr, fmt.Sprintf("%.3f", fr), ok, fr <= 1.1)
+		if strings.HasPrefix(ln, "locknode-resp") {
+			s, ok1 := get(ln, fmt.Sprintf("scripts-setnx-c%d", r.opts.scriptWorkers), "cycles_per_s")
+			h, ok2 := get(ln, fmt.Sprintf("scripts-hash-script-c%d", r.opts.scriptWorkers), "cycles_per_s")
+			add(ln+" scripted (hash lock) vs SET NX", "≥ 0.5×", safeDiv(h, s), fmt.Sprintf("%.0f / %.0f cycles/s = %.2f×", h, s, safeDiv(h, s)), ok1 && ok2, safeDiv(h, s) >= 0.5)
+		}
 	}
-	for _, b := range []string{"locknode-resp"} {
-		s, ok1 := get(b, fmt.Sprintf("scripts-setnx-c%d", r.opts.scriptWorkers), "cycles_per_s")
-		h, ok2 := get(b, fmt.Sprintf("scripts-hash-script-c%d", r.opts.scriptWorkers), "cycles_per_s")
-		add(b+" scripted (hash lock) vs SET NX", "≥ 0.5×", safeDiv(h, s), fmt.Sprintf("%.0f / %.0f cycles/s = %.2f×", h, s, safeDiv(h, s)), ok1 && ok2, safeDiv(h, s) >= 0.5)
+	// A follower against the leader, same protocol, same run.
+	for _, proto := range []string{"locknode-resp", "locknode-http"} {
+		lb, fb := proto+"@leader", proto+"@follower"
+		ratio := func(name, goal, w, m string, want float64, atMost bool) {
+			lv, lok := get(lb, w, m)
+			fv, fok := get(fb, w, m)
+			q := safeDiv(fv, lv)
+			met := q >= want
+			if atMost {
+				met = q <= want && q > 0
+			}
+			add(proto+" follower vs leader: "+name, goal, q, fmt.Sprintf("%.3f / %.3f = %.2f×", fv, lv, q), lok && fok, met)
+		}
+		ratio("1 worker acquire p50", "≤ 1.2×", "uncontended-c1", "acquire_p50_ms", 1.2, true)
+		ratio("uncontended 64 cycles/s", "≥ 0.9×", "uncontended-c64", "cycles_per_s", 0.9, false)
+		ratio("contended acquisitions/s", "≥ 0.9×", fmt.Sprintf("contended-c%d", r.opts.contended), "acquisitions_per_s", 0.9, false)
+		if proto == "locknode-resp" {
+			ratio("pipelined SET NX/s", "≥ 0.8×", fmt.Sprintf("pipeline-d%d", pipelineDepth), "ops_per_s", 0.8, false)
+		}
 	}
-	ng, ok := get("locknode-http", "failover", "next_grant_ms")
-	add("failover next grant p50", "≤ 1 s", ng, fmt.Sprintf("%.0f ms", ng), ok, ng <= 1000)
-	n, ok2 := get("locknode-http", "failover", "runs_all_granted_within_1500ms")
-	runs := 0
-	if s := med[[2]string{"locknode-http", "failover"}]; s != nil {
-		runs = s.Runs
+	fbs := r.failoverBackends()
+	if len(fbs) == 0 {
+		fbs = []string{"locknode-http"} // listed as not measured
 	}
-	ag, _ := get("locknode-http", "failover", "all_granted_ms")
-	add("failover every worker granted again ≤ 1.5 s", "5 of 5 runs", n, fmt.Sprintf("%d of %d runs (median %.0f ms)", int(n), runs, ag), ok2, int(n) == runs && runs >= 5)
+	for _, fb := range fbs {
+		ng, ok := get(fb, "failover", "next_grant_ms")
+		add(fb+" failover next grant p50", "≤ 1 s", ng, fmt.Sprintf("%.0f ms", ng), ok, ng <= 1000)
+		n, ok2 := get(fb, "failover", "runs_all_granted_within_1500ms")
+		runs := 0
+		if s := med[[2]string{fb, "failover"}]; s != nil {
+			runs = s.Runs
+		}
+		ag, _ := get(fb, "failover", "all_granted_ms")
+		add(fb+" failover every worker granted again ≤ 1.5 s", "5 of 5 runs", n, fmt.Sprintf("%d of %d runs (median %.0f ms)", int(n), runs, ag), ok2, int(n) == runs && runs >= 5)
+	}
 	sw := fmt.Sprintf("scale-%d", r.opts.scaleLocks)
 	rss, ok := get("locknode", sw, "rss_mb_max")
 	add(fmt.Sprintf("%d held locks: RSS per node", r.opts.scaleLocks), "≤ 300 MB", rss, fmt.Sprintf("%.0f MB (max of 3 nodes)", rss), ok, rss <= 300)
@@ -334,7 +396,7 @@ func (r *report) write(dir, name string) error {
 		"script_workers": fmt.Sprint(r.opts.scriptWorkers), "ttl": r.opts.settings.ttl.String(),
 		"poll": r.opts.pollMin.String() + ".." + r.opts.pollM.String(), "targets": r.opts.settings.lnTargets,
 		"failover_runs": fmt.Sprint(r.opts.failoverRuns), "failover_workers": fmt.Sprint(r.opts.failoverWork),
-		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "elapsed": r.elapsed.Round(time.Second).String(),
+		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "scale_targets": r.opts.scaleTargets, "elapsed": r.elapsed.Round(time.Second).String(),
 	}
 	// JSON lines.
 	var jl strings.Builder
@@ -445,6 +507,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 	}
 	b.WriteString("\n![chart](" + name + ".svg)\n\n")
 
+	r.headline(&b, med)
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range ts {
 		met, measured := "not measured", "—"
@@ -469,6 +532,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 				f(x["release_p50_ms"], 3), f(x["release_p99_ms"], 3), f(x["requests_per_cycle"], 2), s.Errors, f(x["loadavg_1m"], 1))
 		}
 	}
+	r.pathTable(&b, med)
 	fmt.Fprintf(&b, "\n## Contended (%d workers, one lock, hold 0)\n\n", r.opts.contended)
 	b.WriteString("| backend | acquisitions/s | wait p50 ms | wait p99 ms | wait max ms | requests/acquisition | min..max per worker | max/min | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, be := range r.backends {
@@ -498,13 +562,22 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 		}
 	}
 	if len(fo) > 0 {
-		fmt.Fprintf(&b, "\n## Failover (kill -9 of the leader under load: %d workers cycling their own locks through the Go client)\n\n", r.opts.failoverWork)
-		b.WriteString("| run | killed | next grant ms | every worker granted again ms | errors seen by workers |\n|---|---|---|---|---|\n")
-		for _, x := range fo {
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %d |\n", x.Run, strings.TrimPrefix(x.Note, "killed leader "), f(x.Metrics["next_grant_ms"], 0), f(x.Metrics["all_granted_ms"], 0), x.Errors)
+		fmt.Fprintf(&b, "\n## Failover (kill -9 of the leader under load: %d workers cycling their own locks)\n\n", r.opts.failoverWork)
+		b.WriteString("Clients spread: one client per node, each listing every node starting at its own. Clients on the leader: the client starts at the leader (the node killed) and fails over. " +
+			"Clients on followers: the clients list only the two followers, which stay up; one of them becomes the leader. " +
+			"RESP (go-redis, SET NX PX + compare-and-delete): clients on the two followers only. After an error a worker waits 5 ms before its next acquire. The cases alternate run by run on one cluster.\n\n")
+		b.WriteString("| backend | clients on | run | killed | next grant ms | every worker granted again ms | errors seen by workers |\n|---|---|---|---|---|---|---|\n")
+		for _, be := range r.failoverBackends() {
+			for _, x := range fo {
+				if x.Backend == be {
+					fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %d |\n", be, r.placement(be), x.Run, strings.TrimPrefix(x.Note, "killed leader "),
+						f(x.Metrics["next_grant_ms"], 0), f(x.Metrics["all_granted_ms"], 0), x.Errors)
+				}
+			}
+			if s := med[[2]string{be, "failover"}]; s != nil {
+				fmt.Fprintf(&b, "| %s | %s | median | | %s | %s | |\n", be, r.placement(be), f(s.Metrics["next_grant_ms"], 0), f(s.Metrics["all_granted_ms"], 0))
+			}
 		}
-		s := med[[2]string{"locknode-http", "failover"}]
-		fmt.Fprintf(&b, "| median | | %s | %s | |\n", f(s.Metrics["next_grant_ms"], 0), f(s.Metrics["all_granted_ms"], 0))
 	}
 	sw := fmt.Sprintf("scale-%d", r.opts.scaleLocks)
 	for _, be := range []string{"locknode", "redis"} {
@@ -518,7 +591,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 			if r.opts.scaleFill == "set" {
 				how = "one pipelined SET NX PX 1h per lock, 128 connections"
 			}
-			fmt.Fprintf(&b, "\n## Scale: %d held locks (%s), 3-node locknode\n\n", r.opts.scaleLocks, how)
+			fmt.Fprintf(&b, "\n## Scale: %d held locks (%s, clients on %s), 3-node locknode\n\n", r.opts.scaleLocks, how, r.opts.scaleTargets)
 			b.WriteString("| node | RSS after fill MB | RSS after snapshot MB | peak RSS before restart MB | snapshot MB | snapshot index | wal MB (files) | wal on disk MB | raft.db MB | RSS after restart MB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, id := range []string{"n1", "n2", "n3"} {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s |\n", id, f(x["rss_mb_after_fill_"+id], 0), f(x["rss_mb_"+id], 0), f(x["rss_peak_mb_"+id], 0),
@@ -549,6 +622,120 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 		fmt.Fprintf(&b, "- %s: `%s`\n", k, m.Servers[k])
 	}
 	return b.String()
+}
+
+// pathTable shows, per locknode backend and phase, what the nodes'
+// counters said: a follower's forwarding calls and the commands each
+// carried, and the leader's log writes (each one fsync) and the commands
+// each carried. Fewer commands per write at the same write time is less
+// throughput.
+func (r *report) pathTable(b *strings.Builder, med map[[2]string]*summary) {
+	var rows []string
+	for _, be := range r.lnBackends() {
+		for _, k := range sortedKeys(med) {
+			s := med[k]
+			if k[0] != be {
+				continue
+			}
+			x := s.Metrics
+			if _, ok := x["leader_log_writes_per_s"]; !ok {
+				continue
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", be, r.placement(be), k[1], f(x["fwd_calls_per_s"], 0), f(x["fwd_cmds_per_call"], 2),
+				f(x["leader_log_writes_per_s"], 0), f(x["leader_cmds_per_log_write"], 2), f(x["leader_log_write_mean_ms"], 2)))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Where the commands go (node counters over each phase, warm-up included; medians)\n\n")
+	b.WriteString("Forwarding: the followers' calls to the leader (`locknode_forward_calls_total`) and the commands they carried (`locknode_forwarded_total`). " +
+		"Leader: its raft log writes, one fsync each (`locknode_log_store_seconds`), and the commands it proposed (`locknode_proposals_total`) per write.\n\n")
+	b.WriteString("| backend | clients on | phase | forwarding calls/s | commands per call | leader log writes/s | commands per write | ms per write |\n|---|---|---|---|---|---|---|---|\n")
+	for _, row := range rows {
+		b.WriteString(row)
+	}
+}
+
+// headline is one row per locknode backend (where its clients connect)
+// with every wave-1 figure and its ratio to the peers of the same run,
+// then the peers for reference.
+func (r *report) headline(b *strings.Builder, med map[[2]string]*summary) {
+	lns := r.lnBackends()
+	if len(lns) == 0 {
+		return
+	}
+	get := func(be, w, m string) (float64, bool) {
+		if s := med[[2]string{be, w}]; s != nil {
+			v, ok := s.Metrics[m]
+			return v, ok
+		}
+		return 0, false
+	}
+	cell := func(v float64, ok bool, prec int) string {
+		if !ok {
+			return "—"
+		}
+		return f(v, prec)
+	}
+	ratio := func(a, c float64, aok, cok bool) string {
+		if !aok || !cok || c == 0 {
+			return "—"
+		}
+		return f(a/c, 2) + "×"
+	}
+	cw := fmt.Sprintf("contended-c%d", r.opts.contended)
+	pw := fmt.Sprintf("pipeline-d%d", pipelineDepth)
+	ev64, e64ok := get("etcd-3node", "uncontended-c64", "cycles_per_s")
+	rv64, r64ok := get("redlock-3-redis", "uncontended-c64", "cycles_per_s")
+	evc, ecok := get("etcd-3node", cw, "acquisitions_per_s")
+	fmt.Fprintf(b, "## Headline: where the clients connect (%s is what a load balancer gives)\n\n", r.opts.settings.lnTargets)
+	fmt.Fprintf(b, "Medians of %d run(s); ratios against etcd 3-node and Redlock (3 redis) of the same run. Failover over RESP is measured with clients on the followers only: a go-redis client has one address, and on the killed node it would wait for the restart.\n\n", r.opts.runs)
+	b.WriteString("| backend | clients on | 1 worker acquire p50 ms | 64 workers cycles/s | × etcd 3-node | × Redlock | contended acq/s | × etcd 3-node | wait p99 ms | req/acq | pipelined SET NX/s | hash script ÷ SET NX | failover next grant p50 ms | failover all granted: worst ms (runs ≤ 1.5 s) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, be := range lns {
+		p50, p50ok := get(be, "uncontended-c1", "acquire_p50_ms")
+		c64, c64ok := get(be, "uncontended-c64", "cycles_per_s")
+		ca, caok := get(be, cw, "acquisitions_per_s")
+		p99, p99ok := get(be, cw, "wait_p99_ms")
+		rpa, rpaok := get(be, cw, "requests_per_acquisition")
+		pl, plok := get(be, pw, "ops_per_s")
+		ss, ssok := get(be, fmt.Sprintf("scripts-setnx-c%d", r.opts.scriptWorkers), "cycles_per_s")
+		hs, hsok := get(be, fmt.Sprintf("scripts-hash-script-c%d", r.opts.scriptWorkers), "cycles_per_s")
+		fo := be
+		ng, ngok := get(fo, "failover", "next_grant_ms")
+		agw, agok := get(fo, "failover", "all_granted_ms_max")
+		nok, _ := get(fo, "failover", "runs_all_granted_within_1500ms")
+		runs := 0
+		if s := med[[2]string{fo, "failover"}]; s != nil {
+			runs = s.Runs
+		}
+		all := "—"
+		if agok {
+			all = fmt.Sprintf("%s (%d of %d)", f(agw, 0), int(nok), runs)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", be, r.placement(be),
+			cell(p50, p50ok, 3), cell(c64, c64ok, 0), ratio(c64, ev64, c64ok, e64ok), ratio(c64, rv64, c64ok, r64ok),
+			cell(ca, caok, 0), ratio(ca, evc, caok, ecok), cell(p99, p99ok, 2), cell(rpa, rpaok, 3), cell(pl, plok, 0),
+			ratio(hs, ss, hsok, ssok), cell(ng, ngok, 0), all)
+	}
+	for _, be := range []string{"etcd-3node", "redlock-3-redis"} {
+		if !contains(r.backends, be) {
+			continue
+		}
+		p50, p50ok := get(be, "uncontended-c1", "acquire_p50_ms")
+		c64, c64ok := get(be, "uncontended-c64", "cycles_per_s")
+		ca, caok := get(be, cw, "acquisitions_per_s")
+		p99, p99ok := get(be, cw, "wait_p99_ms")
+		rpa, rpaok := get(be, cw, "requests_per_acquisition")
+		on := "every node"
+		if be == "etcd-3node" && r.opts.settings.lnTargets != "spread" {
+			on = "leader"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | | | %s | | %s | %s | | | | |\n", be, on, cell(p50, p50ok, 3), cell(c64, c64ok, 0),
+			cell(ca, caok, 0), cell(p99, p99ok, 2), cell(rpa, rpaok, 3))
+	}
+	b.WriteString("\n")
 }
 
 // svg draws one panel of horizontal bars per headline metric, one bar per

@@ -35,9 +35,14 @@ const fillBatch = 100
 // connections, and checks every answer.
 // With byScript, each batch is one EVAL doing SET NX PX per key (one
 // log entry per batch instead of one per lock).
-func fillLocks(ctx context.Context, addr string, n, conns, pipe int, byScript bool) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: conns, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second})
-	defer rdb.Close()
+// Connection c sends to addrs[c%len(addrs)].
+func fillLocks(ctx context.Context, addrs []string, n, conns, pipe int, byScript bool) error {
+	var rdbs []*redis.Client
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a, PoolSize: conns, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second})
+		defer rdb.Close()
+		rdbs = append(rdbs, rdb)
+	}
 	var wg sync.WaitGroup
 	errc := make(chan error, conns)
 	for c := 0; c < conns; c++ {
@@ -45,6 +50,7 @@ func fillLocks(ctx context.Context, addr string, n, conns, pipe int, byScript bo
 		// Ends when its share of keys is written or a command fails.
 		go func() {
 			defer wg.Done()
+			rdb := rdbs[c%len(rdbs)]
 			for lo := c * pipe; lo < n; lo += conns * pipe {
 				hi := min(lo+pipe, n)
 				if err := retry(ctx, func() error { return fillBatchOnce(ctx, rdb, lo, hi, byScript) }); err != nil {
@@ -135,7 +141,8 @@ func serving(ctx context.Context, rdb *redis.Client, n int, probe string) error 
 // scaleLocknode holds n locks on a 3-node cluster and measures RSS per
 // node, the snapshot on disk, and the time from restarting every node
 // (after kill -9) until the cluster serves.
-func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait time.Duration, byScript bool) (result, []string, error) {
+// The fill's connections send to the nodes fillTargets names (lnTargets).
+func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait time.Duration, byScript bool, fillTargets string) (result, []string, error) {
 	r := result{Type: "run", Backend: "locknode", Workload: fmt.Sprintf("scale-%d", n), Run: 1, Metrics: map[string]float64{}}
 	c, err := newLNCluster(s.locknode, dir, 3)
 	if err != nil {
@@ -153,8 +160,16 @@ func scaleLocknode(ctx context.Context, s *settings, dir string, n int, snapWait
 	if err != nil {
 		return r, cmds, err
 	}
+	targets, err := lnTargets(ctx, c, fillTargets)
+	if err != nil {
+		return r, cmds, err
+	}
+	var addrs []string
+	for _, i := range targets {
+		addrs = append(addrs, c.nodes[i].resp)
+	}
 	t0 := time.Now()
-	if err := fillLocks(ctx, c.nodes[l].resp, n, fillConns, fillBatch, byScript); err != nil {
+	if err := fillLocks(ctx, addrs, n, fillConns, fillBatch, byScript); err != nil {
 		return r, cmds, fmt.Errorf("fill: %w", err)
 	}
 	fill := time.Since(t0)
@@ -319,7 +334,7 @@ func scaleRedis(ctx context.Context, s *settings, dir string, n int) (result, []
 	cmds := []string{shellJoin(argv)}
 	defer func() { p.kill(syscall.SIGKILL, 0) }()
 	t0 := time.Now()
-	if err := fillLocks(ctx, addr, n, 8, 500, false); err != nil {
+	if err := fillLocks(ctx, []string{addr}, n, 8, 500, false); err != nil {
 		return r, cmds, err
 	}
 	r.Metrics["fill_s"] = time.Since(t0).Seconds()
