@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ func (hh *historyHarness) apply(cmd fsm.Command) fsm.Result {
 	cmd.Time = hh.now
 	r := hh.table.Apply(hh.idx, &cmd)
 	hh.h.observe(hh.table, &cmd, &r)
+	hh.h.flush()
 	return r
 }
 
@@ -247,9 +249,49 @@ func BenchmarkHistoryObserve(b *testing.B) {
 					r := table.Apply(idx, &cmd)
 					if mode == "with history" {
 						h.observe(table, &cmd, &r)
+						h.flush()
 					}
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkHistoryObserveRESP: the history hook's cost for a Redis
+// client's lock cycle (SET NX PX, then the compare-and-delete EVALSHA) on
+// one of 64 keys, next to the table's own apply. One op is one cycle.
+func BenchmarkHistoryObserveRESP(b *testing.B) {
+	for _, mode := range []string{"table only", "with history"} {
+		b.Run(mode, func(b *testing.B) {
+			table := fsm.New(fsm.DefaultConfig())
+			h := newHistory(DefaultHistoryKeys, DefaultHistoryEntries, newActivity(DefaultActivityWindow, time.Now))
+			sha := fsm.ScriptSHA([]byte(benchCAD))
+			idx, now := uint64(1), int64(1_700_000_000_000)
+			table.Apply(idx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(benchCAD), Time: now})
+			keys := make([][]byte, 64)
+			for i := range keys {
+				keys[i] = []byte(fmt.Sprintf("bench:%d", i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				k, tok := keys[i%len(keys)], []byte(strconv.Itoa(i))
+				for _, cmd := range []fsm.Command{
+					{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), k, tok, []byte("NX"), []byte("PX"), []byte("10000")}},
+					{Op: fsm.OpEvalSHA, Key: sha, KeysB: [][]byte{k}, Args: [][]byte{tok}},
+				} {
+					idx++
+					now++
+					cmd.Time = now
+					r := table.Apply(idx, &cmd)
+					if mode == "with history" {
+						h.observe(table, &cmd, &r)
+						h.flush()
+					}
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
