@@ -189,6 +189,42 @@ func TestActivitySamples(t *testing.T) {
 	}
 }
 
+// TestApplyBatchActivity: the adapter counts every entry of a batch in
+// the activity samples once the batch is applied, whatever the batch
+// size, and leaves no counts behind for the next batch.
+func TestApplyBatchActivity(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		locks, batch int
+		wantGrants   int
+	}{
+		{name: "one entry per batch", locks: 3, batch: 1, wantGrants: 3},
+		{name: "one batch", locks: 5, batch: 5, wantGrants: 5},
+		{name: "uneven batches", locks: 7, batch: 3, wantGrants: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := adapterNode(t)
+			f := (*fsmAdapter)(n)
+			logs := setNXLogs(t, 1, 0, tc.locks, 1)
+			for len(logs) > 0 {
+				k := min(tc.batch, len(logs))
+				f.ApplyBatch(logs[:k])
+				logs = logs[k:]
+			}
+			grants := 0
+			for _, s := range n.history.activity.samples() {
+				grants += s.Grants
+			}
+			if grants != tc.wantGrants {
+				t.Fatalf("activity counts %d grants, want %d", grants, tc.wantGrants)
+			}
+			if n.history.batch != (sample{}) {
+				t.Fatalf("counts left after the batch: %+v", n.history.batch)
+			}
+		})
+	}
+}
+
 func TestNodeHistory(t *testing.T) {
 	tc := newTestCluster(t, 1, func(c *Config) { c.HistoryEntries = 2 })
 	n := tc.leader(10 * time.Second)
