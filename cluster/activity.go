@@ -61,12 +61,21 @@ func (s *sample) p99() int64 {
 	return int64(1) << (waitBuckets - 1)
 }
 
+// empty reports whether s counts nothing (waits holds counts only when
+// nwait does).
+func (s *sample) empty() bool {
+	return s.grants == 0 && s.releases == 0 && s.expiries == 0 && s.forced == 0 && s.contended == 0 && s.nwait == 0
+}
+
 func (s *sample) merge(o *sample) {
 	s.grants += o.grants
 	s.releases += o.releases
 	s.expiries += o.expiries
 	s.forced += o.forced
 	s.contended += o.contended
+	if o.nwait == 0 {
+		return
+	}
 	s.nwait += o.nwait
 	for i, c := range o.waits {
 		s.waits[i] += c
@@ -85,8 +94,8 @@ func newActivity(window time.Duration, now func() time.Time) *activity {
 }
 
 // add counts c in the current second.
-func (a *activity) add(c sample) {
-	if c == (sample{}) {
+func (a *activity) add(c *sample) {
+	if c.empty() {
 		return
 	}
 	sec := a.now().Unix()
@@ -95,7 +104,7 @@ func (a *activity) add(c sample) {
 	if s.sec != sec {
 		*s = sample{sec: sec}
 	}
-	s.merge(&c)
+	s.merge(c)
 	a.mu.Unlock()
 }
 

@@ -94,6 +94,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	now := n.table.Now()
 	n.mu.Unlock()
+	n.history.flush()
 
 	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(counts)

@@ -42,6 +42,9 @@ type history struct {
 	tail     *keyHistory // least recently granted: dropped first
 	pending  map[string]pendingWait
 	activity *activity
+	// batch gathers the activity counts of observed entries until flush:
+	// the apply path reads the wall clock once per batch, not per entry.
+	batch sample
 }
 
 // keyHistory is one key's ring of entries, in a list of keys ordered by
@@ -71,16 +74,14 @@ func newHistory(maxKeys, maxEntries int, act *activity) *history {
 	}
 }
 
-// observe records what one applied command did. t is the table after
-// the command (the caller holds the node's lock), for Redis lock
-// acquires whose holder only the table knows.
+// observe records what one applied command did; its activity counts
+// reach the samples at the next flush. t is the table after the command
+// (the caller holds the node's lock), for Redis lock acquires whose
+// holder only the table knows.
 func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
-	var c sample
 	h.mu.Lock()
-	defer func() {
-		h.mu.Unlock()
-		h.activity.add(c)
-	}()
+	defer h.mu.Unlock()
+	c := &h.batch
 	switch {
 	case cmd.Op == fsm.OpAcquire && r.Err == nil && r.Queued:
 		c.contended++
@@ -99,7 +100,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 		}
 	case cmd.Op == fsm.OpReown && r.Err == nil && len(cmd.Args) == 1:
 		h.reown(cmd.Key, cmd.Owner, string(cmd.Args[0]))
-	case cmd.Op == fsm.OpRedis && isSetNX(cmd.Args) && r.Reply.Kind == reply.Status:
+	case cmd.Op == fsm.OpRedis && r.Reply.Kind == reply.Status && isSetNX(cmd.Args):
 		// A Redis client's lock: its value is the owner token. HoldOf
 		// reads the one hold without building a LockInfo (this runs on
 		// every SET NX applied).
@@ -139,6 +140,16 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 			h.end(e.Key, e.Owner, e.Fence, end, r.Now)
 		}
 	}
+}
+
+// flush adds the activity counts observed since the last flush to the
+// current second's sample. The apply path calls it once per batch.
+func (h *history) flush() {
+	h.mu.Lock()
+	c := h.batch
+	h.batch = sample{}
+	h.mu.Unlock()
+	h.activity.add(&c)
 }
 
 // endOf names a hold's end.

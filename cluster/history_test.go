@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ func (hh *historyHarness) apply(cmd fsm.Command) fsm.Result {
 	cmd.Time = hh.now
 	r := hh.table.Apply(hh.idx, &cmd)
 	hh.h.observe(hh.table, &cmd, &r)
+	hh.h.flush()
 	return r
 }
 
@@ -187,6 +189,42 @@ func TestActivitySamples(t *testing.T) {
 	}
 }
 
+// TestApplyBatchActivity: the adapter counts every entry of a batch in
+// the activity samples once the batch is applied, whatever the batch
+// size, and leaves no counts behind for the next batch.
+func TestApplyBatchActivity(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		locks, batch int
+		wantGrants   int
+	}{
+		{name: "one entry per batch", locks: 3, batch: 1, wantGrants: 3},
+		{name: "one batch", locks: 5, batch: 5, wantGrants: 5},
+		{name: "uneven batches", locks: 7, batch: 3, wantGrants: 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := adapterNode(t)
+			f := (*fsmAdapter)(n)
+			logs := setNXLogs(t, 1, 0, tc.locks, 1)
+			for len(logs) > 0 {
+				k := min(tc.batch, len(logs))
+				f.ApplyBatch(logs[:k])
+				logs = logs[k:]
+			}
+			grants := 0
+			for _, s := range n.history.activity.samples() {
+				grants += s.Grants
+			}
+			if grants != tc.wantGrants {
+				t.Fatalf("activity counts %d grants, want %d", grants, tc.wantGrants)
+			}
+			if n.history.batch != (sample{}) {
+				t.Fatalf("counts left after the batch: %+v", n.history.batch)
+			}
+		})
+	}
+}
+
 func TestNodeHistory(t *testing.T) {
 	tc := newTestCluster(t, 1, func(c *Config) { c.HistoryEntries = 2 })
 	n := tc.leader(10 * time.Second)
@@ -247,9 +285,49 @@ func BenchmarkHistoryObserve(b *testing.B) {
 					r := table.Apply(idx, &cmd)
 					if mode == "with history" {
 						h.observe(table, &cmd, &r)
+						h.flush()
 					}
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkHistoryObserveRESP: the history hook's cost for a Redis
+// client's lock cycle (SET NX PX, then the compare-and-delete EVALSHA) on
+// one of 64 keys, next to the table's own apply. One op is one cycle.
+func BenchmarkHistoryObserveRESP(b *testing.B) {
+	for _, mode := range []string{"table only", "with history"} {
+		b.Run(mode, func(b *testing.B) {
+			table := fsm.New(fsm.DefaultConfig())
+			h := newHistory(DefaultHistoryKeys, DefaultHistoryEntries, newActivity(DefaultActivityWindow, time.Now))
+			sha := fsm.ScriptSHA([]byte(benchCAD))
+			idx, now := uint64(1), int64(1_700_000_000_000)
+			table.Apply(idx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(benchCAD), Time: now})
+			keys := make([][]byte, 64)
+			for i := range keys {
+				keys[i] = []byte(fmt.Sprintf("bench:%d", i))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				k, tok := keys[i%len(keys)], []byte(strconv.Itoa(i))
+				for _, cmd := range []fsm.Command{
+					{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), k, tok, []byte("NX"), []byte("PX"), []byte("10000")}},
+					{Op: fsm.OpEvalSHA, Key: sha, KeysB: [][]byte{k}, Args: [][]byte{tok}},
+				} {
+					idx++
+					now++
+					cmd.Time = now
+					r := table.Apply(idx, &cmd)
+					if mode == "with history" {
+						h.observe(table, &cmd, &r)
+						h.flush()
+					}
+				}
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -166,7 +166,22 @@ func lookupCmd(name []byte) *redisCmd {
 	if len(name) > 32 {
 		return nil
 	}
-	return redisCmds[strings.ToLower(string(name))]
+	// An ASCII name is lowered in a stack buffer (indexing a map with
+	// string(b) does not allocate; strings.ToLower of "SET" does, on every
+	// command); any other goes through strings.ToLower as always, so every
+	// name resolves as before.
+	var buf [32]byte
+	b := buf[:len(name)]
+	for i, c := range name {
+		if c >= 0x80 {
+			return redisCmds[strings.ToLower(string(name))]
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return redisCmds[string(b)]
 }
 
 // IsKnownCommand reports whether the FSM implements the Redis command

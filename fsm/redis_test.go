@@ -219,6 +219,45 @@ func TestRedisReadIsReadOnly(t *testing.T) {
 	}
 }
 
+// TestLookupCmdNames: command names resolve case-insensitively, a
+// non-ASCII name exactly as strings.ToLower lowers it (the KELVIN SIGN
+// lowers to k), and nothing longer than 32 bytes resolves.
+func TestLookupCmdNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want string // "" = unknown
+	}{
+		{"set", "set"},
+		{"SET", "set"},
+		{"sEt", "set"},
+		{"ZRangeByScore", "zrangebyscore"},
+		{"HKEYS", "hkeys"},
+		{"H\u212aEYS", "hkeys"},
+		{"h\u212aeys", "hkeys"},
+		{"s\u00e9t", ""},
+		{"SET ", ""},
+		{"", ""},
+		{"nope", ""},
+		{strings.Repeat("a", 33), ""},
+		{"EVAL", ""},
+	} {
+		c := lookupCmd([]byte(tc.name))
+		got := ""
+		if c != nil {
+			got = c.name
+		}
+		if got != tc.want {
+			t.Errorf("lookupCmd(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+		if want := redisCmds[strings.ToLower(tc.name)]; len(tc.name) <= 32 && c != want {
+			t.Errorf("lookupCmd(%q) differs from the strings.ToLower lookup", tc.name)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { lookupCmd([]byte("SET")) }); n != 0 {
+		t.Errorf("lookupCmd(\"SET\") allocates %v times", n)
+	}
+}
+
 func TestRedisExecAndWatch(t *testing.T) {
 	r := newRT(t)
 	r.do("SET", "w", "1")

@@ -289,8 +289,21 @@ func (c *conn) lowerName(b []byte) string {
 	if cmd, ok := c.s.commands[string(n)]; ok {
 		return cmd.name
 	}
+	if name, ok := dataNames[string(n)]; ok {
+		return name
+	}
 	return string(n)
 }
+
+// dataNames maps each Redis command the FSM implements to itself, so
+// lowerName returns data commands (SET, GET, ...) without allocating.
+var dataNames = func() map[string]string {
+	m := make(map[string]string)
+	for _, n := range fsm.RedisCommands() {
+		m[n] = n
+	}
+	return m
+}()
 
 func arityOK(arity, n int) bool {
 	if arity >= 0 {

@@ -269,3 +269,33 @@ func TestArityAllFSMCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerName: command names in any case come back lower-cased, and a
+// bridge command's or an FSM data command's name without allocating
+// (every command of a pipeline asks for it several times).
+func TestLowerName(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	c := &conn{s: s}
+	for _, tc := range []struct {
+		in, want string
+		noAlloc  bool
+	}{
+		{"SET", "set", true},
+		{"get", "get", true},
+		{"EvalSha", "evalsha", true},
+		{"PING", "ping", true},
+		{"NoSuchCommand", "nosuchcommand", false},
+		{strings.Repeat("X", 40), strings.Repeat("x", 40), false},
+	} {
+		if got := c.lowerName([]byte(tc.in)); got != tc.want {
+			t.Errorf("lowerName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !tc.noAlloc {
+			continue
+		}
+		in := []byte(tc.in)
+		if n := testing.AllocsPerRun(100, func() { c.lowerName(in) }); n != 0 {
+			t.Errorf("lowerName(%q) allocates %v times", tc.in, n)
+		}
+	}
+}
