@@ -58,15 +58,20 @@ soak:
 
 # Where one acknowledged write's time goes: nodes built with -tags lattrace
 # timestamp each stage of every entry's commit path during a 1-worker
-# lockbench run; bench's lattrace prints a per-stage table (p50/p90/mean).
+# lockbench run; bench's lattrace prints a per-stage table (p50/p90/mean),
+# for a client on the leader and for one on a follower (the forwarding
+# path), one cluster each.
 TRACEDIR ?= /tmp/locknode-lattrace
+LATTRACE_BACKENDS ?= locknode-resp@leader locknode-resp@follower
 lattrace:
 	rm -rf $(TRACEDIR) && mkdir -p $(TRACEDIR)
 	$(GO) build -tags lattrace -o $(TRACEDIR)/locknode ./cmd/locknode
-	cd bench && LOCKNODE_LATTRACE=$(TRACEDIR)/trace $(GO) run ./cmd/lockbench -backends locknode-resp \
-		-skip contended,failover,scale,scripts -concurrency 1 -duration 8s \
-		-locknode-bin $(TRACEDIR)/locknode -out $(TRACEDIR) -name lattrace $(BENCHFLAGS)
-	cd bench && $(GO) run ./cmd/lattrace $(TRACEDIR)/trace
+	set -e; for b in $(LATTRACE_BACKENDS); do \
+		(cd bench && LOCKNODE_LATTRACE=$(TRACEDIR)/$$b $(GO) run ./cmd/lockbench -backends $$b \
+			-skip contended,pipeline,failover,scale,scripts -concurrency 1 -duration 8s \
+			-locknode-bin $(TRACEDIR)/locknode -out $(TRACEDIR) -name lattrace-$$b $(BENCHFLAGS)); \
+		echo "== $$b"; (cd bench && $(GO) run ./cmd/lattrace $(TRACEDIR)/$$b); \
+	done
 
 # staticcheck runs from the module proxy at a pinned version (internal/lua,
 # upstream gopher-lua, opts out in its staticcheck.conf).

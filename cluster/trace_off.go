@@ -9,3 +9,11 @@ package cluster
 func traceStart() int64 { return 0 }
 
 func traceProposed(uint64, int64) {}
+
+func traceFwdServed(uint64, int64, int64) {}
+
+func traceFwdAnswered(uint64) {}
+
+func traceFwdGot(uint64, int64) {}
+
+func traceFwdDone(uint64) {}

@@ -28,6 +28,15 @@ const (
 	TraceLCommit      TraceStage = 13 // leader: the raft loop learns the entry is committed
 	TraceFSMStart     TraceStage = 14 // any node: the FSM starts applying the entry
 	TraceWoken        TraceStage = 15 // leader: the proposer is woken with the result (set by the caller)
+
+	// A command a follower forwards to the leader (set by the caller,
+	// except TraceFCommit).
+	TraceFwdSend   TraceStage = 16 // follower: the forwarding call is sent
+	TraceFwdRecv   TraceStage = 17 // leader: the forwarding call is received
+	TraceFwdAnswer TraceStage = 18 // leader: the forwarding call's answer is ready
+	TraceFwdGot    TraceStage = 19 // follower: it has the leader's answer
+	TraceFCommit   TraceStage = 20 // follower: an AppendEntries tells it the entry is committed
+	TraceFwdDone   TraceStage = 21 // follower: its caller is answered
 )
 
 // traceLogs marks every entry of logs with stage, all at one time.

@@ -12,6 +12,14 @@
 // leader saw it from proposal to wake-up and a follower answered for it;
 // of the two followers, the one whose answer was encoded first is shown
 // (that answer is the one that commits with the leader's own write).
+//
+// Entries a follower forwarded to the leader (a client connected to a
+// follower) get a second table: the forwarding call, the leader's commit
+// and answer, the follower learning of the commit and applying the
+// entry, and the follower's answer to its caller. Two of its stages run
+// side by side (the leader's answer and the AppendEntries that carries
+// the commit index), so its rows are not a chain: the total is the
+// forwarding follower's, from the call to its caller's answer.
 package main
 
 import (
@@ -41,6 +49,12 @@ const (
 	lCommit      = 13
 	fsmStart     = 14
 	woken        = 15
+	fwdSend      = 16
+	fwdRecv      = 17
+	fwdAnswer    = 18
+	fwdGot       = 19
+	fCommit      = 20
+	fwdDone      = 21
 )
 
 var names = map[int]string{
@@ -49,6 +63,32 @@ var names = map[int]string{
 	fLoop: "follower raft loop", fStored: "follower's write durable", fRespond: "follower answers",
 	fConnGot: "follower transport has it", fRespEncoded: "answer encoded", lGotResp: "leader has the answer",
 	lCommit: "leader knows it committed", fsmStart: "FSM applies it", woken: "proposer woken",
+	fwdSend: "follower forwards it", fwdRecv: "leader receives the call", fwdAnswer: "leader's answer ready",
+	fwdGot: "follower has the answer", fCommit: "follower learns the commit", fwdDone: "follower answers its caller",
+}
+
+// On the forwarding path a stage happens on the leader (onL) or on the
+// forwarding follower (onF).
+const (
+	onL = iota
+	onF
+)
+
+type at struct{ proc, stage int }
+
+// fwdSegs are the rows of the forwarding table, each from one stage to a
+// later one.
+var fwdSegs = [][2]at{
+	{{onF, fwdSend}, {onL, fwdRecv}},
+	{{onL, fwdRecv}, {onL, propose}},
+	{{onL, propose}, {onL, lCommit}},
+	{{onL, lCommit}, {onL, woken}},
+	{{onL, woken}, {onL, fwdAnswer}},
+	{{onL, fwdAnswer}, {onF, fwdGot}},
+	{{onL, lCommit}, {onF, fCommit}},
+	{{onF, fCommit}, {onF, fsmStart}},
+	{{onF, fwdGot}, {onF, fwdDone}},
+	{{onF, fsmStart}, {onF, fwdDone}},
 }
 
 // path is the commit path in order; the follower's stages come from the
@@ -89,10 +129,40 @@ func run(prefix string) error {
 		return fmt.Errorf("no trace from a leader under %s.* (built with -tags lattrace? LOCKNODE_LATTRACE set?)", prefix)
 	}
 	segs, total, lstore := collect(leader, followers)
-	if len(total) == 0 {
+	fsegs, ftotal := collectForwarded(leader, followers)
+	if len(total) == 0 && len(ftotal) == 0 {
 		return fmt.Errorf("no entry was traced from proposal to wake-up on the leader and answered by a follower")
 	}
-	fmt.Printf("entries: %d (leader + %d followers)\n\n", len(total), len(followers))
+	if len(total) > 0 {
+		printLeaderPath(segs, total, lstore, len(followers))
+	}
+	if len(ftotal) > 0 {
+		if len(total) > 0 {
+			fmt.Println()
+		}
+		fmt.Printf("forwarded by a follower: %d entries\n\n", len(ftotal))
+		fmt.Println("| on | from | to | p50 µs | p90 µs | mean µs |")
+		fmt.Println("|---|---|---|---|---|---|")
+		for i, sg := range fwdSegs {
+			v := fsegs[i]
+			fmt.Printf("| %s | %s | %s | %.1f | %.1f | %.1f |\n", procName(sg[0].proc, sg[1].proc), names[sg[0].stage], names[sg[1].stage], pct(v, 50), pct(v, 90), mean(v))
+		}
+		fmt.Printf("| F | **%s** | **%s** | **%.1f** | %.1f | %.1f |\n", names[fwdSend], names[fwdDone], pct(ftotal, 50), pct(ftotal, 90), mean(ftotal))
+	}
+	return nil
+}
+
+func procName(from, to int) string {
+	n := [2]string{"L", "F"}
+	if from == to {
+		return n[from]
+	}
+	return n[from] + "→" + n[to]
+}
+
+// printLeaderPath prints the table of entries proposed on the leader.
+func printLeaderPath(segs [][]float64, total, lstore []float64, followers int) {
+	fmt.Printf("entries: %d (leader + %d followers)\n\n", len(total), followers)
 	fmt.Println("| from | to | p50 µs | p90 µs | mean µs |")
 	fmt.Println("|---|---|---|---|---|")
 	for i := 1; i < len(path); i++ {
@@ -103,7 +173,6 @@ func run(prefix string) error {
 	if len(lstore) > 0 {
 		fmt.Printf("\nleader's own write (indexed → durable, in parallel with replication): p50 %.1f µs, p90 %.1f µs\n", pct(lstore, 50), pct(lstore, 90))
 	}
-	return nil
 }
 
 // read parses "stage index unixnano" lines, keeping each stage's earliest time.
@@ -166,6 +235,9 @@ func collect(leader marks, followers []marks) ([][]float64, []float64, []float64
 	segs := make([][]float64, len(path)-1)
 	var total, lstore []float64
 	for idx, e := range leader {
+		if _, ok := e[fwdRecv]; ok {
+			continue // forwarded: collectForwarded's
+		}
 		var first map[int]int64
 		for _, f := range followers {
 			fe := f[idx]
@@ -208,6 +280,51 @@ func collect(leader marks, followers []marks) ([][]float64, []float64, []float64
 		}
 	}
 	return segs, total, lstore
+}
+
+// collectForwarded returns, in µs, each fwdSegs row's samples and the
+// forwarding follower's totals, for the entries a follower forwarded.
+func collectForwarded(leader marks, followers []marks) ([][]float64, []float64) {
+	segs := make([][]float64, len(fwdSegs))
+	var total []float64
+	for idx, e := range leader {
+		recv, ok := e[fwdRecv]
+		if !ok {
+			continue
+		}
+		var fe map[int]int64
+		for _, f := range followers {
+			c := f[idx]
+			sent, ok1 := c[fwdSend]
+			done, ok2 := c[fwdDone]
+			if ok1 && ok2 && sent <= recv && done >= recv {
+				fe = c
+				break
+			}
+		}
+		if fe == nil {
+			continue
+		}
+		procs := [2]map[int]int64{e, fe}
+		var row []float64
+		for _, sg := range fwdSegs {
+			from, ok1 := procs[sg[0].proc][sg[0].stage]
+			to, ok2 := procs[sg[1].proc][sg[1].stage]
+			if !ok1 || !ok2 {
+				row = nil
+				break
+			}
+			row = append(row, float64(to-from)/1e3)
+		}
+		if row == nil {
+			continue
+		}
+		for i, v := range row {
+			segs[i] = append(segs[i], v)
+		}
+		total = append(total, float64(fe[fwdDone]-fe[fwdSend])/1e3)
+	}
+	return segs, total
 }
 
 func pct(v []float64, p int) float64 {

@@ -72,3 +72,35 @@ func line(stage int, idx uint64, at int64) string {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func TestCollectForwarded(t *testing.T) {
+	// Entry 9 forwarded by follower F (stages in µs); entry 7 proposed on
+	// the leader, which only the leader table counts; entry 10 forwarded
+	// but never answered by the follower, left out.
+	l := marks{
+		9:  {fwdRecv: 100e3, propose: 110e3, lCommit: 400e3, woken: 430e3, fwdAnswer: 440e3},
+		7:  {propose: 0, woken: 50e3},
+		10: {fwdRecv: 100e3, propose: 110e3, lCommit: 400e3, woken: 430e3, fwdAnswer: 440e3},
+	}
+	f := marks{
+		9:  {fwdSend: 50e3, fwdGot: 500e3, fCommit: 480e3, fsmStart: 520e3, fwdDone: 560e3},
+		10: {fwdSend: 50e3},
+	}
+	other := marks{9: {fwdSend: 1e3, fwdDone: 2e3}} // another run's entry 9: outside the window
+	segs, total := collectForwarded(l, []marks{other, f})
+	if len(total) != 1 || total[0] != 510 {
+		t.Fatalf("total = %v, want [510] µs", total)
+	}
+	want := []float64{50, 10, 290, 30, 10, 60, 80, 40, 60, 40}
+	if len(want) != len(fwdSegs) {
+		t.Fatalf("%d rows, want %d", len(fwdSegs), len(want))
+	}
+	for i, w := range want {
+		if len(segs[i]) != 1 || segs[i][0] != w {
+			t.Errorf("row %d (%s -> %s) = %v, want %v", i, names[fwdSegs[i][0].stage], names[fwdSegs[i][1].stage], segs[i], w)
+		}
+	}
+	if s, tot, _ := collect(l, []marks{f}); len(tot) != 0 || len(s[0]) != 0 {
+		t.Errorf("leader table took forwarded entries: %v", tot)
+	}
+}
