@@ -129,7 +129,7 @@ func run(prefix string) error {
 		return fmt.Errorf("no trace from a leader under %s.* (built with -tags lattrace? LOCKNODE_LATTRACE set?)", prefix)
 	}
 	segs, total, lstore := collect(leader, followers)
-	fsegs, ftotal := collectForwarded(leader, followers)
+	fsegs, ftotal, fextra := collectForwarded(leader, followers)
 	if len(total) == 0 && len(ftotal) == 0 {
 		return fmt.Errorf("no entry was traced from proposal to wake-up on the leader and answered by a follower")
 	}
@@ -148,6 +148,8 @@ func run(prefix string) error {
 			fmt.Printf("| %s | %s | %s | %.1f | %.1f | %.1f |\n", procName(sg[0].proc, sg[1].proc), names[sg[0].stage], names[sg[1].stage], pct(v, 50), pct(v, 90), mean(v))
 		}
 		fmt.Printf("| F | **%s** | **%s** | **%.1f** | %.1f | %.1f |\n", names[fwdSend], names[fwdDone], pct(ftotal, 50), pct(ftotal, 90), mean(ftotal))
+		fmt.Printf("\nthe follower's extra (its total less the leader's %s → %s of the same entry): p50 %.1f µs, p90 %.1f µs, mean %.1f µs\n",
+			names[propose], names[woken], pct(fextra, 50), pct(fextra, 90), mean(fextra))
 	}
 	return nil
 }
@@ -282,11 +284,13 @@ func collect(leader marks, followers []marks) ([][]float64, []float64, []float64
 	return segs, total, lstore
 }
 
-// collectForwarded returns, in µs, each fwdSegs row's samples and the
-// forwarding follower's totals, for the entries a follower forwarded.
-func collectForwarded(leader marks, followers []marks) ([][]float64, []float64) {
+// collectForwarded returns, in µs, each fwdSegs row's samples, the
+// forwarding follower's totals, and what each total adds to the leader's
+// own proposal-to-wake-up of the entry, for the entries a follower
+// forwarded.
+func collectForwarded(leader marks, followers []marks) ([][]float64, []float64, []float64) {
 	segs := make([][]float64, len(fwdSegs))
-	var total []float64
+	var total, extra []float64
 	for idx, e := range leader {
 		recv, ok := e[fwdRecv]
 		if !ok {
@@ -323,8 +327,9 @@ func collectForwarded(leader marks, followers []marks) ([][]float64, []float64) 
 			segs[i] = append(segs[i], v)
 		}
 		total = append(total, float64(fe[fwdDone]-fe[fwdSend])/1e3)
+		extra = append(extra, float64(fe[fwdDone]-fe[fwdSend]-(e[woken]-e[propose]))/1e3)
 	}
-	return segs, total
+	return segs, total, extra
 }
 
 func pct(v []float64, p int) float64 {

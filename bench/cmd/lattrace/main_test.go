@@ -87,9 +87,12 @@ func TestCollectForwarded(t *testing.T) {
 		10: {fwdSend: 50e3},
 	}
 	other := marks{9: {fwdSend: 1e3, fwdDone: 2e3}} // another run's entry 9: outside the window
-	segs, total := collectForwarded(l, []marks{other, f})
+	segs, total, extra := collectForwarded(l, []marks{other, f})
 	if len(total) != 1 || total[0] != 510 {
 		t.Fatalf("total = %v, want [510] µs", total)
+	}
+	if len(extra) != 1 || extra[0] != 190 { // 510 less the leader's 320
+		t.Fatalf("extra = %v, want [190] µs", extra)
 	}
 	want := []float64{50, 10, 290, 30, 10, 60, 80, 40, 60, 40}
 	if len(want) != len(fwdSegs) {
