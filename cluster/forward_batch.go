@@ -166,11 +166,12 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 		if req == nil {
 			req = appendForwardBatch(batch)
 		}
+		sent := traceStart()
 		body, oc, err := n.forward(ctx, req)
 		if oc != outcomeDone || err != nil {
 			return oc, err
 		}
-		err = n.completeForwarded(batch, body)
+		err = n.completeForwarded(batch, body, sent)
 		handed = err == nil
 		return outcomeDone, err
 	})
@@ -211,8 +212,9 @@ func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*for
 
 // completeForwarded completes batch from the leader's answer body: each
 // command's result once this node has applied it (so a read here after
-// the answer sees the write), or its error.
-func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
+// the answer sees the write), or its error. sent is when the call was
+// sent, for the latency trace.
+func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64) error {
 	d := fsm.NewDecoder(body)
 	if cnt := d.Uvarint(); d.Err() != nil || cnt != uint64(len(batch)) {
 		return errBadRPC
@@ -237,6 +239,7 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 			}
 			answers[i].res = r
 			last = max(last, r.Index)
+			traceFwdGot(r.Index, sent)
 		case stNotLeader:
 			answers[i].err = fmt.Errorf("%w: %w", api.ErrNoLeader, errNotLeader)
 		case stLost:
@@ -267,6 +270,9 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte) error {
 		}
 		for i, it := range batch {
 			n.finishForwarded(it, answers[i].res, answers[i].err)
+			if answers[i].err == nil {
+				traceFwdDone(answers[i].res.Index)
+			}
 		}
 	}()
 	return nil
@@ -312,6 +318,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // commands in order, then answers stOK with each command's status and
 // result (stNotLeader for the whole call if none was proposed).
 func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
+	recv := traceStart()
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
@@ -349,16 +356,23 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 	// batch order. A blocking acquire is not held back for a hand-off
 	// here (deferQueuedAcquire): it would hold back the rest too.
 	futs := make([]raft.ApplyFuture, len(cmds))
+	var proposed []int64 // proposal times, for the latency trace
+	if traceOn {
+		proposed = make([]int64, len(cmds))
+	}
 	for i := range cmds {
 		if cmds[i].Op == fsm.OpRelease {
 			n.openHandoff(&cmds[i])
+		}
+		if traceOn {
+			proposed[i] = traceStart()
 		}
 		futs[i] = n.propose(l, &cmds[i])
 	}
 	resp := binary.AppendUvarint([]byte{stOK}, cnt)
 	var item []byte
 	refused := 0
-	for _, f := range futs {
+	for i, f := range futs {
 		st := stOK
 		item = item[:0]
 		if err := n.await(f); err != nil {
@@ -376,6 +390,9 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 			st, item = stError, append(item, err.Error()...)
 		} else {
 			item = fsm.AppendResult(item, &res)
+			if traceOn {
+				traceFwdServed(res.Index, recv, proposed[i])
+			}
 		}
 		resp = append(resp, st)
 		resp = binary.AppendUvarint(resp, uint64(len(item)))
@@ -384,6 +401,13 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 	if refused == len(futs) {
 		// Nothing was proposed: the follower may send it all again.
 		return []byte{stNotLeader}, nil
+	}
+	if traceOn {
+		for _, f := range futs {
+			if f.Error() == nil {
+				traceFwdAnswered(f.Index())
+			}
+		}
 	}
 	return resp, nil
 }

@@ -6,6 +6,9 @@ package cluster
 // lattrace), which also needs the raft fork's trace marks; without the tag
 // these are empty and cluster builds against upstream hashicorp/raft.
 
+// traceOn says whether commit-path tracing is compiled in.
+const traceOn = false
+
 func traceStart() int64 { return 0 }
 
 func traceProposed(uint64, int64) {}

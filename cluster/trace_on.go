@@ -9,6 +9,9 @@ import (
 )
 
 // traceStart is the proposal's start time for the lattrace stage table.
+// traceOn says whether commit-path tracing is compiled in.
+const traceOn = true
+
 func traceStart() int64 { return time.Now().UnixNano() }
 
 // traceProposed marks entry idx proposed at t0 and its proposer woken now.
