@@ -1,107 +1,36 @@
 package luaengine
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // syntaxSeeds are the fuzz seeds of FuzzLuaSyntax: the scripts of fsm's
 // error-text differential test against Redis 7.
-var syntaxSeeds = []string{
-	"return 1 +",
-	"local = 1",
-	";",
-	"return 1 2",
-	"for i = 1 do end",
-	"if true then",
-	"if true then\n",
-	"\n\nwhile true do\n  local x = 1\n",
-	"local function f(a, 1) end",
-	"function f(...) return ... end return ...",
-	"local function f() return ... end",
-	"break",
-	"while true do break end return 1",
-	"f\n(1)",
-	"(f)",
-	"x, f() = 1, 2",
-	"return {a = 1, [2] = 3, 4; 5,}",
-	"return {a = }",
-	"local t = {1, 2",
-	"return 3x",
-	"return 0x",
-	"return 'a\\300'",
-	"return [==[ x ]=]",
-	"return [=x",
-	"--[[ unfinished",
-	"return \"abc\ndef\"",
-	"return x..",
-	"return not",
-	"for k, v in pairs({}) do",
-	"for k do end",
-	"repeat local x = 1",
-	"local t = {} t.",
-	"local t = {} t:m",
-	"return @",
-	"return \"\\q\"",
-	"goto x",
-	"return (1",
-	"return (1\n\n",
-	"a.b:c = 1",
-	"return function(a,) end",
-	"return (",
-	"return 'abc",
-	"x = = 2",
-	"return x.y",
-	"local x; return x.y",
-	"return foo()",
-	"local t={} return t.a.b",
-	"return 1 + nil",
-	"local a; return a + 1",
-	"local a = {}; return a.b + 1",
-	"return {} .. 'x'",
-	"local a; return 'x' .. a",
-	"error('boom')",
-	"error('boom', 0)",
-	"error('boom', 2)",
-	"error()",
-	"error(nil)",
-	"error(42)",
-	"error({err='MY boom'})",
-	"error({err=1})",
-	"return redis.error_reply('X y')",
-	"error(redis.error_reply('X y'))",
-	"local x = 'a' + 1",
-	"return #nil",
-	"local t = {} t.x.y = 1",
-	"return ARGV[1].foo",
-	"local s = 'x'; return s:nope()",
-	"return string.nope()",
-	"return KEYS.x()",
-	"local f; f()",
-	"local t = {}; t.f()",
-	"local t = {}; t:m()",
-	"return 1 < 'a'",
-	"return {} < {}",
-	"return -{}",
-	"for i=1,'x' do end",
-	"for i='x',1 do end",
-	"for i=1,2,{} do end",
-	"return redis.call()",
-	"return redis.call('nosuchcommand')",
-	"return redis.call('get')",
-	"x = 5",
-	"return y",
-	"local t = setmetatable({}, {__index = function(t, k) return k.x end}) return t.a",
-	"\nlocal x\n\nreturn x.y",
-	"local a = 1\nlocal b = a.c",
-	"return math.floor('x')",
-	"return string.rep()",
-	"return ('x'):rep('y')",
-	"return tostring()",
-	"return pcall(error, 'x')",
-	"local ok, e = pcall(function() local z; return z.q end) return e",
-	"local ok, e = pcall(function() error({err='E'}) end) return e.err",
-	"return redis.pcall('incr')",
-	"return select(-5, 1)",
-	"return upval_test",
-	"local u; local function f() return u.x end return f()",
+var syntaxSeeds = readErrorScripts(filepath.Join("testdata", "error_scripts.txt"))
+
+// readErrorScripts reads a file of Go-quoted scripts, one per line.
+func readErrorScripts(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		s, err := strconv.Unquote(l)
+		if err != nil {
+			panic(fmt.Sprintf("%s: %q: %v", path, l, err))
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // TestLuaSyntaxAcceptsLua51: the syntax check runs before every compile,
