@@ -151,6 +151,8 @@ func rpcName(k byte) string {
 		return "node_info"
 	case rpcApplyBatch:
 		return "apply_batch"
+	case rpcApplyBatchHinted:
+		return "apply_batch_hinted"
 	case rpcWaiterClaim:
 		return "waiter_claim"
 	}
