@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/transport"
 )
 
 // Batched forwarding. On a follower, ApplyAsync queues the command and
@@ -30,6 +32,14 @@ import (
 // commands with ErrUnknownOutcome, as a lost leader does on the leader's
 // own asynchronous path; Apply then retries a command that carries a
 // request id, as it does after any lost answer.
+//
+// The call is rpcApplyBatchHinted: the leader's answer also names the
+// batch's last committed entry (index and the entry's own term), and the
+// follower hands that to raft (the fork's LocknodeCommitted) so it commits
+// and applies the batch without waiting for the AppendEntries that
+// carries the new commit index. A leader that predates the kind refuses
+// it as unknown, having proposed nothing; the follower then sends
+// rpcApplyBatch to that leader.
 
 const (
 	// maxForwardBatch bounds the commands of one rpcApplyBatch; the
@@ -47,6 +57,10 @@ type forwardQueue struct {
 	mu      sync.Mutex
 	items   []*forwardItem
 	sending bool // the sender goroutine runs
+
+	// noHint is the id of a leader that refused rpcApplyBatchHinted as
+	// unknown. Only the sender goroutine uses it (one at a time: sending).
+	noHint string
 }
 
 // busy reports whether commands are queued or being forwarded: a
@@ -163,15 +177,28 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 			handed = oc == outcomeDone && err == nil
 			return oc, err
 		}
+		_, leaderID := n.raft.LeaderWithID()
 		if req == nil {
 			req = appendForwardBatch(batch)
 		}
+		req[0] = rpcApplyBatchHinted
+		if string(leaderID) == n.fwd.noHint {
+			req[0] = rpcApplyBatch
+		}
 		sent := traceStart()
 		body, oc, err := n.forward(ctx, req)
+		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && errors.Is(err, transport.ErrRemote) &&
+			strings.Contains(err.Error(), unknownKind) {
+			// A leader that predates the kind: nothing was proposed.
+			n.fwd.noHint = string(leaderID)
+			req[0] = rpcApplyBatch
+			sent = traceStart()
+			body, oc, err = n.forward(ctx, req)
+		}
 		if oc != outcomeDone || err != nil {
 			return oc, err
 		}
-		err = n.completeForwarded(batch, body, sent)
+		err = n.completeForwarded(batch, body, sent, req[0] == rpcApplyBatchHinted)
 		handed = err == nil
 		return outcomeDone, err
 	})
@@ -213,8 +240,9 @@ func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*for
 // completeForwarded completes batch from the leader's answer body: each
 // command's result once this node has applied it (so a read here after
 // the answer sees the write), or its error. sent is when the call was
-// sent, for the latency trace.
-func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64) error {
+// sent, for the latency trace. hinted: the body ends with the commit
+// hint (appendCommitHint), handed to raft before the wait for the apply.
+func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, hinted bool) error {
 	d := fsm.NewDecoder(body)
 	if cnt := d.Uvarint(); d.Err() != nil || cnt != uint64(len(batch)) {
 		return errBadRPC
@@ -249,6 +277,14 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64) 
 		default:
 			return errBadRPC
 		}
+	}
+	if hinted {
+		idx, term := d.Uvarint(), d.Uvarint()
+		if d.Err() != nil || idx > last {
+			// The hint names the batch's own last entry, never a later one.
+			return errBadRPC
+		}
+		n.commitHint(idx, term)
 	}
 	if d.Len() != 0 {
 		return errBadRPC
@@ -298,7 +334,8 @@ func (n *Node) finishForwarded(it *forwardItem, res fsm.Result, err error) {
 }
 
 // appendForwardBatch encodes an rpcApplyBatch request: the kind, the
-// count, then each command's encoding with its length.
+// count, then each command's encoding with its length. The kind byte may
+// be changed to rpcApplyBatchHinted: the bodies are the same.
 func appendForwardBatch(batch []*forwardItem) []byte {
 	size := 1 + binary.MaxVarintLen64
 	for _, it := range batch {
@@ -314,10 +351,12 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 	return b
 }
 
-// handleApplyBatch serves rpcApplyBatch on the leader: it proposes the
-// commands in order, then answers stOK with each command's status and
-// result (stNotLeader for the whole call if none was proposed).
-func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
+// handleApplyBatch serves rpcApplyBatch and rpcApplyBatchHinted (hinted)
+// on the leader: it proposes the commands in order, then answers stOK
+// with each command's status and result (stNotLeader for the whole call
+// if none was proposed), followed if hinted by the commit hint
+// (appendCommitHint).
+func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) ([]byte, error) {
 	recv := traceStart()
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
@@ -371,6 +410,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 	}
 	resp := binary.AppendUvarint([]byte{stOK}, cnt)
 	var item []byte
+	var last uint64 // the batch's last committed entry
 	refused := 0
 	for i, f := range futs {
 		st := stOK
@@ -390,6 +430,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 			st, item = stError, append(item, err.Error()...)
 		} else {
 			item = fsm.AppendResult(item, &res)
+			last = max(last, res.Index)
 			if traceOn {
 				traceFwdServed(res.Index, recv, proposed[i])
 			}
@@ -402,6 +443,9 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 		// Nothing was proposed: the follower may send it all again.
 		return []byte{stNotLeader}, nil
 	}
+	if hinted {
+		resp = n.appendCommitHint(resp, last)
+	}
 	if traceOn {
 		for _, f := range futs {
 			if f.Error() == nil {
@@ -410,4 +454,41 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte) ([]byte, error
 		}
 	}
 	return resp, nil
+}
+
+// appendCommitHint appends the commit hint of an rpcApplyBatchHinted
+// answer: uvarint index and uvarint term of the batch's last committed
+// entry, the term read from this node's log after the commit (0, 0:
+// none). The entry's own term, not this leader's current one: a follower
+// may hold an uncommitted entry of another term at that index, and the
+// term is what keeps it from committing that one (third_party/raft
+// FORK.md).
+func (n *Node) appendCommitHint(resp []byte, last uint64) []byte {
+	var term uint64
+	if last > 0 {
+		var l raft.Log
+		if err := n.logs.GetLog(last, &l); err == nil {
+			term = l.Term
+		}
+	}
+	if term == 0 {
+		last = 0
+	}
+	resp = binary.AppendUvarint(resp, last)
+	return binary.AppendUvarint(resp, term)
+}
+
+// commitHinter is the raft fork's way to tell a follower of a commit
+// (third_party/raft FORK.md); upstream raft does not have it, and a node
+// built against upstream waits for the leader's AppendEntries instead.
+type commitHinter interface {
+	LocknodeCommitted(index, term uint64)
+}
+
+// commitHint tells this node's raft, if it is the fork, that the entry at
+// index, written in term, is committed.
+func (n *Node) commitHint(index, term uint64) {
+	if h, ok := any(n.raft).(commitHinter); ok && index > 0 && term > 0 {
+		h.LocknodeCommitted(index, term)
+	}
 }

@@ -16,10 +16,12 @@ import (
 	"github.com/locknode/locknode/transport"
 )
 
-// batchFaultTransport plays a fault on the first rpcApplyBatch call a
-// node sends: "lost" delivers it and then loses the answer (ErrConnLost),
-// "unreached" fails it before it leaves (a dial failure), "leaderChange"
-// makes the leader step down before delivering it.
+// batchFaultTransport plays a fault on the first batch call
+// (rpcApplyBatchHinted or rpcApplyBatch) a node sends: "lost" delivers it
+// and then loses the answer (ErrConnLost), "unreached" fails it before it
+// leaves (a dial failure), "leaderChange" makes the leader step down
+// before delivering it. "oldLeader" answers every rpcApplyBatchHinted as
+// a leader that predates it.
 type batchFaultTransport struct {
 	Transport
 	fault  string
@@ -27,13 +29,20 @@ type batchFaultTransport struct {
 
 	mu    sync.Mutex
 	calls int
-	sizes []int // commands per rpcApplyBatch call
+	sizes []int  // commands per batch call
+	kinds []byte // kind of each batch call that reached the leader
 }
 
 func (b *batchFaultTransport) Call(ctx context.Context, addr string, req []byte) ([]byte, error) {
-	if len(req) == 0 || req[0] != rpcApplyBatch {
+	if len(req) == 0 || (req[0] != rpcApplyBatch && req[0] != rpcApplyBatchHinted) {
 		return b.Transport.Call(ctx, addr, req)
 	}
+	if req[0] == rpcApplyBatchHinted && b.fault == "oldLeader" {
+		return nil, fmt.Errorf("%w: cluster: malformed rpc: unknown kind %d", transport.ErrRemote, req[0])
+	}
+	b.mu.Lock()
+	b.kinds = append(b.kinds, req[0])
+	b.mu.Unlock()
 	d := fsm.NewDecoder(req[1:])
 	cnt := int(d.Uvarint())
 	b.mu.Lock()
@@ -55,6 +64,12 @@ func (b *batchFaultTransport) Call(ctx context.Context, addr string, req []byte)
 		}
 	}
 	return b.Transport.Call(ctx, addr, req)
+}
+
+func (b *batchFaultTransport) batchKinds() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.kinds...)
 }
 
 func (b *batchFaultTransport) batchSizes() []int {
@@ -100,6 +115,7 @@ func TestForwardBatch(t *testing.T) {
 		{fault: "unreached"},
 		{fault: "lost", unknownOK: true},
 		{fault: "leaderChange", unknownOK: true},
+		{fault: "oldLeader"},
 	} {
 		name := tt.fault
 		if name == "" {
@@ -163,6 +179,16 @@ func TestForwardBatch(t *testing.T) {
 			sizes := bt.batchSizes()
 			if len(sizes) == 0 || len(sizes) >= n {
 				t.Fatalf("%d commands in %d forwarding calls (%v): not batched", n, len(sizes), sizes)
+			}
+			// The hinted kind unless the leader predates it.
+			want := byte(rpcApplyBatchHinted)
+			if tt.fault == "oldLeader" {
+				want = rpcApplyBatch
+			}
+			for i, k := range bt.batchKinds() {
+				if k != want {
+					t.Fatalf("batch call %d reached the leader as kind %d, want %d", i, k, want)
+				}
 			}
 			t.Logf("%d commands in %d calls; counter %d, %d answered", n, len(sizes), got, ok)
 		})

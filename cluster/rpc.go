@@ -23,7 +23,16 @@ const (
 	// encoded fsm.Command); ok body: uvarint count, then count × (status
 	// byte, uvarint length, encoded result or error message).
 	rpcApplyBatch byte = 6
+	// rpcApplyBatchHinted: as rpcApplyBatch; the ok body is followed by
+	// the commit hint, uvarint index and uvarint term of the batch's last
+	// committed entry (0, 0: none; appendCommitHint).
+	rpcApplyBatchHinted byte = 8
 )
+
+// unknownKind is in the error text of a call of a kind the node does not
+// serve (every release has said so): a follower newer than its leader
+// looks for it.
+const unknownKind = "unknown kind"
 
 const (
 	stOK        byte = 0
@@ -120,12 +129,12 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return []byte{stOK}, nil
 	case rpcNodeInfo:
 		return n.handleNodeInfo(), nil
-	case rpcApplyBatch:
-		return n.handleApplyBatch(ctx, req[1:])
+	case rpcApplyBatch, rpcApplyBatchHinted:
+		return n.handleApplyBatch(ctx, req[1:], req[0] == rpcApplyBatchHinted)
 	case rpcWaiterClaim:
 		return n.handleWaiterClaim(req[1:])
 	}
-	return nil, fmt.Errorf("%w: unknown kind %d", errBadRPC, req[0])
+	return nil, fmt.Errorf("%w: %s %d", errBadRPC, unknownKind, req[0])
 }
 
 func rpcName(k byte) string {
@@ -142,6 +151,8 @@ func rpcName(k byte) string {
 		return "node_info"
 	case rpcApplyBatch:
 		return "apply_batch"
+	case rpcApplyBatchHinted:
+		return "apply_batch_hinted"
 	case rpcWaiterClaim:
 		return "waiter_claim"
 	}

@@ -89,6 +89,10 @@ type Raft struct {
 	// for this field by reflection to pick its CommitTimeout default.
 	locknodeCommitPush struct{}
 
+	// commitHint is a committed entry a follower heard of from its own
+	// forwarded request's answer (locknode fork; see commit_hint.go).
+	commitHint commitHint
+
 	// protocolVersion is used to inter-operate with Raft servers running
 	// different versions of the library. See comments in config.go for more
 	// details.
@@ -582,6 +586,7 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		leadershipTransferCh:  make(chan *leadershipTransferFuture, 1),
 		leaderNotifyCh:        make(chan struct{}, 1),
 		followerNotifyCh:      make(chan struct{}, 1),
+		commitHint:            commitHint{ch: make(chan struct{}, 1)},
 		mainThreadSaturation:  newSaturationMetric([]string{"raft", "thread", "main", "saturation"}, 1*time.Second),
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,

@@ -210,6 +210,10 @@ func (r *Raft) runFollower() {
 		case <-r.followerNotifyCh:
 			heartbeatTimer = time.After(0)
 
+		case <-r.commitHint.ch:
+			r.mainThreadSaturation.working()
+			r.applyCommitHint()
+
 		case <-heartbeatTimer:
 			r.mainThreadSaturation.working()
 			// Restart the heartbeat timer
