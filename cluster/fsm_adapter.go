@@ -231,17 +231,29 @@ func (n *Node) clockFloor(m time.Time) int64 {
 
 // AppliedIndex returns the index of the last entry this node applied.
 func (n *Node) AppliedIndex() uint64 {
+	idx, _ := n.appliedNext()
+	return idx
+}
+
+// appliedNext returns the index of the last entry this node applied and
+// a channel closed when it grows.
+func (n *Node) appliedNext() (uint64, <-chan struct{}) {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
-	return n.applied
+	return n.applied, n.appliedCh
 }
 
 // waitApplied blocks until this node applied idx, or ctx ends.
 func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+	return waitIndex(ctx, idx, n.appliedNext, n.closed)
+}
+
+// waitIndex blocks until current reports idx reached, ctx ends
+// (ctx.Err()) or closed is closed (ErrClosed). current returns the index
+// and a channel closed when it grows: the wait needs no polling.
+func waitIndex(ctx context.Context, idx uint64, current func() (uint64, <-chan struct{}), closed <-chan struct{}) error {
 	for {
-		n.appliedMu.Lock()
-		a, ch := n.applied, n.appliedCh
-		n.appliedMu.Unlock()
+		a, ch := current()
 		if a >= idx {
 			return nil
 		}
@@ -249,7 +261,7 @@ func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
 		case <-ch:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-n.closed:
+		case <-closed:
 			return ErrClosed
 		}
 	}

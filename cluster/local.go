@@ -94,12 +94,12 @@ type Local struct {
 	m0    time.Time // the clock's reading at NewLocal
 
 	// applyMu orders applies: an entry's events reach waiters and
-	// subscribers before the next entry is applied. mu guards table and
-	// index: applies take it for writing, reads for reading.
+	// subscribers before the next entry is applied. mu guards table:
+	// applies take it for writing, reads for reading. The table counts
+	// the entries applied; each command is the next index.
 	applyMu sync.Mutex
 	mu      sync.RWMutex
 	table   *fsm.Table
-	index   uint64
 	limits  api.Limits
 
 	appliedMu sync.Mutex
@@ -180,8 +180,7 @@ func (l *Local) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error)
 	l.mu.Lock()
 	// The table's time never moves back, whatever the clock does.
 	c.Time = max(l.now(), l.table.Now())
-	l.index++
-	idx := l.index
+	idx := l.table.AppliedIndex() + 1
 	r := l.table.ApplyBytes(idx, c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))))
 	l.mu.Unlock()
 	if len(r.Events) > 0 {
@@ -221,9 +220,8 @@ func (l *Local) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel fun
 
 // AppliedIndex returns the index of the last applied command.
 func (l *Local) AppliedIndex() uint64 {
-	l.appliedMu.Lock()
-	defer l.appliedMu.Unlock()
-	return l.applied
+	idx, _ := l.Applied()
+	return idx
 }
 
 // Applied returns the index of the last applied command and a channel
@@ -238,19 +236,7 @@ func (l *Local) Applied() (index uint64, next <-chan struct{}) {
 // WaitCommitted blocks until index is applied (a command is committed
 // when it is applied here), ctx ends or the Local closes.
 func (l *Local) WaitCommitted(ctx context.Context, index uint64) error {
-	for {
-		a, ch := l.Applied()
-		if a >= index {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-l.closed:
-			return ErrClosed
-		}
-	}
+	return waitIndex(ctx, index, l.Applied, l.closed)
 }
 
 // Status describes the Local as a one-member cluster it leads.
