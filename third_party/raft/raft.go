@@ -1618,6 +1618,11 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		metrics.MeasureSince([]string{"raft", "rpc", "appendEntries", "processLogs"}, start)
 	}
 
+	// A commit hint may have come before the entry it names (locknode).
+	if len(a.Entries) > 0 {
+		r.applyCommitHint()
+	}
+
 	// Everything went well, set success
 	resp.Success = true
 	r.setLastContact()
