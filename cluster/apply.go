@@ -279,9 +279,17 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 			}
 			d := fsm.NewDecoder(body)
 			idx, now = d.Uvarint(), d.Varint()
-			if err := d.Err(); err != nil {
-				return outcomeDone, fmt.Errorf("%w: read index: %w", errBadRPC, err)
+			var hint, term uint64
+			if d.Len() > 0 {
+				hint, term = d.Uvarint(), d.Uvarint()
 			}
+			if err := d.Err(); err != nil || hint > idx {
+				return outcomeDone, fmt.Errorf("%w: read index: %v", errBadRPC, err)
+			}
+			// The index is committed: apply up to it without waiting for
+			// the AppendEntries that says so (this node may not want
+			// commit pushes).
+			n.commitHint(hint, term)
 			return outcomeDone, nil
 		})
 		if err != nil {

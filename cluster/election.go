@@ -158,10 +158,13 @@ func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.
 	}
 	out := make(chan api.Leader, 1)
 	out <- first
+	// A change of leader is applied here promptly (wantsCommits).
+	demandDone := s.r.commitDemand()
 	// Ends when ctx ends or the node closes.
 	go func() {
 		defer close(out)
 		defer cancel()
+		defer demandDone()
 		last := first
 		for {
 			select {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/locknode/locknode/fsm"
 )
@@ -13,10 +14,16 @@ import (
 type eventHub struct {
 	waitMu  sync.Mutex
 	waiters map[string]chan waiterEvent
+	// nwaiters is len(waiters), read without the lock (wantsApplies).
+	nwaiters atomic.Int32
 
 	subMu  sync.Mutex
 	subs   map[uint64]func(uint64, []fsm.Event)
 	subSeq uint64
+
+	// demand counts the other requests waiting for this replica's
+	// applies (commitDemand).
+	demand atomic.Int32
 }
 
 func newEventHub() eventHub {
@@ -97,6 +104,7 @@ func (h *eventHub) awaitWaiter(id string) <-chan waiterEvent {
 	ch := make(chan waiterEvent, 1)
 	h.waitMu.Lock()
 	h.waiters[id] = ch
+	h.nwaiters.Store(int32(len(h.waiters)))
 	h.waitMu.Unlock()
 	return ch
 }
@@ -105,5 +113,21 @@ func (h *eventHub) awaitWaiter(id string) <-chan waiterEvent {
 func (h *eventHub) stopWaiter(id string) {
 	h.waitMu.Lock()
 	delete(h.waiters, id)
+	h.nwaiters.Store(int32(len(h.waiters)))
 	h.waitMu.Unlock()
+}
+
+// commitDemand marks a request that waits for entries other nodes commit
+// to be applied here, and returns its end (call it once). While a local
+// waiter or such a request waits, a follower asks the leader to push each
+// commit at once (Node.wantsCommits).
+func (h *eventHub) commitDemand() (done func()) {
+	h.demand.Add(1)
+	return func() { h.demand.Add(-1) }
+}
+
+// wantsApplies reports whether a local waiter or a commitDemand request
+// waits for this replica's applies.
+func (h *eventHub) wantsApplies() bool {
+	return h.nwaiters.Load() > 0 || h.demand.Load() > 0
 }

@@ -92,7 +92,9 @@ type Node struct {
 
 	// eventHub: the local waiters and the subscribers (events.go).
 	eventHub
-	leases waiterLeases // the leader's claims of waiters (waiter_lease.go)
+	// demands: AddCommitDemand's functions (commit_demand.go).
+	demands commitDemands
+	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -265,6 +267,9 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 		return sig, false, fmt.Errorf("cluster: raft: %w", err)
 	}
 	n.raft = r
+	if f, ok := any(r).(commitPushFilter); ok {
+		f.LocknodeWantCommits(n.wantsCommits)
+	}
 
 	sig.obs = make(chan raft.Observation, 32)
 	sig.observer = raft.NewObserver(sig.obs, false, func(o *raft.Observation) bool {

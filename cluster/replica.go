@@ -31,6 +31,9 @@ type replica interface {
 	// the entry that granted it or ended its wait.
 	awaitWaiter(id string) <-chan waiterEvent
 	stopWaiter(id string)
+	// commitDemand marks a request that waits for what other nodes
+	// commit (Observe), until done (eventHub).
+	commitDemand() (done func())
 	// requestLimits are the limits requests are validated with before
 	// anything is proposed (the FSM checks the same values again).
 	requestLimits() api.Limits

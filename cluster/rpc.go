@@ -15,8 +15,11 @@ import (
 // byte and a body; a response is one status byte and a body. Kinds and
 // statuses are part of the wire format: append only.
 const (
-	rpcApply     byte = 1 // body: encoded fsm.Command; ok body: encoded result
-	rpcReadIndex byte = 2 // body: empty; ok body: uvarint index, varint now
+	rpcApply byte = 1 // body: encoded fsm.Command; ok body: encoded result
+	// rpcReadIndex body: empty; ok body: uvarint index, varint now, then
+	// the commit hint of the index (appendCommitHint; absent from leaders
+	// that predate it).
+	rpcReadIndex byte = 2
 	rpcJoin      byte = 3 // body: str id, str addr; ok body: empty
 	rpcRemove    byte = 4 // body: str id; ok body: empty
 	// rpcApplyBatch body: uvarint count, then count × (uvarint length,
@@ -103,7 +106,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 				return append([]byte{stError}, err.Error()...), nil
 			}
 			b := binary.AppendUvarint([]byte{stOK}, idx)
-			return binary.AppendVarint(b, now), nil
+			b = binary.AppendVarint(b, now)
+			return n.appendCommitHint(b, idx), nil
 		default:
 			return []byte{stNotLeader}, nil
 		}

@@ -34,7 +34,14 @@ func startRaftCluster(t testing.TB, n int) []*cluster.Node { return clustertest.
 // leader.
 func startBridgeCluster(t testing.TB, n int) []*bridgeNode {
 	t.Helper()
-	nodes := startRaftCluster(t, n)
+	return startBridgeClusterWith(t, n, nil)
+}
+
+// startBridgeClusterWith is startBridgeCluster with each node's
+// configuration changed by tweak (when not nil).
+func startBridgeClusterWith(t testing.TB, n int, tweak func(*cluster.Config)) []*bridgeNode {
+	t.Helper()
+	nodes := clustertest.StartWith(t, n, tweak)
 	lns := make([]net.Listener, n)
 	var respAddrs []string
 	for i := range n {
@@ -207,3 +214,51 @@ func TestClusterBridge(t *testing.T) {
 
 // The bridge group-commits pipelines through cluster.Node.ApplyAsync.
 var _ asyncBackend = (*cluster.Node)(nil)
+
+// TestClusterBridgeSubscriberOnFollower: a follower applies a PUBLISH
+// promptly while one of its clients is subscribed, although nothing it
+// forwarded is waiting: it asks the leader for each commit at once
+// (cluster.Node.AddCommitDemand). CommitTimeout and the clock sync are an
+// hour, so without that the message would reach the follower only with
+// the next write.
+func TestClusterBridgeSubscriberOnFollower(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a raft cluster")
+	}
+	nodes := startBridgeClusterWith(t, 3, func(cfg *cluster.Config) {
+		cfg.CommitTimeout = time.Hour
+		cfg.ClockSyncInterval = time.Hour
+	})
+	var leader, follower *bridgeNode
+	for _, b := range nodes {
+		if b.node.IsLeader() {
+			leader = b
+		} else {
+			follower = b
+		}
+	}
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub := goRedis(t, leader.srv, 3)
+	sub := goRedis(t, follower.srv, 3).Subscribe(ctx, "news")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		want := fmt.Sprintf("m%d", i)
+		if err := pub.Publish(ctx, "news", want).Err(); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if msg.Payload != want {
+			t.Fatalf("got %q, want %q", msg.Payload, want)
+		}
+	}
+}

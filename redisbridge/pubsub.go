@@ -57,6 +57,13 @@ const (
 
 // isSubscribed reports whether c has any subscription (RESP2 subscribe
 // mode).
+// active reports whether any connection is subscribed.
+func (h *hub) active() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.subs) > 0
+}
+
 func (h *hub) isSubscribed(c *conn) bool {
 	h.mu.RLock()
 	defer h.mu.RUnlock()

@@ -89,8 +89,22 @@ func New(b Backend, cfg Config) (*Server, error) {
 	_ = b.Read(context.Background(), true, func(t *fsm.Table, _ int64) { s.limits = t.Config() })
 	s.commands = commandTable()
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
-	s.cancel = b.Subscribe(s.onApplied)
+	cancel := b.Subscribe(s.onApplied)
+	s.cancel = cancel
+	if d, ok := b.(commitDemander); ok {
+		// Messages and invalidations reach this node's clients when it
+		// applies them: a follower asks for each commit at once while a
+		// client waits for them.
+		remove := d.AddCommitDemand(func() bool { return s.trk.active.Load() > 0 || s.hub.active() })
+		s.cancel = func() { remove(); cancel() }
+	}
 	return s, nil
+}
+
+// commitDemander is a Backend that can be told when this server's clients
+// wait for entries other nodes commit (cluster.Node.AddCommitDemand).
+type commitDemander interface {
+	AddCommitDemand(fn func() bool) (remove func())
 }
 
 // Config returns the effective configuration (defaults filled in).

@@ -13,7 +13,11 @@ import (
 
 // Start starts n bootstrapped nodes over loopback, each with its own
 // temporary data directory; they are killed at cleanup.
-func Start(t testing.TB, n int) []*cluster.Node {
+func Start(t testing.TB, n int) []*cluster.Node { return StartWith(t, n, nil) }
+
+// StartWith is Start with each node's configuration changed by tweak
+// (when not nil) before it starts.
+func StartWith(t testing.TB, n int, tweak func(*cluster.Config)) []*cluster.Node {
 	t.Helper()
 	var peers []cluster.Peer
 	trs := make([]*transport.Transport, n)
@@ -34,6 +38,9 @@ func Start(t testing.TB, n int) []*cluster.Node {
 		cfg.Bootstrap = true
 		cfg.Peers = peers
 		cfg.BindAddr = peers[i].Addr
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		nd, err := cluster.Start(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

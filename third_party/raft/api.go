@@ -93,6 +93,10 @@ type Raft struct {
 	// forwarded request's answer (locknode fork; see commit_hint.go).
 	commitHint commitHint
 
+	// wantCommits answers, on a follower, whether it wants the commit
+	// push (locknode fork; see commit_push.go). nil: always.
+	wantCommits atomic.Pointer[func() bool]
+
 	// protocolVersion is used to inter-operate with Raft servers running
 	// different versions of the library. See comments in config.go for more
 	// details.

@@ -66,6 +66,12 @@ type AppendEntriesResponse struct {
 	// There are scenarios where this request didn't succeed
 	// but there's no need to wait/back-off the next attempt.
 	NoRetryBackoff bool
+
+	// LocknodeCommitPush says whether the follower wants the leader to
+	// push it each new commit index at once (locknode fork; see
+	// commit_push.go). The zero value, which an upstream follower sends,
+	// gets the push.
+	LocknodeCommitPush uint8
 }
 
 // GetRPCHeader - See WithRPCHeader.

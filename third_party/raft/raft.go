@@ -793,13 +793,16 @@ func (r *Raft) leaderLoop() {
 			commitIndex := r.leaderState.commitment.getCommitIndex()
 			r.setCommitIndex(commitIndex)
 
-			// locknode fork: tell the followers of the new commit index
-			// now rather than at their next CommitTimeout, so a follower
-			// applies (and answers what it forwarded) one round trip
-			// after the commit. Under load the trigger coalesces with the
-			// next batch's, which carries the index anyway.
+			// locknode fork: tell the followers that want it of the new
+			// commit index now rather than at their next CommitTimeout,
+			// so a follower applies (and answers what waits on it) one
+			// round trip after the commit. Under load the trigger
+			// coalesces with the next batch's, which carries the index
+			// anyway. See commit_push.go.
 			for _, f := range r.leaderState.replState {
-				asyncNotifyCh(f.triggerCh)
+				if !f.noCommitPush.Load() {
+					asyncNotifyCh(f.triggerCh)
+				}
 			}
 
 			// New configuration has been committed, set it as the committed
@@ -1485,6 +1488,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		if TraceOn {
 			traceLogs(TraceFRespond, a.Entries)
 		}
+		resp.LocknodeCommitPush = r.commitPushAnswer() // locknode fork
 		rpc.Respond(resp, rpcErr)
 	}()
 

@@ -63,6 +63,10 @@ type followerReplication struct {
 	// and (locknode fork) every time the commit index advances.
 	triggerCh chan struct{}
 
+	// noCommitPush: the follower's last answer said it does not want the
+	// commit push (locknode fork; see commit_push.go).
+	noCommitPush atomic.Bool
+
 	// triggerDeferErrorCh is used to provide a backchannel. By sending a
 	// deferErr, the sender can be notified when the replication is done.
 	triggerDeferErrorCh chan *deferError
@@ -252,6 +256,7 @@ START:
 
 	// Update the last contact
 	s.setLastContact()
+	s.noteCommitPush(resp.LocknodeCommitPush)
 
 	// Update s based on success
 	if resp.Success {
@@ -438,6 +443,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 				r.observe(ResumedHeartbeatObservation{PeerID: peer.ID})
 			}
 			s.setLastContact()
+			s.noteCommitPush(resp.LocknodeCommitPush)
 			failures = 0
 			labels := []metrics.Label{{Name: "peer_id", Value: string(peer.ID)}}
 			metrics.MeasureSinceWithLabels([]string{"raft", "replication", "heartbeat"}, start, labels)
@@ -565,6 +571,7 @@ func (r *Raft) pipelineDecode(s *followerReplication, p AppendPipeline, stopCh, 
 
 			// Update the last contact
 			s.setLastContact()
+			s.noteCommitPush(resp.LocknodeCommitPush)
 
 			// Abort pipeline if not successful
 			if !resp.Success {

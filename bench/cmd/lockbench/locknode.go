@@ -21,6 +21,10 @@ import (
 // nodeLogLevel is --log-level of every locknode process (-node-log-level).
 var nodeLogLevel = "warn"
 
+// nodePprofBase, if not 0, gives node i of a cluster --pprof on
+// 127.0.0.1:nodePprofBase+i (-node-pprof-base), for profiling a workload.
+var nodePprofBase int
+
 // lnNode is one `locknode serve` process of a cluster.
 type lnNode struct {
 	id, raft, http, resp string
@@ -104,6 +108,9 @@ func (c *lnCluster) argv(i int) []string {
 	n := c.nodes[i]
 	argv := []string{c.bin, "serve", "--id", n.id, "--data", n.data, "--raft-addr", n.raft,
 		"--http-addr", n.http, "--resp-addr", n.resp, "--bootstrap", "--peers", c.peers(), "--log-level", nodeLogLevel}
+	if nodePprofBase != 0 {
+		argv = append(argv, "--pprof", fmt.Sprintf("127.0.0.1:%d", nodePprofBase+i))
+	}
 	if c.tls != nil {
 		argv = append(argv, "--tls-cert", n.cert, "--tls-key", n.key,
 			"--peer-tls-cert", n.cert, "--peer-tls-key", n.key, "--peer-tls-ca", c.caFile)

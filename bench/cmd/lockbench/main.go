@@ -107,6 +107,7 @@ func run() int {
 	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
 	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
 	flag.StringVar(&o.settings.lnTargets, "targets", "spread", "which nodes the locknode and etcd clients send to: spread (every node, as a load balancer does), leader, or follower (locknode only)")
+	flag.IntVar(&nodePprofBase, "node-pprof-base", 0, "if not 0, node i serves net/http/pprof on 127.0.0.1:base+i (to profile a workload)")
 	flag.StringVar(&nodeLogLevel, "node-log-level", "warn", "--log-level of the locknode processes (their logs are in the temp dir; see -keep)")
 	flag.StringVar(&o.exclusive, "exclusive", "/tmp/lockbench.lock", "wait for this file's lock (flock) before measuring, so two runs on one machine do not skew each other; empty: don't")
 	flag.DurationVar(&o.soak, "soak", 0, "run only the soak workload for this long (mixed load on 3 nodes, RSS and apply pauses sampled; make soak)")
