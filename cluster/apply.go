@@ -65,8 +65,12 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 			return outcomeDone, err
 		}
 		n.metrics.forwarded.Inc()
-		// A follower answers once it applied the entry itself.
-		if werr := n.waitApplied(ctx, r.Index); errors.Is(werr, ErrClosed) {
+		// A follower answers once it applied the entry itself. No hint
+		// comes with this answer: the leader's commit push does.
+		done := n.commitDemand()
+		werr := n.waitApplied(ctx, r.Index)
+		done()
+		if errors.Is(werr, ErrClosed) {
 			return outcomeDone, werr
 		}
 		res = r

@@ -296,6 +296,11 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
 		defer cancel()
+		if !hinted {
+			// A leader that gives no hint: its commit push tells this
+			// node of the commit (wantsCommits).
+			defer n.commitDemand()()
+		}
 		// Past the timeout the committed results are answered anyway,
 		// as Apply does when its ctx ends while this node catches up.
 		if err := n.waitApplied(ctx, last); errors.Is(err, ErrClosed) {

@@ -140,6 +140,9 @@ func newMetrics(n *Node) *metrics {
 		gauge("locknode_keyspace_max_bytes", "The key space's memory limit in bytes (--max-memory); 0 = none.",
 			func() float64 { return float64(n.maxMemory()) }),
 		collectors.NewGoCollector(),
+		// process_cpu_seconds_total, resident memory, open files: what a
+		// node costs its machine (under `locknode dev`, the whole process).
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
 }

@@ -250,6 +250,9 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 	rc.CommitTimeout = cfg.CommitTimeout
 	rc.MaxAppendEntries = cfg.MaxAppendEntries
 	rc.BatchApplyCh = true
+	// raft's metrics once, without the per-peer copies kept under older
+	// names: each costs a sink call on the replication path.
+	rc.NoLegacyTelemetry = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs

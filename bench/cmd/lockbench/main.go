@@ -452,9 +452,17 @@ func withPath(ctx context.Context, b backend, phase func() (result, error)) (res
 		return r, nil
 	}
 	addPathMetrics(r.Metrics, before, after)
-	logf("  %s %s: %.0f forwarding calls/s, %.1f commands per call; leader %.0f log writes/s, %.1f commands per write, %.2f ms per write",
+	// The phase's operations: cycles, acquisitions or pipelined commands.
+	for _, k := range []string{"cycles_per_s", "acquisitions_per_s", "ops_per_s"} {
+		if v := r.Metrics[k]; v > 0 {
+			r.Metrics["nodes_cpu_us_per_op"] = 1e6 * r.Metrics["nodes_cpu_cores"] / v
+			break
+		}
+	}
+	logf("  %s %s: %.0f forwarding calls/s, %.1f commands per call; leader %.0f log writes/s, %.1f commands per write, %.2f ms per write; nodes %.2f cores (leader %.2f), %.0f µs per operation",
 		b.name(), r.Workload, r.Metrics["fwd_calls_per_s"], r.Metrics["fwd_cmds_per_call"],
-		r.Metrics["leader_log_writes_per_s"], r.Metrics["leader_cmds_per_log_write"], r.Metrics["leader_log_write_mean_ms"])
+		r.Metrics["leader_log_writes_per_s"], r.Metrics["leader_cmds_per_log_write"], r.Metrics["leader_log_write_mean_ms"],
+		r.Metrics["nodes_cpu_cores"], r.Metrics["leader_cpu_cores"], r.Metrics["nodes_cpu_us_per_op"])
 	return r, nil
 }
 

@@ -21,6 +21,7 @@ var scrapedCounters = []string{
 	"locknode_proposals_total",         // commands proposed (on the leader)
 	"locknode_log_store_seconds_count", // log store batches (one fsync each)
 	"locknode_log_store_seconds_sum",
+	"process_cpu_seconds_total", // the node process's CPU (user + system)
 }
 
 // parseCounters sums each wanted series over its labels in a Prometheus
@@ -138,6 +139,15 @@ func addPathMetrics(m map[string]float64, a, b clusterSample) {
 	m["leader_log_writes_per_s"] = writes / secs
 	m["leader_cmds_per_log_write"] = safeDiv(d(a.leader, "locknode_proposals_total"), writes)
 	m["leader_log_write_mean_ms"] = 1000 * safeDiv(d(a.leader, "locknode_log_store_seconds_sum"), writes)
+	// CPU the nodes used, in cores, and per operation of the phase: a
+	// placement that needs more CPU per operation does fewer where the
+	// nodes share the machine's cores.
+	var cpu float64
+	for i := range a.nodes {
+		cpu += d(i, "process_cpu_seconds_total")
+	}
+	m["nodes_cpu_cores"] = cpu / secs
+	m["leader_cpu_cores"] = d(a.leader, "process_cpu_seconds_total") / secs
 	for k := range b.nodes[b.leader] {
 		if op, ok := strings.CutPrefix(k, "locknode_proposals_total/"); ok {
 			m["leader_proposed_"+op+"_per_s"] = d(a.leader, k) / secs

@@ -641,8 +641,15 @@ func (r *report) pathTable(b *strings.Builder, med map[[2]string]*summary) {
 			if _, ok := x["leader_log_writes_per_s"]; !ok {
 				continue
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |\n", be, r.placement(be), k[1], f(x["fwd_calls_per_s"], 0), f(x["fwd_cmds_per_call"], 2),
-				f(x["leader_log_writes_per_s"], 0), f(x["leader_cmds_per_log_write"], 2), f(x["leader_log_write_mean_ms"], 2)))
+			cpu := func(k string, prec int) string {
+				if v, ok := x[k]; ok {
+					return f(v, prec)
+				}
+				return "—"
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", be, r.placement(be), k[1], f(x["fwd_calls_per_s"], 0), f(x["fwd_cmds_per_call"], 2),
+				f(x["leader_log_writes_per_s"], 0), f(x["leader_cmds_per_log_write"], 2), f(x["leader_log_write_mean_ms"], 2),
+				cpu("nodes_cpu_cores", 2), cpu("nodes_cpu_us_per_op", 0)))
 		}
 	}
 	if len(rows) == 0 {
@@ -650,8 +657,10 @@ func (r *report) pathTable(b *strings.Builder, med map[[2]string]*summary) {
 	}
 	b.WriteString("\n## Where the commands go (node counters over each phase, warm-up included; medians)\n\n")
 	b.WriteString("Forwarding: the followers' calls to the leader (`locknode_forward_calls_total`) and the commands they carried (`locknode_forwarded_total`). " +
-		"Leader: its raft log writes, one fsync each (`locknode_log_store_seconds`), and the commands it proposed (`locknode_proposals_total`) per write.\n\n")
-	b.WriteString("| backend | clients on | phase | forwarding calls/s | commands per call | leader log writes/s | commands per write | ms per write |\n|---|---|---|---|---|---|---|---|\n")
+		"Leader: its raft log writes, one fsync each (`locknode_log_store_seconds`), and the commands it proposed (`locknode_proposals_total`) per write. " +
+		"CPU: the three node processes' CPU over the phase (`process_cpu_seconds_total`), in cores and per operation (cycle, acquisition or pipelined command); " +
+		"where the nodes and the clients share the machine's cores, more CPU per operation means fewer operations.\n\n")
+	b.WriteString("| backend | clients on | phase | forwarding calls/s | commands per call | leader log writes/s | commands per write | ms per write | nodes' CPU, cores | nodes' CPU per operation, µs |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
 		b.WriteString(row)
 	}
