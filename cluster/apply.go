@@ -287,8 +287,11 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 			if d.Len() > 0 {
 				hint, term = d.Uvarint(), d.Uvarint()
 			}
-			if err := d.Err(); err != nil || hint > idx {
-				return outcomeDone, fmt.Errorf("%w: read index: %v", errBadRPC, err)
+			if err := d.Err(); err != nil {
+				return outcomeDone, fmt.Errorf("%w: read index: %w", errBadRPC, err)
+			}
+			if hint > idx {
+				return outcomeDone, fmt.Errorf("%w: read index %d with a commit hint past it (%d)", errBadRPC, idx, hint)
 			}
 			// The index is committed: apply up to it without waiting for
 			// the AppendEntries that says so (this node may not want
