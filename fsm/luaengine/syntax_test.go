@@ -1,37 +1,14 @@
 package luaengine
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/locknode/locknode/fsm/luaengine/luatest"
 )
 
 // syntaxSeeds are the fuzz seeds of FuzzLuaSyntax: the scripts of fsm's
 // error-text differential test against Redis 7.
-var syntaxSeeds = readErrorScripts(filepath.Join("testdata", "error_scripts.txt"))
-
-// readErrorScripts reads a file of Go-quoted scripts, one per line.
-func readErrorScripts(path string) []string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		panic(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		s, err := strconv.Unquote(l)
-		if err != nil {
-			panic(fmt.Sprintf("%s: %q: %v", path, l, err))
-		}
-		out = append(out, s)
-	}
-	return out
-}
+var syntaxSeeds = luatest.ErrorScripts()
 
 // TestLuaSyntaxAcceptsLua51: the syntax check runs before every compile,
 // so it must take everything Lua 5.1 takes.
