@@ -36,8 +36,8 @@
 //  3. Time. The leader stamps every command with the cluster clock:
 //     when it takes office it waits for a raft barrier, then reads its
 //     monotonic clock m0, takes as t0 the larger of the table's time and
-//     its own lower bound of the cluster clock (clockFloor: the time of an
-//     entry plus what this node saw pass since it applied it), and stamps
+//     its own bound of the cluster clock (clockFloor: the latest applied
+//     entry's time plus what this node saw pass since it stored it), and stamps
 //     t0 + (monotonic - m0) (docs/DESIGN.md "Time"). It proposes a Tick
 //     when something in the table falls due (Config.TickInterval) and
 //     when the log's time lags its clock by Config.ClockSyncInterval.
@@ -59,8 +59,8 @@
 //     confirmed its leadership with a quorum, waits until the local table
 //     reached it, and evaluates deadlines with the leader's clock, but
 //     never at or past a scheduled deadline that no committed entry has
-//     reached (readTime): a new leader continues from a lower bound of
-//     the cluster clock (the log's time plus what it has seen pass since),
+//     reached (readTime): a new leader continues from its bound of the
+//     cluster clock (the log's time plus what it has seen pass since),
 //     not from the old leader's clock, so a read must not call a lease
 //     ended that later writes find alive.
 //  8. Peers. With Config.PeerServerTLS and PeerClientTLS (mutual TLS on

@@ -167,59 +167,45 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 
 // setApplied publishes a new applied index (force: even a smaller one,
 // after a restore) and moves the clock anchor (clockFloor) to the
-// table's time now if that gives a larger bound than the anchor kept: an
-// entry applied late (a follower catching up, a restart replaying the
-// log) bounds the clock less tightly than an earlier one applied at once.
-// The bound extrapolates at this node's clock rate, so a clock running
-// fast (relative to the leaders') would keep its oldest anchor for ever
-// and run ahead of the cluster clock by its rate error times the
-// anchor's age — unbounded, and a leader started from it ends leases
-// early. So an anchor older than anchorMaxAge also gives way to an entry
-// whose bound is within anchorRateSlack of what the anchor extrapolates:
-// at a true rate that entry is barely behind it, while one applied late
-// (stale by more than that share of the anchor's age) is not taken.
+// table's time now, as of when this node stored the entry at idx (the
+// apply time if it was stored before this process began).
+//
+// The anchor is always the latest applied entry, never an older one that
+// would extrapolate further. An older anchor's bound runs ahead of the
+// log whenever the leaders' clocks run slower than this node's, by the
+// rate difference times the anchor's age, without limit, and a leader
+// started from it would end at once a lease its slow predecessor had just
+// granted. From the latest entry the bound exceeds any earlier entry's
+// time by at most the real time since that entry was stamped (measured
+// at the leaders' rates and then at this node's), which is all a lease
+// needs. The store time keeps the bound tight where the apply time would
+// not: entries in flight when a leader dies are stored before the
+// election and applied after it.
 func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
 	}
 	mono := n.clock.Now()
-	age := mono.Sub(n.lastApplyMono)
-	if now > n.lastApplyTime+age.Milliseconds() ||
-		(age > n.anchorMaxAge() && float64(now) >= float64(n.lastApplyTime)+float64(age.Milliseconds())*(1-anchorRateSlack)) {
-		n.lastApplyTime, n.lastApplyMono = now, mono
+	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
+		mono = at
 	}
+	n.lastApplyTime, n.lastApplyMono = now, mono
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()
 }
 
-// anchorRateSlack is the share of an old anchor's age by which a newer
-// entry's bound may fall short of it and still replace it: the clock rate
-// error the clients' drift margin (TTL/10) stands for.
-const anchorRateSlack = 0.1
-
-// anchorMaxAge is how old the clock anchor may grow before an entry
-// within anchorRateSlack of it replaces it: ClockSyncInterval (a leader
-// logs time at least that often), or one second when that is disabled.
-// A clock fast by a factor r under 1/(1-anchorRateSlack) then puts the
-// bound about (r-1) times this (plus the time since the last entry)
-// ahead, which the clients' drift margin covers.
-func (n *Node) anchorMaxAge() time.Duration {
-	if n.cfg.ClockSyncInterval > 0 {
-		return n.cfg.ClockSyncInterval
-	}
-	return time.Second
-}
-
-// clockFloor returns a lower bound of the cluster clock at this node's
-// monotonic reading m, or 0 before this node applied any command. An
-// entry carrying time T was stamped before this node applied it, so the
-// leader that stamped it would read at least T plus the time this node
-// has seen pass since it applied it: a new leader that starts from this
-// bound never runs ahead of its predecessor's clock (leases never end
-// early) and loses only the entry's commit latency, not the idle time
-// before the election (DESIGN.md "Time").
+// clockFloor returns where a new leader on this node may start the
+// cluster clock at its monotonic reading m, or 0 before this node applied
+// any command: the latest applied entry's time T plus the time this node
+// has seen pass since it stored that entry. T was stamped before it was
+// stored, so from any earlier entry (a lease's grant among them) the
+// cluster clock advances by no more than the real time since that entry
+// was stamped, measured at the leaders' and this node's rates: no leader
+// change shortens a lease, and the new leader loses only the entry's
+// replication latency, not the idle time before the election (DESIGN.md
+// "Time").
 func (n *Node) clockFloor(m time.Time) int64 {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()

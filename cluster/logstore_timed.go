@@ -11,9 +11,14 @@ import (
 // fsync every acknowledged entry waits for on each node
 // (locknode_log_store_seconds). It hides nothing raft looks for: the
 // stores beneath are not raft.MonotonicLogStore either (walLog says why).
+//
+// It also records when each entry was stored, on the node's clock, for
+// the clock anchor (storeTimes).
 type timedLogStore struct {
 	raft.LogStore
-	obs prometheus.Observer
+	obs    prometheus.Observer
+	clock  Clock
+	stored *storeTimes
 }
 
 func (t timedLogStore) StoreLog(l *raft.Log) error {
@@ -21,8 +26,15 @@ func (t timedLogStore) StoreLog(l *raft.Log) error {
 }
 
 func (t timedLogStore) StoreLogs(logs []*raft.Log) error {
+	var at time.Time
+	if len(logs) > 0 {
+		at = t.clock.Now()
+	}
 	start := time.Now()
 	err := t.LogStore.StoreLogs(logs)
 	t.obs.Observe(time.Since(start).Seconds())
+	if err == nil && len(logs) > 0 {
+		t.stored.stored(logs[0].Index, logs[len(logs)-1].Index, at)
+	}
 	return err
 }

@@ -75,11 +75,13 @@ type Node struct {
 	appliedCh chan struct{}
 	// lastApplyTime/lastApplyMono anchor this node's lower bound of the
 	// cluster clock (clockFloor): an applied entry's time and this
-	// node's monotonic reading when it applied it. Of all applied
-	// entries, the one giving the largest bound is kept (see setApplied
-	// for when an old one gives way).
+	// node's monotonic reading when it stored it (or applied it, if
+	// stored before this process began): always the latest applied
+	// entry (setApplied says why).
 	lastApplyTime int64
 	lastApplyMono time.Time
+	// storeTimes is when this node stored each entry not yet applied.
+	storeTimes storeTimes
 
 	// lead is the current leadership term's state, nil on followers.
 	lead atomic.Pointer[leadership]
@@ -206,7 +208,7 @@ func (n *Node) openStorage() (raft.SnapshotStore, error) {
 		return nil, err
 	}
 	n.store = store
-	n.logs = timedLogStore{store.logs, n.metrics.logStore}
+	n.logs = timedLogStore{store.logs, n.metrics.logStore, n.clock, &n.storeTimes}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
