@@ -173,6 +173,15 @@ func runChecked(cmds []Command, cfg Config) error {
 			}
 		}
 		for _, e := range ra.Events {
+			// A hold granted and lost in one entry (its lease or session
+			// ran out) would let the next grant of its key in that entry
+			// carry the same fence: two holders a resource could not tell
+			// apart. A command may still end a hold granted at its start
+			// (a release by the same owner, a Redis DEL of the key):
+			// those are asked for, not lost.
+			if e.Kind == EvReleased && e.Fence == idx && e.Reason != ReasonRelease && e.Reason != ReasonForced {
+				return fmt.Errorf("step %d: hold of %s on %s granted and lost in one entry (fence %d, %v)", i, e.Owner, e.Key, e.Fence, e.Reason)
+			}
 			if e.Kind == EvGranted {
 				if e.Fence != idx && !alreadyHeld(before, e) {
 					return fmt.Errorf("step %d: hand-off fenced %d, want %d", i, e.Fence, idx)

@@ -78,7 +78,16 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 				break
 			}
 			w := q[0]
-			t.grantWaiter(ctx, w)
+			if s := t.sessions[w.Session]; w.Session != "" && s != nil && s.Deadline <= ctx.now {
+				// Its session falls due in this same entry (expireDue
+				// reaches it later): granted now, the hold would end
+				// before anyone could use it, and the next waiter would
+				// be granted in this entry too, with the same fence. The
+				// wait ends as the session's end would end it.
+				t.waiterEnded(ctx, w, ErrSessionUnknown, false)
+			} else {
+				t.grantWaiter(ctx, w)
+			}
 			for _, k2 := range w.Keys {
 				if k2 != k {
 					work = append(work, k2)
