@@ -121,6 +121,7 @@ const (
 	dueSession                      // session id may have expired
 	dueReqID                        // remembered request ids may be forgotten
 	dueTombstone                    // the release tombstone at id may have ended
+	duePump                         // the queue at id waits for a grant put off to a later entry
 	dueKinds     = iota             // heaps in a dueQueue (index = kind-1)
 )
 
@@ -251,6 +252,8 @@ func (t *Table) expireDue(ctx *applyCtx) {
 			t.expireReqIDs(ctx)
 		case dueTombstone:
 			t.expireTombstone(ctx, it.id)
+		case duePump:
+			t.pump(ctx, it.id)
 		}
 		t.flushFreed(ctx)
 	}

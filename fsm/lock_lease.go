@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // Ending and renewing holds: release, extend, expiry, lock-delay, and the
 // fence registry.
 
@@ -36,6 +38,9 @@ func (t *Table) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason) {
 // vote by repeating a release on several nodes.
 func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason, Granted: h.Granted})
+	if h.Fence == ctx.index && ctx.index != 0 && !slices.Contains(ctx.lostFresh, key) {
+		ctx.lostFresh = append(ctx.lostFresh, key)
+	}
 	if s := h.session(); s != "" {
 		t.sessDelHold(s, key, h.Owner)
 	}

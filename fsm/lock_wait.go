@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // Waiting: FIFO queues per key, hand-off from the head, cancel and
 // timeout.
 
@@ -78,6 +80,13 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 				break
 			}
 			w := q[0]
+			if t.lostFreshKey(ctx, w) {
+				// A hold granted in this entry on one of w's keys has
+				// ended in it already: w would be fenced with the same
+				// index. The next entry grants it (a Tick is due at once).
+				t.schedule(ctx.now+1, duePump, k)
+				break
+			}
 			if s := t.sessions[w.Session]; w.Session != "" && s != nil && s.Deadline <= ctx.now {
 				// Its session falls due in this same entry (expireDue
 				// reaches it later): granted now, the hold would end
@@ -95,6 +104,17 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 			}
 		}
 	}
+}
+
+// lostFreshKey reports whether a hold granted in this entry on one of w's
+// keys has ended in this entry (applyCtx.lostFresh).
+func (t *Table) lostFreshKey(ctx *applyCtx, w *Waiter) bool {
+	for _, k := range w.Keys {
+		if slices.Contains(ctx.lostFresh, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // grantWaiter turns queued w into holds and tells the node (EvGranted).

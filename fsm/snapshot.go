@@ -795,6 +795,14 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	if d.err != nil {
 		return d.err
 	}
+	// A queue whose head fits but was not granted waits for a grant put
+	// off to the next entry (pump, lostFresh): the table that wrote the
+	// snapshot has it due at its time + 1, and none other is possible.
+	for k, q := range n.queues {
+		if n.waiterFits(q[0]) {
+			sched(n.now+1, duePump, k)
+		}
+	}
 	for i := range due {
 		due[i].init()
 	}

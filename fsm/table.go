@@ -491,6 +491,10 @@ type applyCtx struct {
 	// is complete, so a Redis command that deletes and re-creates a key in
 	// one step never hands it to a waiter in between.
 	freed []string
+	// lostFresh lists keys on which a hold granted in this entry (fence =
+	// index) has already ended in it: another grant there in this entry
+	// would carry the same fence (pump defers it to the next entry).
+	lostFresh []string
 	// readOnly is set while an EVAL_RO or EVALSHA_RO script runs: every
 	// write command it calls fails (runCmd).
 	readOnly bool
@@ -683,7 +687,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		t.now = cmd.Time
 	}
 	ctx := &t.actx
-	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], lostFresh: ctx.lostFresh[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
 	t.expireDue(ctx)
 
 	if r, ok := t.dedupe(ctx, cmd); ok {
