@@ -33,7 +33,11 @@ const (
 // ReqID (exactly-once in the FSM) or that never reached a leader are
 // retried when a new leader is known, until ctx ends (RetryTimeout when
 // ctx has no deadline).
-// FSM refusals are in Result.Err, not the error.
+// FSM refusals are in Result.Err, not the error. On a leader,
+// Result.Events are all the entry's events; a command forwarded from a
+// follower gets only its forced releases (EvReleased with ReasonForced,
+// from the follower's own apply of the entry), which its front end
+// audits.
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
 	start := time.Now()
 	var res fsm.Result
@@ -73,6 +77,9 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 		if errors.Is(werr, ErrClosed) {
 			return outcomeDone, werr
 		}
+		// The leader's answer carries no events; the forced releases
+		// this node's own apply of the entry produced are the same.
+		r.Events = n.forced.lookup(r.Index)
 		res = r
 		return outcomeDone, nil
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -83,6 +84,11 @@ type Config struct {
 	// is trusted.
 	PeerServerTLS *tls.Config
 	PeerClientTLS *tls.Config
+	// Audit receives the forced releases and membership changes that
+	// arrive over the peer port (forwarded by a member, or sent by
+	// whoever reaches an open port), with the peer's certificate name
+	// and address, as the client ports audit theirs. Nil: not audited.
+	Audit *auth.Audit
 
 	// Advertised are the addresses this node serves clients on (HTTP,
 	// RESP) as clients should dial them; other members learn them through

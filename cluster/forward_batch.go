@@ -310,6 +310,11 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, 
 			return
 		}
 		for i, it := range batch {
+			if answers[i].err == nil {
+				// As Apply's forward does: the forced releases of the
+				// entry as this node applied it.
+				answers[i].res.Events = n.forced.lookup(answers[i].res.Index)
+			}
 			n.finishForwarded(it, answers[i].res, answers[i].err)
 			if answers[i].err == nil {
 				traceFwdDone(answers[i].res.Index)
@@ -436,6 +441,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 		} else {
 			item = fsm.AppendResult(item, &res)
 			last = max(last, res.Index)
+			n.auditPeerForced(ctx, &res)
 			if traceOn {
 				traceFwdServed(res.Index, recv, proposed[i])
 			}

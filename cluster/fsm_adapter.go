@@ -40,6 +40,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	results := make([]fsm.Result, len(logs))
 	var evs []appliedEvents // allocated at the first entry with events
 	var counts applyCounts
+	var forcedAt uint64 // the last entry whose forced releases are recorded
 
 	n.mu.Lock()
 	held := time.Now()
@@ -76,7 +77,10 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			case e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession:
 				counts.expiries++
 			case e.Reason == fsm.ReasonForced:
-				counts.forced++
+				if counts.forced++; forcedAt != l.Index {
+					forcedAt = l.Index
+					n.forced.record(l.Index, r.Events)
+				}
 			default:
 				counts.releases++
 			}

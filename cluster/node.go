@@ -107,6 +107,10 @@ type Node struct {
 
 	history *history // recent grants and activity samples (history.go)
 
+	// forced remembers the forced releases of recent entries, which a
+	// forwarded command's result gets from here (peeraudit.go).
+	forced forcedLog
+
 	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
 	// asynchronous proposals not yet answered (apply_async.go).
 	asyncWindow chan struct{}

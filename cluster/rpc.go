@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -88,6 +89,7 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 			if err != nil {
 				return append([]byte{stError}, err.Error()...), nil
 			}
+			n.auditPeerForced(ctx, &res)
 			return fsm.AppendResult([]byte{stOK}, &res), nil
 		case outcomeNotReached:
 			return []byte{stNotLeader}, nil
@@ -124,8 +126,10 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		var err error
 		if req[0] == rpcJoin {
 			err = n.AddVoter(ctx, id, addr)
+			n.auditPeer(ctx, auth.EventMemberAdd, "member", id, "address", addr, "error", errText(err))
 		} else {
 			err = n.RemoveServer(ctx, id)
+			n.auditPeer(ctx, auth.EventMemberRemove, "member", id, "error", errText(err))
 		}
 		if err != nil {
 			return append([]byte{stError}, err.Error()...), nil

@@ -22,7 +22,11 @@ type Handler func(ctx context.Context, req []byte) ([]byte, error)
 
 type peerKey struct{}
 
-type peerInfo struct{ cert *x509.Certificate }
+type peerInfo struct {
+	cert    *x509.Certificate
+	secured bool
+	remote  string
+}
 
 // PeerCertificate tells an RPC handler who sent the request: secured is
 // true when the connection is TLS, and cert is then the certificate the
@@ -30,8 +34,15 @@ type peerInfo struct{ cert *x509.Certificate }
 // requires one), or nil if it presented none. Without TLS both are zero:
 // the peer is unknown.
 func PeerCertificate(ctx context.Context) (cert *x509.Certificate, secured bool) {
-	p, ok := ctx.Value(peerKey{}).(peerInfo)
-	return p.cert, ok
+	p, _ := ctx.Value(peerKey{}).(peerInfo)
+	return p.cert, p.secured
+}
+
+// PeerAddr is the remote address of the connection an RPC handler's
+// request came on ("" outside a handler), for the audit log.
+func PeerAddr(ctx context.Context) string {
+	p, _ := ctx.Value(peerKey{}).(peerInfo)
+	return p.remote
 }
 
 // serverConn is the accepting side of one RPC connection.
@@ -55,13 +66,14 @@ func (t *Transport) serveRPC(raw, conn net.Conn) {
 	if hc, ok := conn.(*handshakeConn); ok {
 		inner = hc.Conn
 	}
+	p := peerInfo{remote: raw.RemoteAddr().String()}
 	if tc, ok := inner.(*tls.Conn); ok {
-		p := peerInfo{}
+		p.secured = true
 		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
 			p.cert = certs[0]
 		}
-		ctx = context.WithValue(ctx, peerKey{}, p)
 	}
+	ctx = context.WithValue(ctx, peerKey{}, p)
 	s := &serverConn{
 		t: t, raw: raw, conn: conn,
 		w:        newFrameWriter(conn, t.cfg.CallTimeout),

@@ -72,7 +72,7 @@ temporary directory removed on exit.`,
 	scriptLim := addScriptLimitFlags(fs)
 	limitFlags := addNetLimitFlags(fs)
 	useTLS := fs.Bool("tls", false, "make a throwaway CA and node certificates in DATA/tls (kept with --data), serve HTTP and RESP over TLS and use mutual TLS between the nodes")
-	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax) every node checks requests against; re-read on SIGHUP (default: open)")
+	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax) every node checks requests against; re-read on SIGHUP (default: open); the peer ports then use mutual TLS with a throwaway CA in DATA/tls, as with a --host beyond loopback")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return exitWith(func() int {
@@ -187,29 +187,32 @@ temporary directory removed on exit.`,
 			peerTLS := make([][2]*tls.Config, *nodes)
 			var dt *devTLS
 			var reloads []reloadFunc
-			if *useTLS {
+			// The peer ports get mutual TLS with --tls, and also when the
+			// users file guards the client ports or they listen beyond
+			// loopback: an open peer port would let anyone past both.
+			peerOnly := !*useTLS && (users != nil || beyondLoopback(net.JoinHostPort(*host, "0")))
+			if *useTLS || peerOnly {
 				if dt, err = makeDevTLS(dir, *host, ids); err != nil {
-					fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+					fmt.Fprintln(stderr, "locknode dev: peer TLS:", err)
 					return 1
 				}
 				ca, err := tlsutil.LoadCAPool(dt.caFile)
 				if err != nil {
-					fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+					fmt.Fprintln(stderr, "locknode dev: peer TLS:", err)
 					return 1
 				}
 				for i, id := range ids {
 					kp, err := tlsutil.NewKeyPair(dt.nodes[id][0], dt.nodes[id][1])
 					if err != nil {
-						fmt.Fprintln(stderr, "locknode dev: --tls:", err)
+						fmt.Fprintln(stderr, "locknode dev: peer TLS:", err)
 						return 1
 					}
-					clientTLS[i] = tlsutil.ServerConfig(kp, nil)
+					if !peerOnly {
+						clientTLS[i] = tlsutil.ServerConfig(kp, nil)
+					}
 					peerTLS[i][0], peerTLS[i][1] = tlsutil.PeerConfigs(kp, ca)
 					reloads = append(reloads, reloadFunc{id + " tls certificate", kp.Reload})
 				}
-			}
-			if !*useTLS && beyondLoopback(net.JoinHostPort(*host, "0")) {
-				log.Warn("the peer ports are reachable beyond this host without TLS: whoever reaches them can act as a member; use --tls", "host", *host)
 			}
 			if users != nil {
 				reloads = append(reloads, reloadFunc{"users", users.Reload})
@@ -282,6 +285,7 @@ temporary directory removed on exit.`,
 				cfg.Logger = log.With("node", peers[i].ID)
 				cfg.FSM = fsmCfg
 				cfg.FSM.MaxMemory = maxMemory
+				cfg.Audit = audit
 				_ = dashFlags.apply(&cfg) // checked before any node started
 				p, err := startProc(ctx, procConfig{
 					Cluster:  cfg,
@@ -316,7 +320,7 @@ temporary directory removed on exit.`,
 			}
 			quiet.phase.Store(devRunning)
 			fmt.Fprintln(stdout, "ready")
-			if dt != nil {
+			if *useTLS {
 				printDevTLS(stdout, dt, procs[0])
 			}
 			<-ctx.Done()

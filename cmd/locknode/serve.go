@@ -120,6 +120,8 @@ through a running member, or are added with "locknode join".`,
 	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
+	insecurePeerDef, _ := strconv.ParseBool(envDefault("LOCKNODE_INSECURE_PEER", "false"))
+	insecurePeer := fs.Bool("insecure-peer", insecurePeerDef, insecurePeerUsage)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return exitWith(func() int {
@@ -212,10 +214,6 @@ through a running member, or are added with "locknode join".`,
 				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 2
 			}
-			if cfg.PeerServerTLS == nil && beyondLoopback(cfg.BindAddr) {
-				log.Warn("the peer port is reachable beyond this host without TLS: whoever reaches it can act as a member; "+
-					"set --peer-tls-cert, --peer-tls-key and --peer-tls-ca", "raft_addr", cfg.BindAddr)
-			}
 
 			audit := auth.NewAudit(log.Named("audit"))
 			var users *auth.Store
@@ -225,6 +223,15 @@ through a running member, or are added with "locknode join".`,
 					return 2
 				}
 			}
+			peerWarn, err := peerSecurity(cfg.BindAddr, cfg.PeerServerTLS != nil, users != nil, *insecurePeer)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if peerWarn != "" {
+				log.Warn(peerWarn, "raft_addr", cfg.BindAddr)
+			}
+			cfg.Audit = audit
 
 			memPlan.apply(log)
 			gcPlan.apply(log)
