@@ -32,8 +32,12 @@ func TestServeUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
+	// --users needs the peer port closed too (peerSecurity).
+	peerCA := newTestCA(t, "peer CA")
+	pcf, pkf := peerCA.issue("n1")
 	n := startServeTo(t, &logs, "--id", "n1", "--data", filepath.Join(dir, "data"), "--bootstrap", "--log-level", "debug",
-		"--http-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--users", usersPath)
+		"--http-addr", "127.0.0.1:0", "--resp-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--users", usersPath,
+		"--peer-tls-cert", pcf, "--peer-tls-key", pkf, "--peer-tls-ca", peerCA.caFile)
 	httpURL, respAddr := "http://"+n[2], n[3]
 	ctx := context.Background()
 
