@@ -21,14 +21,18 @@ COPY --from=build /out/locknode /usr/local/bin/locknode
 USER locknode
 VOLUME /data
 # A single node by default; docker-compose.yml and the Kubernetes example
-# set the id, peers and advertised addresses of a real cluster.
+# set the id, peers and addresses of a real cluster. A single node needs
+# no peer port beyond the container, so it listens on loopback: serve
+# refuses a peer port beyond loopback without peer TLS (--peer-tls-*) or
+# an explicit LOCKNODE_INSECURE_PEER=true (see "Securing a cluster").
 ENV LOCKNODE_ID=n1 \
     LOCKNODE_DATA=/data \
     LOCKNODE_BOOTSTRAP=true \
-    LOCKNODE_RAFT_ADDR=0.0.0.0:7000 \
+    LOCKNODE_RAFT_ADDR=127.0.0.1:7000 \
     LOCKNODE_ADVERTISE=127.0.0.1:7000 \
     LOCKNODE_HTTP_ADDR=0.0.0.0:8080 \
     LOCKNODE_RESP_ADDR=0.0.0.0:6379
+# 7000 is the peer port of a cluster (with LOCKNODE_RAFT_ADDR=0.0.0.0:7000).
 EXPOSE 7000 8080 6379
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
     CMD wget -q -O /dev/null http://127.0.0.1:8080/readyz || exit 1

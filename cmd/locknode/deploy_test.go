@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +59,7 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 		Services map[string]struct {
 			Environment map[string]string `yaml:"environment"`
 			Volumes     []string          `yaml:"volumes"`
+			Ports       []string          `yaml:"ports"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(readRepoFile(t, "docker-compose.yml"), &compose); err != nil {
@@ -75,6 +78,13 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 		for k := range svc.Environment {
 			checkSetting(t, help, "docker-compose.yml "+name, k)
 		}
+		if checkPeerRule(t, "docker-compose.yml "+name, "docker-compose.yml", svc.Environment, nil) {
+			for _, p := range svc.Ports {
+				if p == "7000" || strings.HasSuffix(p, ":7000") || strings.Contains(p, ":7000/") {
+					t.Errorf("service %s publishes its open peer port: %s", name, p)
+				}
+			}
+		}
 	}
 }
 
@@ -86,7 +96,8 @@ func TestKubernetesExampleUsesServeSettings(t *testing.T) {
 			Path string `yaml:"path"`
 		} `yaml:"httpGet"`
 	}
-	found := false
+	found, openPeers := false, false
+	var policies []networkPolicy
 	for {
 		var doc struct {
 			Kind string `yaml:"kind"`
@@ -96,7 +107,8 @@ func TestKubernetesExampleUsesServeSettings(t *testing.T) {
 						Containers []struct {
 							Args []string `yaml:"args"`
 							Env  []struct {
-								Name string `yaml:"name"`
+								Name  string `yaml:"name"`
+								Value string `yaml:"value"`
 							} `yaml:"env"`
 							Liveness  probe `yaml:"livenessProbe"`
 							Readiness probe `yaml:"readinessProbe"`
@@ -105,12 +117,23 @@ func TestKubernetesExampleUsesServeSettings(t *testing.T) {
 				} `yaml:"template"`
 			} `yaml:"spec"`
 		}
-		err := dec.Decode(&doc)
+		var node yaml.Node
+		err := dec.Decode(&node)
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if err := node.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Kind == "NetworkPolicy" {
+			var np networkPolicy
+			if err := node.Decode(&np); err != nil {
+				t.Fatal(err)
+			}
+			policies = append(policies, np)
 		}
 		if doc.Kind != "StatefulSet" {
 			continue
@@ -125,16 +148,77 @@ func TestKubernetesExampleUsesServeSettings(t *testing.T) {
 					checkSetting(t, help, "statefulset args", a)
 				}
 			}
+			env := map[string]string{}
 			for _, e := range c.Env {
 				if strings.HasPrefix(e.Name, "LOCKNODE_") {
 					checkSetting(t, help, "statefulset env", e.Name)
+					env[e.Name] = e.Value
 				}
 			}
+			openPeers = checkPeerRule(t, "statefulset", "deploy/kubernetes/statefulset.yaml", env, c.Args) || openPeers
 		}
 	}
 	if !found {
 		t.Fatal("no StatefulSet in the example")
 	}
+	if openPeers && !peerPortFenced(policies) {
+		t.Errorf("the peer port runs without TLS and no NetworkPolicy admits only locknode pods to it: %+v", policies)
+	}
+}
+
+// networkPolicy is what TestKubernetesExampleUsesServeSettings reads of
+// a NetworkPolicy.
+type networkPolicy struct {
+	Spec struct {
+		PodSelector struct {
+			MatchLabels map[string]string `yaml:"matchLabels"`
+		} `yaml:"podSelector"`
+		PolicyTypes []string `yaml:"policyTypes"`
+		Ingress     []struct {
+			From []struct {
+				PodSelector *struct {
+					MatchLabels map[string]string `yaml:"matchLabels"`
+				} `yaml:"podSelector"`
+			} `yaml:"from"`
+			Ports []struct {
+				Port any `yaml:"port"`
+			} `yaml:"ports"`
+		} `yaml:"ingress"`
+	} `yaml:"spec"`
+}
+
+// peerPortFenced reports whether one of the policies selects the locknode
+// pods and admits to port 7000 only locknode pods: every ingress rule
+// that opens 7000 (a rule without ports opens every port) names its
+// sources, and each is a locknode pod selector.
+func peerPortFenced(policies []networkPolicy) bool {
+	for _, np := range policies {
+		if np.Spec.PodSelector.MatchLabels["app"] != "locknode" {
+			continue
+		}
+		fenced := true
+		for _, r := range np.Spec.Ingress {
+			opens := len(r.Ports) == 0
+			for _, p := range r.Ports {
+				opens = opens || fmt.Sprint(p.Port) == "7000" || fmt.Sprint(p.Port) == "raft"
+			}
+			if !opens {
+				continue
+			}
+			if len(r.From) == 0 {
+				fenced = false
+			}
+			for _, f := range r.From {
+				if f.PodSelector == nil || f.PodSelector.MatchLabels["app"] != "locknode" {
+					fenced = false
+				}
+			}
+		}
+		if fenced {
+			return true
+		}
+	}
+	return false
 }
 
 var envName = regexp.MustCompile(`\bLOCKNODE_[A-Z_]+\b`)
@@ -156,6 +240,54 @@ func TestDockerfileAndSystemdUseServeSettings(t *testing.T) {
 	if !strings.Contains(unit, "EnvironmentFile=/etc/locknode/locknode.env") {
 		t.Error("the unit does not read its environment file")
 	}
+	checkPeerRule(t, "Dockerfile", "Dockerfile", envSettings(dockerfile), nil)
+	checkPeerRule(t, "deploy/locknode.env", "deploy/locknode.env", envSettings(string(readRepoFile(t, "deploy/locknode.env"))), nil)
+}
+
+var envSetting = regexp.MustCompile(`(?m)^\s*(?:ENV\s+)?(LOCKNODE_[A-Z_]+)=(\S*)`)
+
+// envSettings reads NAME=value settings of LOCKNODE_* variables from an
+// environment file or a Dockerfile's ENV lines; comments are skipped.
+func envSettings(text string) map[string]string {
+	env := map[string]string{}
+	for _, m := range envSetting.FindAllStringSubmatch(text, -1) {
+		env[m[1]] = strings.TrimSuffix(m[2], "\\")
+	}
+	return env
+}
+
+// checkPeerRule fails unless serve would start with these settings
+// (peerSecurity: peer TLS, or a peer port on loopback without users, or
+// an explicit LOCKNODE_INSECURE_PEER / --insecure-peer, which the file
+// must explain in a comment). It reports whether the peer port is open
+// beyond loopback, for the caller to check what fences it.
+func checkPeerRule(t *testing.T, where, file string, env map[string]string, args []string) bool {
+	t.Helper()
+	raft := env["LOCKNODE_RAFT_ADDR"]
+	if raft == "" {
+		raft = "127.0.0.1:7000" // serve's default
+	}
+	peerTLS := env["LOCKNODE_PEER_TLS_CERT"] != "" && env["LOCKNODE_PEER_TLS_KEY"] != "" && env["LOCKNODE_PEER_TLS_CA"] != ""
+	insecure, _ := strconv.ParseBool(env["LOCKNODE_INSECURE_PEER"])
+	for _, a := range args {
+		insecure = insecure || a == "--insecure-peer" || a == "--insecure-peer=true"
+	}
+	if _, err := peerSecurity(raft, peerTLS, env["LOCKNODE_USERS"] != "", insecure); err != nil {
+		t.Errorf("%s: serve would not start: %v", where, err)
+		return false
+	}
+	if !insecure {
+		return false
+	}
+	said := false
+	for _, l := range strings.Split(string(readRepoFile(t, file)), "\n") {
+		l = strings.TrimSpace(l)
+		said = said || strings.HasPrefix(l, "#") && strings.Contains(l, "without TLS")
+	}
+	if !said {
+		t.Errorf("%s: the peer port is left open without a comment saying why", where)
+	}
+	return beyondLoopback(raft)
 }
 
 // systemd-analyze checks the unit's syntax; it warns (on stderr) about
