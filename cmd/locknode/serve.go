@@ -73,10 +73,12 @@ func newServeCmd() *cobra.Command {
 		Long: `Run one node of a real deployment. The first node of a new cluster starts with
 --bootstrap (alone, or with every initial voter in --peers); later nodes --join
 through a running member, or are added with "locknode join".`,
-		Example: `  # a new 3-node cluster: the same --peers on each, its own --id and addresses
+		Example: `  # a new 3-node cluster: the same --peers on each, its own --id, addresses and
+  # peer certificate (a peer port beyond loopback needs them, or --insecure-peer)
   locknode serve --id n1 --data /var/lib/locknode --bootstrap \
     --raft-addr 10.0.0.1:7000 --http-addr 10.0.0.1:8080 --resp-addr 10.0.0.1:6379 \
-    --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000
+    --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
+    --peer-tls-cert n1.crt --peer-tls-key n1.key --peer-tls-ca peers-ca.crt
 
   # a fourth node joins through any member
   locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:8080
