@@ -148,7 +148,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	p.httpState.addr, p.respState.addr = p.httpLn.Addr().String(), p.respLn.Addr().String()
 	p.ready.add("http", p.httpState.check)
 	p.ready.add("resp", p.respState.check)
-	p.ready.add("node", p.node.Ready)
+	p.ready.add("", p.node.Ready) // its reasons say "cluster: not ready: ..."
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit

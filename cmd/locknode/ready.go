@@ -22,7 +22,8 @@ type readyCheck struct {
 	fn   func(context.Context) error
 }
 
-// add registers a check; fn returns nil while its part serves.
+// add registers a check; fn returns nil while its part serves. A
+// non-empty name prefixes its reason.
 func (r *readiness) add(name string, fn func(context.Context) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -42,7 +43,11 @@ func (r *readiness) ready(ctx context.Context) error {
 			if first == nil {
 				first = err
 			}
-			reasons = append(reasons, c.name+": "+err.Error())
+			reason := err.Error()
+			if c.name != "" {
+				reason = c.name + ": " + reason
+			}
+			reasons = append(reasons, reason)
 		}
 	}
 	if first == nil {

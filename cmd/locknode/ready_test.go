@@ -65,7 +65,7 @@ func TestReadyzListenerStopped(t *testing.T) {
 	if !strings.Contains(body, "resp: "+respAddr+": listener stopped accepting connections") {
 		t.Fatalf("503 body %q does not name the RESP listener", body)
 	}
-	if strings.Contains(body, "node:") {
+	if strings.Contains(body, "cluster:") {
 		t.Fatalf("503 body %q blames the node, which is fine", body)
 	}
 }
