@@ -24,8 +24,8 @@ const (
 
 // Apply proposes cmd through the leader and returns its result, normally
 // once this node has applied it too (so local waiters and reads see it;
-// if ctx ends while this node catches up, the committed result is
-// returned anyway). The node stamps cmd.Time; cmd is not modified.
+// if ctx ends or RetryTimeout passes while this node catches up, the
+// committed result is returned anyway). The node stamps cmd.Time; cmd is not modified.
 //
 // Failures are reported at once: when the leader is lost or the
 // connection to it drops, a command without a ReqID fails with an error
@@ -66,9 +66,14 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 		}
 		n.metrics.forwarded.Inc()
 		// A follower answers once it applied the entry itself. No hint
-		// comes with this answer: the leader's commit push does.
+		// comes with this answer: the leader's commit push does. Past
+		// RetryTimeout the committed result is answered anyway, as the
+		// batched forwards do (forward_batch.go): a node that cannot
+		// apply (its log store fails) must not hold the request.
 		done := n.commitDemand()
-		werr := n.waitApplied(ctx, r.Index)
+		wctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
+		werr := n.waitApplied(wctx, r.Index)
+		cancel()
 		done()
 		if errors.Is(werr, ErrClosed) {
 			return outcomeDone, werr

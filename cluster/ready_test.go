@@ -182,6 +182,23 @@ func TestReadyLagTimeAndBoundedRead(t *testing.T) {
 		t.Fatal("a linearizable read on a follower that cannot apply did not end")
 	}
 
+	// A blocking acquire (forwarded alone, not batched) is granted at
+	// the leader: its answer comes within RetryTimeout, not when the
+	// node catches up.
+	// Ends when Acquire returns.
+	go func() {
+		_, err := f.Acquire(context.Background(), api.AcquireRequest{Key: "w", Owner: "b", TTLMs: 60000, WaitMs: 60000})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("blocking acquire of a free key on a stuck follower: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("a blocking acquire on a follower that cannot apply did not end")
+	}
+
 	release()
 	waitReady(tc, f)
 	info, err := f.Inspect(ctx, "k", api.ReadOptions{})
