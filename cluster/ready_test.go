@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/httpapi"
 )
 
 // faultyLogStore fails every append while fail is set, before the store
@@ -80,13 +84,53 @@ func waitNotReady(tc *testCluster, n *Node, what string, match func(error) bool)
 	return last
 }
 
-func waitReady(tc *testCluster, n *Node) {
+// readyz serves GET /readyz of n as a node process does (httpapi on
+// Node.Ready) and returns its URL.
+func readyz(t *testing.T, n *Node) string {
+	srv := httptest.NewServer(httpapi.New(n, httpapi.Config{Ready: n.Ready}))
+	t.Cleanup(srv.Close)
+	return srv.URL + httpapi.PathReadyz
+}
+
+func getReadyz(t *testing.T, url string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// wantReadyz503 checks that GET /readyz answers 503 with a body that
+// says why (the condition must hold while it is called).
+func wantReadyz503(t *testing.T, url, why string) {
+	t.Helper()
+	code, body := getReadyz(t, url)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, why) {
+		t.Fatalf("GET /readyz: %d %q, want 503 saying %q", code, body, why)
+	}
+}
+
+// waitReady waits until n's GET /readyz (url) answers 200.
+func waitReady(tc *testCluster, n *Node, url string) {
 	tc.t.Helper()
-	var last error
+	logged := false
 	tc.eventually(30*time.Second, n.id+" ready again", func() bool {
-		last = n.Ready(context.Background())
-		return last == nil
+		code, body := getReadyz(tc.t, url)
+		if code != http.StatusOK && !logged {
+			logged = true
+			tc.t.Logf("%s while healing: %d %s", n.id, code, strings.TrimSpace(body))
+		}
+		return code == http.StatusOK
 	})
+	if err := n.Ready(context.Background()); err != nil {
+		tc.t.Logf("%s: ready over HTTP, then: %v", n.id, err)
+	}
 }
 
 // A follower whose log appends fail is not ready, with the store's
@@ -96,6 +140,7 @@ func TestReadyLogStoreFails(t *testing.T) {
 	tc, stores := readyCluster(t, func(c *Config) { c.ReadyMaxLag = 300 * time.Millisecond })
 	l := tc.leader(10 * time.Second)
 	f := tc.follower()
+	url := readyz(t, f)
 	ctx := ctxT(t, 30*time.Second)
 
 	stores[f.id].fail.Store(true)
@@ -109,13 +154,14 @@ func TestReadyLogStoreFails(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("reason %v does not wrap ENOSPC", err)
 	}
+	wantReadyz503(t, url, "log store: write failed")
 	// The other nodes serve on.
 	if err := l.Ready(ctx); err != nil {
 		t.Fatalf("leader: %v", err)
 	}
 
 	stores[f.id].fail.Store(false)
-	waitReady(tc, f)
+	waitReady(tc, f, url)
 	if err := f.Read(ctx, false, func(*fsm.Table, int64) {}); err != nil {
 		t.Fatalf("linearizable read on the healed follower: %v", err)
 	}
@@ -128,6 +174,7 @@ func TestReadyLagEntries(t *testing.T) {
 	tc, _ := readyCluster(t, func(c *Config) { c.ReadyMaxLagEntries = 5 })
 	l := tc.leader(10 * time.Second)
 	f := tc.follower()
+	url := readyz(t, f)
 	ctx := ctxT(t, 30*time.Second)
 
 	release := pauseApply(f)
@@ -140,8 +187,9 @@ func TestReadyLagEntries(t *testing.T) {
 	waitNotReady(tc, f, "entries behind", func(err error) bool {
 		return strings.Contains(err.Error(), "entries behind the leader's commit index")
 	})
+	wantReadyz503(t, url, "entries behind the leader's commit index")
 	release()
-	waitReady(tc, f)
+	waitReady(tc, f, url)
 }
 
 // A follower that does not apply the leader's commit index within
@@ -155,6 +203,7 @@ func TestReadyLagTimeAndBoundedRead(t *testing.T) {
 	})
 	l := tc.leader(10 * time.Second)
 	f := tc.follower()
+	url := readyz(t, f)
 	ctx := ctxT(t, 30*time.Second)
 
 	release := pauseApply(f)
@@ -163,6 +212,7 @@ func TestReadyLagTimeAndBoundedRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNotReady(tc, f, "apply", func(err error) bool { return strings.Contains(err.Error(), "not all within 300ms") })
+	wantReadyz503(t, url, "not all within 300ms")
 
 	// No deadline: only the node's own bound ends the read.
 	done := make(chan error, 1)
@@ -200,7 +250,7 @@ func TestReadyLagTimeAndBoundedRead(t *testing.T) {
 	}
 
 	release()
-	waitReady(tc, f)
+	waitReady(tc, f, url)
 	info, err := f.Inspect(ctx, "k", api.ReadOptions{})
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Owner != "a" {
 		t.Fatalf("read after catching up: %+v, %v", info, err)
@@ -217,10 +267,11 @@ func TestReadyNoLeader(t *testing.T) {
 			tc.kill(i)
 		}
 	}
+	url := readyz(t, tc.nodes[survivor])
 	waitNotReady(tc, tc.nodes[survivor], "no leader", func(err error) bool {
-		s := err.Error()
-		return strings.Contains(s, "no leader known") || strings.Contains(s, "no contact with leader")
+		return strings.Contains(err.Error(), "no leader known")
 	})
+	wantReadyz503(t, url, "no leader known")
 	for i := range tc.nodes {
 		if i != survivor {
 			tc.restart(i)
@@ -228,7 +279,7 @@ func TestReadyNoLeader(t *testing.T) {
 	}
 	tc.leader(20 * time.Second)
 	for _, n := range tc.nodes {
-		waitReady(tc, n)
+		waitReady(tc, n, readyz(t, n))
 	}
 }
 
