@@ -84,6 +84,7 @@ type Node struct {
 	storeTimes storeTimes
 	// storeHealth is the outcome of the log store's latest writes (Ready).
 	storeHealth storeHealth
+	readyShare  readyShare // Ready's shared evaluations
 
 	// lead is the current leadership term's state, nil on followers.
 	lead atomic.Pointer[leadership]

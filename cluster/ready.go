@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -38,8 +39,72 @@ const (
 //  6. it applies up to that index within ReadyMaxLag.
 //
 // Steps 4 and 6 share ReadyMaxLag, so Ready answers within about that
-// long, sooner if ctx ends (then ctx's error is in the reason).
+// long. Concurrent calls share one evaluation, and calls within
+// readyReuse after it ended get its answer (readyShare says why); a
+// call whose ctx ends before the shared answer comes returns ctx's
+// error, wrapped in ErrNotReady.
 func (n *Node) Ready(ctx context.Context) error {
+	c, run := n.readyShare.join(time.Now())
+	if run {
+		// Not ctx: the callers that joined must not fail because the
+		// first one left. ReadyMaxLag bounds it.
+		err := n.ready(context.Background())
+		c.finish(err, time.Now())
+		return err
+	}
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrNotReady, ctx.Err())
+	}
+}
+
+// readyReuse is how long a finished Ready evaluation answers later calls.
+const readyReuse = 100 * time.Millisecond
+
+// readyShare lets Ready calls share evaluations: GET /readyz needs no
+// credentials, and on a follower each evaluation asks the leader for a
+// read index (a round of heartbeats to a quorum), so a flood of probes
+// must not become a flood of those. The zero value is ready to use.
+type readyShare struct {
+	mu  sync.Mutex
+	cur *readyCall // running, or the last one finished
+}
+
+type readyCall struct {
+	done chan struct{} // closed when err and end are set
+	err  error
+	end  time.Time
+}
+
+// join returns the evaluation to wait for, or a new one the caller
+// must run (run) and finish.
+func (s *readyShare) join(now time.Time) (c *readyCall, run bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.cur; c != nil {
+		select {
+		case <-c.done:
+			if now.Sub(c.end) < readyReuse {
+				return c, false
+			}
+		default:
+			return c, false
+		}
+	}
+	c = &readyCall{done: make(chan struct{})}
+	s.cur = c
+	return c, true
+}
+
+func (c *readyCall) finish(err error, end time.Time) {
+	c.err, c.end = err, end
+	close(c.done)
+}
+
+// ready is one evaluation of Ready's conditions.
+func (n *Node) ready(ctx context.Context) error {
 	_, leader := n.raft.LeaderWithID()
 	if leader == "" {
 		return fmt.Errorf("%w: no leader known", ErrNotReady)

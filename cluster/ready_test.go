@@ -291,3 +291,42 @@ func pauseApply(n *Node) (release func()) {
 	var once sync.Once
 	return func() { once.Do(n.mu.Unlock) }
 }
+
+// Concurrent probes share one evaluation: a flood of GET /readyz (which
+// needs no credentials) on a follower sends the leader a handful of
+// read index requests, not one each, and every probe gets the answer.
+func TestReadyShared(t *testing.T) {
+	tc, _ := readyCluster(t, nil)
+	f := tc.follower()
+	// Forget the evaluations readyCluster waited for.
+	f.readyShare.mu.Lock()
+	f.readyShare.cur = nil
+	f.readyShare.mu.Unlock()
+	before := counter(t, f, f.metrics.forwardCalls, "read_index")
+	const probes = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, probes)
+	start := make(chan struct{})
+	for range probes {
+		wg.Add(1)
+		// Ends when Ready returns (within about ReadyMaxLag).
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- f.Ready(context.Background())
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+	}
+	// Each evaluation answers the probes that arrive while it runs and
+	// for readyReuse after; all 200 start at once.
+	if n := counter(t, f, f.metrics.forwardCalls, "read_index") - before; n < 1 || n > 10 {
+		t.Fatalf("%d probes sent %v read index requests, want 1 to 10", probes, n)
+	}
+}
