@@ -24,8 +24,8 @@ const (
 
 // Apply proposes cmd through the leader and returns its result, normally
 // once this node has applied it too (so local waiters and reads see it;
-// if ctx ends while this node catches up, the committed result is
-// returned anyway). The node stamps cmd.Time; cmd is not modified.
+// if ctx ends or RetryTimeout passes while this node catches up, the
+// committed result is returned anyway). The node stamps cmd.Time; cmd is not modified.
 //
 // Failures are reported at once: when the leader is lost or the
 // connection to it drops, a command without a ReqID fails with an error
@@ -70,9 +70,14 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 		}
 		n.metrics.forwarded.Inc()
 		// A follower answers once it applied the entry itself. No hint
-		// comes with this answer: the leader's commit push does.
+		// comes with this answer: the leader's commit push does. Past
+		// RetryTimeout the committed result is answered anyway, as the
+		// batched forwards do (forward_batch.go): a node that cannot
+		// apply (its log store fails) must not hold the request.
 		done := n.commitDemand()
-		werr := n.waitApplied(ctx, r.Index)
+		wctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
+		werr := n.waitApplied(wctx, r.Index)
+		cancel()
 		done()
 		if errors.Is(werr, ErrClosed) {
 			return outcomeDone, werr
@@ -276,40 +281,16 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 		now = n.staleNow()
 	} else {
 		var idx uint64
-		var req = []byte{rpcReadIndex}
 		err := n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
-			if l := n.lead.Load(); l != nil {
-				var oc outcome
-				var err error
-				idx, now, oc, err = n.readIndexAsLeader(ctx, l)
-				return oc, err
-			}
-			body, oc, err := n.forward(ctx, req)
-			if oc != outcomeDone || err != nil {
-				return oc, err
-			}
-			d := fsm.NewDecoder(body)
-			idx, now = d.Uvarint(), d.Varint()
-			var hint, term uint64
-			if d.Len() > 0 {
-				hint, term = d.Uvarint(), d.Uvarint()
-			}
-			if err := d.Err(); err != nil {
-				return outcomeDone, fmt.Errorf("%w: read index: %w", errBadRPC, err)
-			}
-			if hint > idx {
-				return outcomeDone, fmt.Errorf("%w: read index %d with a commit hint past it (%d)", errBadRPC, idx, hint)
-			}
-			// The index is committed: apply up to it without waiting for
-			// the AppendEntries that says so (this node may not want
-			// commit pushes).
-			n.commitHint(hint, term)
-			return outcomeDone, nil
+			var oc outcome
+			var err error
+			idx, now, oc, err = n.readIndex(ctx)
+			return oc, err
 		})
 		if err != nil {
 			return err
 		}
-		if err := n.waitApplied(ctx, idx); err != nil {
+		if err := n.waitReadIndex(ctx, idx); err != nil {
 			return err
 		}
 	}
@@ -355,6 +336,55 @@ func readTime(t *fsm.Table, leaderNow int64) int64 {
 		return max(applied, at-1)
 	}
 	return leaderNow
+}
+
+// waitReadIndex waits until this node applied idx, a read index, for at
+// most RetryTimeout (less if ctx ends first: then ctx's error). A node
+// that cannot apply what the leader committed (its log store fails, it
+// is far behind) would otherwise hold the read for as long as the
+// caller waits, which is forever for a client without a deadline; the
+// error wraps ErrNotReady and api.ErrNoLeader: retry on another node.
+func (n *Node) waitReadIndex(ctx context.Context, idx uint64) error {
+	if n.AppliedIndex() >= idx {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
+	defer cancel()
+	err := n.waitApplied(wctx, idx)
+	if err == nil || ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: applied %d of read index %d within %v; retry on another node (%w)",
+		ErrNotReady, n.AppliedIndex(), idx, n.cfg.RetryTimeout, api.ErrNoLeader)
+}
+
+// readIndex asks the leader (this node, when it leads) once for a read
+// index: an index that covers every write committed before the call,
+// and the term's clock.
+func (n *Node) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome, err error) {
+	if l := n.lead.Load(); l != nil {
+		return n.readIndexAsLeader(ctx, l)
+	}
+	body, oc, err := n.forward(ctx, []byte{rpcReadIndex})
+	if oc != outcomeDone || err != nil {
+		return 0, 0, oc, err
+	}
+	d := fsm.NewDecoder(body)
+	idx, now = d.Uvarint(), d.Varint()
+	var hint, term uint64
+	if d.Len() > 0 {
+		hint, term = d.Uvarint(), d.Uvarint()
+	}
+	if err := d.Err(); err != nil {
+		return 0, 0, outcomeDone, fmt.Errorf("%w: read index: %w", errBadRPC, err)
+	}
+	if hint > idx {
+		return 0, 0, outcomeDone, fmt.Errorf("%w: read index %d with a commit hint past it (%d)", errBadRPC, idx, hint)
+	}
+	// The index is committed: apply up to it without waiting for the
+	// AppendEntries that says so (this node may not want commit pushes).
+	n.commitHint(hint, term)
+	return idx, now, outcomeDone, nil
 }
 
 // readIndexAsLeader returns an index that covers every write committed

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
@@ -197,6 +198,21 @@ type Config struct {
 	// a dead node's place in the queue sooner. Negative disables it.
 	WaiterLease time.Duration
 
+	// ReadyMaxLagEntries, default DefaultReadyMaxLagEntries (4096): Ready
+	// reports a node not ready when the leader's commit index is more
+	// than this many entries past what the node applied (a node that
+	// restarted or was cut off and is still catching up, or one whose
+	// log store fails). Larger lets a far-behind node take reads sooner
+	// (they wait for it to catch up); smaller turns a briefly slow
+	// follower away from a load balancer sooner.
+	ReadyMaxLagEntries uint64
+	// ReadyMaxLag, default DefaultReadyMaxLag (1s): Ready reports a node
+	// not ready when it does not learn the leader's commit index and
+	// apply up to it within this long, or when a write to its log store
+	// failed within this long (or failed and none has succeeded since).
+	// It is also how long Ready may take to answer.
+	ReadyMaxLag time.Duration
+
 	// HistoryKeys bounds the keys whose recent grants this node keeps in
 	// memory for GET /v1/locks/{key}/history (history.go); past it the
 	// key whose last grant is oldest is forgotten. It also bounds the
@@ -220,6 +236,10 @@ type Config struct {
 	Clock Clock
 	// Logger, default hclog.NewNullLogger().
 	Logger hclog.Logger
+
+	// wrapLogStore, when set (by tests), wraps the raft log store
+	// beneath the node's own wrapper, to inject faults.
+	wrapLogStore func(raft.LogStore) raft.LogStore
 }
 
 // DefaultConfig returns the defaults for every field that has one; ID and
@@ -247,6 +267,8 @@ func DefaultConfig() Config {
 		HistoryEntries:     DefaultHistoryEntries,
 		ActivityWindow:     DefaultActivityWindow,
 		WaiterLease:        5 * time.Second,
+		ReadyMaxLagEntries: DefaultReadyMaxLagEntries,
+		ReadyMaxLag:        DefaultReadyMaxLag,
 		FSM:                fsm.DefaultConfig(),
 		Clock:              SystemClock,
 		Logger:             hclog.NewNullLogger(),
@@ -287,6 +309,10 @@ func (c Config) withDefaults() Config {
 		c.HistoryEntries = d.HistoryEntries
 	}
 	setD(&c.WaiterLease, d.WaiterLease)
+	setD(&c.ReadyMaxLag, d.ReadyMaxLag)
+	if c.ReadyMaxLagEntries == 0 {
+		c.ReadyMaxLagEntries = d.ReadyMaxLagEntries
+	}
 	if c.MaxAppendEntries == 0 {
 		c.MaxAppendEntries = d.MaxAppendEntries
 	}
@@ -377,6 +403,9 @@ func (c Config) Validate() error {
 	}
 	if c.ActivityWindow < time.Second || c.ActivityWindow > MaxActivityWindow {
 		bad("ActivityWindow must be in [1s, %v], not %v", MaxActivityWindow, c.ActivityWindow)
+	}
+	if c.ReadyMaxLag < 0 {
+		bad("ReadyMaxLag must not be negative")
 	}
 	if c.Bootstrap && len(c.Join) > 0 {
 		bad("Bootstrap and Join are exclusive")

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -13,12 +15,14 @@ import (
 // stores beneath are not raft.MonotonicLogStore either (walLog says why).
 //
 // It also records when each entry was stored, on the node's clock, for
-// the clock anchor (storeTimes).
+// the clock anchor (storeTimes), and whether the appends fail
+// (storeHealth), for Ready.
 type timedLogStore struct {
 	raft.LogStore
 	obs    prometheus.Observer
 	clock  Clock
 	stored *storeTimes
+	health *storeHealth
 }
 
 func (t timedLogStore) StoreLog(l *raft.Log) error {
@@ -32,9 +36,56 @@ func (t timedLogStore) StoreLogs(logs []*raft.Log) error {
 	}
 	start := time.Now()
 	err := t.LogStore.StoreLogs(logs)
-	t.obs.Observe(time.Since(start).Seconds())
-	if err == nil && len(logs) > 0 {
+	end := time.Now()
+	t.obs.Observe(end.Sub(start).Seconds())
+	if err != nil {
+		t.health.failed(err, end)
+		return err
+	}
+	t.health.ok()
+	if len(logs) > 0 {
 		t.stored.stored(logs[0].Index, logs[len(logs)-1].Index, at)
 	}
 	return err
+}
+
+// storeHealth is the outcome of a node's latest log appends: the last
+// failure, when it happened, and whether an append succeeded after it.
+// A node's store is only written when it has entries to store, so a
+// failure is cleared by the next append that succeeds, not by time: a
+// follower whose append failed keeps being sent those entries by the
+// leader (raft retries a rejected AppendEntries, with back-off), and a
+// leader whose append failed steps down and is sent them by the next.
+type storeHealth struct {
+	// failing is set while the last append failed: the successful path
+	// reads only it.
+	failing atomic.Bool
+
+	mu     sync.Mutex
+	err    error     // the last failure; nil if none yet
+	failAt time.Time // when it happened (monotonic reading)
+}
+
+func (h *storeHealth) failed(err error, at time.Time) {
+	h.mu.Lock()
+	h.err, h.failAt = err, at
+	h.failing.Store(true)
+	h.mu.Unlock()
+}
+
+func (h *storeHealth) ok() {
+	if !h.failing.Load() {
+		return
+	}
+	h.mu.Lock()
+	h.failing.Store(false)
+	h.mu.Unlock()
+}
+
+// last returns the last failure (nil if none), when it happened and
+// whether no append succeeded since.
+func (h *storeHealth) last() (err error, at time.Time, failing bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err, h.failAt, h.failing.Load()
 }

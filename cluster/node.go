@@ -82,6 +82,9 @@ type Node struct {
 	lastApplyMono time.Time
 	// storeTimes is when this node stored each entry not yet applied.
 	storeTimes storeTimes
+	// storeHealth is the outcome of the log store's latest writes (Ready).
+	storeHealth storeHealth
+	readyShare  readyShare // Ready's shared evaluations
 
 	// lead is the current leadership term's state, nil on followers.
 	lead atomic.Pointer[leadership]
@@ -212,7 +215,11 @@ func (n *Node) openStorage() (raft.SnapshotStore, error) {
 		return nil, err
 	}
 	n.store = store
-	n.logs = timedLogStore{store.logs, n.metrics.logStore, n.clock, &n.storeTimes}
+	logs := store.logs
+	if cfg.wrapLogStore != nil {
+		logs = cfg.wrapLogStore(logs)
+	}
+	n.logs = timedLogStore{logs, n.metrics.logStore, n.clock, &n.storeTimes, &n.storeHealth}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)

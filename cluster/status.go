@@ -2,12 +2,7 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
-	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
@@ -58,37 +53,4 @@ func (n *Node) stats() fsm.Stats {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.table.Stats()
-}
-
-// ErrNotReady: the node cannot answer linearizably now (Ready).
-var ErrNotReady = errors.New("cluster: not ready")
-
-// readyApplyWait bounds how long Ready waits for this node to apply what
-// it knows is committed: a busy node is a few entries behind at any
-// instant, a stuck one stays behind.
-const readyApplyWait = time.Second
-
-// Ready reports whether this node can serve requests now: a leader is
-// known, a follower has heard from it within a few heartbeat timeouts,
-// and the node applies what is committed (it reaches the commit index it
-// knows within readyApplyWait). It is what a load balancer's readiness
-// probe asks (GET /readyz); the error says which condition failed.
-func (n *Node) Ready(ctx context.Context) error {
-	_, leader := n.raft.LeaderWithID()
-	if leader == "" {
-		return fmt.Errorf("%w: no leader known", ErrNotReady)
-	}
-	if n.raft.State() != raft.Leader {
-		limit := 3 * n.cfg.HeartbeatTimeout
-		if lc := n.raft.LastContact(); lc.IsZero() || time.Since(lc) > limit {
-			return fmt.Errorf("%w: no contact with leader %s for over %v", ErrNotReady, leader, limit)
-		}
-	}
-	commit := n.lastCommandAtOrBefore(n.raft.CommitIndex())
-	wctx, cancel := context.WithTimeout(ctx, readyApplyWait)
-	defer cancel()
-	if err := n.waitApplied(wctx, commit); err != nil {
-		return fmt.Errorf("%w: applied %d of %d committed: %w", ErrNotReady, n.AppliedIndex(), commit, err)
-	}
-	return nil
 }

@@ -590,7 +590,8 @@ func (s *server) livez(w http.ResponseWriter, r *http.Request) {
 }
 
 // readyz answers 200 when the node can serve requests now, 503 with the
-// reason otherwise (no leader, lost contact, applies behind).
+// reason otherwise (Config.Ready decides; cluster.Node.Ready lists a
+// node's conditions).
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ready := s.cfg.Ready
 	if ready == nil {

@@ -21,7 +21,7 @@ const (
 	PathMembers    = "/v1/members"
 	PathMetrics    = "/metrics"
 	PathLivez      = "/livez"  // liveness probe: the process serves
-	PathReadyz     = "/readyz" // readiness probe: a leader is known and applies keep up
+	PathReadyz     = "/readyz" // readiness probe: Config.Ready, else a leader is known
 
 	// ContentTypeJSON is the type of every JSON body; observe streams
 	// ContentTypeNDJSON (one JSON document per line).

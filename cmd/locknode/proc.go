@@ -59,6 +59,11 @@ type proc struct {
 	respDone   chan struct{}
 	mirrorDone chan struct{}
 	log        hclog.Logger
+	// ready is GET /readyz: the node's Ready and the client listeners'
+	// accept loops (httpState, respState).
+	ready     readiness
+	httpState listenerState
+	respState listenerState
 }
 
 // startProc starts the node and, once it runs, its mirror and servers.
@@ -140,7 +145,11 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc := pc.Limits.HTTP
 	hc.Logger = pc.Logger.Named("http")
 	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
-	hc.Ready = p.node.Ready
+	p.httpState.addr, p.respState.addr = p.httpLn.Addr().String(), p.respLn.Addr().String()
+	p.ready.add("http", p.httpState.check)
+	p.ready.add("resp", p.respState.check)
+	p.ready.add("", p.node.Ready) // its reasons say "cluster: not ready: ..."
+	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit
 	hc.Extra = func(s *api.Status) {
@@ -161,7 +170,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// Ends when Close shuts the server down.
 	go func() {
 		defer close(p.httpDone)
-		if err := p.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		err := p.httpSrv.Serve(httpLn)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		p.httpState.stop(err)
+		if err != nil {
 			p.log.Error("http server stopped", "error", err)
 		}
 	}()
@@ -189,8 +203,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// Ends when Close closes the bridge.
 	go func() {
 		defer close(p.respDone)
-		if err := p.resp.Serve(p.respLn); err != nil {
-			p.log.Debug("resp server stopped", "error", err)
+		err := p.resp.Serve(p.respLn)
+		p.respState.stop(err)
+		if err != nil {
+			p.log.Error("resp server stopped", "error", err)
 		}
 	}()
 	return p, nil

@@ -119,6 +119,7 @@ through a running member, or are added with "locknode join".`,
 	limitFlags := addNetLimitFlags(fs)
 	tlsFlags := addServerTLSFlags(fs)
 	dashFlags := addDashboardFlags(fs)
+	readyFl := addReadyFlags(fs)
 	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
@@ -208,6 +209,10 @@ through a running member, or are added with "locknode join".`,
 			}
 			limits.applyPeer(&cfg)
 			if err := dashFlags.apply(&cfg); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			if err := readyFl.apply(&cfg); err != nil {
 				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 2
 			}
