@@ -40,15 +40,18 @@ type NotPeerError struct {
 }
 
 func (e *NotPeerError) Error() string {
-	what := "a port of another service"
+	return fmt.Sprintf("transport: %s is not a peer port: that is %s (it answered %q)", e.Addr, e.What(), e.Answer)
+}
+
+// What names the kind of port that answered, e.g. "an HTTP port".
+func (e *NotPeerError) What() string {
 	switch e.Service {
-	case "TLS":
-		what = "a TLS port (set the peer TLS certificates, or dial the right port)"
 	case "":
-	default:
-		what = "an " + e.Service + " port"
+		return "a port of another service"
+	case "TLS":
+		return "a TLS port (peer TLS not set here, or another service)"
 	}
-	return fmt.Sprintf("transport: %s is not a peer port: that is %s (it answered %q)", e.Addr, what, e.Answer)
+	return "an " + e.Service + " port"
 }
 
 // Is makes errors.Is(err, ErrNotPeer) true.
