@@ -50,8 +50,10 @@ func (e *NotPeerError) What() string {
 		return "a port of another service"
 	case "TLS":
 		return "a TLS port (peer TLS not set here, or another service)"
+	case "HTTP":
+		return "an HTTP port"
 	}
-	return "an " + e.Service + " port"
+	return "a " + e.Service + " port"
 }
 
 // Is makes errors.Is(err, ErrNotPeer) true.

@@ -72,7 +72,7 @@ func TestCallToAnotherServiceFailsAtOnce(t *testing.T) {
 			if np.Service != tc.service || np.Addr != tc.addr {
 				t.Errorf("NotPeerError %+v, want service %q at %s", np, tc.service, tc.addr)
 			}
-			if tc.service != "" && !strings.Contains(err.Error(), "that is an "+tc.service+" port") {
+			if tc.service != "" && !strings.Contains(err.Error(), "that is "+np.What()) || !strings.Contains(np.What(), tc.service) {
 				t.Errorf("message %q does not name the service", err)
 			}
 		})
