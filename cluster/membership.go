@@ -99,7 +99,7 @@ func (n *Node) probePeer(ctx context.Context, addr string) error {
 	if err == nil || errors.Is(err, transport.ErrRemote) {
 		return nil
 	}
-	return fmt.Errorf("%w: %w: %s: %w (add it anyway with force)", ErrPeerUnreachable, api.ErrBadRequest, addr, err)
+	return fmt.Errorf("%w: %w: %s: %w (with force it is added anyway)", ErrPeerUnreachable, api.ErrBadRequest, addr, err)
 }
 
 // membership runs a configuration change on the leader. Configuration
@@ -202,6 +202,7 @@ func (n *Node) Join(ctx context.Context, addrs []string) error {
 func (n *Node) join(ctx context.Context, addrs []string) error {
 	req := appendStr(appendStr([]byte{rpcJoin}, n.id), n.Addr())
 	var last error
+	warned := "" // the leader's last refusal logged at WARN
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		for _, a := range addrs {
 			resp, err := n.tr.Call(ctx, a, req)
@@ -218,6 +219,11 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 			}
 			if errors.Is(err, transport.ErrNotPeer) {
 				return fmt.Errorf("cluster: join through %s: %w", a, err)
+			}
+			if err = memberErr(err); errors.Is(err, ErrPeerUnreachable) && err.Error() != warned {
+				// Retried (a firewall may open), but worth an operator's eye.
+				warned = err.Error()
+				n.log.Warn("the leader cannot reach this node's raft address; check Advertise", "addr", n.Addr(), "error", err)
 			}
 			last = err
 			n.log.Debug("join attempt failed", "via", a, "error", err)

@@ -56,6 +56,19 @@ func TestMembersRemoveUnknown(t *testing.T) {
 	if code != exitLockFailed || strings.Contains(out, "removed") || !strings.Contains(errb, "no such member") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errb)
 	}
+	req, err := http.NewRequest(http.MethodDelete, "http://"+n1[2]+"/v1/members/nosuch", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("DELETE /v1/members/nosuch: %d, want 404", resp.StatusCode)
+	}
 	if st := getStatus(t, n1[2]); len(st.Members) != 1 {
 		t.Fatalf("members: %+v", st.Members)
 	}
