@@ -239,6 +239,15 @@ type Member struct {
 	Address  string `json:"address"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
+	// LastContactMs is, in the leader's status, how long ago (ms) this
+	// member last answered the leader's replication (heartbeats
+	// included); absent for the leader itself, in a follower's status,
+	// and for a member that never answered this leader.
+	LastContactMs *int64 `json:"last_contact_ms,omitempty"`
+	// Unreachable is set in the leader's status for a member that has not
+	// answered the leader for three heartbeat timeouts (900 ms by
+	// default): down, cut off, or added at a wrong address.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // Status describes a node (GET /v1/status).

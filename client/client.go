@@ -340,14 +340,27 @@ func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) 
 }
 
 // AddVoter asks the cluster to add server id, reachable at its raft
-// address addr, as a voter (POST /v1/members). Repeating it is harmless.
+// address addr, as a voter (POST /v1/members). The leader first checks
+// that addr answers the peer handshake and refuses it otherwise
+// (api.ErrBadRequest). Repeating it is harmless.
 func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
 	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: httpapi.PathMembers,
 		body: jsonBody(httpapi.MemberRequest{ID: id, Address: addr})})
 	return err
 }
 
+// AddVoterForce is AddVoter without the leader's check that addr
+// answers the peer handshake, for a node that is not up yet. Only the
+// leader takes it; other nodes answer 503 and the client tries its next
+// endpoint, so list the leader among them.
+func (c *Client) AddVoterForce(ctx context.Context, id, addr string) error {
+	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: httpapi.PathMembers,
+		body: jsonBody(httpapi.MemberRequest{ID: id, Address: addr, Force: true})})
+	return err
+}
+
 // RemoveServer asks the cluster to remove server id (DELETE /v1/members/{id}).
+// An id that is not a member is refused (api.ErrNotFound).
 func (c *Client) RemoveServer(ctx context.Context, id string) error {
 	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: httpapi.PathMembers + "/" + url.PathEscape(id)})
 	return err

@@ -242,6 +242,11 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 		case oc == outcomeUnknown && !retryUnknown:
 			return fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, err)
 		}
+		if n.unjoined.Load() {
+			// No leader will answer before this node is added: refuse
+			// now, so that clients go to a member.
+			return fmt.Errorf("%w: %w", api.ErrNoLeader, ErrNotJoined)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, ctx.Err(), err)
 		}
@@ -278,6 +283,10 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	var now int64
 	if stale {
+		if n.unjoined.Load() {
+			// Its table is no cluster's, not even a stale copy.
+			return fmt.Errorf("%w: %w", api.ErrNoLeader, ErrNotJoined)
+		}
 		now = n.staleNow()
 	} else {
 		var idx uint64

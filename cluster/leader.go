@@ -17,6 +17,9 @@ type leadership struct {
 	cancel context.CancelFunc
 	ready  chan struct{}
 	done   chan struct{}
+	// began is when raft made this node leader (real time, monotonic):
+	// replication contacts before it are of an earlier term (contact.go).
+	began time.Time
 
 	// Set before ready is closed, read only after.
 	t0 int64     // cluster clock (FSM ms) when the term's clock was set
@@ -150,7 +153,7 @@ func (n *Node) leadershipLoop(notify <-chan bool) {
 		case isLeader := <-notify:
 			if isLeader && cur == nil {
 				ctx, cancel := context.WithCancel(context.Background())
-				cur = &leadership{ctx: ctx, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
+				cur = &leadership{ctx: ctx, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{}), began: time.Now()}
 				n.lead.Store(cur)
 				n.log.Info("became leader", "term", n.raft.CurrentTerm())
 				l := cur

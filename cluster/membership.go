@@ -4,57 +4,169 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/transport"
 )
 
+// joinProbeTimeout bounds AddVoter's check that the new member answers.
+const joinProbeTimeout = 5 * time.Second
+
 // AddVoter adds server id at addr (its raft address) as a voter. Any
-// member accepts it and forwards it to the leader. Adding a member that
-// is already present with the same address succeeds and changes nothing.
+// member accepts it and forwards it to the leader. The leader first
+// checks that addr completes the peer handshake and answers an RPC, so
+// that a mistyped or dead address does not become a voter that counts
+// towards the quorum and never votes (ErrPeerUnreachable; a port of
+// another service says which, transport.NotPeerError). Adding a member
+// that is already present with the same address succeeds and changes
+// nothing.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	return n.addVoter(ctx, id, addr, true)
+}
+
+// AddVoterForce is AddVoter without the check that addr answers: for a
+// member that is not up yet. Only the leader takes it (the check is the
+// leader's, and a forwarded request cannot say to skip it); a follower
+// refuses it with an error wrapping api.ErrNoLeader, which a client
+// retries on its next endpoint.
+func (n *Node) AddVoterForce(ctx context.Context, id, addr string) error {
+	return n.addVoter(ctx, id, addr, false)
+}
+
+func (n *Node) addVoter(ctx context.Context, id, addr string, check bool) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("%w: id and addr are required", ErrConfig)
 	}
+	if !check && n.lead.Load() == nil {
+		leaderAddr, leaderID := n.raft.LeaderWithID()
+		return fmt.Errorf("%w: a forced join is taken by the leader only (%s at %s): send it there",
+			api.ErrNoLeader, orNone(string(leaderID)), orNone(string(leaderAddr)))
+	}
 	req := appendStr(appendStr([]byte{rpcJoin}, id), addr)
-	return n.membership(ctx, req, func() raft.IndexFuture {
-		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)
+	return n.membership(ctx, req, func(ctx context.Context) (raft.IndexFuture, error) {
+		if check && !n.hasServer(id, addr) {
+			if err := n.probePeer(ctx, addr); err != nil {
+				return nil, err
+			}
+		}
+		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), nil
 	})
 }
 
 // RemoveServer removes server id from the cluster (a dead member, or one
-// that leaves). Any member accepts it and forwards it to the leader.
+// that leaves). Any member accepts it and forwards it to the leader. An
+// id the configuration does not hold is refused (ErrUnknownMember).
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrConfig)
 	}
 	req := appendStr([]byte{rpcRemove}, id)
-	return n.membership(ctx, req, func() raft.IndexFuture {
-		return n.raft.RemoveServer(raft.ServerID(id), 0, 0)
+	return n.membership(ctx, req, func(context.Context) (raft.IndexFuture, error) {
+		if !n.hasServer(id, "") {
+			return nil, fmt.Errorf("%w: %w: %q is not in the configuration", ErrUnknownMember, api.ErrNotFound, id)
+		}
+		return n.raft.RemoveServer(raft.ServerID(id), 0, 0), nil
 	})
+}
+
+// hasServer reports whether the latest configuration holds server id (at
+// addr, unless addr is empty).
+func (n *Node) hasServer(id, addr string) bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id && (addr == "" || string(s.Address) == addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// probePeer checks that addr is a member's peer port that answers: the
+// transport's handshake (TLS, when configured, authenticates it) and a
+// node-info call. An error answer still proves a peer (a node that
+// predates node info, or one that refuses this node).
+func (n *Node) probePeer(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
+	defer cancel()
+	_, err := n.tr.Call(ctx, addr, []byte{rpcNodeInfo})
+	if err == nil || errors.Is(err, transport.ErrRemote) {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %s: %w (with force it is added anyway)", ErrPeerUnreachable, api.ErrBadRequest, addr, err)
 }
 
 // membership runs a configuration change on the leader. Configuration
 // changes are idempotent, so every failure is retried (for as long as
-// withLeader says).
-func (n *Node) membership(ctx context.Context, req []byte, local func() raft.IndexFuture) error {
-	return n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
+// withLeader says). local runs on the leader: it may refuse the change
+// (a final answer) or start it.
+func (n *Node) membership(ctx context.Context, req []byte, local func(context.Context) (raft.IndexFuture, error)) error {
+	lost := false // an earlier attempt may have made the change
+	err := n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
 		if l := n.lead.Load(); l != nil {
-			err := n.await(local())
+			f, err := local(ctx)
+			if err != nil {
+				return outcomeDone, err
+			}
+			err = n.await(f)
 			switch {
 			case err == nil:
 				return outcomeDone, nil
 			case isRaftNotLeader(err):
 				return outcomeNotReached, err
 			case isRaftLost(err):
+				lost = true
 				return outcomeUnknown, err
 			default:
 				return outcomeDone, err
 			}
 		}
 		_, oc, err := n.forward(ctx, req)
-		return oc, err
+		lost = lost || oc == outcomeUnknown
+		return oc, memberErr(err)
 	})
+	if lost && errors.Is(err, ErrUnknownMember) {
+		// The removal that was lost with its leader took effect.
+		return nil
+	}
+	return err
+}
+
+// memberErr restores the sentinels of a refusal the leader sent back as
+// text (rpc stError).
+func memberErr(err error) error {
+	if err == nil || errors.Is(err, ErrUnknownMember) || errors.Is(err, ErrPeerUnreachable) {
+		return err
+	}
+	switch msg := err.Error(); {
+	case strings.Contains(msg, ErrUnknownMember.Error()):
+		return &wireErr{msg: msg, is: []error{ErrUnknownMember, api.ErrNotFound}}
+	case strings.Contains(msg, ErrPeerUnreachable.Error()):
+		return &wireErr{msg: msg, is: []error{ErrPeerUnreachable, api.ErrBadRequest}}
+	}
+	return err
+}
+
+// wireErr is an error that came as text, with the sentinels it had.
+type wireErr struct {
+	msg string
+	is  []error
+}
+
+func (e *wireErr) Error() string   { return e.msg }
+func (e *wireErr) Unwrap() []error { return e.is }
+
+func orNone(s string) string {
+	if s == "" {
+		return "none known"
+	}
+	return s
 }
 
 // Leave removes this node from the cluster for good: a leader first
@@ -69,12 +181,28 @@ func (n *Node) Leave(ctx context.Context) error {
 	return n.RemoveServer(ctx, n.id)
 }
 
+// Join makes this node a member through the running members at addrs,
+// as Config.Join does inside Start: for a caller that serves clients
+// while the node joins (they are refused at once meanwhile, with
+// ErrNotJoined). It does nothing when Start found raft state in DataDir
+// or bootstrapped. It retries until a member adds this node or ctx ends;
+// an address that is another service's port (an HTTP port, say) fails
+// at once with an error wrapping transport.ErrNotPeer.
+func (n *Node) Join(ctx context.Context, addrs []string) error {
+	if n.hadState || n.cfg.Bootstrap || len(addrs) == 0 {
+		return nil
+	}
+	return n.join(ctx, addrs)
+}
+
 // join asks the members at addrs, in turn, to add this node, until one
 // succeeds or ctx ends. Members may still be starting, so failed rounds
-// are repeated after a short pause.
+// are repeated after a short pause; an address that is not a peer port
+// is a mistake no retry mends.
 func (n *Node) join(ctx context.Context, addrs []string) error {
 	req := appendStr(appendStr([]byte{rpcJoin}, n.id), n.Addr())
 	var last error
+	warned := "" // the leader's last refusal logged at WARN
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		for _, a := range addrs {
 			resp, err := n.tr.Call(ctx, a, req)
@@ -88,6 +216,14 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 				if err == nil {
 					err = errors.New("member has no leader")
 				}
+			}
+			if errors.Is(err, transport.ErrNotPeer) {
+				return fmt.Errorf("cluster: join through %s: %w", a, err)
+			}
+			if err = memberErr(err); errors.Is(err, ErrPeerUnreachable) && err.Error() != warned {
+				// Retried (a firewall may open), but worth an operator's eye.
+				warned = err.Error()
+				n.log.Warn("the leader cannot reach this node's raft address; check Advertise", "addr", n.Addr(), "error", err)
 			}
 			last = err
 			n.log.Debug("join attempt failed", "via", a, "error", err)

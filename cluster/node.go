@@ -28,6 +28,17 @@ var (
 	// request id was in flight; it may or may not have been applied. It
 	// also wraps api.ErrNoLeader.
 	ErrUnknownOutcome = errors.New("cluster: leader lost, outcome unknown")
+	// ErrNotJoined: this node has no raft state of its own and has not
+	// heard from a leader yet (it is joining, or waits to be added); it
+	// comes wrapped with api.ErrNoLeader, at once.
+	ErrNotJoined = errors.New("cluster: this node has not joined a cluster yet")
+	// ErrUnknownMember: a membership change names a server that is not
+	// in the configuration. It also wraps api.ErrNotFound.
+	ErrUnknownMember = errors.New("cluster: no such member")
+	// ErrPeerUnreachable: AddVoter's address did not complete the peer
+	// handshake; AddVoterForce skips the check. It also wraps
+	// api.ErrBadRequest.
+	ErrPeerUnreachable = errors.New("cluster: the new member's raft address does not answer")
 )
 
 // Transport is what the node needs from its network layer; a
@@ -88,6 +99,12 @@ type Node struct {
 
 	// lead is the current leadership term's state, nil on followers.
 	lead atomic.Pointer[leadership]
+	// unjoined: this node started without raft state and has not heard
+	// from a leader since; it is no member yet, so requests are refused
+	// at once instead of waiting for a leader (membership.go).
+	unjoined atomic.Bool
+	// hadState: Start found raft state in DataDir (Join does nothing).
+	hadState bool
 	// leaderCh is closed and replaced whenever the known leader changes.
 	leaderMu sync.Mutex
 	leaderCh chan struct{}
@@ -157,6 +174,8 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	n.hadState = hasState
+	n.unjoined.Store(!hasState && !cfg.Bootstrap)
 	n.tr.Serve(n.handleRPC)
 	n.startLoops(sig)
 	if !hasState {
@@ -504,6 +523,8 @@ func (n *Node) observeLoop(obs chan raft.Observation) {
 		case o := <-obs:
 			if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
 				n.metrics.leaderChanges.Inc()
+				// A leader heard from: this node is a member now.
+				n.unjoined.Store(false)
 			}
 			n.broadcastLeader()
 		case <-n.closed:

@@ -33,6 +33,12 @@ func (n *Node) authorizeRPC(ctx context.Context, req []byte) error {
 	if id != "" && n.isMember(id) {
 		return nil
 	}
+	if id != "" && req[0] == rpcNodeInfo && n.unjoined.Load() {
+		// A node not joined yet knows no members, and the leader that is
+		// about to add it asks this first (AddVoter's check); the answer
+		// holds only this node's own addresses.
+		return nil
+	}
 	if id != "" && req[0] == rpcJoin {
 		d := fsm.NewDecoder(req[1:])
 		if d.Str() == id && d.Err() == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -87,12 +88,15 @@ func TestPeerRPCOnlyFromMembers(t *testing.T) {
 	if _, err := leader.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 600000}); err != nil {
 		t.Fatal(err)
 	}
-	_, cliTLS := p.peerTLS("intruder")
-	intruder, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0", ClientTLS: cliTLS})
+	srvTLS, cliTLS := p.peerTLS("intruder")
+	intruder, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0", ServerTLS: srvTLS, ClientTLS: cliTLS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { intruder.Close() })
+	// It answers as a peer, so that the leader's check before a join of
+	// it passes (an error answer is one).
+	intruder.Serve(func(context.Context, []byte) ([]byte, error) { return nil, errors.New("no") })
 
 	force := &fsm.Command{Op: fsm.OpRelease, Key: "k", Force: true}
 	tests := []struct {
@@ -127,7 +131,7 @@ func TestPeerRPCOnlyFromMembers(t *testing.T) {
 	}
 
 	// The same certificate may join under its own name.
-	req := appendStr(appendStr([]byte{rpcJoin}, "intruder"), "127.0.0.1:1")
+	req := appendStr(appendStr([]byte{rpcJoin}, "intruder"), intruder.Addr().String())
 	resp, err := intruder.Call(ctx, tc.follower().Addr(), req)
 	if err != nil || len(resp) == 0 || resp[0] != stOK {
 		t.Fatalf("join under its own name: %x %v", resp, err)
@@ -162,6 +166,39 @@ func TestPeerJoinWithForeignCA(t *testing.T) {
 		t.Fatal("a node with a certificate from another CA joined")
 	}
 	if m := members(t, tc.leader(10*time.Second)); len(m) != 3 || m["n4"] {
+		t.Fatalf("members %v", m)
+	}
+}
+
+// With peer TLS, a new node waiting to be added answers the leader's
+// check before the join (it knows no members yet), without counting it
+// as a refused RPC, and is added.
+func TestPeerJoinChecked(t *testing.T) {
+	p := newTestPKI(t)
+	tc := newTLSCluster(t, p, 3)
+	s, c := p.peerTLS("n4")
+	tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0", ServerTLS: s, ClientTLS: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.ID = "n4"
+	cfg.DataDir = t.TempDir()
+	cfg.Transport = tr
+	cfg.Logger = testLogger(t, "n4")
+	n4, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n4.Kill() })
+	ctx := ctxT(t, time.Minute)
+	if err := tc.follower().AddVoter(ctx, "n4", n4.Addr()); err != nil {
+		t.Fatalf("add n4: %v", err)
+	}
+	if got := counter(t, n4, n4.metrics.rpcRefused, rpcName(rpcNodeInfo)); got != 0 {
+		t.Errorf("n4 refused %v node-info calls", got)
+	}
+	if m := members(t, tc.leader(10*time.Second)); len(m) != 4 || !m["n4"] {
 		t.Fatalf("members %v", m)
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"io"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -40,8 +41,12 @@ import (
 // Start builds raftNet with MaxRPCsInFlight 1 for now (node.go says why:
 // measured, not safety), where raft never asks for a pipeline; raftNet
 // stays in the path so that raising it cannot bring the hang back.
+//
+// raftNet also notes when each peer last answered this node's
+// replication (contacts): on the leader, each member's last contact.
 type raftNet struct {
 	*raft.NetworkTransport
+	contacts contactBook
 }
 
 var (
@@ -58,7 +63,27 @@ func (t *raftNet) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddr
 	if err != nil {
 		return nil, err
 	}
-	return newStoppingPipeline(p), nil
+	sp := newStoppingPipeline(p)
+	sp.contact = func() { t.contacts.note(id, target) }
+	return sp, nil
+}
+
+// AppendEntries implements raft.Transport; an answer is a contact.
+func (t *raftNet) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.NetworkTransport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.contacts.note(id, target)
+	}
+	return err
+}
+
+// InstallSnapshot implements raft.Transport; an answer is a contact.
+func (t *raftNet) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.NetworkTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil {
+		t.contacts.note(id, target)
+	}
+	return err
 }
 
 // stoppingPipeline forwards an inner pipeline's responses and closes it
@@ -68,6 +93,7 @@ type stoppingPipeline struct {
 	out       chan raft.AppendFuture
 	closed    chan struct{}
 	closeOnce sync.Once
+	contact   func() // notes an answer (set before the first one comes)
 }
 
 func newStoppingPipeline(inner raft.AppendPipeline) *stoppingPipeline {
@@ -95,6 +121,9 @@ func (p *stoppingPipeline) forward() {
 		// Decide before handing f over: Error caches its result in f,
 		// and raft reads f as soon as it has it.
 		last := stopsReader(f)
+		if f.Error() == nil && p.contact != nil {
+			p.contact()
+		}
 		select {
 		case p.out <- f:
 		case <-p.closed:

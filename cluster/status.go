@@ -26,12 +26,14 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 		Members:      []api.Member{},
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
-		for _, s := range f.Configuration().Servers {
+		servers := f.Configuration().Servers
+		for _, s := range servers {
 			st.Members = append(st.Members, api.Member{
 				ID: string(s.ID), Address: string(s.Address),
 				Suffrage: strings.ToLower(s.Suffrage.String()), Leader: s.ID == leaderID,
 			})
 		}
+		n.addContacts(st.Members, servers)
 	}
 	n.mu.RLock()
 	stats := n.table.Stats()

@@ -30,7 +30,7 @@
 //	GET         /v1/elections/{name}/observe      -> stream of Leader, one per line Observe
 //	POST        /v1/fence/check                   FenceCheckRequest -> FenceResult  FenceCheck
 //	GET         /v1/status                        -> Status                         Status (+ Config.Extra)
-//	POST        /v1/members                       MemberRequest -> 204              AddVoter    (if Membership)
+//	POST        /v1/members                       MemberRequest -> 204              AddVoter    (if Membership; AddVoterForce with force)
 //	DELETE      /v1/members/{id}                  -> 204                            RemoveServer (if Membership)
 //	GET         /metrics                          Prometheus text                   Config.Metrics, if set
 //	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one

@@ -535,6 +535,13 @@ type Membership interface {
 	RemoveServer(ctx context.Context, id string) error
 }
 
+// ForcedMembership is the optional side of a Membership that adds a
+// voter without checking that it answers (MemberRequest.Force);
+// cluster.Node implements it.
+type ForcedMembership interface {
+	AddVoterForce(ctx context.Context, id, addr string) error
+}
+
 func (s *server) addMember(w http.ResponseWriter, r *http.Request, m Membership) {
 	var req MemberRequest
 	if !s.decode(w, r, &req) {
@@ -544,8 +551,18 @@ func (s *server) addMember(w http.ResponseWriter, r *http.Request, m Membership)
 		s.fail(w, r, fmt.Errorf("%w: id and address are required", api.ErrBadRequest))
 		return
 	}
-	err := m.AddVoter(r.Context(), req.ID, req.Address)
-	s.cfg.Audit.Event(auth.EventMemberAdd, userName(r), r.RemoteAddr, "member", req.ID, "address", req.Address, "error", errText(err))
+	var err error
+	if req.Force {
+		fm, ok := m.(ForcedMembership)
+		if !ok {
+			s.fail(w, r, fmt.Errorf("%w: this node cannot add a voter without checking it", api.ErrBadRequest))
+			return
+		}
+		err = fm.AddVoterForce(r.Context(), req.ID, req.Address)
+	} else {
+		err = m.AddVoter(r.Context(), req.ID, req.Address)
+	}
+	s.cfg.Audit.Event(auth.EventMemberAdd, userName(r), r.RemoteAddr, "member", req.ID, "address", req.Address, "force", req.Force, "error", errText(err))
 	s.replyEmpty(w, r, err)
 }
 

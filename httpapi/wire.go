@@ -63,4 +63,8 @@ type FenceCheckRequest = api.FenceCheckRequest
 type MemberRequest struct {
 	ID      string `json:"id"`
 	Address string `json:"address"` // raft address
+	// Force skips the leader's check that Address answers the peer
+	// handshake (a member not up yet); only the leader takes it: another
+	// node answers 503, which the Go client retries on its next endpoint.
+	Force bool `json:"force,omitempty"`
 }

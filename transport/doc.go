@@ -28,6 +28,12 @@
 // its kernel sends; a peer whose host vanishes, through TCP keepalive or the
 // call's deadline.
 //
+// A mistyped address fails fast too: every RPC connection opens with a
+// cancel frame that a peer ignores and a line-based server (HTTP, Redis)
+// answers at once, and an answer no frame can start with fails the calls
+// with a *NotPeerError (errors.Is ErrNotPeer) that names the service, so
+// "that is an HTTP port" replaces a stream of bad frames.
+//
 // # Your responsibilities
 //
 //  1. Create the Transport with New before raft, and give RaftStreamLayer to

@@ -187,6 +187,8 @@ func (t *Transport) dialRPC(ctx context.Context, p *peer) (*clientConn, error) {
 		done:    make(chan struct{}),
 		pending: make(map[uint64]chan result),
 	}
+	// Makes another service on addr answer at once (notpeer.go).
+	c.w.send(kindCancel, probeID, nil)
 	// Ends when the connection fails or is closed (by the peer, by a failed
 	// write, or by Close); it then fails every pending call.
 	if !t.spawn(c.readLoop) {
@@ -254,6 +256,10 @@ func (c *clientConn) deliver(id uint64, r result) {
 
 func (c *clientConn) readLoop() {
 	r := bufio.NewReaderSize(c.conn, 64<<10)
+	if err := checkPeerAnswer(r, c.p.addr); err != nil {
+		c.fail(err)
+		return
+	}
 	var hdr [frameHeader]byte
 	for {
 		f, err := readFrame(r, &hdr, MaxFrameSize)
@@ -296,6 +302,8 @@ func (c *clientConn) fail(cause error) {
 	}
 	switch {
 	case c.t.ctx.Err() != nil:
+	case errors.Is(cause, ErrNotPeer):
+		c.t.log.Warn("rpc connection dropped: not a peer port", "peer", c.p.addr, "error", cause)
 	case errors.Is(cause, ErrProtocol):
 		c.t.log.Warn("rpc connection dropped: bad frame", "peer", c.p.addr, "error", cause)
 	default:

@@ -27,6 +27,9 @@ var (
 	ErrTooLarge = errors.New("transport: frame too large")
 	// ErrProtocol: a peer sent bytes that are not a valid frame.
 	ErrProtocol = errors.New("transport: protocol error")
+	// ErrNotPeer: the address answered, but not in the peer protocol: it
+	// is another service's port (a *NotPeerError says which, if it can).
+	ErrNotPeer = errors.New("transport: not a peer port")
 )
 
 // Connection types: the first byte of every new connection.
@@ -340,6 +343,10 @@ func (t *Transport) untrack(c net.Conn) {
 func (t *Transport) lostErr(cause error) error {
 	if t.ctx.Err() != nil {
 		return fmt.Errorf("%w: %w", ErrClosed, ErrConnLost)
+	}
+	if errors.Is(cause, ErrNotPeer) {
+		// Callers branch on it: retrying that address is of no use.
+		return fmt.Errorf("%w: %w", ErrConnLost, cause)
 	}
 	return fmt.Errorf("%w: %v", ErrConnLost, cause)
 }

@@ -168,8 +168,8 @@ func envOf(f *flag.Flag) string {
 }
 
 // noEnv are the flags no environment variable sets: help and version
-// ask for output, and release --force is a confirmation that must be
-// typed, not inherited from an environment.
+// ask for output, and release --force and join --force are
+// confirmations that must be typed, not inherited from an environment.
 var noEnv = map[string]bool{"help": true, "version": true, "force": true}
 
 // applyEnv sets every flag the command line did not from its LOCKNODE_*

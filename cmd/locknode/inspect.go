@@ -30,9 +30,14 @@ func newJoinCmd() *cobra.Command {
 		Short: "add a node to a running cluster as a voter (admin)",
 		Long: `Ask a running cluster (through any node's HTTP API) to add a voter. It is the
 operator's alternative to starting the new node with "serve --join"; repeating
-it is harmless.`,
-		Example: "  locknode join --id n4 --raft-addr 10.0.0.4:7000 --endpoints 10.0.0.1:8080",
-		Args:    noArgs,
+it is harmless. The leader first checks that --raft-addr answers as a member's
+peer port, so that a mistyped or dead address does not become a voter that
+counts towards the quorum and never votes; --force skips the check (a node
+that is not started yet), and is taken by the leader only: list it in
+--endpoints.`,
+		Example: `  locknode join --id n4 --raft-addr 10.0.0.4:7000 --endpoints 10.0.0.1:8080
+  locknode join --force --id n4 --raft-addr 10.0.0.4:7000 --endpoints 10.0.0.1:8080,10.0.0.2:8080,10.0.0.3:8080`,
+		Args: noArgs,
 	}
 	fs := cmd.Flags()
 	cf := addClientFlags(fs)
@@ -44,6 +49,7 @@ it is harmless.`,
 	ownEnv(fs, "raft-addr", "LOCKNODE_JOIN_RAFT_ADDR")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	asJSON := fs.Bool("json", false, `print {"id": ..., "raft_addr": ...} of the added voter`)
+	force := fs.Bool("force", false, "add the voter without the leader's check that --raft-addr answers (a node not started yet)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return exitWith(func() int {
@@ -58,7 +64,11 @@ it is harmless.`,
 			}
 			rctx, cancel := context.WithTimeout(ctx, *timeout)
 			defer cancel()
-			if err := c.AddVoter(rctx, *id, *raftAddr); err != nil {
+			add := c.AddVoter
+			if *force {
+				add = c.AddVoterForce
+			}
+			if err := add(rctx, *id, *raftAddr); err != nil {
 				fmt.Fprintln(stderr, "locknode join:", explain(err))
 				return exitLockFailed
 			}
@@ -81,8 +91,10 @@ func newStatusCmd() *cobra.Command {
   locknode status --json | jq .leader
   until locknode status >/dev/null 2>&1; do sleep 1; done   # wait for a leader`,
 		Args: noArgs,
-		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: to every node, and every node answered)
-  1    no leader, or no node reachable (check --endpoints / LOCKNODE_ENDPOINTS)
+		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: to every node, every node answered,
+       and the leader, if among --endpoints, hears from every voter)
+  1    no leader, or no node reachable (check --endpoints / LOCKNODE_ENDPOINTS);
+       with --cluster also: a voter the leader has not heard from lately
   2    bad command line (the reason is printed first)
 `},
 	}
@@ -116,6 +128,9 @@ func newStatusCmd() *cobra.Command {
 			} else {
 				printStatus(stdout, st)
 			}
+			// Reported, but the exit code stays the leader's: the node
+			// answering may be a follower, which cannot tell.
+			unreachableVoters(stderr, st)
 			if st.Leader == "" {
 				fmt.Fprintf(stderr, "locknode status: no leader known to node %s: the cluster has no quorum or is electing one\n", st.ID)
 				return exitLockFailed
@@ -131,11 +146,40 @@ func printStatus(stdout io.Writer, st api.Status) {
 		st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
 	fmt.Fprintf(stdout, "locks=%d keys=%d waiters=%d sessions=%d\n", st.Locks, st.Keys, st.Waiters, st.Sessions)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSUFFRAGE\tLEADER")
+	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSUFFRAGE\tLEADER\tLAST_CONTACT")
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.Address, m.Suffrage, m.Leader)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.Address, m.Suffrage, m.Leader, contactText(m))
 	}
 	tw.Flush()
+}
+
+// contactText is a member's last contact as the leader saw it: "-" where
+// the status is not the leader's (or for the leader itself).
+func contactText(m api.Member) string {
+	ago := "never"
+	if m.LastContactMs != nil {
+		ago = (time.Duration(*m.LastContactMs) * time.Millisecond).String() + " ago"
+	}
+	switch {
+	case m.Unreachable:
+		return "UNREACHABLE (last " + ago + ")"
+	case m.LastContactMs != nil:
+		return ago
+	}
+	return "-"
+}
+
+// unreachableVoters reports, on stderr, the voters st (a leader's status)
+// marks unreachable, and how many.
+func unreachableVoters(stderr io.Writer, st api.Status) int {
+	n := 0
+	for _, m := range st.Members {
+		if m.Unreachable && m.Suffrage == "voter" {
+			n++
+			fmt.Fprintf(stderr, "locknode status: voter %s (%s) does not answer the leader %s: %s\n", m.ID, m.Address, st.ID, contactText(m))
+		}
+	}
+	return n
 }
 
 // nodeStatus is one endpoint's answer in "status --cluster".
@@ -181,6 +225,7 @@ func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, std
 	healthy := true
 	seen := map[string]bool{}
 	var members []api.Member
+	var leader *api.Status
 	for _, n := range nodes {
 		if n.Status == nil || n.Status.Leader == "" {
 			healthy = false
@@ -189,6 +234,9 @@ func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, std
 		seen[n.Status.ID] = true
 		if len(members) == 0 {
 			members = n.Status.Members
+		}
+		if n.Status.ID == n.Status.Leader {
+			leader = n.Status
 		}
 	}
 	var missing []string
@@ -216,6 +264,13 @@ func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, std
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(stderr, "locknode status: members not in --endpoints: %s\n", strings.Join(missing, ", "))
+	}
+	if leader != nil && unreachableVoters(stderr, *leader) > 0 {
+		fmt.Fprintln(stderr, "locknode status: a voter does not answer the leader: the cluster has less fault tolerance than it counts on")
+		return exitLockFailed
+	}
+	if leader == nil && healthy {
+		fmt.Fprintln(stderr, "locknode status: the leader is not among --endpoints: voters' contact not checked")
 	}
 	if !healthy {
 		fmt.Fprintln(stderr, "locknode status: not every node answered with a leader")

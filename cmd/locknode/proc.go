@@ -94,6 +94,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// A node process owns its heap: give the snapshot's transient memory
 	// back to the OS (cluster.Config.FreeMemoryAfterSnapshot says why).
 	pc.Cluster.FreeMemoryAfterSnapshot = true
+	// Joined below, once the servers run: meanwhile they answer clients
+	// at once (TRYAGAIN, 503) instead of leaving them in the accept queue.
+	join := pc.Cluster.Join
+	pc.Cluster.Join = nil
 	if p.node, err = cluster.Start(ctx, pc.Cluster); err != nil {
 		p.httpLn.Close()
 		p.respLn.Close()
@@ -209,6 +213,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 			p.log.Error("resp server stopped", "error", err)
 		}
 	}()
+	if err := p.node.Join(ctx, join); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/redisbridge/mirror"
+	"github.com/locknode/locknode/transport"
 )
 
 func init() { addCommand(newServeCmd) }
@@ -80,8 +81,8 @@ through a running member, or are added with "locknode join".`,
     --peers n1=10.0.0.1:7000,n2=10.0.0.2:7000,n3=10.0.0.3:7000 \
     --peer-tls-cert n1.crt --peer-tls-key n1.key --peer-tls-ca peers-ca.crt
 
-  # a fourth node joins through any member
-  locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:8080
+  # a fourth node joins through any member: --join takes its raft address
+  locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:7000
 
   # the same through the environment (systemd, containers)
   LOCKNODE_ID=n1 LOCKNODE_DATA=/data LOCKNODE_BOOTSTRAP=true locknode serve`,
@@ -101,7 +102,7 @@ through a running member, or are added with "locknode join".`,
 	bootstrapDef, _ := strconv.ParseBool(envDefault("LOCKNODE_BOOTSTRAP", "false"))
 	bootstrap := fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
 	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
-	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "addresses of running members to join through: host:port,...")
+	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "raft addresses (not HTTP) of running members to join through: host:port,...; meanwhile clients are answered TRYAGAIN / 503")
 	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
 	httpAdvertise := fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
 	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
@@ -268,7 +269,13 @@ through a running member, or are added with "locknode join".`,
 				Audit:         audit,
 			})
 			cancel()
-			if err != nil {
+			var np *transport.NotPeerError
+			switch {
+			case errors.As(err, &np):
+				fmt.Fprintf(stderr, "locknode serve: --join %s: that is %s; --join takes a member's raft address (--raft-addr / --advertise); it answered %q\n",
+					np.Addr, np.What(), np.Answer)
+				return 1
+			case err != nil:
 				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 1
 			}
