@@ -82,7 +82,8 @@ through a running member, or are added with "locknode join".`,
     --peer-tls-cert n1.crt --peer-tls-key n1.key --peer-tls-ca peers-ca.crt
 
   # a fourth node joins through any member: --join takes its raft address
-  locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:7000
+  locknode serve --id n4 --data /var/lib/locknode --raft-addr 10.0.0.4:7000 --join 10.0.0.1:7000 \
+    --peer-tls-cert n4.crt --peer-tls-key n4.key --peer-tls-ca peers-ca.crt
 
   # the same through the environment (systemd, containers)
   LOCKNODE_ID=n1 LOCKNODE_DATA=/data LOCKNODE_BOOTSTRAP=true locknode serve`,
