@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,6 +66,7 @@ type Throttle struct {
 	lru   list.List
 
 	rl netguard.RateLog
+	n  atomic.Int64 // lru.Len(), read without mu: Succeeded's fast path
 }
 
 type addrFailures struct {
@@ -149,6 +151,7 @@ func (t *Throttle) Failed(proto, user string, remote net.Addr, connFailures int)
 	a.count++
 	a.last = now
 	addrCount := a.count
+	t.n.Store(int64(t.lru.Len()))
 	t.mu.Unlock()
 
 	v := Verdict{Delay: t.delayFor(max(connFailures, addrCount))}
@@ -179,12 +182,16 @@ func (t *Throttle) Succeeded(remote net.Addr) {
 	if t == nil {
 		return
 	}
+	if t.n.Load() == 0 {
+		return // nothing to forget: no lock on the path of every request
+	}
 	addr := netguard.HostOf(remote)
 	t.mu.Lock()
 	if e, ok := t.addrs[addr]; ok {
 		t.lru.Remove(e)
 		delete(t.addrs, addr)
 	}
+	t.n.Store(int64(t.lru.Len()))
 	t.mu.Unlock()
 }
 
