@@ -51,6 +51,7 @@ type proc struct {
 	node       *cluster.Node
 	httpLn     net.Listener
 	httpSrv    *http.Server
+	httpLim    *httpapi.LimitedListener
 	respLn     net.Listener
 	resp       *redisbridge.Server
 	mirror     *mirror.Mirror
@@ -137,8 +138,15 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}()
 	}
 
+	// One throttle for both ports: a source address guessing passwords is
+	// counted across them.
+	tc := pc.Limits.AuthThrottle
+	tc.Logger = pc.Logger.Named("auth")
+	throttle := auth.NewThrottle(tc)
+
 	hc := pc.Limits.HTTP
 	hc.Logger = pc.Logger.Named("http")
+	hc.AuthThrottle = throttle
 	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
 	hc.Ready = p.node.Ready
 	hc.Registerer = p.node.Metrics()
@@ -156,12 +164,13 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// No WriteTimeout (NewServer sets none): a blocking acquire long-polls
 	// up to api.MaxWait.
 	p.httpSrv = httpapi.NewServer(httpapi.New(p.node, hc), hc)
-	httpLn := httpapi.LimitListener(p.httpLn, hc)
+	p.httpLim = httpapi.LimitListener(p.httpLn, hc)
 	p.httpDone = make(chan struct{})
-	// Ends when Close shuts the server down.
+	// Ends when Close shuts the server down (or the listener is closed
+	// underneath: ListenerErr reports it).
 	go func() {
 		defer close(p.httpDone)
-		if err := p.httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := p.httpSrv.Serve(p.httpLim); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("http server stopped", "error", err)
 		}
 	}()
@@ -172,6 +181,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	rc.Logger = pc.Logger.Named("resp")
 	rc.Peers = p.respPeers
 	rc.Users, rc.Audit = pc.Users, pc.Audit
+	rc.AuthThrottle = throttle
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText
 	}
@@ -186,11 +196,12 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}
 	}
 	p.respDone = make(chan struct{})
-	// Ends when Close closes the bridge.
+	// Ends when Close closes the bridge (or the listener is closed
+	// underneath: ListenerErr reports it).
 	go func() {
 		defer close(p.respDone)
 		if err := p.resp.Serve(p.respLn); err != nil {
-			p.log.Debug("resp server stopped", "error", err)
+			p.log.Error("resp server stopped", "error", err)
 		}
 	}()
 	return p, nil
@@ -245,6 +256,28 @@ func advertiseAddr(explicit string, bound net.Addr, host string) string {
 func isWildcard(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// ListenerErr reports whether the node's three ports accept connections:
+// nil when they do, else the first one's trouble — accepts failing and
+// retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a
+// listener that stopped for good (netguard.ErrStopped), the error naming
+// the port ("resp: ...", "http: ...", "peer: ..."). For readiness.
+func (p *proc) ListenerErr() error {
+	if p.resp != nil {
+		if err := p.resp.ListenerErr(); err != nil {
+			return err
+		}
+	}
+	if p.httpLim != nil {
+		if err := p.httpLim.Err(); err != nil {
+			return err
+		}
+	}
+	if p.node != nil {
+		return p.node.PeerListenerErr()
+	}
+	return nil
 }
 
 func (p *proc) HTTPAddr() string { return p.httpLn.Addr().String() }
