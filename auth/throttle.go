@@ -27,7 +27,8 @@ const (
 // ThrottleConfig configures a Throttle. Zero fields take the defaults.
 type ThrottleConfig struct {
 	// FreeCount is how many failures answer at once; the next one waits
-	// Delay before its answer. Default 2 (the third failure waits).
+	// Delay before its answer. Default 2 (the third failure waits);
+	// negative: none (the first failure waits).
 	FreeCount int
 	// Delay is the wait of the first delayed failure; each further one
 	// doubles it up to MaxDelay. Default 100ms.
@@ -77,8 +78,11 @@ type addrFailures struct {
 
 // NewThrottle returns a Throttle with cfg (zero fields: defaults).
 func NewThrottle(cfg ThrottleConfig) *Throttle {
-	if cfg.FreeCount == 0 {
+	switch {
+	case cfg.FreeCount == 0:
 		cfg.FreeCount = DefaultFailFreeCount
+	case cfg.FreeCount < 0:
+		cfg.FreeCount = 0
 	}
 	if cfg.Delay == 0 {
 		cfg.Delay = DefaultFailDelay
