@@ -66,8 +66,9 @@ type Throttle struct {
 	addrs map[string]*list.Element // of *addrFailures, most recent at the front
 	lru   list.List
 
-	rl netguard.RateLog
-	n  atomic.Int64 // lru.Len(), read without mu: Succeeded's fast path
+	rl  netguard.RateLog
+	n   atomic.Int64     // lru.Len(), read without mu: Succeeded's fast path
+	now func() time.Time // time.Now; tests move it
 }
 
 type addrFailures struct {
@@ -105,7 +106,7 @@ func NewThrottle(cfg ThrottleConfig) *Throttle {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Throttle{cfg: cfg, addrs: make(map[string]*list.Element), rl: netguard.RateLog{Every: netguard.LogEvery}}
+	return &Throttle{cfg: cfg, addrs: make(map[string]*list.Element), rl: netguard.RateLog{Every: netguard.LogEvery}, now: time.Now}
 }
 
 // Config returns the effective configuration.
@@ -134,7 +135,7 @@ func (t *Throttle) Failed(proto, user string, remote net.Addr, connFailures int)
 		return Verdict{}
 	}
 	addr := netguard.HostOf(remote)
-	now := time.Now()
+	now := t.now()
 	t.mu.Lock()
 	var a *addrFailures
 	if e, ok := t.addrs[addr]; ok {
