@@ -74,15 +74,16 @@ func fitCaps(p *parsedLimits, limit uint64, nodes int) fdPlan {
 
 // fitFDLimit checks p's connection caps against the process's fd limit
 // (Go raised the soft limit to the hard one at start) and lowers them
-// to fit, with a WARN giving the numbers. Where the limit cannot be read
+// to fit, logging the numbers with lowered (log.Warn for serve; dev, a
+// sandbox on loopback, says it at Info). Where the limit cannot be read
 // (not unix) nothing changes.
-func fitFDLimit(p *parsedLimits, nodes int, log hclog.Logger) fdPlan {
+func fitFDLimit(p *parsedLimits, nodes int, log hclog.Logger, lowered func(msg string, args ...any)) fdPlan {
 	limit := fdLimit()
 	pl := fitCaps(p, limit, nodes)
 	switch {
 	case limit == 0:
 	case pl.Lowered:
-		log.Warn("connection caps lowered to fit the open-file limit; raise the limit (ulimit -n, LimitNOFILE=) to keep them",
+		lowered("connection caps lowered to fit the open-file limit; raise the limit (ulimit -n, LimitNOFILE=) to keep them",
 			"fd_limit", pl.Limit, "nodes", nodes, "reserve_per_node", pl.Reserve,
 			"resp_max_clients", pl.OldRESP, "resp_max_clients_now", pl.RESP,
 			"http_max_conns", pl.OldHTTP, "http_max_conns_now", pl.HTTP,
