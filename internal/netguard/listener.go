@@ -36,8 +36,15 @@ type Listener struct {
 	mu       sync.Mutex
 	failing  error     // the last accept error while retrying; nil once one succeeds
 	since    time.Time // when failing began
-	stopped  error     // why accepting ended without Close
-	failures atomic.Int64
+	lastFail time.Time // when the last accept failed
+	// failWindow is how long after its last failed accept the listener
+	// still counts as failing: accept blocks (no error) once descriptors
+	// are free and no client is waiting, so "failing" must expire rather
+	// than wait for the next connection, which a load balancer would not
+	// send to a port it believes down.
+	failWindow time.Duration
+	stopped    error // why accepting ended without Close
+	failures   atomic.Int64
 }
 
 // Listen wraps ln. name names the port in log lines and errors ("resp",
@@ -49,7 +56,8 @@ func Listen(ln net.Listener, name string, log hclog.Logger) *Listener {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Listener{Listener: ln, name: name, log: log, done: make(chan struct{}), rl: RateLog{Every: LogEvery}}
+	return &Listener{Listener: ln, name: name, log: log, done: make(chan struct{}), rl: RateLog{Every: LogEvery},
+		failWindow: 3 * MaxAcceptDelay}
 }
 
 // Accept waits for the next connection. A failed accept is retried after a
@@ -96,11 +104,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 
 func (l *Listener) fail(err error, delay time.Duration) {
 	n := l.failures.Add(1)
+	now := time.Now()
 	l.mu.Lock()
-	if l.failing == nil {
-		l.since = time.Now()
+	if l.failing == nil || now.Sub(l.lastFail) > l.failWindow {
+		l.since = now
 	}
-	l.failing = err
+	l.failing, l.lastFail = err, now
 	l.mu.Unlock()
 	if ok, suppressed := l.rl.Allow(); ok {
 		l.log.Warn("accept failed; retrying (new connections wait meanwhile)", "port", l.name, "error", err,
@@ -125,8 +134,8 @@ func (l *Listener) Close() error {
 
 // Err reports whether the port accepts connections: nil when it does (or
 // was closed by Close), else an error wrapping ErrAcceptFailing while
-// accepts fail and are retried, or ErrStopped once accepting ended
-// without Close.
+// accepts fail and are retried (until one succeeds, or none has failed
+// for 3 s), or ErrStopped once accepting ended without Close.
 func (l *Listener) Err() error {
 	select {
 	case <-l.done:
@@ -138,7 +147,7 @@ func (l *Listener) Err() error {
 	switch {
 	case l.stopped != nil:
 		return fmt.Errorf("%w: %w", ErrStopped, l.stopped)
-	case l.failing != nil:
+	case l.failing != nil && time.Since(l.lastFail) <= l.failWindow:
 		return fmt.Errorf("%w: %s port since %s: %w", ErrAcceptFailing, l.name, l.since.UTC().Format(time.RFC3339), l.failing)
 	}
 	return nil

@@ -166,3 +166,19 @@ func TestRateLog(t *testing.T) {
 		t.Fatalf("Allow after Every = %v, %d held back; want true, 3", ok, n)
 	}
 }
+
+// TestListenerFailingExpires: once accepts stop failing, Err clears
+// within the window even if no client connects (accept then blocks
+// without an error).
+func TestListenerFailingExpires(t *testing.T) {
+	fl := listen(t)
+	fl.Fail.Store(true)
+	l := Listen(fl, "test", nil)
+	l.failWindow = 50 * time.Millisecond
+	// Ends when Close (below) ends Accept.
+	go l.Accept()
+	defer l.Close()
+	waitFor(t, "a failed accept", func() bool { return fl.Fails() >= 1 })
+	fl.Fail.Store(false) // the next retry blocks in accept: no client waits
+	waitFor(t, "Err to clear without a connection", func() bool { return l.Err() == nil })
+}
