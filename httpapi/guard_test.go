@@ -158,3 +158,14 @@ func TestBasicAuthFailuresThrottled(t *testing.T) {
 		t.Fatalf("the address is still remembered after a success (%d)", n)
 	}
 }
+
+// TestSilentConnectionClosed: a connection that never sends a request
+// (so never authenticates) is closed after HeaderTimeout.
+func TestSilentConnectionClosed(t *testing.T) {
+	ln := localListener(t)
+	guardedServer(t, httpapitest.NewFake(), httpapi.Config{HeaderTimeout: 200 * time.Millisecond}, ln)
+	c := dialHTTP(t, ln.Addr().String())
+	if !c.closed(t, 10*time.Second) {
+		t.Fatal("a connection that sent nothing is still open")
+	}
+}
