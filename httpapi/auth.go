@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
@@ -80,10 +82,15 @@ func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern s
 		var err error
 		if u, err = us.Authenticate(name, pass); err != nil {
 			s.cfg.Audit.Failure("http", auth.ReasonCredentials)
+			s.throttleFailure(w, r, us.LogName(name))
 			challenge(w, r)
 			s.fail(w, r, fmt.Errorf("%w: %w", api.ErrUnauthorized, err))
 			return nil, false
 		}
+		if cs := connStateOf(r); cs != nil && cs.authFails.Load() > 0 {
+			cs.authFails.Store(0)
+		}
+		s.cfg.AuthThrottle.Succeeded(remoteAddr(r))
 	} else if u = us.Anonymous(); u == nil {
 		s.cfg.Audit.Failure("http", auth.ReasonCredentials)
 		challenge(w, r)
@@ -101,6 +108,37 @@ func (rt *router) authenticate(w http.ResponseWriter, r *http.Request, pattern s
 	}
 	return r.WithContext(context.WithValue(r.Context(), userKey{}, u)), true
 }
+
+// throttleFailure counts a wrong Basic credential on the request's
+// connection and source address (auth.Throttle) and waits the delay it
+// asks before the 401 goes out: in the request's own goroutine, holding
+// nothing; the client leaving ends the wait. Past the disconnect count the
+// answer closes the connection.
+func (s *server) throttleFailure(w http.ResponseWriter, r *http.Request, user string) {
+	n := 1
+	if cs := connStateOf(r); cs != nil {
+		n = int(cs.authFails.Add(1))
+	}
+	v := s.cfg.AuthThrottle.Failed("http", user, remoteAddr(r), n)
+	if v.Disconnect {
+		w.Header().Set("Connection", "close")
+	}
+	auth.Wait(r.Context(), v.Delay)
+}
+
+// remoteAddr is r's client address as a net.Addr.
+func remoteAddr(r *http.Request) net.Addr {
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return net.TCPAddrFromAddrPort(ap)
+	}
+	return strAddr(r.RemoteAddr)
+}
+
+// strAddr is a net.Addr known only by its text.
+type strAddr string
+
+func (a strAddr) Network() string { return "tcp" }
+func (a strAddr) String() string  { return string(a) }
 
 // challenge asks for Basic credentials on a 401, except from the
 // dashboard's page (HeaderUI), which shows its own login form: the

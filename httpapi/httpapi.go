@@ -31,6 +31,9 @@ const (
 	DefaultIdleTimeout    = 2 * time.Minute
 	DefaultMaxHeaderBytes = 64 << 10
 	DefaultMaxConns       = 10000
+	// DefaultMaxConnsPerAddr leaves 9/10 of DefaultMaxConns to other
+	// addresses while one proxy or NAT gateway keeps room for a large pool.
+	DefaultMaxConnsPerAddr = 1000
 )
 
 // Config configures the handler. The zero value is usable.
@@ -66,6 +69,16 @@ type Config struct {
 	// LimitListener; one past it is answered 503 too_many_connections and
 	// closed. Default DefaultMaxConns (10,000).
 	MaxConns int
+	// MaxConnsPerAddr bounds the open connections from one source IP of a
+	// listener wrapped by LimitListener; one past it is answered 503
+	// too_many_connections and closed. Default DefaultMaxConnsPerAddr
+	// (1,000); negative: none.
+	MaxConnsPerAddr int
+	// AuthThrottle delays the answers to repeated wrong Basic credentials
+	// and asks to close a connection after too many (see auth.Throttle);
+	// share one with the RESP bridge so a source address is counted
+	// across both. Nil: a Throttle with the defaults, when Users is set.
+	AuthThrottle *auth.Throttle
 	// Metrics, when set, is served at GET /metrics (a Prometheus handler).
 	Metrics http.Handler
 	// Registerer, when set, receives the API's own metrics:
@@ -129,6 +142,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
+	}
+	if c.MaxConnsPerAddr == 0 {
+		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if c.AuthThrottle == nil && c.Users != nil {
+		c.AuthThrottle = auth.NewThrottle(auth.ThrottleConfig{Logger: c.Logger})
 	}
 	return c
 }

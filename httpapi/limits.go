@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/netguard"
 )
 
 // NewServer returns the http.Server for h (the handler New returns) with
@@ -27,7 +29,29 @@ func NewServer(h http.Handler, cfg Config) *http.Server {
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ConnContext:       withConnState,
 	}
+}
+
+// connState is what the handlers keep per connection: the failed
+// authentications on it (auth.Throttle counts them per connection).
+type connState struct {
+	authFails atomic.Int32
+}
+
+type connStateKey struct{}
+
+// withConnState is http.Server.ConnContext: a fresh connState per
+// connection.
+func withConnState(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connStateKey{}, new(connState))
+}
+
+// connStateOf is r's connection's state; nil on a server NewServer did
+// not build (each request then counts as its own connection).
+func connStateOf(r *http.Request) *connState {
+	cs, _ := r.Context().Value(connStateKey{}).(*connState)
+	return cs
 }
 
 // setReadDeadline sets the read deadline of w's connection (a zero t
@@ -44,14 +68,23 @@ func setReadDeadline(w http.ResponseWriter, t time.Time) {
 }
 
 // LimitListener returns ln with at most cfg.MaxConns connections open at
-// once. One accepted past the cap is answered at once with 503
-// too_many_connections (Retry-After: 1) and closed, instead of waiting
-// unanswered in the accept queue: a client (the Go client does) then
-// tries another node, which may have room, rather than hanging until its
-// own timeout while long polls hold the slots here.
-func LimitListener(ln net.Listener, cfg Config) net.Listener {
+// once, and at most cfg.MaxConnsPerAddr from one source IP. One accepted
+// past a cap is answered at once with 503 too_many_connections
+// (Retry-After: 1) and closed, instead of waiting unanswered in the
+// accept queue: a client (the Go client does) then tries another node,
+// which may have room, rather than hanging until its own timeout while
+// long polls hold the slots here. A failed accept (EMFILE, ENFILE, ...)
+// is retried with a backoff and logged at WARN (netguard.Listener), so
+// http.Server.Serve over it ends only when the listener is closed.
+func LimitListener(ln net.Listener, cfg Config) *LimitedListener {
 	cfg = cfg.withDefaults()
-	return &limitListener{Listener: ln, max: int64(cfg.MaxConns), log: cfg.Logger}
+	return &LimitedListener{
+		g:       netguard.Listen(ln, "http", cfg.Logger),
+		max:     int64(cfg.MaxConns),
+		perAddr: netguard.NewAddrLimiter(max(cfg.MaxConnsPerAddr, 0)),
+		log:     cfg.Logger,
+		rl:      netguard.RateLog{Every: netguard.LogEvery},
+	}
 }
 
 // Refusals in progress at once; past this, a refused connection is
@@ -61,35 +94,60 @@ const maxRefusing = 64
 // refuseTimeout bounds answering one refused connection.
 const refuseTimeout = time.Second
 
-type limitListener struct {
-	net.Listener
+// LimitedListener is LimitListener's listener.
+type LimitedListener struct {
+	g        *netguard.Listener
 	max      int64
+	perAddr  *netguard.AddrLimiter
 	open     atomic.Int64
 	refusing atomic.Int64
-	refused  atomic.Int64 // since the last log line
-	lastLog  atomic.Int64 // unix nanoseconds
+	rl       netguard.RateLog
 	log      hclog.Logger
 }
 
-func (l *limitListener) Accept() (net.Conn, error) {
+// Addr is the listener's address.
+func (l *LimitedListener) Addr() net.Addr { return l.g.Addr() }
+
+// Close closes the listener (an Accept waiting out a backoff returns at
+// once).
+func (l *LimitedListener) Close() error { return l.g.Close() }
+
+// Err reports whether the listener accepts connections (nil), or why not:
+// accepts failing and retried (netguard.ErrAcceptFailing), or ended
+// because the listener was closed underneath (netguard.ErrStopped). For
+// readiness checks.
+func (l *LimitedListener) Err() error {
+	if err := l.g.Err(); err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}
+
+// Accept returns the next connection within the caps.
+func (l *LimitedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		c, err := l.g.Accept()
 		if err != nil {
 			return nil, err
 		}
+		release, ok := l.perAddr.Acquire(c.RemoteAddr())
+		if !ok {
+			l.refuse(c, fmt.Sprintf("%v: %d open from this address", ErrTooManyConns, l.perAddr.Max()), "per_addr")
+			continue
+		}
 		if l.open.Add(1) <= l.max {
-			return &limitConn{Conn: c, l: l}, nil
+			return &limitConn{Conn: c, l: l, release: release}, nil
 		}
 		l.open.Add(-1)
-		l.refuse(c)
+		release()
+		l.refuse(c, fmt.Sprintf("%v: %d open", ErrTooManyConns, l.max), "max_conns")
 	}
 }
 
-func (l *limitListener) refuse(c net.Conn) {
-	l.refused.Add(1)
-	if now := time.Now().UnixNano(); now-l.lastLog.Load() > int64(10*time.Second) {
-		l.lastLog.Store(now)
-		l.log.Warn("refusing HTTP connections: at the connection limit", "max_conns", l.max, "refused", l.refused.Swap(0))
+func (l *LimitedListener) refuse(c net.Conn, msg, limit string) {
+	if ok, suppressed := l.rl.Allow(); ok {
+		l.log.Warn("refusing HTTP connections over a connection cap", "limit", limit, "remote", c.RemoteAddr().String(),
+			"max_conns", l.max, "max_conns_per_addr", l.perAddr.Max(), "not_logged", suppressed)
 	}
 	if l.refusing.Add(1) > maxRefusing {
 		l.refusing.Add(-1)
@@ -101,7 +159,7 @@ func (l *limitListener) refuse(c net.Conn) {
 		defer l.refusing.Add(-1)
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(refuseTimeout))
-		if _, err := c.Write(overCapacityAnswer(l.max)); err != nil {
+		if _, err := c.Write(overCapacityAnswer(msg)); err != nil {
 			return
 		}
 		// Half-close, then read what the client sent until it closes: a
@@ -115,10 +173,10 @@ func (l *limitListener) refuse(c net.Conn) {
 }
 
 // overCapacityAnswer is the whole HTTP response a refused connection gets.
-func overCapacityAnswer(max int64) []byte {
+func overCapacityAnswer(msg string) []byte {
 	body, _ := AppendJSON(nil, &api.ErrorBody{
 		Code:    CodeTooManyConns,
-		Message: fmt.Sprintf("%v: %d open", ErrTooManyConns, max),
+		Message: msg,
 	})
 	body = append(body, '\n')
 	return []byte("HTTP/1.1 503 Service Unavailable\r\n" +
@@ -128,15 +186,19 @@ func overCapacityAnswer(max int64) []byte {
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))
 }
 
-// limitConn gives its slot back on the first Close.
+// limitConn gives its slots back on the first Close.
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	once sync.Once
+	l       *LimitedListener
+	release func() // the per-address slot
+	once    sync.Once
 }
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(func() { c.l.open.Add(-1) })
+	c.once.Do(func() {
+		c.l.open.Add(-1)
+		c.release()
+	})
 	return err
 }

@@ -192,14 +192,20 @@ func (c *conn) login(user, pass []byte) bool {
 	if c.s.users == nil {
 		return string(user) == auth.DefaultUser
 	}
-	u, err := c.s.users.Users().Authenticate(string(user), string(pass))
+	us := c.s.users.Users()
+	u, err := us.Authenticate(string(user), string(pass))
 	if err != nil {
 		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
-		// The name, never the password: a client that sends its password
-		// as the user name is a common mistake, so debug level only.
-		c.s.cfg.Logger.Debug("resp authentication failed", "remote", c.nc.RemoteAddr().String())
+		c.authFails++
+		v := c.s.cfg.AuthThrottle.Failed("resp", us.LogName(string(user)), c.nc.RemoteAddr(), c.authFails)
+		c.authDelay = v.Delay // waited by serve before the answer goes out
+		if v.Disconnect {
+			c.quit = true // closed once WRONGPASS is written
+		}
 		return false
 	}
+	c.authFails = 0
+	c.s.cfg.AuthThrottle.Succeeded(c.nc.RemoteAddr())
 	c.authed, c.user = true, u.Name
 	c.subUser.Store(&u.Name)
 	return true

@@ -58,6 +58,7 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.w.Proto = 2
 	c.publishListed()
 	c.authed, c.user = c.s.anonymous()
+	c.armAuthTimeout()
 	user := c.user
 	c.subUser.Store(&user)
 	c.w.WriteStatus("RESET")

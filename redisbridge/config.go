@@ -33,6 +33,22 @@ type Config struct {
 	// accepted and closed with "ERR max number of clients reached".
 	// Default 10000.
 	MaxConns int
+	// MaxConnsPerAddr is the most connections open at once from one
+	// source IP; one more is answered "ERR max number of clients from
+	// one address reached" and closed, so one address cannot take every
+	// slot of MaxConns. Default DefaultMaxConnsPerAddr; negative: none.
+	MaxConnsPerAddr int
+	// AuthTimeout closes a connection that has not authenticated this
+	// long after it connected (or after RESET), when authentication is on
+	// and the connection is not the anonymous default user: connections
+	// that never AUTH cannot hold slots. Default DefaultAuthTimeout;
+	// negative: never.
+	AuthTimeout time.Duration
+	// AuthThrottle delays the answers to repeated failed AUTH and HELLO
+	// AUTH, and disconnects a connection after too many (see
+	// auth.Throttle); share one with the HTTP API so a source address is
+	// counted across both. Nil: a Throttle with the defaults.
+	AuthThrottle *auth.Throttle
 	// IdleTimeout closes a connection that sent nothing for this long
 	// (Redis' "timeout"); subscribers are exempt. 0 takes the default,
 	// 0 < d: that long; negative: never. Default never (-1), as Redis.
@@ -104,6 +120,8 @@ type Config struct {
 const (
 	DefaultAddr             = "127.0.0.1:6379"
 	DefaultMaxConns         = 10000
+	DefaultMaxConnsPerAddr  = 1000
+	DefaultAuthTimeout      = 10 * time.Second
 	DefaultWriteTimeout     = 30 * time.Second
 	DefaultRequestTimeout   = 30 * time.Second
 	DefaultMaxPendingPushes = 100000
@@ -123,6 +141,8 @@ func DefaultConfig() Config {
 	c := Config{
 		Addr:             DefaultAddr,
 		MaxConns:         DefaultMaxConns,
+		MaxConnsPerAddr:  DefaultMaxConnsPerAddr,
+		AuthTimeout:      DefaultAuthTimeout,
 		IdleTimeout:      -1,
 		WriteTimeout:     DefaultWriteTimeout,
 		RequestTimeout:   DefaultRequestTimeout,
@@ -152,6 +172,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = d.IdleTimeout
+	}
+	if c.MaxConnsPerAddr == 0 {
+		c.MaxConnsPerAddr = d.MaxConnsPerAddr
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = d.AuthTimeout
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = d.WriteTimeout
@@ -197,6 +223,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RunID == "" {
 		c.RunID = runIDFor(c.NodeID)
+	}
+	if c.AuthThrottle == nil {
+		c.AuthThrottle = auth.NewThrottle(auth.ThrottleConfig{Logger: c.Logger})
 	}
 	return c
 }

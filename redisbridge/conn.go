@@ -72,6 +72,15 @@ type conn struct {
 	noloop  atomic.Bool
 	caching bool
 
+	// Authentication guard (serve's): authBy is when an unauthenticated
+	// connection is closed (zero: never); authFails counts failed AUTHs;
+	// authDelay is the wait before the last failure's answer goes out;
+	// deadlineSet says serve has set a read deadline to clear.
+	authBy      time.Time
+	authFails   int
+	authDelay   time.Duration
+	deadlineSet bool
+
 	busy   bool // running a command or replies in flight (guarded by s.mu, for Close)
 	closed bool // shutdown asked (guarded by s.mu)
 }
@@ -88,6 +97,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	}
 	c.w.OnError = s.stats.errorReply
 	c.authed, c.user = s.anonymous()
+	c.armAuthTimeout()
 	user := c.user // a copy: serve changes c.user
 	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
@@ -144,12 +154,8 @@ func (c *conn) serve() {
 		if closing {
 			return // the deferred flush sends the replies of what ran
 		}
-		if c.s.cfg.IdleTimeout > 0 && c.rd.Buffered() == 0 {
-			var d time.Time // subscribers wait for messages: no idle limit
-			if !c.s.hub.isSubscribed(c) {
-				d = time.Now().Add(c.s.cfg.IdleTimeout)
-			}
-			c.nc.SetReadDeadline(d)
+		if c.rd.Buffered() == 0 {
+			c.setReadDeadline()
 		}
 		args, err := c.rd.ReadCommand()
 		if err != nil {
@@ -182,6 +188,14 @@ func (c *conn) serve() {
 			c.drainPushes()
 			c.dispatch(args)
 			c.afterCommand(c.lowerName(args[0]))
+			if d := c.authDelay; d > 0 {
+				// A failed AUTH's answer waits (auth.Throttle) without
+				// holding wmu; Close cancels the wait.
+				c.authDelay = 0
+				c.wmu.Unlock()
+				auth.Wait(c.s.baseCtx, d)
+				c.wmu.Lock()
+			}
 			if c.rd.Buffered() == 0 || c.quit || c.w.Buffered() > 64<<10 {
 				werr = c.flush()
 			}
@@ -199,6 +213,32 @@ func (c *conn) serve() {
 		if c.quit || closing || werr != nil {
 			return
 		}
+	}
+}
+
+// setReadDeadline sets the deadline of the next read: the idle timeout
+// (subscribers exempt), and the auth timeout while not authenticated.
+func (c *conn) setReadDeadline() {
+	var d time.Time
+	if c.s.cfg.IdleTimeout > 0 && !c.s.hub.isSubscribed(c) {
+		d = time.Now().Add(c.s.cfg.IdleTimeout)
+	}
+	if !c.authed && !c.authBy.IsZero() && (d.IsZero() || c.authBy.Before(d)) {
+		d = c.authBy
+	}
+	if d.IsZero() && !c.deadlineSet {
+		return
+	}
+	c.deadlineSet = !d.IsZero()
+	c.nc.SetReadDeadline(d)
+}
+
+// armAuthTimeout starts the auth timeout of a connection that is not
+// authenticated (a new one, or after RESET).
+func (c *conn) armAuthTimeout() {
+	c.authBy = time.Time{}
+	if !c.authed && c.s.cfg.AuthTimeout > 0 {
+		c.authBy = time.Now().Add(c.s.cfg.AuthTimeout)
 	}
 }
 

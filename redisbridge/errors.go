@@ -38,6 +38,8 @@ const (
 	msgExecAbort     = "EXECABORT Transaction discarded because of previous errors."
 	msgMultiTooBig   = "ERR locknode: a MULTI block holds at most %d commands (MaxExecCommands) and %d bytes (MaxExecBytes)"
 	msgMaxClients    = "ERR max number of clients reached"
+	// msgMaxClientsAddr refuses a connection over MaxConnsPerAddr.
+	msgMaxClientsAddr = "ERR max number of clients from one address reached"
 
 	// locknode's own: no leader, and the typed lock API's outcomes.
 	msgNoLeader    = "TRYAGAIN locknode: no leader reachable, retry later"

@@ -5,14 +5,16 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
-	"github.com/locknode/locknode/auth"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/netguard"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -42,8 +44,12 @@ type Server struct {
 
 	nextID atomic.Int64
 
+	perAddr *netguard.AddrLimiter // MaxConnsPerAddr
+	refused netguard.RateLog      // log lines of refused connections
+
 	mu        sync.Mutex
-	listeners map[net.Listener]struct{}
+	listeners map[*netguard.Listener]struct{}
+	serveErr  error // why a Serve ended other than by Close
 	conns     map[*conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup // connection goroutines
@@ -75,7 +81,9 @@ func New(b Backend, cfg Config) (*Server, error) {
 		hub:       newHub(),
 		stats:     newCmdStats(),
 		trk:       newTracker(cfg.TrackingTableMaxKeys),
-		listeners: make(map[net.Listener]struct{}),
+		listeners: make(map[*netguard.Listener]struct{}),
+		perAddr:   netguard.NewAddrLimiter(max(cfg.MaxConnsPerAddr, 0)),
+		refused:   netguard.RateLog{Every: netguard.LogEvery},
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),
 	}
@@ -130,51 +138,55 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve accepts connections on ln until Close (it then returns nil) or an
-// accept error. It closes ln when it returns.
+// Serve accepts connections on ln until Close (it then returns nil). It
+// closes ln when it returns. A failed accept (EMFILE, ENFILE, ...) is
+// retried with a backoff and logged at WARN (netguard.Listener), so only
+// Close, or ln closed by someone else, ends it; ListenerErr reports both
+// a failing accept and a Serve that ended.
 func (s *Server) Serve(ln net.Listener) error {
+	gl := netguard.Listen(ln, "resp", s.cfg.Logger)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		ln.Close()
+		gl.Close()
 		return errClosed
 	}
-	s.listeners[ln] = struct{}{}
+	s.listeners[gl] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		delete(s.listeners, ln)
+		delete(s.listeners, gl)
 		s.mu.Unlock()
-		ln.Close()
+		gl.Close()
 	}()
-	var backoff time.Duration
 	for {
-		nc, err := ln.Accept()
+		nc, err := gl.Accept()
 		if err != nil {
 			if s.isClosed() {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-				time.Sleep(backoff) // temporary accept error (EMFILE): back off as net/http does
-				continue
-			}
+			s.mu.Lock()
+			s.serveErr = err
+			s.mu.Unlock()
 			return err
 		}
-		backoff = 0
+		release, ok := s.perAddr.Acquire(nc.RemoteAddr())
+		if !ok {
+			s.refuse(nc, msgMaxClientsAddr, "per_addr")
+			continue
+		}
 		c := s.newConn(nc)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
+			release()
 			nc.Close()
 			continue
 		}
 		if len(s.conns) >= s.cfg.MaxConns {
 			s.mu.Unlock()
-			nc.SetWriteDeadline(time.Now().Add(time.Second))
-			nc.Write([]byte("-" + msgMaxClients + "\r\n"))
-			nc.Close()
+			release()
+			s.refuse(nc, msgMaxClients, "max_clients")
 			continue
 		}
 		s.conns[c] = struct{}{}
@@ -186,12 +198,48 @@ func (s *Server) Serve(ln net.Listener) error {
 		go func() {
 			defer s.wg.Done()
 			c.serve()
+			release()
 			s.trk.removeConn(c)
 			s.mu.Lock()
 			delete(s.conns, c)
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// refuse answers a connection over a cap with msg and closes it. The
+// write cannot block the accept loop for long: a fresh connection's
+// send buffer takes the line.
+func (s *Server) refuse(nc net.Conn, msg, limit string) {
+	if ok, suppressed := s.refused.Allow(); ok {
+		s.cfg.Logger.Warn("refusing RESP connections over a connection cap", "limit", limit, "remote", nc.RemoteAddr().String(),
+			"max_clients", s.cfg.MaxConns, "max_clients_per_addr", s.perAddr.Max(), "not_logged", suppressed)
+	}
+	nc.SetWriteDeadline(time.Now().Add(time.Second))
+	nc.Write([]byte("-" + msg + "\r\n"))
+	nc.Close()
+}
+
+// ListenerErr reports whether the server accepts connections: nil when
+// every listener Serve was given accepts (and before Serve or after
+// Close), else why not — accepts failing and being retried
+// (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a Serve
+// that ended without Close (netguard.ErrStopped). For readiness checks.
+func (s *Server) ListenerErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	if s.serveErr != nil {
+		return fmt.Errorf("resp: %w: %w", netguard.ErrStopped, s.serveErr)
+	}
+	for ln := range s.listeners {
+		if err := ln.Err(); err != nil {
+			return fmt.Errorf("resp: %w", err)
+		}
+	}
+	return nil
 }
 
 func (s *Server) isClosed() bool {

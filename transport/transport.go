@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/locknode/locknode/internal/netguard"
 )
 
 // Errors callers branch on; use errors.Is.
@@ -195,7 +197,7 @@ func (a advertiseAddr) String() string  { return string(a) }
 type Transport struct {
 	cfg    Config
 	log    hclog.Logger
-	ln     net.Listener
+	ln     *netguard.Listener // retries failed accepts (EMFILE...) with a backoff
 	addr   advertiseAddr
 	raft   *raftLayer
 	ctx    context.Context // cancelled by Close; parent of every connection's context
@@ -246,7 +248,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		ln:     ln,
+		ln:     netguard.Listen(ln, "peer", cfg.Logger),
 		addr:   advertiseAddr(adv),
 		ctx:    ctx,
 		cancel: cancel,
@@ -260,6 +262,18 @@ func New(cfg Config) (*Transport, error) {
 	t.spawn(t.acceptLoop)
 	t.log.Debug("transport listening", "addr", ln.Addr().String(), "advertise", adv)
 	return t, nil
+}
+
+// ListenerErr reports whether the peer port accepts connections: nil
+// when it does (or after Close), else why not — accepts failing and
+// retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or
+// the listener closed underneath (netguard.ErrStopped). For readiness
+// checks.
+func (t *Transport) ListenerErr() error {
+	if err := t.ln.Err(); err != nil {
+		return fmt.Errorf("peer: %w", err)
+	}
+	return nil
 }
 
 // Addr returns the advertised address.
@@ -352,30 +366,14 @@ func (t *Transport) lostErr(cause error) error {
 }
 
 func (t *Transport) acceptLoop() {
-	const maxDelay = time.Second
-	var delay time.Duration
 	for {
+		// A failed accept (EMFILE, an injected fault) is retried inside
+		// with a backoff, as net/http does; an error here means the
+		// listener is closed (by Close, or underneath: ListenerErr).
 		conn, err := t.ln.Accept()
 		if err != nil {
-			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				if t.ctx.Err() == nil {
-					t.log.Error("listener closed underneath the transport", "error", err)
-				}
-				return
-			}
-			// Temporary trouble (EMFILE, an injected fault): back off, as net/http does.
-			delay = max(5*time.Millisecond, min(2*delay, maxDelay))
-			t.log.Warn("accept failed; retrying", "error", err, "delay", delay)
-			timer := time.NewTimer(delay)
-			select {
-			case <-t.ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-			}
-			continue
+			return
 		}
-		delay = 0
 		ok, full := t.trackAccepted(conn)
 		if full {
 			t.refuse(conn)

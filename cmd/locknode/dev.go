@@ -104,6 +104,7 @@ temporary directory removed on exit.`,
 				logOpts.Exclude = quiet.exclude
 			}
 			log := hclog.New(logOpts)
+			fitFDLimit(&limits, *nodes, log, log.Info) // every node shares the process's limit
 			mirror, err := parseMirrorFlag(*mirrorURL)
 			if err != nil {
 				fmt.Fprintln(stderr, "locknode dev: --mirror:", err)

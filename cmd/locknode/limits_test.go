@@ -8,6 +8,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
 	"github.com/locknode/locknode/transport"
@@ -43,6 +44,13 @@ func TestNetLimitFlagDefaults(t *testing.T) {
 		r.PubSubSoftLimit != d.PubSubSoftLimit, r.PubSubSoftFor != d.PubSubSoftFor,
 		r.TrackingTableMaxKeys != d.TrackingTableMaxKeys:
 		t.Errorf("RESP defaults differ from the package's: %+v", r)
+	}
+	if h.MaxConnsPerAddr != httpapi.DefaultMaxConnsPerAddr || r.MaxConnsPerAddr != d.MaxConnsPerAddr || r.AuthTimeout != d.AuthTimeout {
+		t.Errorf("per-address caps or auth timeout differ from the packages': %d %d %v", h.MaxConnsPerAddr, r.MaxConnsPerAddr, r.AuthTimeout)
+	}
+	if a := auth.NewThrottle(p.AuthThrottle).Config(); a.Delay != auth.DefaultFailDelay || a.MaxDelay != auth.DefaultFailMaxDelay ||
+		a.Disconnect != auth.DefaultFailDisconnect || p.AuthThrottle.Delay != auth.DefaultFailDelay {
+		t.Errorf("auth throttle defaults differ from the package's: %+v", p.AuthThrottle)
 	}
 	if p.PeerHandshakeTimeout != transport.DefaultHandshakeTimeout || p.PeerMaxConns != transport.DefaultMaxConns {
 		t.Errorf("peer defaults differ from the package's: %v %d", p.PeerHandshakeTimeout, p.PeerMaxConns)
@@ -81,6 +89,27 @@ func TestNetLimitFlags(t *testing.T) {
 		{"tracking table", nil, map[string]string{"LOCKNODE_RESP_TRACKING_TABLE_MAX_KEYS": "1000"},
 			func(p parsedLimits) bool { return p.RESP.TrackingTableMaxKeys == 1000 }, ""},
 		{"tracking table zero", []string{"--resp-tracking-table-max-keys", "0"}, nil, nil, "--resp-tracking-table-max-keys"},
+		{"per-address caps", []string{"--http-max-conns-per-addr", "5", "--resp-max-clients-per-addr", "0"}, nil,
+			func(p parsedLimits) bool { return p.HTTP.MaxConnsPerAddr == 5 && p.RESP.MaxConnsPerAddr < 0 }, ""},
+		{"per-address env", nil, map[string]string{"LOCKNODE_RESP_MAX_CLIENTS_PER_ADDR": "3", "LOCKNODE_HTTP_MAX_CONNS_PER_ADDR": "4"},
+			func(p parsedLimits) bool { return p.RESP.MaxConnsPerAddr == 3 && p.HTTP.MaxConnsPerAddr == 4 }, ""},
+		{"bad per-address cap", []string{"--http-max-conns-per-addr", "-2"}, nil, nil, "--http-max-conns-per-addr"},
+		{"auth timeout", []string{"--resp-auth-timeout", "3s"}, nil,
+			func(p parsedLimits) bool { return p.RESP.AuthTimeout == 3*time.Second }, ""},
+		{"auth timeout 0 is never", nil, map[string]string{"LOCKNODE_RESP_AUTH_TIMEOUT": "0"},
+			func(p parsedLimits) bool { return p.RESP.AuthTimeout < 0 }, ""},
+		{"auth throttle", []string{"--auth-fail-delay", "50ms", "--auth-fail-max-delay", "1s", "--auth-fail-disconnect", "5"}, nil,
+			func(p parsedLimits) bool {
+				a := p.AuthThrottle
+				return a.Delay == 50*time.Millisecond && a.MaxDelay == time.Second && a.Disconnect == 5
+			}, ""},
+		{"auth throttle env, never disconnect", nil, map[string]string{"LOCKNODE_AUTH_FAIL_DISCONNECT": "0", "LOCKNODE_AUTH_FAIL_DELAY": "1s", "LOCKNODE_AUTH_FAIL_MAX_DELAY": "4s"},
+			func(p parsedLimits) bool {
+				a := p.AuthThrottle
+				return a.Disconnect < 0 && a.Delay == time.Second && a.MaxDelay == 4*time.Second
+			}, ""},
+		{"max delay below delay", []string{"--auth-fail-delay", "3s"}, nil, nil, "--auth-fail-max-delay"},
+		{"zero delay", []string{"--auth-fail-delay", "0"}, nil, nil, "--auth-fail-delay"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
@@ -27,6 +28,9 @@ type netLimits struct {
 	respTrackingMaxKeys                                              *string
 
 	peerHandshakeTimeout, peerMaxConns *string
+
+	httpMaxConnsPerAddr, respMaxClientsPerAddr, respAuthTimeout *string
+	authFailDelay, authFailMaxDelay, authFailDisconnect         *string
 }
 
 // parsed holds the limits read from the flags.
@@ -36,6 +40,9 @@ type parsedLimits struct {
 	// PeerHandshakeTimeout and PeerMaxConns are the peer port's.
 	PeerHandshakeTimeout time.Duration
 	PeerMaxConns         int
+	// AuthThrottle is the HTTP and RESP ports' shared throttle of failed
+	// authentications (Logger unset).
+	AuthThrottle auth.ThrottleConfig
 }
 
 // addNetLimitFlags registers the limit flags on fs.
@@ -62,6 +69,13 @@ func addNetLimitFlags(fs *flag.FlagSet) *netLimits {
 
 		peerHandshakeTimeout: f("peer-handshake-timeout", transport.DefaultHandshakeTimeout.String(), "time an accepted peer-port connection has to deliver its first whole request; closed past it"),
 		peerMaxConns:         f("peer-max-conns", strconv.Itoa(transport.DefaultMaxConns), "most accepted peer-port connections open at once; one past it is closed"),
+
+		httpMaxConnsPerAddr:   f("http-max-conns-per-addr", strconv.Itoa(httpapi.DefaultMaxConnsPerAddr), "most open HTTP connections from one source IP; one past it is answered 503 too_many_connections and closed; 0: no limit"),
+		respMaxClientsPerAddr: f("resp-max-clients-per-addr", strconv.Itoa(redisbridge.DefaultMaxConnsPerAddr), "most RESP client connections from one source IP; one past it gets -ERR max number of clients from one address reached; 0: no limit"),
+		respAuthTimeout:       f("resp-auth-timeout", redisbridge.DefaultAuthTimeout.String(), "with --users: close a RESP connection that has not authenticated this long after connecting (or RESET); 0: never"),
+		authFailDelay:         f("auth-fail-delay", auth.DefaultFailDelay.String(), "wait before answering the third failed authentication (RESP AUTH, HTTP Basic) on a connection or from a source IP; doubles with each further failure"),
+		authFailMaxDelay:      f("auth-fail-max-delay", auth.DefaultFailMaxDelay.String(), "longest wait before answering a failed authentication"),
+		authFailDisconnect:    f("auth-fail-disconnect", strconv.Itoa(auth.DefaultFailDisconnect), "close a connection after this many failed authentications on it (HTTP: the answer says Connection: close); 0: never"),
 	}
 }
 
@@ -142,6 +156,27 @@ func (n *netLimits) parse() (parsedLimits, error) {
 
 	dur("peer-handshake-timeout", *n.peerHandshakeTimeout, false, &p.PeerHandshakeTimeout)
 	count("peer-max-conns", *n.peerMaxConns, &p.PeerMaxConns)
+
+	// 0 means "none" for these; the packages take a negative value for it.
+	countOrNone := func(flag, s string, dst *int) {
+		if strings.TrimSpace(s) == "0" {
+			*dst = -1
+			return
+		}
+		count(flag, s, dst)
+	}
+	countOrNone("http-max-conns-per-addr", *n.httpMaxConnsPerAddr, &p.HTTP.MaxConnsPerAddr)
+	countOrNone("resp-max-clients-per-addr", *n.respMaxClientsPerAddr, &p.RESP.MaxConnsPerAddr)
+	dur("resp-auth-timeout", *n.respAuthTimeout, true, &p.RESP.AuthTimeout)
+	if p.RESP.AuthTimeout == 0 {
+		p.RESP.AuthTimeout = -1
+	}
+	dur("auth-fail-delay", *n.authFailDelay, false, &p.AuthThrottle.Delay)
+	dur("auth-fail-max-delay", *n.authFailMaxDelay, false, &p.AuthThrottle.MaxDelay)
+	if p.AuthThrottle.MaxDelay != 0 && p.AuthThrottle.MaxDelay < p.AuthThrottle.Delay {
+		fail("auth-fail-max-delay", fmt.Errorf("%v is below --auth-fail-delay %v", p.AuthThrottle.MaxDelay, p.AuthThrottle.Delay))
+	}
+	countOrNone("auth-fail-disconnect", *n.authFailDisconnect, &p.AuthThrottle.Disconnect)
 	if len(errs) > 0 {
 		return p, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}

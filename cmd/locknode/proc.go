@@ -51,6 +51,7 @@ type proc struct {
 	node       *cluster.Node
 	httpLn     net.Listener
 	httpSrv    *http.Server
+	httpLim    *httpapi.LimitedListener
 	respLn     net.Listener
 	resp       *redisbridge.Server
 	mirror     *mirror.Mirror
@@ -146,12 +147,22 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}()
 	}
 
+	// One throttle for both ports: a source address guessing passwords is
+	// counted across them.
+	tc := pc.Limits.AuthThrottle
+	tc.Logger = pc.Logger.Named("auth")
+	throttle := auth.NewThrottle(tc)
+
 	hc := pc.Limits.HTTP
 	hc.Logger = pc.Logger.Named("http")
+	hc.AuthThrottle = throttle
 	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
 	p.httpState.addr, p.respState.addr = p.httpLn.Addr().String(), p.respLn.Addr().String()
 	p.ready.add("http", p.httpState.check)
 	p.ready.add("resp", p.respState.check)
+	// Accepts failing and retried (out of file descriptors) on any of the
+	// three ports; the error names the port.
+	p.ready.add("", func(context.Context) error { return p.ListenerErr() })
 	p.ready.add("", p.node.Ready) // its reasons say "cluster: not ready: ..."
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
@@ -169,12 +180,13 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// No WriteTimeout (NewServer sets none): a blocking acquire long-polls
 	// up to api.MaxWait.
 	p.httpSrv = httpapi.NewServer(httpapi.New(p.node, hc), hc)
-	httpLn := httpapi.LimitListener(p.httpLn, hc)
+	p.httpLim = httpapi.LimitListener(p.httpLn, hc)
 	p.httpDone = make(chan struct{})
-	// Ends when Close shuts the server down.
+	// Ends when Close shuts the server down (or the listener is closed
+	// underneath: ListenerErr reports it).
 	go func() {
 		defer close(p.httpDone)
-		err := p.httpSrv.Serve(httpLn)
+		err := p.httpSrv.Serve(p.httpLim)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -190,6 +202,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	rc.Logger = pc.Logger.Named("resp")
 	rc.Peers = p.respPeers
 	rc.Users, rc.Audit = pc.Users, pc.Audit
+	rc.AuthThrottle = throttle
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText
 	}
@@ -204,7 +217,8 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		}
 	}
 	p.respDone = make(chan struct{})
-	// Ends when Close closes the bridge.
+	// Ends when Close closes the bridge (or the listener is closed
+	// underneath: ListenerErr reports it).
 	go func() {
 		defer close(p.respDone)
 		err := p.resp.Serve(p.respLn)
@@ -269,6 +283,28 @@ func advertiseAddr(explicit string, bound net.Addr, host string) string {
 func isWildcard(host string) bool {
 	ip := net.ParseIP(host)
 	return host == "" || (ip != nil && ip.IsUnspecified())
+}
+
+// ListenerErr reports whether the node's three ports accept connections:
+// nil when they do, else the first one's trouble — accepts failing and
+// retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a
+// listener that stopped for good (netguard.ErrStopped), the error naming
+// the port ("resp: ...", "http: ...", "peer: ..."). For readiness.
+func (p *proc) ListenerErr() error {
+	if p.resp != nil {
+		if err := p.resp.ListenerErr(); err != nil {
+			return err
+		}
+	}
+	if p.httpLim != nil {
+		if err := p.httpLim.Err(); err != nil {
+			return err
+		}
+	}
+	if p.node != nil {
+		return p.node.PeerListenerErr()
+	}
+	return nil
 }
 
 func (p *proc) HTTPAddr() string { return p.httpLn.Addr().String() }

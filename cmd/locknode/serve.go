@@ -209,6 +209,7 @@ through a running member, or are added with "locknode join".`,
 				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 2
 			}
+			fitFDLimit(&limits, 1, log, log.Warn)
 			limits.applyPeer(&cfg)
 			if err := dashFlags.apply(&cfg); err != nil {
 				fmt.Fprintln(stderr, "locknode serve:", err)
