@@ -160,9 +160,6 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	p.httpState.addr, p.respState.addr = p.httpLn.Addr().String(), p.respLn.Addr().String()
 	p.ready.add("http", p.httpState.check)
 	p.ready.add("resp", p.respState.check)
-	// Accepts failing and retried (out of file descriptors) on any of the
-	// three ports; the error names the port.
-	p.ready.add("", func(context.Context) error { return p.ListenerErr() })
 	p.ready.add("", p.node.Ready) // its reasons say "cluster: not ready: ..."
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
@@ -216,6 +213,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 			return nil, fmt.Errorf("resp metrics: %w", err)
 		}
 	}
+	// Accepts failing and retried (out of file descriptors) on any of the
+	// three ports; the error names the port. Added once p.resp is set: the
+	// HTTP server already answers probes.
+	p.ready.add("", func(context.Context) error { return p.ListenerErr() })
 	p.respDone = make(chan struct{})
 	// Ends when Close closes the bridge (or the listener is closed
 	// underneath: ListenerErr reports it).
