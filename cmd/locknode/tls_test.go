@@ -174,6 +174,9 @@ func TestServeTLSClients(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The Go client reads what the earlier clients wrote; only what they
+	// wrote (a client missing from this machine is skipped, outside CI).
+	var written []string
 	tests := []struct {
 		name string
 		run  func(t *testing.T, n []string)
@@ -190,6 +193,7 @@ func TestServeTLSClients(t *testing.T) {
 			if out, err := exec.Command(curl, "-s", "--cacert", ca.caFile, "https://"+n[2]+"/v1/status").CombinedOutput(); err == nil {
 				t.Fatalf("curl without a client certificate: %s", out)
 			}
+			written = append(written, "curl/lock")
 		}},
 		{"redis-cli", func(t *testing.T, n []string) {
 			cli := program(t, "redis-cli")
@@ -203,6 +207,7 @@ func TestServeTLSClients(t *testing.T) {
 			if err != nil || strings.TrimSpace(string(out)) != l.Owner() {
 				t.Fatalf("redis-cli GET go/lock: %v %q, want %q", err, out, l.Owner())
 			}
+			written = append(written, "cli/lock")
 		}},
 		{"redis-py", func(t *testing.T, n []string) {
 			py := pythonWithRedis(t)
@@ -221,6 +226,7 @@ print(r.get("cli/lock").decode())
 			if err != nil || strings.TrimSpace(string(out)) != "tok" {
 				t.Fatalf("redis-py: %v %s", err, out)
 			}
+			written = append(written, "py/lock")
 		}},
 		{"go-redis", func(t *testing.T, n []string) {
 			rdb := redis.NewClient(&redis.Options{Addr: n[3], TLSConfig: ca.clientTLS("go-redis"), MaxRetries: -1})
@@ -228,7 +234,7 @@ print(r.get("cli/lock").decode())
 			if ok, err := rdb.SetNX(ctx, "goredis/lock", "tok", time.Minute).Result(); err != nil || !ok {
 				t.Fatalf("SET NX: %v %v", ok, err)
 			}
-			for _, k := range []string{"curl/lock", "py/lock"} {
+			for _, k := range written {
 				if _, err := rdb.Get(ctx, k).Result(); err != nil {
 					t.Fatalf("GET %s: %v", k, err)
 				}
@@ -251,7 +257,7 @@ print(r.get("cli/lock").decode())
 			if code != 0 {
 				t.Fatalf("locknode locks: exit %d", code)
 			}
-			for _, k := range []string{"go/lock", "curl/lock", "cli/lock", "py/lock", "goredis/lock"} {
+			for _, k := range append([]string{"go/lock", "goredis/lock"}, written...) {
 				if !strings.Contains(out.String(), k) {
 					t.Fatalf("locknode locks lacks %s:\n%s", k, out.String())
 				}
