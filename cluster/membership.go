@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -12,14 +14,37 @@ import (
 // AddVoter adds server id at addr (its raft address) as a voter. Any
 // member accepts it and forwards it to the leader. Adding a member that
 // is already present with the same address succeeds and changes nothing.
+//
+// The leader refuses (ErrVersionRefused) a node whose cluster versions do
+// not include the active one (version.go: it asks the node).
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	return n.addVoter(ctx, id, addr, VersionRange{})
+}
+
+// addVoter is AddVoter for a joiner that said which cluster versions it
+// runs (rng; zero: ask it).
+func (n *Node) addVoter(ctx context.Context, id, addr string, rng VersionRange) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("%w: id and addr are required", ErrConfig)
 	}
-	req := appendStr(appendStr([]byte{rpcJoin}, id), addr)
+	req := appendJoin(id, addr, rng)
 	return n.membership(ctx, req, func() raft.IndexFuture {
+		if err := n.checkJoin(ctx, id, addr, rng); err != nil {
+			return errFuture{err}
+		}
 		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)
 	})
+}
+
+// appendJoin encodes an rpcJoin request: id, addr, then (when known) the
+// joiner's cluster versions, which leaders that predate them ignore.
+func appendJoin(id, addr string, rng VersionRange) []byte {
+	b := appendStr(appendStr([]byte{rpcJoin}, id), addr)
+	if rng != (VersionRange{}) {
+		b = binary.AppendUvarint(b, uint64(rng.Min))
+		b = binary.AppendUvarint(b, uint64(rng.Max))
+	}
+	return b
 }
 
 // RemoveServer removes server id from the cluster (a dead member, or one
@@ -73,7 +98,7 @@ func (n *Node) Leave(ctx context.Context) error {
 // succeeds or ctx ends. Members may still be starting, so failed rounds
 // are repeated after a short pause.
 func (n *Node) join(ctx context.Context, addrs []string) error {
-	req := appendStr(appendStr([]byte{rpcJoin}, n.id), n.Addr())
+	req := appendJoin(n.id, n.Addr(), LocalVersions())
 	var last error
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
 		for _, a := range addrs {
@@ -84,6 +109,12 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 				if err == nil && st == stOK {
 					n.log.Info("joined cluster", "via", a)
 					return nil
+				}
+				if err != nil && strings.Contains(err.Error(), ErrVersionRefused.Error()) {
+					// Final: retrying cannot change the versions.
+					err = fmt.Errorf("%w (this node runs cluster versions %s): %s", ErrVersionRefused, LocalVersions(), err)
+					n.log.Error("join refused", "via", a, "error", err)
+					return err
 				}
 				if err == nil {
 					err = errors.New("member has no leader")

@@ -85,6 +85,8 @@ type Node struct {
 
 	// lead is the current leadership term's state, nil on followers.
 	lead atomic.Pointer[leadership]
+	// haltErr is why this node stopped applying the log (version.go).
+	haltErr atomic.Pointer[error]
 	// leaderCh is closed and replaced whenever the known leader changes.
 	leaderMu sync.Mutex
 	leaderCh chan struct{}

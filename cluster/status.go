@@ -41,7 +41,12 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	n.mu.RLock()
 	stats := n.table.Stats()
 	st.FSMTimeMs = n.table.Now()
+	st.ClusterVersion = n.table.Version()
 	n.mu.RUnlock()
+	st.ClusterVersions = LocalVersions().String()
+	if err := n.Halted(); err != nil {
+		st.Halted = err.Error()
+	}
 	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
 	st.KeyspaceBytes, st.KeyspaceMaxBytes = stats.Memory, n.maxMemory()
 	return st, nil
@@ -74,6 +79,9 @@ const readyApplyWait = time.Second
 // knows within readyApplyWait). It is what a load balancer's readiness
 // probe asks (GET /readyz); the error says which condition failed.
 func (n *Node) Ready(ctx context.Context) error {
+	if err := n.Halted(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
 	_, leader := n.raft.LeaderWithID()
 	if leader == "" {
 		return fmt.Errorf("%w: no leader known", ErrNotReady)
