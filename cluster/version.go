@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -95,14 +96,6 @@ func (n *Node) halt(err error) {
 	}
 }
 
-// UpgradeResult is what Upgrade did.
-type UpgradeResult struct {
-	// Before and Active are the active cluster version before and after.
-	Before, Active uint32
-	// Members is each member's range, by id, as it answered.
-	Members map[string]VersionRange
-}
-
 // Upgrade activates the highest cluster version every member of the
 // configuration runs, if it is above the active one, through the log
 // (any node may call it; the entry is forwarded to the leader). It
@@ -111,13 +104,15 @@ type UpgradeResult struct {
 // the active version unchanged. Activation closes the rollback window:
 // a binary that does not run the new version cannot apply the log
 // afterwards (docs/UPGRADING.md).
-func (n *Node) Upgrade(ctx context.Context) (UpgradeResult, error) {
-	res := UpgradeResult{Before: n.ClusterVersion()}
-	res.Active = res.Before
+func (n *Node) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
+	res := api.UpgradeResult{Before: n.ClusterVersion(), Members: map[string]string{}}
+	res.ClusterVersion = res.Before
 	target, members, err := n.upgradeTarget(ctx)
-	res.Members = members
+	for id, r := range members {
+		res.Members[id] = r.String()
+	}
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("%w: %w", api.ErrConflict, err)
 	}
 	if target <= res.Before {
 		return res, nil
@@ -129,8 +124,8 @@ func (n *Node) Upgrade(ctx context.Context) (UpgradeResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("cluster: activating cluster version %d: %w", target, err)
 	}
-	res.Active = uint32(r.Count)
-	n.log.Info("cluster version activated", "version", res.Active, "was", res.Before)
+	res.ClusterVersion = uint32(r.Count)
+	n.log.Info("cluster version activated", "version", res.ClusterVersion, "was", res.Before)
 	return res, nil
 }
 

@@ -16,11 +16,11 @@ func TestClusterVersionAdvertised(t *testing.T) {
 	l := tc.leader(10 * time.Second)
 	f := tc.follower()
 	res, err := f.Upgrade(ctxT(t, 5*time.Second))
-	if err != nil || res.Active != fsm.MaxClusterVersion || len(res.Members) != 3 {
+	if err != nil || res.ClusterVersion != fsm.MaxClusterVersion || len(res.Members) != 3 {
 		t.Fatalf("upgrade: %+v %v", res, err)
 	}
 	for id, r := range res.Members {
-		if r != LocalVersions() {
+		if r != LocalVersions().String() {
 			t.Errorf("member %s runs %v, want %v", id, r, LocalVersions())
 		}
 	}

@@ -580,6 +580,9 @@ type Table struct {
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
 	halted error
+	// next is the state of the synthetic next version (version_next.go,
+	// build tag locknode_next); empty otherwise.
+	next nextState
 }
 
 // New returns an empty table. cfg must be valid (see Config.Validate);

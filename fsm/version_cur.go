@@ -7,6 +7,8 @@ package fsm
 // releases run which versions.
 const (
 	MinClusterVersion = 1
+	// nextBuild: the synthetic next release (build tag locknode_next).
+	nextBuild         = false
 	MaxClusterVersion = 1
 )
 
@@ -16,6 +18,10 @@ func (t *Table) snapFormat() byte { return snapVersion }
 
 // maxSnapFormat is the newest snapshot format this binary reads.
 const maxSnapFormat = snapVersion
+
+// nextState is empty: the synthetic next version is built only with the
+// locknode_next tag (version_next.go), and these hooks do nothing.
+type nextState struct{}
 
 func (t *Table) applyNext(*applyCtx, *Command) (Result, bool) { return Result{}, false }
 
