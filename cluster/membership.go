@@ -112,7 +112,8 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 				}
 				if err != nil && strings.Contains(err.Error(), ErrVersionRefused.Error()) {
 					// Final: retrying cannot change the versions.
-					err = fmt.Errorf("%w (this node runs cluster versions %s): %s", ErrVersionRefused, LocalVersions(), err)
+					err = fmt.Errorf("%w (this node runs cluster versions %s); the cluster says: %s", ErrVersionRefused,
+						LocalVersions(), strings.TrimPrefix(err.Error(), ErrVersionRefused.Error()+": "))
 					n.log.Error("join refused", "via", a, "error", err)
 					return err
 				}
