@@ -64,6 +64,11 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, err
 	}
 	n.metrics.rpcServed.WithLabelValues(rpcName(req[0])).Inc()
+	if !n.rpcKindActive(req[0]) {
+		// Unknown here, or of a cluster version not active yet: answered
+		// as every release answers a kind it does not serve.
+		return nil, fmt.Errorf("%w: %s %d", errBadRPC, unknownKind, req[0])
+	}
 	switch req[0] {
 	case rpcApply:
 		cmd, err := fsm.DecodeCommand(req[1:])

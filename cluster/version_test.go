@@ -2,6 +2,11 @@ package cluster
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +30,8 @@ func TestClusterVersionAdvertised(t *testing.T) {
 		}
 	}
 	for _, n := range tc.nodes {
+		// Applied by a quorum when Upgrade returned; this node may follow.
+		tc.eventually(5*time.Second, n.ID()+" at the highest version", func() bool { return n.ClusterVersion() == fsm.MaxClusterVersion })
 		st, err := n.Status(ctxT(t, time.Second))
 		if err != nil || st.ClusterVersion != fsm.MaxClusterVersion || st.ClusterVersions != LocalVersions().String() || st.Halted != "" {
 			t.Fatalf("%s status: %+v %v", n.ID(), st, err)
@@ -103,5 +110,46 @@ func TestHaltOnEntryFromNewerVersion(t *testing.T) {
 		if _, err := (*fsmAdapter)(n).Snapshot(); err == nil {
 			t.Fatalf("%s snapshotted a halted table", n.ID())
 		}
+	}
+}
+
+// TestEveryRPCKindHasAVersion fails when a peer RPC kind is added without
+// the cluster version that introduced it (rpcKindVersion).
+func TestEveryRPCKindHasAVersion(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(x ast.Node) bool {
+			vs, ok := x.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "rpc") {
+				return true
+			}
+			lit, ok := vs.Values[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.INT {
+				return true
+			}
+			k, err := strconv.Atoi(lit.Value)
+			if err != nil || k < 0 || k > 255 {
+				t.Fatalf("%s: %s = %s", f, vs.Names[0].Name, lit.Value)
+			}
+			found++
+			if v := rpcKindVersion[k]; v == 0 || v > fsm.MaxClusterVersion {
+				t.Errorf("RPC kind %s (%d) has no cluster version in rpcKindVersion (version.go): list it with the version that introduces it, and use it only once that version is active (docs/DESIGN.md)", vs.Names[0].Name, k)
+			}
+			return true
+		})
+	}
+	if found < 8 {
+		t.Fatalf("found %d RPC kinds", found)
 	}
 }

@@ -56,6 +56,15 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 		t.Fatal(err)
 	}
 	load := newUpgradeLoad(t, p)
+	load.run(ctx, func() { load.waitOps(ctx, 30) })
+	// A snapshot of the current release restores with the next one.
+	snap5 := saveSnapshot(ctx, t, p, 0)
+	if b, err := os.ReadFile(snap5); err != nil || b[0] != 5 {
+		t.Fatalf("snapshot of the current release: %v, format %v", err, b[:1])
+	}
+	if out, err := exec.Command(next, "snapshot", "restore", snap5, "--data", t.TempDir()+"/d", "--id", "z", "--peers", "z=127.0.0.1:1").CombinedOutput(); err != nil {
+		t.Fatalf("next release restoring a snapshot of the current one: %v\n%s", err, out)
+	}
 	for i := range 3 {
 		load.run(ctx, func() {
 			load.waitOps(ctx, 30)
@@ -75,6 +84,10 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 			if f := converge(ctx, t, p); f != 5 {
 				t.Fatalf("mixed cluster writes snapshot format %d, want 5", f)
 			}
+			// The next release's changed decision is not in force yet.
+			if _, err := httpAt(p, i).OpenSession(ctx, 500*time.Millisecond); err != nil {
+				t.Fatalf("short session before activation: %v", err)
+			}
 		}
 	}
 	waitVersion(ctx, t, p, 2)
@@ -87,6 +100,9 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 	}
 	if f := converge(ctx, t, p); f != 6 {
 		t.Fatalf("after activation: snapshot format %d, want 6", f)
+	}
+	if _, err := httpAt(p, 1).OpenSession(ctx, 500*time.Millisecond); !errors.Is(err, api.ErrBadRequest) {
+		t.Fatalf("short session after activation (the changed decision): %v", err)
 	}
 
 	// A node of the current release may not join the activated cluster.

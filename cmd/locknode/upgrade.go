@@ -32,8 +32,9 @@ func parseClusterUpgrade(s string) (manual bool, err error) {
 // highest cluster version every member runs.
 func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "cluster upgrade [flags]",
-		Short: "cluster-wide operations: upgrade activates a newer cluster version (admin)",
+		Use:     "cluster upgrade [flags]",
+		Short:   "cluster-wide operations: upgrade activates a newer cluster version (admin)",
+		Example: "  locknode cluster upgrade --endpoints 10.0.0.1:8080",
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageError("a subcommand is required: upgrade")
