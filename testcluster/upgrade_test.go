@@ -59,8 +59,8 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 	load.run(ctx, func() { load.waitOps(ctx, 30) })
 	// A snapshot of the current release restores with the next one.
 	snap5 := saveSnapshot(ctx, t, p, 0)
-	if b, err := os.ReadFile(snap5); err != nil || b[0] != 5 {
-		t.Fatalf("snapshot of the current release: %v, format %v", err, b[:1])
+	if b, err := os.ReadFile(snap5); err != nil || len(b) == 0 || b[0] != 5 {
+		t.Fatalf("snapshot of the current release: %v, format %v", err, b[:min(len(b), 1)])
 	}
 	if out, err := exec.Command(next, "snapshot", "restore", snap5, "--data", t.TempDir()+"/d", "--id", "z", "--peers", "z=127.0.0.1:1").CombinedOutput(); err != nil {
 		t.Fatalf("next release restoring a snapshot of the current one: %v\n%s", err, out)
