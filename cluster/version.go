@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -195,11 +196,23 @@ func (n *Node) autoUpgradeLoop(l *leadership) {
 		ctx, cancel := context.WithTimeout(l.ctx, upgradeCheckTimeout)
 		res, err := n.Upgrade(ctx)
 		cancel()
-		if err != nil && err.Error() != lastBlock {
-			// Said once per change, not every interval.
-			lastBlock = err.Error()
-			n.log.Info("cluster version not raised yet", "active", res.Before, "error", err)
+		block := ""
+		switch {
+		case err != nil:
+			block = err.Error()
+		case res.ClusterVersion < fsm.MaxClusterVersion:
+			var older []string
+			for id, r := range res.Members {
+				older = append(older, id+" runs "+r)
+			}
+			slices.Sort(older)
+			block = "not every member runs a newer version: " + strings.Join(older, ", ")
 		}
+		if block != "" && block != lastBlock {
+			// Said once per change, not every interval.
+			n.log.Info("cluster version not raised yet", "active", res.ClusterVersion, "reason", block)
+		}
+		lastBlock = block
 		select {
 		case <-t.C:
 		case <-l.done:
