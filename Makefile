@@ -36,11 +36,13 @@ test:
 # code and the synthetic next release (-tags locknode_next), 3 `locknode
 # serve` processes under load replaced one at a time, a rollback before
 # activation, a leader kill during a manual activation, joins and
-# snapshots across versions. The fsm and cluster gate tests of the next
+# snapshots across versions; an in-process cluster of the next release
+# activating under the nemesis. The fsm and cluster gate tests of the next
 # release run first. About 5 minutes on 2 cores.
 upgrade-test:
 	$(GO) test -race -count=1 -tags locknode_next -run 'Version|Snapshot|Gated' ./fsm/
-	$(GO) test -count=1 -tags locknode_next -run 'Version|Join|Halt' ./cluster/
+	$(GO) test -race -count=1 -tags locknode_next -run 'Version|Join|Halt' ./cluster/
+	$(GO) test -race -count=1 -tags locknode_next -run '^TestUpgradeChaos$$' ./testcluster/
 	LOCKNODE_UPGRADE_TEST=1 $(GO) test -count=1 -timeout 10m -v -run '^TestUpgrade$$' ./testcluster/
 
 # Micro-benchmarks, then the locknode harness (bench/, its own Go module:
