@@ -16,9 +16,8 @@ import (
 // TestUpgradeChaos activates the synthetic next version (build tag
 // locknode_next: every node runs 1..2, activation is manual) under load
 // and the nemesis: the leader crashes with the activation entry in
-// flight, then
-// the activation is retried through crashes, partitions, message loss and
-// leader kills until every node runs version 2. The history stays
+// flight, then the activation is retried through crashes, partitions,
+// message loss and leader kills until every node runs version 2. The history stays
 // linearizable with increasing fences, no acknowledged hold is lost, and
 // the replicas converge (byte-identical format-6 snapshots). `make
 // upgrade-test` runs it.
