@@ -27,6 +27,6 @@ func (t *Table) applyNext(*applyCtx, *Command) (Result, bool) { return Result{},
 
 func (t *Table) encodeNext(*enc)               {}
 func (n *Table) restoreNext(*snapReader) error { return nil }
-func (t *Table) adoptNext(*Table)              {}
-func (t *Table) resetNext()                    {}
+func (t *Table) adoptNext(n *Table)            { t.next = n.next }
+func (t *Table) resetNext()                    { t.next = nextState{} }
 func (t *Table) sessionTTLRefused(int64) error { return nil }
