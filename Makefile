@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test bench bench-compare lattrace lint fuzz chaos soak
+.PHONY: all build run test upgrade-test bench bench-compare lattrace lint fuzz chaos soak
 
 all: lint build test
 
@@ -31,6 +31,19 @@ test:
 	third_party/raft/update.sh --check
 	cd third_party/raft && $(GO) test -race -count=1 -run 'ParallelWrite|CommitPush|CommitHint' . && $(GO) vet -tags lattrace .
 	cd bench && $(GO) test -count=1 ./...
+
+# Rolling upgrades between real binaries (docs/UPGRADING.md): the current
+# code and the synthetic next release (-tags locknode_next), 3 `locknode
+# serve` processes under load replaced one at a time, a rollback before
+# activation, a leader kill during a manual activation, joins and
+# snapshots across versions; an in-process cluster of the next release
+# activating under the nemesis. The fsm and cluster gate tests of the next
+# release run first. About 5 minutes on 2 cores.
+upgrade-test:
+	$(GO) test -race -count=1 -tags locknode_next -run 'Version|Snapshot|Gated' ./fsm/
+	$(GO) test -race -count=1 -tags locknode_next -run 'Version|Join|Halt' ./cluster/
+	$(GO) test -race -count=1 -tags locknode_next -run '^TestUpgradeChaos$$' ./testcluster/
+	LOCKNODE_UPGRADE_TEST=1 $(GO) test -count=1 -timeout 10m -v -run '^TestUpgrade$$' ./testcluster/
 
 # Micro-benchmarks, then the locknode harness (bench/, its own Go module:
 # not part of `make test`). Results go to bench/results/locknode.*.

@@ -273,6 +273,13 @@ type Status struct {
 	// the key space are refused with ErrOutOfMemory.
 	KeyspaceBytes    int64 `json:"keyspace_bytes"`
 	KeyspaceMaxBytes int64 `json:"keyspace_max_bytes"`
+	// ClusterVersion is the active cluster version (docs/UPGRADING.md);
+	// ClusterVersions the range this node's binary runs ("1..1").
+	ClusterVersion  uint32 `json:"cluster_version"`
+	ClusterVersions string `json:"cluster_versions,omitempty"`
+	// Halted, when set, says why this node stopped applying the log: an
+	// entry or snapshot of a cluster version its binary does not run.
+	Halted string `json:"apply_halted,omitempty"`
 }
 
 // Locker is the lock API. Every method that can block takes a context:

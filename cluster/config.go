@@ -213,6 +213,21 @@ type Config struct {
 	// It is also how long Ready may take to answer.
 	ReadyMaxLag time.Duration
 
+	// ManualUpgrade: the leader does not activate a newer cluster version
+	// by itself once every member runs it; Node.Upgrade (`locknode
+	// cluster upgrade`) does. Default false: automatic, as etcd does,
+	// so that a rolling upgrade needs no extra step and no node is left
+	// with new features off. Set it to keep the rollback window open
+	// after the last member is upgraded: activation closes it
+	// (docs/UPGRADING.md).
+	ManualUpgrade bool
+	// UpgradeCheckInterval, default 5s: how often a leader whose active
+	// cluster version is below its binary's highest asks the members
+	// which versions they run (ManualUpgrade off). Shorter activates
+	// sooner after the last member is upgraded, at one small RPC per
+	// member per interval.
+	UpgradeCheckInterval time.Duration
+
 	// HistoryKeys bounds the keys whose recent grants this node keeps in
 	// memory for GET /v1/locks/{key}/history (history.go); past it the
 	// key whose last grant is oldest is forgotten. It also bounds the
@@ -246,32 +261,33 @@ type Config struct {
 // DataDir are left empty.
 func DefaultConfig() Config {
 	return Config{
-		BindAddr:           "127.0.0.1:0",
-		LogStore:           LogStoreWAL,
-		HeartbeatTimeout:   300 * time.Millisecond,
-		ElectionTimeout:    300 * time.Millisecond,
-		LeaderLeaseTimeout: 250 * time.Millisecond,
-		CommitTimeout:      defaultCommitTimeout(),
-		MaxAppendEntries:   256,
-		SnapshotThreshold:  8192,
-		SnapshotInterval:   30 * time.Second,
-		TrailingLogs:       10240,
-		SnapshotRetain:     2,
-		RaftIOTimeout:      2 * time.Second,
-		TickInterval:       100 * time.Millisecond,
-		MinTickGap:         2 * time.Millisecond,
-		ClockSyncInterval:  time.Second,
-		RetryTimeout:       3 * time.Second,
-		CancelTimeout:      5 * time.Second,
-		HistoryKeys:        DefaultHistoryKeys,
-		HistoryEntries:     DefaultHistoryEntries,
-		ActivityWindow:     DefaultActivityWindow,
-		WaiterLease:        5 * time.Second,
-		ReadyMaxLagEntries: DefaultReadyMaxLagEntries,
-		ReadyMaxLag:        DefaultReadyMaxLag,
-		FSM:                fsm.DefaultConfig(),
-		Clock:              SystemClock,
-		Logger:             hclog.NewNullLogger(),
+		BindAddr:             "127.0.0.1:0",
+		LogStore:             LogStoreWAL,
+		HeartbeatTimeout:     300 * time.Millisecond,
+		ElectionTimeout:      300 * time.Millisecond,
+		LeaderLeaseTimeout:   250 * time.Millisecond,
+		CommitTimeout:        defaultCommitTimeout(),
+		MaxAppendEntries:     256,
+		SnapshotThreshold:    8192,
+		SnapshotInterval:     30 * time.Second,
+		TrailingLogs:         10240,
+		SnapshotRetain:       2,
+		RaftIOTimeout:        2 * time.Second,
+		TickInterval:         100 * time.Millisecond,
+		MinTickGap:           2 * time.Millisecond,
+		ClockSyncInterval:    time.Second,
+		RetryTimeout:         3 * time.Second,
+		CancelTimeout:        5 * time.Second,
+		HistoryKeys:          DefaultHistoryKeys,
+		HistoryEntries:       DefaultHistoryEntries,
+		ActivityWindow:       DefaultActivityWindow,
+		WaiterLease:          5 * time.Second,
+		ReadyMaxLagEntries:   DefaultReadyMaxLagEntries,
+		ReadyMaxLag:          DefaultReadyMaxLag,
+		UpgradeCheckInterval: 5 * time.Second,
+		FSM:                  fsm.DefaultConfig(),
+		Clock:                SystemClock,
+		Logger:               hclog.NewNullLogger(),
 	}
 }
 
@@ -302,6 +318,7 @@ func (c Config) withDefaults() Config {
 	setD(&c.RetryTimeout, d.RetryTimeout)
 	setD(&c.CancelTimeout, d.CancelTimeout)
 	setD(&c.ActivityWindow, d.ActivityWindow)
+	setD(&c.UpgradeCheckInterval, d.UpgradeCheckInterval)
 	if c.HistoryKeys == 0 {
 		c.HistoryKeys = d.HistoryKeys
 	}
@@ -368,6 +385,9 @@ func (c Config) Validate() error {
 	}
 	if c.TickInterval < time.Millisecond || c.MinTickGap <= 0 || c.MinTickGap > c.TickInterval {
 		bad("need 0 < MinTickGap <= TickInterval, TickInterval >= 1ms")
+	}
+	if c.UpgradeCheckInterval < time.Millisecond {
+		bad("UpgradeCheckInterval must be at least 1ms")
 	}
 	if c.RetryTimeout < 0 || c.CancelTimeout <= 0 || c.RaftIOTimeout <= 0 {
 		bad("RetryTimeout, CancelTimeout and RaftIOTimeout must be positive")

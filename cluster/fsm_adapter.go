@@ -97,7 +97,19 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		out[i] = &results[i]
 	}
 	now := n.table.Now()
+	halted := n.table.Halted()
+	lastApplied := uint64(0)
+	if len(logs) > 0 {
+		lastApplied = logs[len(logs)-1].Index
+	}
+	if halted != nil {
+		// The entries from the one it could not apply on were not applied.
+		lastApplied = min(lastApplied, n.table.AppliedIndex())
+	}
 	n.mu.Unlock()
+	if halted != nil {
+		n.halt(halted)
+	}
 	n.history.flush()
 
 	n.metrics.applyPause(time.Since(held))
@@ -105,8 +117,8 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	for _, ae := range evs {
 		n.dispatch(ae.index, ae.events)
 	}
-	if len(logs) > 0 {
-		n.setApplied(logs[len(logs)-1].Index, now, false)
+	if lastApplied > 0 {
+		n.setApplied(lastApplied, now, false)
 	}
 	select {
 	case n.kick <- struct{}{}:
@@ -126,6 +138,11 @@ func (f *fsmAdapter) Apply(l *raft.Log) interface{} {
 // way).
 func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 	n := (*Node)(f)
+	if err := n.Halted(); err != nil {
+		// The table is behind the index raft would label the snapshot
+		// with: a snapshot would let raft drop entries never applied.
+		return nil, fmt.Errorf("cluster: snapshot: halted: %w", err)
+	}
 	s, err := newFileSnapshot(n.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
@@ -155,7 +172,11 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	t := fsm.New(n.cfg.FSM)
 	if err := t.Restore(rc); err != nil {
-		return fmt.Errorf("cluster: restore: %w", err)
+		err = fmt.Errorf("cluster: restore: %w", err)
+		if errors.Is(err, fsm.ErrNeedVersion) {
+			n.halt(err)
+		}
+		return err
 	}
 	n.mu.Lock()
 	n.table = t

@@ -217,6 +217,15 @@ func (n *Node) leadTerm(l *leadership) {
 	defer unsub()
 	close(l.ready)
 	n.log.Info("leader clock set", "t0", t0)
+	if !n.cfg.ManualUpgrade {
+		n.wg.Add(1)
+		// Ends with the term, the node, or once nothing is left to
+		// activate (autoUpgradeLoop).
+		go func() {
+			defer n.wg.Done()
+			n.autoUpgradeLoop(l)
+		}()
+	}
 	n.broadcastLeader()
 	n.tickLoop(l)
 }

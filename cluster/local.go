@@ -254,7 +254,9 @@ func (l *Local) Status(ctx context.Context) (api.Status, error) {
 	stats := l.table.Stats()
 	st.FSMTimeMs = l.table.Now()
 	st.KeyspaceMaxBytes = max(l.table.Config().MaxMemory, 0)
+	st.ClusterVersion = l.table.Version()
 	l.mu.RUnlock()
+	st.ClusterVersions = LocalVersions().String()
 	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
 	st.KeyspaceBytes = stats.Memory
 	return st, nil

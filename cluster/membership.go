@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,20 +25,26 @@ const joinProbeTimeout = 5 * time.Second
 // another service says which, transport.NotPeerError). Adding a member
 // that is already present with the same address succeeds and changes
 // nothing.
+//
+// The leader refuses (ErrVersionRefused) a node whose cluster versions do
+// not include the active one (version.go: it asks the node).
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
-	return n.addVoter(ctx, id, addr, true)
+	return n.addVoter(ctx, id, addr, VersionRange{}, true)
 }
 
 // AddVoterForce is AddVoter without the check that addr answers: for a
 // member that is not up yet. Only the leader takes it (the check is the
 // leader's, and a forwarded request cannot say to skip it); a follower
 // refuses it with an error wrapping api.ErrNoLeader, which a client
-// retries on its next endpoint.
+// retries on its next endpoint. The version check still applies when the
+// node answers.
 func (n *Node) AddVoterForce(ctx context.Context, id, addr string) error {
-	return n.addVoter(ctx, id, addr, false)
+	return n.addVoter(ctx, id, addr, VersionRange{}, false)
 }
 
-func (n *Node) addVoter(ctx context.Context, id, addr string, check bool) error {
+// addVoter adds a voter; rng is the cluster versions the joiner said it
+// runs (zero: ask it), check whether addr must answer as a peer first.
+func (n *Node) addVoter(ctx context.Context, id, addr string, rng VersionRange, check bool) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("%w: id and addr are required", ErrConfig)
 	}
@@ -46,15 +53,29 @@ func (n *Node) addVoter(ctx context.Context, id, addr string, check bool) error 
 		return fmt.Errorf("%w: a forced join is taken by the leader only (%s at %s): send it there",
 			api.ErrNoLeader, orNone(string(leaderID)), orNone(string(leaderAddr)))
 	}
-	req := appendStr(appendStr([]byte{rpcJoin}, id), addr)
+	req := appendJoin(id, addr, rng)
 	return n.membership(ctx, req, func(ctx context.Context) (raft.IndexFuture, error) {
 		if check && !n.hasServer(id, addr) {
 			if err := n.probePeer(ctx, addr); err != nil {
 				return nil, err
 			}
 		}
+		if err := n.checkJoin(ctx, id, addr, rng); err != nil {
+			return nil, err
+		}
 		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), nil
 	})
+}
+
+// appendJoin encodes an rpcJoin request: id, addr, then (when known) the
+// joiner's cluster versions, which leaders that predate them ignore.
+func appendJoin(id, addr string, rng VersionRange) []byte {
+	b := appendStr(appendStr([]byte{rpcJoin}, id), addr)
+	if rng != (VersionRange{}) {
+		b = binary.AppendUvarint(b, uint64(rng.Min))
+		b = binary.AppendUvarint(b, uint64(rng.Max))
+	}
+	return b
 }
 
 // RemoveServer removes server id from the cluster (a dead member, or one
@@ -200,7 +221,7 @@ func (n *Node) Join(ctx context.Context, addrs []string) error {
 // are repeated after a short pause; an address that is not a peer port
 // is a mistake no retry mends.
 func (n *Node) join(ctx context.Context, addrs []string) error {
-	req := appendStr(appendStr([]byte{rpcJoin}, n.id), n.Addr())
+	req := appendJoin(n.id, n.Addr(), LocalVersions())
 	var last error
 	warned := "" // the leader's last refusal logged at WARN
 	for pause := 50 * time.Millisecond; ; pause = min(2*pause, time.Second) {
@@ -212,6 +233,13 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 				if err == nil && st == stOK {
 					n.log.Info("joined cluster", "via", a)
 					return nil
+				}
+				if err != nil && strings.Contains(err.Error(), ErrVersionRefused.Error()) {
+					// Final: retrying cannot change the versions.
+					err = fmt.Errorf("%w (this node runs cluster versions %s); the cluster says: %s", ErrVersionRefused,
+						LocalVersions(), strings.TrimPrefix(err.Error(), ErrVersionRefused.Error()+": "))
+					n.log.Error("join refused", "via", a, "error", err)
+					return err
 				}
 				if err == nil {
 					err = errors.New("member has no leader")

@@ -117,6 +117,15 @@ func newMetrics(n *Node) *metrics {
 		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.lockHold, m.logStore,
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
+		gauge("locknode_cluster_version", "The active cluster version as of the last entry this node applied (docs/UPGRADING.md).",
+			func() float64 { return float64(n.ClusterVersion()) }),
+		gauge("locknode_apply_halted", "1 when this node stopped applying the log: an entry or snapshot of a cluster version its binary does not run.",
+			func() float64 {
+				if n.Halted() != nil {
+					return 1
+				}
+				return 0
+			}),
 		gauge("locknode_applied_index", "Index of the last entry applied on this node.",
 			func() float64 { return float64(n.AppliedIndex()) }),
 		gauge("locknode_term", "Current raft term.", func() float64 {

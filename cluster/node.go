@@ -105,6 +105,8 @@ type Node struct {
 	unjoined atomic.Bool
 	// hadState: Start found raft state in DataDir (Join does nothing).
 	hadState bool
+	// haltErr is why this node stopped applying the log (version.go).
+	haltErr atomic.Pointer[error]
 	// leaderCh is closed and replaced whenever the known leader changes.
 	leaderMu sync.Mutex
 	leaderCh chan struct{}

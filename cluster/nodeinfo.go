@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
@@ -28,8 +29,11 @@ import (
 // member's address is of no use to a client.
 
 // rpcNodeInfo asks a member for its addresses. Request body: empty; ok
-// body: str id, str http, str resp. Nodes that predate it answer with a
-// transport error; they are listed without client addresses.
+// body: str id, str http, str resp, then uvarint min and max of the
+// cluster versions it runs and uvarint its active cluster version
+// (version.go; absent from nodes that predate cluster versions: those
+// run 1..1). Nodes that predate rpcNodeInfo answer with a transport
+// error; they are listed without client addresses.
 const rpcNodeInfo byte = 5
 
 const (
@@ -54,6 +58,9 @@ type NodeAddrs struct {
 	// Config.Advertised), as last reported; empty if it never answered.
 	ClientAddrs
 	Self bool // this node
+	// Versions is the range of cluster versions the member runs, as last
+	// reported; zero if it never answered.
+	Versions VersionRange
 	// Reachable: the member answered its last node-info query (at most
 	// nodeInfoTTL ago, or nodeInfoRetry after a failure). Always true for
 	// this node.
@@ -70,6 +77,7 @@ type nodeInfoCache struct {
 type nodeInfoEntry struct {
 	raftAddr string
 	addrs    ClientAddrs
+	versions VersionRange
 	ok       bool      // the last query succeeded
 	asked    bool      // a query has completed
 	at       time.Time // when the last query completed
@@ -86,7 +94,7 @@ type nodeInfoEntry struct {
 // readable configuration it lists this node alone.
 func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
 	self := NodeAddrs{
-		ID: n.id, Raft: n.Addr(), ClientAddrs: n.cfg.Advertised, Self: true, Reachable: true,
+		ID: n.id, Raft: n.Addr(), ClientAddrs: n.cfg.Advertised, Self: true, Reachable: true, Versions: LocalVersions(),
 	}
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -161,7 +169,7 @@ func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
 		}
 		a := NodeAddrs{ID: string(s.ID), Raft: string(s.Address)}
 		if e := c.entries[s.ID]; e != nil && e.raftAddr == a.Raft {
-			a.ClientAddrs, a.Reachable = e.addrs, e.ok
+			a.ClientAddrs, a.Reachable, a.Versions = e.addrs, e.ok, e.versions
 		}
 		out = append(out, a)
 	}
@@ -175,7 +183,7 @@ func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
 func (n *Node) fetchNodeInfo(id raft.ServerID, e *nodeInfoEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeInfoTimeout)
 	defer cancel()
-	addrs, err := n.askNodeInfo(ctx, string(id), e.raftAddr)
+	info, err := n.askNodeInfo(ctx, string(id), e.raftAddr)
 	if err != nil {
 		n.log.Debug("node info", "peer", id, "error", err)
 	}
@@ -184,42 +192,60 @@ func (n *Node) fetchNodeInfo(id raft.ServerID, e *nodeInfoEntry) {
 	defer c.mu.Unlock()
 	e.asked, e.at, e.ok = true, time.Now(), err == nil
 	if err == nil {
-		e.addrs = addrs
+		e.addrs, e.versions = info.addrs, info.versions
 	}
 	close(e.inflight)
 	e.inflight = nil
 }
 
+// nodeInfo is a member's rpcNodeInfo answer.
+type nodeInfo struct {
+	addrs    ClientAddrs
+	versions VersionRange // legacyVersions when it does not say
+	active   uint32       // its active cluster version; 0 when it does not say
+}
+
 // askNodeInfo runs one rpcNodeInfo call and checks the answer comes
 // from the member expected at addr.
-func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (ClientAddrs, error) {
+func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (nodeInfo, error) {
 	resp, err := n.tr.Call(ctx, addr, []byte{rpcNodeInfo})
 	if err != nil {
-		return ClientAddrs{}, err
+		return nodeInfo{}, err
 	}
 	st, body, err := decodeStatus(resp)
 	if err != nil {
-		return ClientAddrs{}, err
+		return nodeInfo{}, err
 	}
 	if st != stOK {
-		return ClientAddrs{}, fmt.Errorf("%w: node info status %d", errBadRPC, st)
+		return nodeInfo{}, fmt.Errorf("%w: node info status %d", errBadRPC, st)
 	}
 	d := fsm.NewDecoder(body)
-	got, a := d.Str(), ClientAddrs{}
-	a.HTTP, a.RESP = d.Str(), d.Str()
+	got, info := d.Str(), nodeInfo{versions: legacyVersions}
+	info.addrs.HTTP, info.addrs.RESP = d.Str(), d.Str()
+	if d.Err() == nil && d.Len() > 0 {
+		lo, hi, active := d.Uvarint(), d.Uvarint(), d.Uvarint()
+		if d.Err() == nil && (lo == 0 || lo > hi || hi > 1<<32-1 || active > 1<<32-1) {
+			return nodeInfo{}, fmt.Errorf("%w: node info: cluster versions %d..%d", errBadRPC, lo, hi)
+		}
+		info.versions, info.active = VersionRange{uint32(lo), uint32(hi)}, uint32(active)
+	}
 	if d.Err() != nil {
-		return ClientAddrs{}, fmt.Errorf("%w: node info: %w", errBadRPC, d.Err())
+		return nodeInfo{}, fmt.Errorf("%w: node info: %w", errBadRPC, d.Err())
 	}
 	if got != id {
 		// Another node now listens where the configuration says id is.
-		return ClientAddrs{}, fmt.Errorf("cluster: node info: %s answered for %s", got, id)
+		return nodeInfo{}, fmt.Errorf("cluster: node info: %s answered for %s", got, id)
 	}
-	return a, nil
+	return info, nil
 }
 
 // handleNodeInfo answers rpcNodeInfo.
 func (n *Node) handleNodeInfo() []byte {
 	b := appendStr([]byte{stOK}, n.id)
 	b = appendStr(b, n.cfg.Advertised.HTTP)
-	return appendStr(b, n.cfg.Advertised.RESP)
+	b = appendStr(b, n.cfg.Advertised.RESP)
+	v := LocalVersions()
+	b = binary.AppendUvarint(b, uint64(v.Min))
+	b = binary.AppendUvarint(b, uint64(v.Max))
+	return binary.AppendUvarint(b, uint64(n.ClusterVersion()))
 }

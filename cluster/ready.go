@@ -105,6 +105,9 @@ func (c *readyCall) finish(err error, end time.Time) {
 
 // ready is one evaluation of Ready's conditions.
 func (n *Node) ready(ctx context.Context) error {
+	if err := n.Halted(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
 	_, leader := n.raft.LeaderWithID()
 	if leader == "" {
 		return fmt.Errorf("%w: no leader known", ErrNotReady)

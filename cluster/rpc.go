@@ -21,8 +21,11 @@ const (
 	// the commit hint of the index (appendCommitHint; absent from leaders
 	// that predate it).
 	rpcReadIndex byte = 2
-	rpcJoin      byte = 3 // body: str id, str addr; ok body: empty
-	rpcRemove    byte = 4 // body: str id; ok body: empty
+	// rpcJoin body: str id, str addr, then the joiner's cluster versions,
+	// uvarint min and max (absent from nodes that predate them: 1..1);
+	// ok body: empty.
+	rpcJoin   byte = 3
+	rpcRemove byte = 4 // body: str id; ok body: empty
 	// rpcApplyBatch body: uvarint count, then count × (uvarint length,
 	// encoded fsm.Command); ok body: uvarint count, then count × (status
 	// byte, uvarint length, encoded result or error message).
@@ -62,6 +65,11 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, err
 	}
 	n.metrics.rpcServed.WithLabelValues(rpcName(req[0])).Inc()
+	if !n.rpcKindActive(req[0]) {
+		// Unknown here, or of a cluster version not active yet: answered
+		// as every release answers a kind it does not serve.
+		return nil, fmt.Errorf("%w: %s %d", errBadRPC, unknownKind, req[0])
+	}
 	switch req[0] {
 	case rpcApply:
 		cmd, err := fsm.DecodeCommand(req[1:])
@@ -117,15 +125,23 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		d := fsm.NewDecoder(req[1:])
 		id := d.Str()
 		var addr string
+		rng := legacyVersions
 		if req[0] == rpcJoin {
 			addr = d.Str()
+			if d.Err() == nil && d.Len() > 0 {
+				lo, hi := d.Uvarint(), d.Uvarint()
+				if lo == 0 || lo > hi || hi > 1<<32-1 {
+					return nil, errBadRPC
+				}
+				rng = VersionRange{uint32(lo), uint32(hi)}
+			}
 		}
 		if d.Err() != nil || id == "" || (req[0] == rpcJoin && addr == "") {
 			return nil, errBadRPC
 		}
 		var err error
 		if req[0] == rpcJoin {
-			err = n.AddVoter(ctx, id, addr)
+			err = n.addVoter(ctx, id, addr, rng, true)
 			n.auditPeer(ctx, auth.EventMemberAdd, "member", id, "address", addr, "error", errText(err))
 		} else {
 			err = n.RemoveServer(ctx, id)

@@ -38,7 +38,12 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	n.mu.RLock()
 	stats := n.table.Stats()
 	st.FSMTimeMs = n.table.Now()
+	st.ClusterVersion = n.table.Version()
 	n.mu.RUnlock()
+	st.ClusterVersions = LocalVersions().String()
+	if err := n.Halted(); err != nil {
+		st.Halted = err.Error()
+	}
 	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
 	st.KeyspaceBytes, st.KeyspaceMaxBytes = stats.Memory, n.maxMemory()
 	return st, nil

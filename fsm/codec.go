@@ -56,8 +56,8 @@ func (c *Command) MarshalBinary() ([]byte, error) {
 	return c.AppendBinary(make([]byte, 0, 64)), nil
 }
 
-// AppendBinary appends the encoding of c to b.
-func (c *Command) AppendBinary(b []byte) []byte {
+// mask is the encoding's presence mask of c: a bit per non-zero field.
+func (c *Command) mask() uint64 {
 	var mask uint64
 	set := func(bit uint64, on bool) {
 		if on {
@@ -88,7 +88,12 @@ func (c *Command) AppendBinary(b []byte) []byte {
 	set(fNoForce, c.NoForce)
 	set(fKeysOnly, c.KeysOnly)
 	set(fMeta, len(c.Meta) > 0)
+	return mask
+}
 
+// AppendBinary appends the encoding of c to b.
+func (c *Command) AppendBinary(b []byte) []byte {
+	mask := c.mask()
 	b = append(b, cmdVersion, byte(c.Op))
 	b = binary.AppendUvarint(b, mask)
 	str := func(s string) { b = binary.AppendUvarint(b, uint64(len(s))); b = append(b, s...) }
@@ -254,14 +259,23 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 	if len(b) < 3 {
 		return nil, errTruncated
 	}
+	// A format, op or field unknown here comes from a newer binary (or
+	// is garbage, which no proposer writes): a *VersionError, which
+	// halts the table rather than let it skip what others apply.
+	if b[0] > cmdVersion {
+		return nil, &VersionError{What: fmt.Sprintf("command format %d", b[0])}
+	}
 	if b[0] != cmdVersion {
 		return nil, fmt.Errorf("unknown command format version %d", b[0])
 	}
 	c := &Command{Op: Op(b[1])}
+	if _, ok := OpVersion(c.Op); !ok && c.Op != OpInvalid {
+		return nil, &VersionError{What: fmt.Sprintf("log entry op %d", c.Op)}
+	}
 	d := decoder{b: b[2:]}
 	mask := d.uvarint()
 	if mask&^uint64(fAll) != 0 {
-		return nil, fmt.Errorf("unknown fields in mask %#x", mask)
+		return nil, &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
 	}
 	if mask&fTime != 0 {
 		c.Time = d.varint()

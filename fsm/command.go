@@ -57,6 +57,10 @@ const (
 	// only Owner's token may do it, and the new token must not already
 	// hold Key (an election's Proclaim).
 	OpReown
+	// OpSetVersion raises the active cluster version to Token (version.go);
+	// a lower or equal Token changes nothing. The leader proposes it once
+	// every member runs a binary that supports Token.
+	OpSetVersion
 )
 
 // Mode is how a lock is held.

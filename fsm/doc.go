@@ -38,6 +38,10 @@
 //     Redis mirror. Events are never replayed by the exactly-once cache.
 //  7. Only after the entry is committed and applied tell a client
 //     "granted", "released" or "extended".
+//  8. Stop applying when Halted is set (an entry or snapshot of a cluster
+//     version above MaxClusterVersion: a *VersionError), never skip the
+//     entry, and write no snapshot past it; propose an op only once
+//     OpVersion(op) <= Version() (version.go).
 //
 // # Time
 //

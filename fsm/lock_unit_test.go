@@ -100,7 +100,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 		{"cancel by stranger", Command{Op: OpCancelWait, ReqID: "q2", Owner: "zz"}, ErrNotOwner},
 		{"request id too long", Command{Op: OpRelease, Key: "held", Owner: "o2", ReqID: long}, ErrLimit},
 		{"request id of another op", Command{Op: OpExtend, Key: "held", Owner: "o2", ReqID: "rel"}, ErrBadCommand},
-		{"unknown op", Command{Op: 200}, ErrBadCommand},
+		{"op 0", Command{Op: OpInvalid}, ErrBadCommand},
 		{"reown stranger", Command{Op: OpReown, Key: "held", Owner: "o1", Args: [][]byte{[]byte("n")}}, ErrNotOwner},
 		{"reown free key", Command{Op: OpReown, Key: "free", Owner: "o2", Args: [][]byte{[]byte("n")}}, ErrNotHeld},
 		{"reown redis value", Command{Op: OpReown, Key: "str", Owner: "o2", Args: [][]byte{[]byte("n")}}, ErrWrongType},
@@ -406,7 +406,7 @@ func TestRestoreRefusesBadInput(t *testing.T) {
 	tab.Apply(1, &Command{Op: OpAcquire, Key: "mine", Owner: "o", TTL: 100})
 	before := snap(t, tab)
 	bad := append([]byte{99}, good[1:]...)
-	if err := tab.Restore(bytes.NewReader(bad)); !errors.Is(err, ErrBadVersion) {
+	if err := tab.Restore(bytes.NewReader(bad)); !errors.Is(err, ErrBadVersion) || !errors.Is(err, ErrNeedVersion) {
 		t.Fatalf("version: %v", err)
 	}
 	for i := 1; i < len(good); i++ {

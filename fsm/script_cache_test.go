@@ -272,10 +272,10 @@ func TestScriptCacheRestoreV2(t *testing.T) {
 	for i := range 5 {
 		scripts = append(scripts, []byte("return "+strconv.Itoa(i)))
 	}
-	v3 := snap(t, r.t) // empty table: the last three bytes are the two empty script counts and the highest fence, 0
+	cur := snap(t, r.t) // empty table: format, cluster version 1, ..., then the two empty script counts and the highest fence, 0
 	var v2 bytes.Buffer
 	v2.WriteByte(snapVersionV2)
-	v2.Write(v3[1 : len(v3)-3])
+	v2.Write(cur[2 : len(cur)-3])
 	v2.WriteByte(byte(len(scripts)))
 	for _, s := range scripts {
 		v2.WriteByte(byte(len(s)))

@@ -28,6 +28,9 @@ func (t *Table) sessionOpen(ctx *applyCtx, cmd *Command) Result {
 	if err := t.checkTTL("session ttl", cmd.TTL); err != nil {
 		return Result{Err: err}
 	}
+	if err := t.sessionTTLRefused(cmd.TTL); err != nil {
+		return Result{Err: err}
+	}
 	if t.sessions[cmd.Session] != nil {
 		return Result{Err: errf(ErrSessionExists, "%q", cmd.Session)}
 	}

@@ -11,11 +11,14 @@ import (
 	"strings"
 )
 
-// Snapshot format, version 4. Integers are varints (signed: zig-zag),
+// Snapshot format, version 5. Integers are varints (signed: zig-zag),
 // strings are uvarint length + bytes, maps are written in key order so two
 // equal tables give byte-identical snapshots:
 //
-//	byte     version (4)
+//	byte     version (5)
+//	uvarint  the active cluster version (every format from 5 on has it
+//	         here, so that a binary that does not know a newer format
+//	         can still say which cluster version it needs)
 //	varint   now; uvarint applied
 //	keys     count, then per key in order: key, value (kind, deadline,
 //	         version, kind-specific body; a lock: permits, fence,
@@ -36,6 +39,12 @@ import (
 //
 // Metadata is a count, then name and value per entry in name order.
 //
+// Version 4 (still restored) has no cluster version: it restores as
+// cluster version 1. A new format is written only once the cluster
+// version that introduced it is active (Table.snapFormat), so a node
+// that does not know it never receives it before it halts on that
+// version's activation entry.
+//
 // Version 3 (still restored) has no grant and renewal times and no
 // metadata in holds, and no queue time and metadata in waiters: they
 // restore as zero (unknown) and empty.
@@ -52,7 +61,8 @@ import (
 //
 // The due heap and the session indexes are derived and rebuilt by Restore.
 const (
-	snapVersion   = 4
+	snapVersion   = 5
+	snapVersionV4 = 4 // no cluster version
 	snapVersionV3 = 3 // no hold and waiter times, no metadata
 	snapVersionV2 = 2 // as 3, and one script list, no highest fence
 )
@@ -147,7 +157,8 @@ func (t *Table) Snapshot(w io.Writer) error {
 }
 
 func (t *Table) encodeHead(e *enc) {
-	e.byte1(snapVersion)
+	e.byte1(t.snapFormat())
+	e.uvarint(uint64(t.Version()))
 	e.varint(t.now)
 	e.uvarint(t.applied)
 }
@@ -245,6 +256,7 @@ func (t *Table) encodeTail(e *enc) {
 		}
 	}
 	e.uvarint(t.maxFence)
+	t.encodeNext(e)
 }
 
 // keyValue is one key of the key space as Snapshot sorts them: p is
@@ -562,11 +574,30 @@ func (d *snapReader) bytes() []byte {
 func (t *Table) Restore(r io.Reader) error {
 	d := &snapReader{r: r, buf: make([]byte, 0, 1<<20)}
 	version := d.byte1()
-	if d.err == nil && version != snapVersion && version != snapVersionV3 && version != snapVersionV2 {
+	if d.err == nil && version > maxSnapFormat && version >= snapVersion {
+		// A newer format still begins with its cluster version.
+		need := d.uvarint()
+		if d.err != nil {
+			return fmt.Errorf("%w: %d", ErrBadVersion, version)
+		}
+		return fmt.Errorf("%w: %w", ErrBadVersion, &VersionError{What: fmt.Sprintf("snapshot format %d", version), Need: uint32(min(need, 1<<32-1))})
+	}
+	if d.err == nil && (version > maxSnapFormat || version < snapVersionV2) {
 		return fmt.Errorf("%w: %d", ErrBadVersion, version)
 	}
 	d.version = version
 	n := New(t.cfg)
+	n.version = 1
+	if version >= snapVersion {
+		cv := d.uvarint()
+		if d.err == nil && (cv == 0 || cv > MaxClusterVersion) {
+			if cv == 0 {
+				return fmt.Errorf("fsm: restore: cluster version 0")
+			}
+			return fmt.Errorf("%w: %w", ErrBadVersion, &VersionError{What: fmt.Sprintf("a snapshot of cluster version %d", cv), Need: uint32(min(cv, 1<<32-1))})
+		}
+		n.version = uint32(cv)
+	}
 	if err := n.restoreFrom(d); err != nil {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
@@ -588,6 +619,11 @@ func (t *Table) Restore(r io.Reader) error {
 	if version >= snapVersionV3 {
 		n.maxFence = d.uvarint()
 	}
+	if d.err == nil {
+		if err := n.restoreNext(d); err != nil {
+			return fmt.Errorf("fsm: restore: %w", err)
+		}
+	}
 	if d.err != nil {
 		return fmt.Errorf("fsm: restore: %w", d.err)
 	}
@@ -602,6 +638,8 @@ func (t *Table) Restore(r io.Reader) error {
 	t.reqs, t.goneHoldDue, t.sessHolds, t.sessWaiters, t.tombs, t.maxFence = n.reqs, n.goneHoldDue, n.sessHolds, n.sessWaiters, n.tombs, n.maxFence
 	t.nLocks, t.nHolds = n.nLocks, n.nHolds
 	t.mem = n.mem
+	t.version, t.halted = n.version, nil
+	t.adoptNext(n)
 	t.scripts.cache.restore(loaded, evals)
 	return nil
 }
@@ -675,7 +713,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		w.LockDelay = d.varint()
 		w.MaxHold = d.varint()
 		w.Enqueued = d.uvarint()
-		if d.version >= snapVersion {
+		if d.version >= snapVersionV4 {
 			w.Queued = d.varint()
 			w.Meta = d.meta()
 		}
@@ -915,7 +953,7 @@ func (d *snapReader) lock(l *Lock, deadline int64, kb []byte) string {
 		h.TTL = d.varint()
 		session, lockDelay, hardLimit := d.str(), d.varint(), d.varint()
 		var meta Meta
-		if d.version >= snapVersion {
+		if d.version >= snapVersionV4 {
 			h.Granted, h.Extended = d.varint(), d.varint()
 			meta = d.meta()
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v4.bin from the current code")
+var rewriteSnap = flag.Bool("rewrite-snapshot", false, "rewrite testdata/snapshot-v5.bin from the current code")
 
 // goldenTable builds a table with something of every kind a snapshot
 // holds: plain, shared, semaphore, reentrant, session-bound and
@@ -130,12 +130,12 @@ func goldenTableV4(tb testing.TB) *Table {
 	return tab
 }
 
-// TestSnapshotV4Golden: testdata/snapshot-v4.bin was written by the code
-// of snapshot format version 4. It must restore, describe the same state
-// as goldenTableV4 (metadata and times included), and (while the format
-// is 4) snapshot to the same bytes.
-func TestSnapshotV4Golden(t *testing.T) {
-	const file = "testdata/snapshot-v4.bin"
+// TestSnapshotV5Golden: testdata/snapshot-v5.bin was written by the code
+// of snapshot format version 5 from goldenTableV4's state; while the
+// format is 5, the code snapshots that state to the same bytes, which
+// restore at cluster version 1.
+func TestSnapshotV5Golden(t *testing.T) {
+	const file = "testdata/snapshot-v5.bin"
 	tab := goldenTableV4(t)
 	var fresh bytes.Buffer
 	if err := tab.Snapshot(&fresh); err != nil {
@@ -150,10 +150,42 @@ func TestSnapshotV4Golden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if old[0] != 5 || old[1] != 1 {
+		t.Fatalf("%s is format %d of cluster version %d, want 5 of 1", file, old[0], old[1])
+	}
+	if !bytes.Equal(old, fresh.Bytes()) {
+		t.Fatalf("%s differs from the same state snapshotted now: a change of the snapshot format needs a new format number, gated on a cluster version (docs/DESIGN.md)", file)
+	}
+	n := restoreGolden(t, file, old)
+	if n.Version() != 1 {
+		t.Fatalf("restored at cluster version %d", n.Version())
+	}
+	compareGolden(t, tab, n)
+}
+
+// TestSnapshotV4Golden: testdata/snapshot-v4.bin was written by the code
+// of snapshot format version 4 (frozen; never rewritten). It must
+// restore, at cluster version 1, describe the same state as
+// goldenTableV4 (metadata and times included), and snapshot to the bytes
+// the current format gives that state.
+func TestSnapshotV4Golden(t *testing.T) {
+	const file = "testdata/snapshot-v4.bin"
+	tab := goldenTableV4(t)
+	var fresh bytes.Buffer
+	if err := tab.Snapshot(&fresh); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if old[0] != 4 {
 		t.Fatalf("%s is version %d, want 4", file, old[0])
 	}
 	n := restoreGolden(t, file, old)
+	if n.Version() != 1 {
+		t.Fatalf("%s restored at cluster version %d, want 1", file, n.Version())
+	}
 	var again bytes.Buffer
 	if err := n.Snapshot(&again); err != nil {
 		t.Fatal(err)

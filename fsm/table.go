@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -573,6 +574,15 @@ type Table struct {
 	// scripts is EVAL's state: the replicated script cache, the Lua
 	// engine and the running script's undo log (redis_script.go).
 	scripts scripts
+
+	// version is the active cluster version (version.go); 0 reads as 1.
+	version uint32
+	// halted is the *VersionError of an entry this binary cannot apply:
+	// once set, Apply changes nothing and returns it (version.go).
+	halted error
+	// next is the state of the synthetic next version (version_next.go,
+	// build tag locknode_next); empty otherwise.
+	next nextState
 }
 
 // New returns an empty table. cfg must be valid (see Config.Validate);
@@ -635,6 +645,8 @@ func (t *Table) reset() {
 	t.maxFence = 0
 	t.scripts = scripts{}
 	t.scripts.init()
+	t.version, t.halted = 0, nil
+	t.resetNext()
 }
 
 // Config returns the table's limits.
@@ -650,8 +662,15 @@ func (t *Table) AppliedIndex() uint64 { return t.applied }
 // to decode is refused with ErrBadCommand identically on every node; the
 // index still counts as applied and time does not move.
 func (t *Table) ApplyBytes(index uint64, b []byte) Result {
+	if t.halted != nil {
+		return Result{Index: index, Err: t.halted}
+	}
 	cmd, err := DecodeCommand(b)
 	if err != nil {
+		if errors.Is(err, ErrNeedVersion) {
+			t.halted = err
+			return Result{Index: index, Err: err}
+		}
 		if index > t.applied {
 			t.applied = index
 		}
@@ -680,6 +699,16 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 			res = Result{Index: index, Err: fmt.Errorf("%w: applying it panicked: %v", ErrBadCommand, p), Events: t.actx.events}
 		}
 	}()
+	if t.halted != nil {
+		return Result{Index: index, Err: t.halted}
+	}
+	halt, refuse := t.checkVersion(cmd)
+	if halt != nil {
+		// Nothing changes, not even the applied index: the entry is not
+		// applied, and neither is any after it.
+		t.halted = halt
+		return Result{Index: index, Err: halt}
+	}
 	if index > t.applied {
 		t.applied = index
 	}
@@ -690,6 +719,9 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], lostFresh: ctx.lostFresh[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
 	t.expireDue(ctx)
 
+	if refuse != nil {
+		return Result{Index: index, Now: ctx.now, Events: ctx.events, Err: refuse}
+	}
 	if r, ok := t.dedupe(ctx, cmd); ok {
 		r.Now = ctx.now
 		r.Events = ctx.events
@@ -697,6 +729,8 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	}
 	var r Result
 	switch cmd.Op {
+	case OpSetVersion:
+		r = t.setVersion(cmd)
 	case OpTick:
 	case OpAcquire:
 		r = t.acquire(ctx, cmd)
@@ -729,7 +763,10 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	case OpReown:
 		r = t.reown(ctx, cmd)
 	default:
-		r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
+		var ok bool
+		if r, ok = t.applyNext(ctx, cmd); !ok {
+			r = Result{Err: fmt.Errorf("%w: unknown op %d", ErrBadCommand, cmd.Op)}
+		}
 	}
 	t.flushFreed(ctx)
 	r.Index = index

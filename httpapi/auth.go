@@ -40,6 +40,7 @@ var routeCategories = map[string]auth.Category{
 	"POST " + PathMembers:                       auth.Admin,
 	"DELETE " + PathMembers + "/{id}":           auth.Admin,
 	"GET " + PathSnapshot:                       auth.Admin,
+	"POST " + PathClusterUpgrade:                auth.Admin,
 	"GET " + PathMetrics:                        auth.Read,
 	"/":                                         0, // the JSON 404
 

@@ -51,6 +51,7 @@ var routeSamples = map[string]routeSample{
 	"GET " + httpapi.PathStatus:                         {"GET", httpapi.PathStatus, nil},
 	"POST " + httpapi.PathMembers:                       {"POST", httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
 	"DELETE " + httpapi.PathMembers + "/{id}":           {"DELETE", httpapi.PathMembers + "/n9", nil},
+	"POST " + httpapi.PathClusterUpgrade:                {"POST", httpapi.PathClusterUpgrade, nil},
 	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
 	"GET " + httpapi.PathSnapshot:                       {"GET", httpapi.PathSnapshot, nil},
 	"/":                                                 {"GET", "/nope", nil},

@@ -32,6 +32,7 @@
 //	GET         /v1/status                        -> Status                         Status (+ Config.Extra)
 //	POST        /v1/members                       MemberRequest -> 204              AddVoter    (if Membership; AddVoterForce with force)
 //	DELETE      /v1/members/{id}                  -> 204                            RemoveServer (if Membership)
+//	POST        /v1/cluster/upgrade               -> api.UpgradeResult              Upgrade (if Upgrader; admin)
 //	GET         /metrics                          Prometheus text                   Config.Metrics, if set
 //	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one
 //	GET         /v1/ui/activity                   -> api.Activity                   ActivityReader, if the Locker is one

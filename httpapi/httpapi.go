@@ -191,6 +191,9 @@ func New(l api.Locker, cfg Config) http.Handler {
 		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
 		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
 	}
+	if u, ok := l.(Upgrader); ok {
+		mux.HandleFunc("POST "+PathClusterUpgrade, func(w http.ResponseWriter, r *http.Request) { s.upgrade(w, r, u) })
+	}
 	if sn, ok := l.(Snapshotter); ok {
 		mux.HandleFunc("GET "+PathSnapshot, func(w http.ResponseWriter, r *http.Request) { s.snapshot(w, r, sn) })
 	}

@@ -358,6 +358,7 @@ func cmdInfo(c *conn, args [][]byte) {
 				"keys:"+strconv.Itoa(st.Keys),
 				"waiters:"+strconv.Itoa(st.Waiters),
 				"sessions:"+strconv.Itoa(st.Sessions),
+				"cluster_version:"+strconv.FormatUint(uint64(st.ClusterVersion), 10),
 			)
 		}
 		section("Locknode", lines...)

@@ -78,6 +78,7 @@ func commandTable() map[string]*command {
 		{"lock.info", 2, 0, firstKey(auth.Read), cmdLockInfo},
 		{"fence.check", 3, 0, firstKey(auth.Write), cmdFenceCheck},
 	}
+	list = append(list, nextCommands...)
 	m := make(map[string]*command, len(list))
 	for _, c := range list {
 		m[c.name] = c

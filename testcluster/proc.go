@@ -33,14 +33,27 @@ type ProcCluster struct {
 	cmds             []*exec.Cmd
 	stopped          []bool
 	waits            []chan struct{} // closed when the process exits
+	bins             []string        // the binary each node runs (SetBinary)
+	joined           []bool          // added by AddNode: starts with --join, not --bootstrap
+
+	// Args are extra `serve` flags for every node started from now on
+	// (--cluster-upgrade manual, say).
+	Args []string
 }
 
 // BuildLocknode builds cmd/locknode into t.TempDir() and returns its
 // path.
 func BuildLocknode(t testing.TB) string {
 	t.Helper()
+	return BuildLocknodeTags(t, "")
+}
+
+// BuildLocknodeTags is BuildLocknode with build tags (go build -tags):
+// "locknode_next" is the synthetic next release of the upgrade tests.
+func BuildLocknodeTags(t testing.TB, tags string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "locknode")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/locknode/locknode/cmd/locknode")
+	cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "github.com/locknode/locknode/cmd/locknode")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testcluster: go build: %v\n%s", err, out)
 	}
@@ -76,6 +89,11 @@ func NewProcCluster(t testing.TB, bin string, n int) *ProcCluster {
 	p.cmds = make([]*exec.Cmd, n)
 	p.stopped = make([]bool, n)
 	p.waits = make([]chan struct{}, n)
+	p.bins = make([]string, n)
+	p.joined = make([]bool, n)
+	for i := range p.bins {
+		p.bins[i] = bin
+	}
 	t.Cleanup(p.shutdown)
 	for i := range n {
 		if err := p.start(i, strings.Join(peers, ",")); err != nil {
@@ -98,9 +116,24 @@ func (p *ProcCluster) start(i int, peers string) error {
 	if level == "" {
 		level = "warn"
 	}
-	cmd := exec.Command(p.bin, "serve", "--id", p.ids[i], "--data", p.dirs[i],
-		"--raft-addr", p.raft[i], "--http-addr", p.http[i], "--resp-addr", p.resp[i],
-		"--bootstrap", "--peers", peers, "--log-level", level)
+	args := []string{"serve", "--id", p.ids[i], "--data", p.dirs[i],
+		"--raft-addr", p.raft[i], "--http-addr", p.http[i], "--resp-addr", p.resp[i], "--log-level", level}
+	p.mu.Lock()
+	bin, joined := p.bins[i], p.joined[i]
+	args = append(args, p.Args...)
+	p.mu.Unlock()
+	if joined {
+		var others []string
+		for j, a := range p.raft {
+			if j != i {
+				others = append(others, a)
+			}
+		}
+		args = append(args, "--join", strings.Join(others, ","), "--join-timeout", "20s")
+	} else {
+		args = append(args, "--bootstrap", "--peers", peers)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = p.tlog
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -178,6 +211,42 @@ func (p *ProcCluster) Cont(i int) {
 	p.mu.Lock()
 	p.stopped[i] = false
 	p.mu.Unlock()
+}
+
+// SetBinary makes node i run bin from its next (re)start: a rolling
+// upgrade or rollback replaces a killed node's binary this way.
+func (p *ProcCluster) SetBinary(i int, bin string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bins[i] = bin
+}
+
+// AddNode starts a new node running bin that joins the cluster through
+// the others (serve --join) and returns its index, or the error of a
+// node that exited before it was ready (a refused join, say).
+func (p *ProcCluster) AddNode(bin string) (int, error) {
+	p.t.Helper()
+	p.mu.Lock()
+	i := len(p.ids)
+	p.ids = append(p.ids, nodeID(i))
+	p.dirs = append(p.dirs, p.t.TempDir())
+	p.raft = append(p.raft, freeAddr(p.t))
+	p.http = append(p.http, freeAddr(p.t))
+	p.resp = append(p.resp, freeAddr(p.t))
+	p.cmds = append(p.cmds, nil)
+	p.stopped = append(p.stopped, false)
+	p.waits = append(p.waits, nil)
+	p.bins = append(p.bins, bin)
+	p.joined = append(p.joined, true)
+	p.mu.Unlock()
+	return i, p.start(i, "")
+}
+
+// Running reports whether node i's process runs.
+func (p *ProcCluster) Running(i int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmds[i] != nil
 }
 
 // Restart starts killed node i again from its data directory.

@@ -145,6 +145,12 @@ func printStatus(stdout io.Writer, st api.Status) {
 	fmt.Fprintf(stdout, "id=%s state=%s leader=%s term=%d applied_index=%d commit_index=%d\n",
 		st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
 	fmt.Fprintf(stdout, "locks=%d keys=%d waiters=%d sessions=%d\n", st.Locks, st.Keys, st.Waiters, st.Sessions)
+	if st.ClusterVersion != 0 {
+		fmt.Fprintf(stdout, "cluster_version=%d runs=%s\n", st.ClusterVersion, st.ClusterVersions)
+	}
+	if st.Halted != "" {
+		fmt.Fprintf(stdout, "apply_halted=%q\n", st.Halted)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSUFFRAGE\tLEADER\tLAST_CONTACT")
 	for _, m := range st.Members {

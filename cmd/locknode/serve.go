@@ -124,6 +124,7 @@ through a running member, or are added with "locknode join".`,
 	readyFl := addReadyFlags(fs)
 	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
+	clusterUpgrade := fs.String("cluster-upgrade", envDefault("LOCKNODE_CLUSTER_UPGRADE", "auto"), clusterUpgradeUsage)
 	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	insecurePeerDef, _ := strconv.ParseBool(envDefault("LOCKNODE_INSECURE_PEER", "false"))
 	insecurePeer := fs.Bool("insecure-peer", insecurePeerDef, insecurePeerUsage)
@@ -195,6 +196,10 @@ through a running member, or are added with "locknode join".`,
 			cfg.Logger = log
 			if cfg.WaiterLease, err = time.ParseDuration(*waiterLease); err != nil || cfg.WaiterLease == 0 {
 				fmt.Fprintf(stderr, "locknode serve: --waiter-lease %q: want a duration, positive or negative (off)\n", *waiterLease)
+				return 2
+			}
+			if cfg.ManualUpgrade, err = parseClusterUpgrade(*clusterUpgrade); err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 2
 			}
 			if err := reqLimits.apply(&cfg.FSM); err != nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+
+	"github.com/locknode/locknode/cluster"
 )
 
 func init() {
@@ -17,12 +19,12 @@ func init() {
 			Example: "  locknode version\n  locknode --version\n  locknode version --json",
 			Args:    noArgs,
 		}
-		asJSON := cmd.Flags().Bool("json", false, "print a JSON object: version, commit, go, os, arch")
+		asJSON := cmd.Flags().Bool("json", false, "print a JSON object: version, commit, cluster_versions, go, os, arch")
 		cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 			v, c := buildVersion()
 			if *asJSON {
 				return exitWith(printJSON(cmd.OutOrStdout(), cmd.ErrOrStderr(), map[string]string{
-					"version": v, "commit": c, "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH}))
+					"version": v, "commit": c, "cluster_versions": cluster.LocalVersions().String(), "go": runtime.Version(), "os": runtime.GOOS, "arch": runtime.GOARCH}))
 			}
 			fmt.Fprint(cmd.OutOrStdout(), versionText(v, c))
 			return nil
@@ -72,7 +74,7 @@ func buildVersion() (version, commit string) {
 
 // versionText is what version and --version print.
 func versionText(version, commit string) string {
-	return fmt.Sprintf("locknode %s\ncommit %s\n%s %s/%s\n", version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("locknode %s\ncommit %s\ncluster versions %s\n%s %s/%s\n", version, commit, cluster.LocalVersions(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // buildInfo is locknode_build_info: 1, labelled with what this binary is,

@@ -1,0 +1,32 @@
+//go:build !locknode_next
+
+package fsm
+
+// The cluster versions this binary runs. Version 1 is the behaviour of
+// the first release with cluster versions; docs/UPGRADING.md says which
+// releases run which versions.
+const (
+	MinClusterVersion = 1
+	// nextBuild: the synthetic next release (build tag locknode_next).
+	nextBuild         = false
+	MaxClusterVersion = 1
+)
+
+// snapFormat is the snapshot format this table writes: the newest one
+// the active version allows.
+func (t *Table) snapFormat() byte { return snapVersion }
+
+// maxSnapFormat is the newest snapshot format this binary reads.
+const maxSnapFormat = snapVersion
+
+// nextState is empty: the synthetic next version is built only with the
+// locknode_next tag (version_next.go), and these hooks do nothing.
+type nextState struct{}
+
+func (t *Table) applyNext(*applyCtx, *Command) (Result, bool) { return Result{}, false }
+
+func (t *Table) encodeNext(*enc)               {}
+func (n *Table) restoreNext(*snapReader) error { return nil }
+func (t *Table) adoptNext(n *Table)            { t.next = n.next }
+func (t *Table) resetNext()                    { t.next = nextState{} }
+func (t *Table) sessionTTLRefused(int64) error { return nil }

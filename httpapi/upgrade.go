@@ -1,0 +1,28 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/locknode/locknode/api"
+)
+
+// PathClusterUpgrade activates the highest cluster version every member
+// runs (admin only; docs/UPGRADING.md): POST -> api.UpgradeResult. A
+// member that does not answer makes it fail with 409 (api.ErrConflict)
+// and changes nothing.
+const PathClusterUpgrade = "/v1/cluster/upgrade"
+
+// Upgrader is a Locker that can activate a newer cluster version
+// (cluster.Node).
+type Upgrader interface {
+	Upgrade(ctx context.Context) (api.UpgradeResult, error)
+}
+
+func (s *server) upgrade(w http.ResponseWriter, r *http.Request, u Upgrader) {
+	res, err := u.Upgrade(r.Context())
+	if res.ClusterVersion != res.Before {
+		s.cfg.Logger.Info("cluster version activated", "user", userName(r), "remote", r.RemoteAddr, "version", res.ClusterVersion, "was", res.Before)
+	}
+	s.reply(w, r, res, err)
+}
