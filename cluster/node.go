@@ -209,7 +209,7 @@ func (n *Node) openStorage() (raft.SnapshotStore, error) {
 	}
 	n.store = store
 	n.logs = timedLogStore{store.logs, n.metrics.logStore, n.clock, &n.storeTimes}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
+	snaps, err := newCleanSnapshotStore(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
@@ -288,11 +288,16 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 // startLoops starts the node's background goroutines; each ends when the
 // node closes (n.wg).
 func (n *Node) startLoops(sig raftSignals) {
-	n.wg.Add(3)
+	n.wg.Add(4)
 	// Ends when the node closes.
 	go func() {
 		defer n.wg.Done()
 		n.waiterLeaseLoop()
+	}()
+	// Ends when the node closes.
+	go func() {
+		defer n.wg.Done()
+		n.diskWatchLoop()
 	}()
 	// Ends when the node closes (closed is closed after raft shut down).
 	go func() {
