@@ -1537,6 +1537,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				"ours", prevLogTerm,
 				"remote", a.PrevLogTerm)
 			resp.NoRetryBackoff = true
+			resp.LastLog = r.conflictHint(a.PrevLogEntry, prevLogTerm) // locknode fork
 			return
 		}
 	}
@@ -1564,6 +1565,8 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				r.logger.Warn("clearing log suffix", "from", entry.Index, "to", lastLogIdx)
 				if err := r.logs.DeleteRange(entry.Index, lastLogIdx); err != nil {
 					r.logger.Error("failed to clear log suffix", "error", err)
+					r.resyncLastLog() // locknode fork
+					resp.LastLog = r.getLastIndex()
 					return
 				}
 				if entry.Index <= r.configurations.latestIndex {
@@ -1578,8 +1581,11 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 			// Append the new entries
 			if err := r.logs.StoreLogs(newEntries); err != nil {
 				r.logger.Error("failed to append to logs", "error", err)
-				// TODO: leaving r.getLastLog() in the wrong
-				// state if there was a truncation above
+				// locknode fork: lastLog again what the store holds
+				// (a suffix may have been cleared above), and the
+				// answer says so.
+				r.resyncLastLog()
+				resp.LastLog = r.getLastIndex()
 				return
 			}
 			if TraceOn {
