@@ -162,6 +162,12 @@ type Config struct {
 	// locknode_data_free_bytes and locknode_data_size_bytes are exported
 	// either way.
 	DataFreeWarn DiskSpace
+	// StorageFaults, nil by default, is a seam for tests: it fails
+	// operations on the raft log's segment files (LogStoreWAL) as a full
+	// or failing disk would, beneath every wrapper of the log store, so
+	// the node meets the errors as it would meet the disk's
+	// (testcluster's disk nemesis).
+	StorageFaults StorageFaults
 
 	// TickInterval, default 100ms: the leader checks at least this often
 	// whether a lease, wait, session or key fell due and proposes a Tick

@@ -203,7 +203,7 @@ func (n *Node) openTransport() error {
 // returns its snapshot store, all in cfg.DataDir.
 func (n *Node) openStorage() (raft.SnapshotStore, error) {
 	cfg := n.cfg
-	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, n.log)
+	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, cfg.StorageFaults, n.log)
 	if err != nil {
 		return nil, err
 	}
