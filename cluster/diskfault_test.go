@@ -1,0 +1,315 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/api"
+)
+
+// logBuffer is an hclog sink tests read (safe for concurrent writes).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func bufLogger(b *logBuffer) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: b})
+}
+
+// smallSegments makes wal segments rotate every few entries.
+func smallSegments(t *testing.T) {
+	old := walSegmentSize
+	walSegmentSize = 16 << 10
+	t.Cleanup(func() { walSegmentSize = old })
+}
+
+// storeEntries appends entries from..to (inclusive), one batch each,
+// with 200-byte payloads.
+func storeEntries(t *testing.T, logs raft.LogStore, from, to uint64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if err := logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, 200)}}); err != nil {
+			t.Fatalf("store %d: %v", i, err)
+		}
+	}
+}
+
+// segmentFiles returns the wal's segment files in order.
+func segmentFiles(t *testing.T, dataDir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, walDir, "*.wal"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no segments: %v", err)
+	}
+	slices.Sort(files)
+	return files
+}
+
+// writtenEnd returns the offset after the last non-zero byte of path.
+func writtenEnd(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := len(b)
+	for end > 0 && b[end-1] == 0 {
+		end--
+	}
+	return int64(end)
+}
+
+// overwrite writes n random bytes into path at off.
+func overwrite(t *testing.T, path string, off int64, n int) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	junk := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range junk {
+		junk[i] = byte(r.IntN(255) + 1)
+	}
+	if _, err := f.WriteAt(junk, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// 3000 bytes overwritten near the end of the last segment: the node
+// opens shorter, and says so at ERROR with the range it cut.
+func TestWALCorruptTailIsReported(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeEntries(t, s.logs, 1, 100)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, dir)
+	last := files[len(files)-1]
+	end := writtenEnd(t, last)
+	overwrite(t, last, end-4000, 3000)
+
+	var logs logBuffer
+	s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+	if err != nil {
+		t.Fatalf("open after a corrupt tail: %v", err)
+	}
+	defer s.Close()
+	got, _ := s.logs.LastIndex()
+	if got >= 100 {
+		t.Fatalf("last index %d after overwriting the tail; the test did not damage it", got)
+	}
+	out := logs.String()
+	m := regexp.MustCompile(`\[ERROR\] corrupt raft log tail.*cut_from=(\d+) cut_to=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no ERROR naming the corrupt tail and its range; log:\n%s", out)
+	}
+	if from, _ := strconv.ParseUint(m[1], 10, 64); from != got+1 {
+		t.Errorf("cut_from=%s, want %d (the WAL's last index + 1)", m[1], got+1)
+	}
+	if m[2] != "100" {
+		t.Errorf("cut_to=%s, want 100 (the last entry the segment held)", m[2])
+	}
+}
+
+// A segment before the tail damaged: the node refuses to start and says
+// how to recover.
+func TestWALCorruptMiddleSegmentRefusesStart(t *testing.T) {
+	smallSegments(t)
+	dir := t.TempDir()
+	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeEntries(t, s.logs, 1, 300)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := segmentFiles(t, dir)
+	if len(files) < 3 {
+		t.Fatalf("%d segments; want at least 3", len(files))
+	}
+	overwrite(t, files[1], writtenEnd(t, files[1])/2, 3000)
+
+	_, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	if !errors.Is(err, ErrCorruptLog) {
+		t.Fatalf("open = %v, want ErrCorruptLog", err)
+	}
+	for _, want := range []string{filepath.Base(files[1]), "remove its data directory", "rejoin", "snapshot restore"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// Start refuses too (the same check, through NewNode).
+	cfg := DefaultConfig()
+	cfg.ID, cfg.DataDir, cfg.Bootstrap = "n1", dir, true
+	if n, err := Start(t.Context(), cfg); !errors.Is(err, ErrCorruptLog) {
+		if n != nil {
+			n.Kill()
+		}
+		t.Fatalf("Start = %v, want ErrCorruptLog", err)
+	}
+}
+
+// A segment rotation that fails (no room for the new segment) leaves
+// the wal refusing appends only until a segment can be created again.
+func TestWALHealsAfterFailedRotation(t *testing.T) {
+	smallSegments(t)
+	var full atomic.Bool
+	faults := func(op StorageOp, _ int) (int, error) {
+		if full.Load() && op == StorageCreate {
+			return 0, syscall.ENOSPC
+		}
+		return 0, nil
+	}
+	dir := t.TempDir()
+	s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	storeEntries(t, s.logs, 1, 10)
+	full.Store(true)
+	var failedAt uint64
+	for i := uint64(11); i < 400 && failedAt == 0; i++ {
+		if err := s.logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Data: make([]byte, 200)}}); err != nil {
+			failedAt = i
+		}
+	}
+	if failedAt == 0 {
+		t.Fatal("no append failed with segment creation failing")
+	}
+	// Still full: appends keep failing, reads work.
+	if err := s.logs.StoreLogs([]*raft.Log{{Index: failedAt, Term: 1}}); err == nil {
+		t.Fatal("append succeeded while no segment can be created")
+	}
+	var l raft.Log
+	if err := s.logs.GetLog(failedAt-1, &l); err != nil {
+		t.Fatalf("read while full: %v", err)
+	}
+	// Space freed: the next append succeeds, and the log reopens whole.
+	full.Store(false)
+	storeEntries(t, s.logs, failedAt, failedAt+50)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := s.logs.LastIndex(); last != failedAt+50 {
+		t.Fatalf("last index after reopen %d, want %d", last, failedAt+50)
+	}
+	for i := uint64(1); i <= failedAt+50; i++ {
+		if err := s.logs.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+}
+
+// A follower whose disk is full (every log write fails with ENOSPC)
+// falls behind while the other two commit; once space is back it
+// catches up from where it stopped, without a restart, a snapshot, or
+// losing an acknowledged operation; the leader retries from where the
+// follower stopped instead of walking back one entry per failed write
+// (upstream raft), a walk that ends in a snapshot the full disk cannot
+// take either.
+func TestFollowerHealsAfterDiskFull(t *testing.T) {
+	var full atomic.Bool
+	var victimID atomic.Value
+	victimID.Store("")
+	var logs logBuffer
+	tc := newTestCluster(t, 3, func(c *Config) {
+		id := c.ID
+		c.StorageFaults = func(op StorageOp, _ int) (int, error) {
+			if full.Load() && victimID.Load() == id && op != StorageCreate {
+				return 0, syscall.ENOSPC
+			}
+			return 0, nil
+		}
+		c.Logger = hclog.New(&hclog.LoggerOptions{Name: id, Level: hclog.Warn, Output: &logs})
+	})
+	ctx := ctxT(t, 60*time.Second)
+	l := tc.leader(10 * time.Second)
+	victim := tc.follower()
+	victimID.Store(victim.ID())
+	fences := map[string]uint64{}
+	acquire := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			key := fmt.Sprintf("k%d", i)
+			g, err := l.TryAcquire(ctx, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 600000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fences[key] = g.Fence
+		}
+	}
+	acquire(0, 20)
+	tc.eventually(10*time.Second, "the follower applied", func() bool { return victim.AppliedIndex() >= l.AppliedIndex() })
+	full.Store(true)
+	stuck := victim.AppliedIndex()
+	acquire(20, 100)
+	const failures = 8
+	tc.eventually(20*time.Second, "the leader retried the full follower", func() bool {
+		return strings.Count(logs.String(), "failed to append to logs") >= failures
+	})
+	if got := victim.AppliedIndex(); got > stuck+1 {
+		t.Fatalf("the full follower applied %d entries past %d", got-stuck, stuck)
+	}
+	full.Store(false)
+	want := l.AppliedIndex()
+	tc.eventually(30*time.Second, "the follower caught up", func() bool { return victim.AppliedIndex() >= want })
+	if s := victim.Raft().Stats()["last_snapshot_index"]; s != "0" {
+		t.Errorf("the follower installed a snapshot (last_snapshot_index %s); it had every entry before its disk filled", s)
+	}
+	// The leader retried from where the follower stopped: its next
+	// index for it did not move back with each failed write.
+	nexts := map[string]bool{}
+	for _, m := range regexp.MustCompile(`appendEntries rejected, sending older logs: peer=.* next=(\d+)`).FindAllStringSubmatch(logs.String(), -1) {
+		nexts[m[1]] = true
+	}
+	if len(nexts) > 2 {
+		t.Errorf("the leader moved its next index for the full follower %d times: %v", len(nexts), nexts)
+	}
+	for key, fence := range fences {
+		info, err := victim.Inspect(ctx, key, api.ReadOptions{Stale: true})
+		if err != nil || len(info.Holders) != 1 || info.Holders[0].Fence != fence || info.Holders[0].Owner != "o" {
+			t.Fatalf("%s on the healed follower: %+v, %v; want owner o fence %d", key, info, err, fence)
+		}
+	}
+}
