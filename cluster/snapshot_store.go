@@ -129,7 +129,9 @@ type cleanSink struct {
 	name  string
 }
 
-func (c *cleanSink) Close() error { return c.end(c.SnapshotSink.Close(), "writing the snapshot failed") }
+func (c *cleanSink) Close() error {
+	return c.end(c.SnapshotSink.Close(), "writing the snapshot failed")
+}
 
 func (c *cleanSink) Cancel() error {
 	return c.end(c.SnapshotSink.Cancel(), "the snapshot was cancelled")
