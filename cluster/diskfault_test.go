@@ -313,3 +313,82 @@ func TestFollowerHealsAfterDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// A write torn by a crash (half a batch on disk, never acknowledged) is
+// cut and reported as torn; a batch that failed its fsync and was then
+// written again shorter leaves stale bytes past the end that are not
+// reported at all.
+func TestWALTornTail(t *testing.T) {
+	var mode atomic.Int32 // 1: tear the next write; 2: fail the next fsync
+	faults := func(op StorageOp, size int) (int, error) {
+		switch {
+		case op == StorageWrite && mode.Load() == 1:
+			mode.Store(0)
+			return size / 2, syscall.EIO
+		case op == StorageSync && mode.Load() == 2:
+			mode.Store(0)
+			return 0, syscall.EIO
+		}
+		return 0, nil
+	}
+	big := func(i uint64) []*raft.Log {
+		var b []*raft.Log
+		for j := range uint64(8) {
+			b = append(b, &raft.Log{Index: i + j, Term: 1, Data: bytes.Repeat([]byte{1}, 300)})
+		}
+		return b
+	}
+
+	t.Run("torn", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeEntries(t, s.logs, 1, 20)
+		mode.Store(1)
+		if err := s.logs.StoreLogs(big(21)); err == nil {
+			t.Fatal("a torn write succeeded")
+		}
+		_ = s.Close() // the crash: what is on disk stays
+		var logs logBuffer
+		s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if last, _ := s.logs.LastIndex(); last != 20 {
+			t.Fatalf("last index %d, want 20", last)
+		}
+		if !regexp.MustCompile(`\[ERROR\] torn raft log tail.*cut_from=21 cut_to=2[1-8] `).MatchString(logs.String()) {
+			t.Fatalf("no ERROR naming the torn tail and its range; log:\n%s", logs.String())
+		}
+	})
+
+	t.Run("rewritten", func(t *testing.T) {
+		dir := t.TempDir()
+		s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeEntries(t, s.logs, 1, 20)
+		mode.Store(2)
+		if err := s.logs.StoreLogs(big(21)); err == nil {
+			t.Fatal("a write whose fsync failed succeeded")
+		}
+		storeEntries(t, s.logs, 21, 22) // shorter: the failed batch's end stays on disk
+		_ = s.Close()
+		var logs logBuffer
+		s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if last, _ := s.logs.LastIndex(); last != 22 {
+			t.Fatalf("last index %d, want 22", last)
+		}
+		if strings.Contains(logs.String(), "[ERROR]") {
+			t.Fatalf("an ERROR for the bytes a failed batch left past the end:\n%s", logs.String())
+		}
+	})
+}

@@ -184,10 +184,14 @@ func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 	return sc, nil
 }
 
-// entriesBeyond looks for entry frames after the damage at off: at each
-// 8-byte aligned offset, a frame header of an entry whose payload
-// decodes as a raft log entry with an index in (after, after+1<<24]. It
-// returns the highest such index, or 0.
+// entriesBeyond looks for whole batches written after the damage at
+// off: a batch starts after a commit frame, so at each offset after a
+// commit frame header it reads entry frames up to the next commit frame
+// and keeps the batch if its CRC matches. It returns the highest entry
+// index in such a batch above after, or 0. Bytes left past the end by a
+// batch that was written again shorter after a failed write are not a
+// whole batch (it started before the damage), so only damage followed by
+// batches the segment really held counts.
 func entriesBeyond(f *os.File, off int64, after uint64) (uint64, error) {
 	fi, err := f.Stat()
 	if err != nil {
@@ -200,26 +204,60 @@ func entriesBeyond(f *os.File, off int64, after uint64) (uint64, error) {
 	if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
-	var codec wal.BinaryCodec
+	isCommit := func(h []byte) bool {
+		return h[0] == walFrameCommit && h[1] == 0 && h[2] == 0 && h[3] == 0
+	}
 	var best uint64
-	for i := 0; i+walFrameHeaderLen <= len(rest); i += walFrameHeaderLen {
-		h := rest[i : i+walFrameHeaderLen]
-		if h[0] != walFrameEntry || h[1] != 0 || h[2] != 0 || h[3] != 0 {
+	for start := walFrameHeaderLen; start+walFrameHeaderLen <= len(rest); start += walFrameHeaderLen {
+		if !isCommit(rest[start-walFrameHeaderLen : start]) {
 			continue
 		}
-		n := int(binary.LittleEndian.Uint32(h[4:8]))
-		if n == 0 || i+walFrameHeaderLen+n > len(rest) {
-			continue
-		}
-		var l raft.Log
-		if codec.Decode(rest[i+walFrameHeaderLen:i+walFrameHeaderLen+n], &l) != nil {
-			continue
-		}
-		if l.Index > after && l.Index <= after+1<<24 && l.Index > best {
-			best = l.Index
+		if idx := verifiedBatch(rest[start:]); idx > after && idx > best {
+			best = idx
 		}
 	}
 	return best, nil
+}
+
+// verifiedBatch reads one batch from the start of b: entry (and index)
+// frames, then a commit frame whose CRC covers them. It returns the
+// highest entry index in it, or 0 if b does not start with a whole batch.
+func verifiedBatch(b []byte) uint64 {
+	var codec wal.BinaryCodec
+	var crc uint32
+	var last uint64
+	for pos := 0; pos+walFrameHeaderLen <= len(b); {
+		h := b[pos : pos+walFrameHeaderLen]
+		if h[1] != 0 || h[2] != 0 || h[3] != 0 {
+			return 0
+		}
+		v := binary.LittleEndian.Uint32(h[4:8])
+		switch h[0] {
+		case walFrameCommit:
+			if v != crc || last == 0 {
+				return 0
+			}
+			return last
+		case walFrameEntry, walFrameIndex:
+			n := int(v)
+			padded := n + (walFrameHeaderLen-n%walFrameHeaderLen)&(walFrameHeaderLen-1)
+			if v > walMaxEntrySize || pos+walFrameHeaderLen+padded > len(b) {
+				return 0
+			}
+			if h[0] == walFrameEntry {
+				var l raft.Log
+				if codec.Decode(b[pos+walFrameHeaderLen:pos+walFrameHeaderLen+n], &l) != nil {
+					return 0
+				}
+				last = l.Index
+			}
+			crc = crc32.Update(crc, castagnoli, b[pos:pos+walFrameHeaderLen+padded])
+			pos += walFrameHeaderLen + padded
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // tailCut is what checkWAL found in the tail segment, to report once the
