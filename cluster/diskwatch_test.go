@@ -12,7 +12,9 @@ func TestDiskWatchWarnsUnderTheWatermark(t *testing.T) {
 	free := uint64(900)
 	w := &diskWatch{dir: "/data", watermark: DiskSpace{Percent: 5}, log: bufLogger(&logs),
 		space: func(string) (uint64, uint64, error) { return free, 10000, nil }}
-	warns := func() int { return strings.Count(logs.String(), "[WARN]  the data directory's filesystem is nearly full") }
+	warns := func() int {
+		return strings.Count(logs.String(), "[WARN]  the data directory's filesystem is nearly full")
+	}
 	t0 := time.Unix(1000, 0)
 	w.check(t0) // 9% free: above 5%
 	if warns() != 0 {
