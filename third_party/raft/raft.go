@@ -1298,11 +1298,16 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 
 	// Write the log entry locally
 	err := r.logs.StoreLogs(logs)
+	if err != nil {
+		// The batch is not ours: never claim it in a vote. Rolled back
+		// before the batch leaves r.unstored, so a replicator that
+		// misses it there finds it past the last index
+		// (errBatchRolledBack), never a log hole to send a snapshot for.
+		r.setLastLog(prevIndex, prevTerm)
+	}
 	r.unstored.clear()
 	if err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
-		// The batch is not ours: never claim it in a vote.
-		r.setLastLog(prevIndex, prevTerm)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}
