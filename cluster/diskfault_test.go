@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
 )
 
 // logBuffer is an hclog sink tests read (safe for concurrent writes).
@@ -391,4 +392,133 @@ func TestWALTornTail(t *testing.T) {
 			t.Fatalf("an ERROR for the bytes a failed batch left past the end:\n%s", logs.String())
 		}
 	})
+}
+
+// The reported case on a real full disk (a small tmpfs): a follower far
+// behind is sent a snapshot it has no room for. The failed installs
+// leave no partial snapshot behind; once space is freed the follower
+// installs it and catches up, without a restart.
+func TestFollowerInstallsSnapshotOnceSpaceIsFreed(t *testing.T) {
+	smallSegments(t)
+	disk := smallDisk(t, "24m")
+	var logs logBuffer
+	tc := newTestCluster(t, 3, func(c *Config) {
+		c.TrailingLogs = 2
+		if c.ID == "n3" {
+			c.DataDir = filepath.Join(disk, "n3")
+			c.Logger = hclog.New(&hclog.LoggerOptions{Name: c.ID, Level: hclog.Warn, Output: &logs})
+		}
+	})
+	ctx := ctxT(t, 90*time.Second)
+	l := tc.leader(10 * time.Second)
+	victim := 2
+	if tc.nodes[victim] == l {
+		// Move leadership off n3, the node with the small disk.
+		if err := l.Raft().LeadershipTransfer().Error(); err != nil {
+			t.Fatal(err)
+		}
+		l = tc.leader(10 * time.Second)
+	}
+	tc.kill(victim)
+	// About 4 MiB of state: 400 keys of 10 KiB values.
+	value := strings.Repeat("v", 10<<10)
+	for i := range 400 {
+		if _, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), fmt.Appendf(nil, "big%d", i), []byte(value)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, nd := range tc.nodes {
+		if nd != nil {
+			tc.eventually(10*time.Second, "applied", func() bool { return nd.AppliedIndex() >= l.AppliedIndex() })
+			if err := nd.Raft().Snapshot().Error(); err != nil {
+				t.Fatalf("snapshot on %s: %v", nd.ID(), err)
+			}
+		}
+	}
+	// Fill the small disk, leaving room for the log but not the snapshot.
+	free, _, err := diskSpace(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(disk, "filler")
+	if err := os.WriteFile(filler, make([]byte, free-1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := tc.restart(victim)
+	defer func() {
+		if t.Failed() {
+			t.Logf("n3 log:\n%s", logs.String())
+		}
+	}()
+	tc.eventually(30*time.Second, "a failed install", func() bool {
+		return strings.Count(logs.String(), "removed a partial snapshot") >= 2
+	})
+	if p := partials(t, tc.cfgs[victim].DataDir); len(p) > 1 {
+		t.Fatalf("partial snapshots pile up: %v", p)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	want := l.AppliedIndex()
+	tc.eventually(60*time.Second, "the follower caught up", func() bool { return n.AppliedIndex() >= want })
+	if s := n.Raft().Stats()["last_snapshot_index"]; s == "0" {
+		t.Fatalf("caught up without a snapshot")
+	}
+	for i := range 400 {
+		info, err := n.Inspect(ctx, fmt.Sprintf("big%d", i), api.ReadOptions{Stale: true})
+		if err != nil || info.Kind != "string" {
+			t.Fatalf("big%d on the follower: %+v, %v", i, info, err)
+		}
+	}
+	if p := partials(t, tc.cfgs[victim].DataDir); len(p) != 0 {
+		t.Fatalf("partial snapshots left: %v", p)
+	}
+}
+
+// A leader whose disk fills steps down; another node leads and the
+// cluster serves; once space is back the old leader catches up.
+func TestLeaderStepsDownOnDiskFull(t *testing.T) {
+	var fullID atomic.Value
+	fullID.Store("")
+	tc := newTestCluster(t, 3, func(c *Config) {
+		id := c.ID
+		c.StorageFaults = func(StorageOp, int) (int, error) {
+			if fullID.Load() == id {
+				return 0, syscall.ENOSPC
+			}
+			return 0, nil
+		}
+	})
+	ctx := ctxT(t, 60*time.Second)
+	old := tc.leader(10 * time.Second)
+	if _, err := old.TryAcquire(ctx, api.AcquireRequest{Key: "before", Owner: "o", TTLMs: 600000}); err != nil {
+		t.Fatal(err)
+	}
+	fullID.Store(old.ID())
+	// The write that meets the full disk fails (its outcome unknown to
+	// the client); the leader steps down.
+	_, _ = old.TryAcquire(ctx, api.AcquireRequest{Key: "during", Owner: "o", TTLMs: 600000})
+	tc.eventually(20*time.Second, "another leader", func() bool {
+		for _, n := range tc.nodes {
+			if n != old && n.IsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	l := tc.leader(20 * time.Second)
+	if l == old {
+		t.Fatal("the node with the full disk leads")
+	}
+	g, err := l.TryAcquire(ctx, api.AcquireRequest{Key: "after", Owner: "o", TTLMs: 600000})
+	if err != nil {
+		t.Fatalf("the cluster does not serve with one full disk: %v", err)
+	}
+	fullID.Store("")
+	want := l.AppliedIndex()
+	tc.eventually(30*time.Second, "the old leader caught up", func() bool { return old.AppliedIndex() >= want })
+	info, err := old.Inspect(ctx, "after", api.ReadOptions{Stale: true})
+	if err != nil || len(info.Holders) != 1 || info.Holders[0].Fence != g.Fence {
+		t.Fatalf("after on the old leader: %+v, %v; want fence %d", info, err, g.Fence)
+	}
 }
