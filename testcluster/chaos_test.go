@@ -38,17 +38,24 @@ func envInt(t *testing.T, name string, def uint64) uint64 {
 // shorter than 30s takes no snapshot at all).
 func TestChaos(t *testing.T) {
 	list, dur := chaosSeeds(t, 3, 4*time.Second)
+	opts := chaosOptions(t)
+	for _, seed := range list {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runChaos(t, seed, dur, opts)
+		})
+	}
+}
+
+// chaosOptions are the cluster options of a chaos test: with
+// LOCKNODE_CHAOS_SNAPSHOTS=n, snapshots every n entries (see TestChaos).
+func chaosOptions(t *testing.T) Options {
 	var opts Options
 	if snaps := envInt(t, "LOCKNODE_CHAOS_SNAPSHOTS", 0); snaps > 0 {
 		opts.Config = func(_ int, c *cluster.Config) {
 			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = snaps, snaps, 200*time.Millisecond
 		}
 	}
-	for _, seed := range list {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runChaos(t, seed, dur, opts)
-		})
-	}
+	return opts
 }
 
 // chaosSeeds are the seeds and the schedule length of a chaos test:
@@ -84,7 +91,7 @@ func TestChaosDisk(t *testing.T) {
 	list, dur := chaosSeeds(t, 1, 4*time.Second)
 	for _, seed := range list {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			c := runChaos(t, seed, dur, Options{}, FaultDiskFull, FaultDiskError, FaultTornCrash)
+			c := runChaos(t, seed, dur, chaosOptions(t), FaultDiskFull, FaultDiskError, FaultTornCrash)
 			if c.DiskFaults() == 0 {
 				t.Error("the disk nemesis failed no operation")
 			}
