@@ -19,6 +19,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
@@ -520,5 +523,87 @@ func TestLeaderStepsDownOnDiskFull(t *testing.T) {
 	info, err := old.Inspect(ctx, "after", api.ReadOptions{Stale: true})
 	if err != nil || len(info.Holders) != 1 || info.Holders[0].Fence != g.Fence {
 		t.Fatalf("after on the old leader: %+v, %v; want fence %d", info, err, g.Fence)
+	}
+}
+
+// A segment sealed whose rotation was never recorded in the meta store
+// (the append that filled it succeeded, committing the rotation failed,
+// then the node stopped): raft-wal would open it as a sealed tail and
+// refuse every append, at every restart. The check records the rotation.
+func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
+	smallSegments(t)
+	dir := t.TempDir()
+	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	walPath := filepath.Join(dir, walDir)
+	segments := func() int {
+		st, err := s.wal.db.Load(walPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.Segments)
+	}
+	// Append until a rotation is recorded, leaving an empty new tail.
+	var last uint64
+	for i := uint64(1); segments() < 2; i++ {
+		if i > 1000 {
+			t.Fatal("no rotation")
+		}
+		storeEntries(t, s.logs, i, i)
+		last = i
+		if st, _ := s.wal.db.Load(walPath); len(st.Segments) == 1 {
+			sc, err := scanSegment(filepath.Join(walPath, segment.FileName(st.Segments[0])), st.Segments[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sc.sealed {
+				deadline := time.Now().Add(10 * time.Second)
+				for segments() < 2 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond) // the rotation runs in raft-wal's goroutine
+				}
+			}
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Undo the rotation's record, as if its commit had failed.
+	db := &metadb.BoltMetaDB{}
+	st, err := db.Load(walPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Segments) != 2 {
+		t.Fatalf("%d segments", len(st.Segments))
+	}
+	if err := os.Remove(filepath.Join(walPath, segment.FileName(st.Segments[1]))); err != nil {
+		t.Fatal(err)
+	}
+	tail := st.Segments[0]
+	tail.SealTime, tail.MaxIndex, tail.IndexStart = time.Time{}, 0, 0
+	st.Segments = []types.SegmentInfo{tail}
+	st.NextSegmentID--
+	if err := db.CommitState(st); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	var logs logBuffer
+	s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !strings.Contains(logs.String(), "rotation not recorded") {
+		t.Errorf("no WARN about the unrecorded rotation; log:\n%s", logs.String())
+	}
+	storeEntries(t, s.logs, last+1, last+5)
+	var l raft.Log
+	for i := uint64(1); i <= last+5; i++ {
+		if err := s.logs.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
 	}
 }

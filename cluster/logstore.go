@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -261,6 +263,8 @@ type walLog struct {
 	dir    string    // the WAL's directory
 	vfs    types.VFS // its file system (faultVFS in tests)
 	log    hclog.Logger
+	// lastProbeLog rate-limits reopenSealed's error (UnixNano).
+	lastProbeLog atomic.Int64
 }
 
 // IsMonotonic hides the WAL's raft.MonotonicLogStore (see walLog).
@@ -285,64 +289,72 @@ func (l *walLog) GetLog(index uint64, log *raft.Log) error {
 }
 
 func (l *walLog) DeleteRange(min, max uint64) error {
-	err := l.deleteRange(min, max)
-	if errors.Is(err, wal.ErrSealed) && l.reopenSealed() {
-		err = l.deleteRange(min, max)
+	w, err := l.deleteRange(min, max)
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
+		_, err = l.deleteRange(min, max)
 	}
 	return err
 }
 
-func (l *walLog) deleteRange(min, max uint64) error {
+func (l *walLog) deleteRange(min, max uint64) (*wal.WAL, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.w.DeleteRange(min, max)
+	return l.w, l.w.DeleteRange(min, max)
 }
 
 func (l *walLog) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 
 func (l *walLog) StoreLogs(logs []*raft.Log) error {
-	err := l.storeLogs(logs)
-	if errors.Is(err, wal.ErrSealed) && l.reopenSealed() {
-		err = l.storeLogs(logs)
+	w, err := l.storeLogs(logs)
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
+		_, err = l.storeLogs(logs)
 	}
 	return err
 }
 
-func (l *walLog) storeLogs(logs []*raft.Log) error {
+// storeLogs appends to the current WAL, which it returns.
+func (l *walLog) storeLogs(logs []*raft.Log) (*wal.WAL, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	w := l.w
 	if len(logs) > 0 {
 		last, err := w.LastIndex()
 		if err != nil {
-			return err
+			return w, err
 		}
 		if last > 0 && logs[0].Index > last+1 {
 			first, err := w.FirstIndex()
 			if err != nil {
-				return err
+				return w, err
 			}
 			if err := w.DeleteRange(first, last); err != nil {
-				return fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
+				return w, fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
 			}
 		}
 	}
-	return w.StoreLogs(logs)
+	return w, w.StoreLogs(logs)
 }
 
-// reopenSealed closes and reopens the WAL after ErrSealed (see walLog)
-// and reports whether the caller may retry. It reopens only when a
-// segment file can be created (probe): a closed WAL must not be seen by
-// raft (a follower's apply panics on a log read error), and opening
-// fails when it cannot. Until then the append fails and raft retries it.
-func (l *walLog) reopenSealed() bool {
+// reopenSealed closes and reopens the WAL after sealed, the WAL in use,
+// refused a write with ErrSealed (see walLog), and reports whether the
+// caller may retry. It reopens only when a segment file can be created
+// (probe): a closed WAL must not be seen by raft (a follower's apply
+// panics on a log read error), and opening fails when it cannot. Until
+// then the append fails and raft retries it.
+func (l *walLog) reopenSealed(sealed *wal.WAL) bool {
 	if err := l.probe(); err != nil {
-		l.log.Error("the wal's last segment is full and a new one cannot be created: appends fail until it can (is the disk full?)",
-			"error", err)
+		if now := time.Now().UnixNano(); now-l.lastProbeLog.Load() >= int64(10*time.Second) {
+			l.lastProbeLog.Store(now)
+			l.log.Error("the wal's last segment is full and a new one cannot be created: appends fail until it can (is the disk full?)",
+				"error", err)
+		}
 		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.w != sealed {
+		return true // reopened meanwhile by another caller
+	}
 	if err := l.w.Close(); err != nil {
 		l.log.Warn("closing the wal to reopen it", "error", err)
 	}
@@ -357,7 +369,9 @@ func (l *walLog) reopenSealed() bool {
 		}
 		_ = db.Close()
 	}
-	// Nothing left to serve reads from: this node cannot go on.
+	// The old WAL is closed and no new one opens (the probe succeeded a
+	// moment ago): nothing is left to serve raft's reads, which it
+	// cannot do without.
 	panic(fmt.Sprintf("cluster: reopening the wal after a failed segment rotation: %v", err))
 }
 

@@ -81,9 +81,8 @@ type segmentScan struct {
 	beyond      uint64 // highest entry index found in frames after damage (0: none)
 }
 
-// scanSegment reads the segment at path. want bounds the indexes
-// accepted when looking past damage: entries after base+entries and at
-// most 1<<24 beyond it.
+// scanSegment reads the segment at path, whose first entry is
+// info.BaseIndex.
 func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 	sc := segmentScan{damage: -1}
 	f, err := os.Open(path)
