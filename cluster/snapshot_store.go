@@ -31,6 +31,10 @@ import (
 // snapshotsDir is raft's FileSnapshotStore directory inside DataDir.
 const snapshotsDir = "snapshots"
 
+// fsmSnapshotPattern names the FSM's snapshot files in DataDir
+// (fileSnapshot).
+const fsmSnapshotPattern = ".fsm-snapshot-*.tmp"
+
 // partialSuffix is what raft's FileSnapshotStore appends to the directory
 // of a snapshot being written.
 const partialSuffix = ".tmp"
@@ -60,6 +64,20 @@ func newCleanSnapshotStore(dataDir string, retain int, logger hclog.Logger) (*cl
 		live:              map[string]bool{},
 	}
 	s.removePartial("left by an earlier run")
+	// The FSM's snapshot files (fileSnapshot) are unlinked as soon as
+	// they are made; where the OS cannot unlink an open file, a crash
+	// leaves them in the data directory.
+	if stale, err := filepath.Glob(filepath.Join(dataDir, fsmSnapshotPattern)); err == nil {
+		for _, path := range stale {
+			size := int64(0)
+			if fi, err := os.Stat(path); err == nil {
+				size = fi.Size()
+			}
+			if err := os.Remove(path); err == nil {
+				logger.Warn("removed a partial snapshot", "path", path, "bytes", size, "why", "left by an earlier run")
+			}
+		}
+	}
 	return s, nil
 }
 

@@ -51,6 +51,10 @@ func TestPartialSnapshotsRemovedAtOpen(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(part, "state.bin"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fsmTmp := filepath.Join(dir, ".fsm-snapshot-123.tmp")
+	if err := os.WriteFile(fsmTmp, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var logs logBuffer
 	s, err := newCleanSnapshotStore(dir, 2, bufLogger(&logs))
 	if err != nil {
@@ -58,6 +62,9 @@ func TestPartialSnapshotsRemovedAtOpen(t *testing.T) {
 	}
 	if p := partials(t, dir); len(p) != 0 {
 		t.Fatalf("partial snapshots left at open: %v", p)
+	}
+	if _, err := os.Stat(fsmTmp); !os.IsNotExist(err) {
+		t.Fatalf("the FSM's snapshot file left at open: %v", err)
 	}
 	if !strings.Contains(logs.String(), "removed a partial snapshot") || !strings.Contains(logs.String(), "bytes=1048576") {
 		t.Errorf("no WARN naming the removed partial snapshot and its size; log:\n%s", logs.String())
