@@ -32,18 +32,27 @@ func (r *Raft) resyncLastLog() {
 // conflictHint returns the LastLog a follower answers when the entry it
 // holds at prev has term, not the leader's: the index before the first
 // entry of that term in its log (terms never decrease along a log, so a
-// binary search finds it). The leader's next AppendEntries then starts
-// there, skipping the whole run of that term in one round trip instead
-// of one entry per round trip; if that is before the leader's first
-// entry, the leader sends a snapshot. Starting too early is safe (the
-// follower skips entries it already has); on a read error the answer is
-// prev-1, which moves the leader back one entry as upstream does.
+// binary search finds it), but never below what is known to match the
+// leader's log (the commit index, the last snapshot): entries up to there
+// are committed, and one of them is where the leader's next AppendEntries
+// is checked, so the follower must be able to read it (or it is the
+// snapshot's last entry, whose term the follower knows). The leader's
+// next AppendEntries then starts there, skipping the whole run of that
+// term in one round trip instead of one entry per round trip. Starting
+// too early is safe (the follower skips entries it already has); on a read
+// error the answer is prev-1, which moves the leader back one entry as
+// upstream does.
 func (r *Raft) conflictHint(prev, term uint64) uint64 {
 	first, err := r.logs.FirstIndex()
-	if err != nil || first == 0 || first > prev {
+	if err != nil || first == 0 {
 		return prev - 1
 	}
-	lo, hi := first, prev // the first entry of term is in [lo, hi]
+	snapIdx, _ := r.getLastSnapshot()
+	known := max(r.getCommitIndex(), snapIdx)
+	lo, hi := max(first, known+1), prev // the first entry of term is in [lo, hi]
+	if lo > hi {
+		return prev - 1
+	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		var l Log

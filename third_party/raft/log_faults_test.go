@@ -34,6 +34,20 @@ func TestConflictHint_SkipsTheWholeTerm(t *testing.T) {
 			t.Errorf("conflictHint(%d, term %d) = %d, want %d", c.prev, c.term, got, c.want)
 		}
 	}
+	// Never below what is known to match: the commit index, the last
+	// snapshot (the log's start may be gone with it).
+	r.setCommitIndex(520)
+	if got := r.conflictHint(1000, 4); got != 520 {
+		t.Errorf("with commit index 520: conflictHint(1000, term 4) = %d, want 520", got)
+	}
+	r.setCommitIndex(0)
+	r.setLastSnapshot(300, 3)
+	if got := r.conflictHint(499, 3); got != 300 {
+		t.Errorf("with a snapshot at 300: conflictHint(499, term 3) = %d, want 300", got)
+	}
+	if got := r.conflictHint(1000, 4); got != 499 {
+		t.Errorf("with a snapshot at 300: conflictHint(1000, term 4) = %d, want 499", got)
+	}
 }
 
 // failingStore fails StoreLogs and DeleteRange while fail is set.

@@ -1522,8 +1522,14 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		lastIdx, lastTerm := r.getLastEntry()
 
 		var prevLogTerm uint64
+		snapIdx, snapTerm := r.getLastSnapshot()
 		if a.PrevLogEntry == lastIdx {
 			prevLogTerm = lastTerm
+		} else if a.PrevLogEntry == snapIdx {
+			// locknode fork: the last entry a snapshot covers may be
+			// gone from the log (the log starts after it); its term is
+			// the snapshot's.
+			prevLogTerm = snapTerm
 		} else {
 			var prevLog Log
 			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err != nil {
