@@ -161,6 +161,20 @@ type Config struct {
 	FreeMemoryAfterSnapshot bool
 	// RaftIOTimeout, default 2s: I/O deadline of raft's network RPCs.
 	RaftIOTimeout time.Duration
+	// DataFreeWarn, default 5% of the filesystem: while the data
+	// directory's filesystem has less free space than this, the node
+	// logs a WARN (checked every 10s, repeated once a minute). A full
+	// disk stops the node's log appends and snapshots; the warning comes
+	// first. DiskSpace{Off: true} silences it; the metrics
+	// locknode_data_free_bytes and locknode_data_size_bytes are exported
+	// either way.
+	DataFreeWarn DiskSpace
+	// StorageFaults, nil by default, is a seam for tests: it fails
+	// operations on the raft log's segment files (LogStoreWAL) as a full
+	// or failing disk would, beneath every wrapper of the log store, so
+	// the node meets the errors as it would meet the disk's
+	// (testcluster's disk nemesis).
+	StorageFaults StorageFaults
 
 	// TickInterval, default 100ms: the leader checks at least this often
 	// whether a lease, wait, session or key fell due and proposes a Tick
@@ -273,6 +287,7 @@ func DefaultConfig() Config {
 		TrailingLogs:         10240,
 		SnapshotRetain:       2,
 		RaftIOTimeout:        2 * time.Second,
+		DataFreeWarn:         DiskSpace{Percent: 5},
 		TickInterval:         100 * time.Millisecond,
 		MinTickGap:           2 * time.Millisecond,
 		ClockSyncInterval:    time.Second,
@@ -342,6 +357,9 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotRetain == 0 {
 		c.SnapshotRetain = d.SnapshotRetain
 	}
+	if c.DataFreeWarn.IsZero() {
+		c.DataFreeWarn = d.DataFreeWarn
+	}
 	if c.Clock == nil {
 		c.Clock = d.Clock
 	}
@@ -379,6 +397,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
 		bad("SnapshotInterval is too low")
+	}
+	if err := c.DataFreeWarn.validate(); err != nil {
+		bad("DataFreeWarn: %v", err)
 	}
 	if c.SnapshotRetain < 1 {
 		bad("SnapshotRetain must be at least 1")

@@ -5,12 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 	"go.etcd.io/bbolt"
 )
 
@@ -88,8 +94,33 @@ type raftStorage struct {
 	kind   string                // LogStoreWAL or LogStoreBolt, as opened
 	logs   raft.LogStore         // what raft uses: the cached log
 	stable *raftboltdb.BoltStore // raft.db
-	wal    *wal.WAL              // nil with LogStoreBolt
-	walDB  *metadb.BoltMetaDB    // the WAL's meta store; nil with LogStoreBolt
+	wal    *walLog               // nil with LogStoreBolt
+	walDB  *metadb.BoltMetaDB    // the meta store of the WAL first opened; nil with LogStoreBolt
+	// walOpen opens the WAL (checkWAL first); nil with LogStoreBolt.
+	walOpen func() (*wal.WAL, *metadb.BoltMetaDB, error)
+}
+
+// openWAL checks the WAL in dir (checkWAL) and opens it on vfs,
+// reporting a cut tail. The meta store is returned even when opening fails, to be
+// closed.
+func openWAL(dir string, vfs types.VFS, logger hclog.Logger) (*wal.WAL, *metadb.BoltMetaDB, error) {
+	db := &metadb.BoltMetaDB{}
+	cut, err := checkWAL(dir, db, logger)
+	if err != nil {
+		return nil, db, err
+	}
+	w, err := wal.Open(dir, wal.WithMetaStore(db), wal.WithLogger(logger.Named("wal")),
+		wal.WithSegmentSize(walSegmentSize), wal.WithSegmentFiler(segment.NewFiler(dir, vfs)))
+	if err != nil {
+		return nil, db, fmt.Errorf("cluster: wal log store: %w", err)
+	}
+	last, err := w.LastIndex()
+	if err != nil {
+		_ = w.Close()
+		return nil, db, fmt.Errorf("cluster: wal log store: %w", err)
+	}
+	cut.report(last, logger)
+	return w, db, nil
 }
 
 // openRaftStorage opens (or creates) the raft log and stable store in
@@ -99,7 +130,10 @@ type raftStorage struct {
 //   - raft.db holds log entries (and there is no wal dir): LogStoreBolt,
 //     so a node upgraded from a release without raft-wal still finds
 //     every entry it acknowledged.
-func openRaftStorage(dataDir, want string, logger hclog.Logger) (_ *raftStorage, err error) {
+//
+// faults, nil but in tests, fails the WAL's file operations
+// (Config.StorageFaults).
+func openRaftStorage(dataDir, want string, faults StorageFaults, logger hclog.Logger) (_ *raftStorage, err error) {
 	s := &raftStorage{}
 	defer func() {
 		if err != nil {
@@ -130,14 +164,18 @@ func openRaftStorage(dataDir, want string, logger hclog.Logger) (_ *raftStorage,
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("cluster: wal dir: %w", err)
 		}
-		s.walDB = &metadb.BoltMetaDB{}
-		w, err := wal.Open(dir, wal.WithMetaStore(s.walDB), wal.WithLogger(logger.Named("wal")),
-			wal.WithSegmentSize(walSegmentSize))
-		if err != nil {
-			return nil, fmt.Errorf("cluster: wal log store: %w", err)
+		var vfs types.VFS = walfs.New()
+		if faults != nil {
+			vfs = faultVFS{VFS: vfs, faults: faults}
 		}
-		s.wal = w
-		logs = walLog{w}
+		s.walOpen = func() (*wal.WAL, *metadb.BoltMetaDB, error) { return openWAL(dir, vfs, logger) }
+		w, db, err := s.walOpen()
+		s.walDB = db
+		if err != nil {
+			return nil, err
+		}
+		s.wal = &walLog{w: w, db: db, reopen: s.walOpen, dir: dir, vfs: vfs, log: logger}
+		logs = s.wal
 	}
 	if s.logs, err = raft.NewLogCache(logCacheSize, logs); err != nil {
 		return nil, fmt.Errorf("cluster: log cache: %w", err)
@@ -179,8 +217,7 @@ func (s *raftStorage) Close() error {
 	var errs []error
 	if s.wal != nil {
 		errs = append(errs, s.wal.Close())
-	}
-	if s.walDB != nil {
+	} else if s.walDB != nil {
 		// After the WAL (whose Close waits for an append or rotation that
 		// uses the meta store, then closes it): a no-op then, needed
 		// when wal.Open failed.
@@ -209,28 +246,158 @@ func (s *raftStorage) Close() error {
 // after a snapshot installed on a follower that lagged behind it), which
 // raft-wal refuses; StoreLogs then empties the log first, since raft
 // leaves a gap only after a snapshot that covers everything before it.
-type walLog struct{ *wal.WAL }
+//
+// A failed append leaves raft-wal usable (the segment writer rolls its
+// state back and the next append writes at the same offset), except when
+// the append that filled a segment succeeded and the rotation to a new
+// one failed (creating or preallocating the file, or committing the meta
+// store, on a full disk): the sealed tail then refuses every append with
+// ErrSealed. StoreLogs then closes and reopens the WAL, which records the
+// rotation (checkWAL) and creates the new segment, so the node heals once
+// space is freed, without a restart.
+type walLog struct {
+	mu     sync.RWMutex // writers: a reopen; readers: every other call
+	w      *wal.WAL
+	db     *metadb.BoltMetaDB
+	reopen func() (*wal.WAL, *metadb.BoltMetaDB, error)
+	dir    string    // the WAL's directory
+	vfs    types.VFS // its file system (faultVFS in tests)
+	log    hclog.Logger
+	// lastProbeLog rate-limits reopenSealed's error (UnixNano).
+	lastProbeLog atomic.Int64
+}
 
 // IsMonotonic hides the WAL's raft.MonotonicLogStore (see walLog).
-func (walLog) IsMonotonic() bool { return false }
+func (*walLog) IsMonotonic() bool { return false }
 
-func (w walLog) StoreLog(l *raft.Log) error { return w.StoreLogs([]*raft.Log{l}) }
+func (l *walLog) FirstIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.FirstIndex()
+}
 
-func (w walLog) StoreLogs(logs []*raft.Log) error {
+func (l *walLog) LastIndex() (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.LastIndex()
+}
+
+func (l *walLog) GetLog(index uint64, log *raft.Log) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w.GetLog(index, log)
+}
+
+func (l *walLog) DeleteRange(min, max uint64) error {
+	w, err := l.deleteRange(min, max)
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
+		_, err = l.deleteRange(min, max)
+	}
+	return err
+}
+
+func (l *walLog) deleteRange(min, max uint64) (*wal.WAL, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.w, l.w.DeleteRange(min, max)
+}
+
+func (l *walLog) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
+
+func (l *walLog) StoreLogs(logs []*raft.Log) error {
+	w, err := l.storeLogs(logs)
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
+		_, err = l.storeLogs(logs)
+	}
+	return err
+}
+
+// storeLogs appends to the current WAL, which it returns.
+func (l *walLog) storeLogs(logs []*raft.Log) (*wal.WAL, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	w := l.w
 	if len(logs) > 0 {
 		last, err := w.LastIndex()
 		if err != nil {
-			return err
+			return w, err
 		}
 		if last > 0 && logs[0].Index > last+1 {
 			first, err := w.FirstIndex()
 			if err != nil {
-				return err
+				return w, err
 			}
 			if err := w.DeleteRange(first, last); err != nil {
-				return fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
+				return w, fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
 			}
 		}
 	}
-	return w.WAL.StoreLogs(logs)
+	return w, w.StoreLogs(logs)
+}
+
+// reopenSealed closes and reopens the WAL after sealed, the WAL in use,
+// refused a write with ErrSealed (see walLog), and reports whether the
+// caller may retry. It reopens only when a segment file can be created
+// (probe): a closed WAL must not be seen by raft (a follower's apply
+// panics on a log read error), and opening fails when it cannot. Until
+// then the append fails and raft retries it.
+func (l *walLog) reopenSealed(sealed *wal.WAL) bool {
+	if err := l.probe(); err != nil {
+		if now := time.Now().UnixNano(); now-l.lastProbeLog.Load() >= int64(10*time.Second) {
+			l.lastProbeLog.Store(now)
+			l.log.Error("the wal's last segment is full and a new one cannot be created: appends fail until it can (is the disk full?)",
+				"error", err)
+		}
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != sealed {
+		return true // reopened meanwhile by another caller
+	}
+	if err := l.w.Close(); err != nil {
+		l.log.Warn("closing the wal to reopen it", "error", err)
+	}
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		var w *wal.WAL
+		var db *metadb.BoltMetaDB
+		if w, db, err = l.reopen(); err == nil {
+			l.w, l.db = w, db
+			l.log.Info("reopened the wal after a failed segment rotation")
+			return true
+		}
+		_ = db.Close()
+	}
+	// The old WAL is closed and no new one opens (the probe succeeded a
+	// moment ago): nothing is left to serve raft's reads, which it
+	// cannot do without.
+	panic(fmt.Sprintf("cluster: reopening the wal after a failed segment rotation: %v", err))
+}
+
+// probeFile is the segment-sized file walLog.probe creates and removes
+// (raft-wal ignores files that are not named as segments).
+const probeFile = "rotate-probe.tmp"
+
+// probe creates a segment-sized file in the WAL's directory the way
+// raft-wal creates a segment, and removes it.
+func (l *walLog) probe() error {
+	_ = l.vfs.Delete(l.dir, probeFile) // left by a crash
+	f, err := l.vfs.Create(l.dir, probeFile, uint64(walSegmentSize))
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	return l.vfs.Delete(l.dir, probeFile)
+}
+
+// Close closes the WAL and its meta store.
+func (l *walLog) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := l.w.Close()
+	if dbErr := l.db.Close(); err == nil {
+		err = dbErr
+	}
+	return err
 }

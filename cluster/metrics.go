@@ -140,6 +140,8 @@ func newMetrics(n *Node) *metrics {
 			}
 			return float64(n.raft.CommitIndex())
 		}),
+		gauge("locknode_data_free_bytes", "Free bytes of the data directory's filesystem (-1: not measured on this platform).", n.dataFree),
+		gauge("locknode_data_size_bytes", "Size of the data directory's filesystem in bytes (-1: not measured on this platform).", n.dataSize),
 		gauge("locknode_locks", "Locks in the table.", func() float64 { return float64(n.stats().Locks) }),
 		gauge("locknode_keys", "Keys in the key space.", func() float64 { return float64(n.stats().Keys) }),
 		gauge("locknode_waiters", "Queued waiters.", func() float64 { return float64(n.stats().Waiters) }),

@@ -231,7 +231,7 @@ func (n *Node) openTransport() error {
 // returns its snapshot store, all in cfg.DataDir.
 func (n *Node) openStorage() (raft.SnapshotStore, error) {
 	cfg := n.cfg
-	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, n.log)
+	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, cfg.StorageFaults, n.log)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (n *Node) openStorage() (raft.SnapshotStore, error) {
 		logs = cfg.wrapLogStore(logs)
 	}
 	n.logs = timedLogStore{logs, n.metrics.logStore, n.clock, &n.storeTimes, &n.storeHealth}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
+	snaps, err := newCleanSnapshotStore(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
@@ -320,11 +320,16 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 // startLoops starts the node's background goroutines; each ends when the
 // node closes (n.wg).
 func (n *Node) startLoops(sig raftSignals) {
-	n.wg.Add(3)
+	n.wg.Add(4)
 	// Ends when the node closes.
 	go func() {
 		defer n.wg.Done()
 		n.waiterLeaseLoop()
+	}()
+	// Ends when the node closes.
+	go func() {
+		defer n.wg.Done()
+		n.diskWatchLoop()
 	}()
 	// Ends when the node closes (closed is closed after raft shut down).
 	go func() {

@@ -86,7 +86,7 @@ func newFileSnapshot(dir string) (*fileSnapshot, error) {
 	s := &fileSnapshot{log: hclog.NewNullLogger(), mapFile: mapFile}
 	for _, f := range []**os.File{&s.f, &s.ix} {
 		var err error
-		if *f, err = os.CreateTemp(dir, ".fsm-snapshot-*.tmp"); err != nil {
+		if *f, err = os.CreateTemp(dir, fsmSnapshotPattern); err != nil {
 			s.Release()
 			return nil, err
 		}

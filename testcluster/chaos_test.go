@@ -38,17 +38,24 @@ func envInt(t *testing.T, name string, def uint64) uint64 {
 // shorter than 30s takes no snapshot at all).
 func TestChaos(t *testing.T) {
 	list, dur := chaosSeeds(t, 3, 4*time.Second)
+	opts := chaosOptions(t)
+	for _, seed := range list {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runChaos(t, seed, dur, opts)
+		})
+	}
+}
+
+// chaosOptions are the cluster options of a chaos test: with
+// LOCKNODE_CHAOS_SNAPSHOTS=n, snapshots every n entries (see TestChaos).
+func chaosOptions(t *testing.T) Options {
 	var opts Options
 	if snaps := envInt(t, "LOCKNODE_CHAOS_SNAPSHOTS", 0); snaps > 0 {
 		opts.Config = func(_ int, c *cluster.Config) {
 			c.SnapshotThreshold, c.TrailingLogs, c.SnapshotInterval = snaps, snaps, 200*time.Millisecond
 		}
 	}
-	for _, seed := range list {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runChaos(t, seed, dur, opts)
-		})
-	}
+	return opts
 }
 
 // chaosSeeds are the seeds and the schedule length of a chaos test:
@@ -76,8 +83,27 @@ func chaosSeeds(t *testing.T, n uint64, def time.Duration) ([]uint64, time.Durat
 	return list, dur
 }
 
-func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options) {
-	sched := NewSchedule(seed, 3, dur)
+// TestChaosDisk runs a schedule of disk faults only (full disks, EIO on
+// write or fsync, writes torn by a crash) under the chaos workload, and
+// checks the same properties; TestChaos interleaves them with the other
+// faults.
+func TestChaosDisk(t *testing.T) {
+	list, dur := chaosSeeds(t, 1, 4*time.Second)
+	for _, seed := range list {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			c := runChaos(t, seed, dur, chaosOptions(t), FaultDiskFull, FaultDiskError, FaultTornCrash)
+			if c.DiskFaults() == 0 {
+				t.Error("the disk nemesis failed no operation")
+			}
+		})
+	}
+}
+
+// runChaos plays a schedule of kinds (default: every fault) drawn from
+// seed under the chaos workload and checks every property; it returns
+// the cluster.
+func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options, kinds ...FaultKind) *Cluster {
+	sched := NewSchedule(seed, 3, dur, kinds...)
 	t.Logf("nemesis seed %d (re-run: LOCKNODE_CHAOS_SEED=%d go test -race -run TestChaos ./testcluster/)\n%v", seed, seed, sched)
 	defer func() {
 		if t.Failed() {
@@ -163,6 +189,7 @@ func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options) {
 	if err := c.CheckConverged(cctx); err != nil {
 		t.Errorf("convergence: %v", err)
 	}
+	return c
 }
 
 // TestRecheckHistory re-checks a history that CheckLinearizable wrote

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 type Options struct {
 	// Config, when set, adjusts node i's cluster.Config before it starts
 	// (and before every restart). ID, DataDir, Transport, Bootstrap,
-	// Peers, Clock and Logger are set by the Cluster.
+	// Peers, Clock, Logger and StorageFaults are set by the Cluster.
 	Config func(i int, c *cluster.Config)
 	// NoHTTP and NoRESP leave out the HTTP API and the RESP bridge that
 	// each node serves by default.
@@ -57,6 +58,9 @@ type Cluster struct {
 	raftLn []*stableListener
 	httpLn []*stableListener
 	respLn []*stableListener
+
+	disks      []*diskState // each node's disk faults (disk.go)
+	diskFaults atomic.Int64 // operations they failed
 
 	mu     sync.Mutex
 	nodes  []*cluster.Node
@@ -116,6 +120,7 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 		c.net.addrs[i] = rl.addr()
 		c.peers = append(c.peers, cluster.Peer{ID: nodeID(i), Addr: rl.addr()})
 		c.clocks = append(c.clocks, newSkewClock())
+		c.disks = append(c.disks, &diskState{faults: &c.diskFaults})
 	}
 	for i := range n {
 		if err := c.start(i); err != nil {
@@ -163,6 +168,7 @@ func (c *Cluster) start(i int) error {
 	cfg.Join = nil
 	cfg.Clock = c.clocks[i]
 	cfg.Logger = c.log
+	cfg.StorageFaults = c.disks[i].hook
 	node, err := cluster.Start(context.Background(), cfg)
 	if err != nil {
 		tr.Close()

@@ -72,8 +72,11 @@
 //
 // NewSchedule(seed, ...) generates a reproducible schedule of faults
 // (partitions, crashes and restarts, leader kills, pauses, clock skew,
-// message loss); RunSchedule plays it against a Cluster while a workload
-// runs. The seed is logged: re-running with it replays the schedule.
+// message loss, and disk faults on one node's raft log: ENOSPC, EIO on
+// write or fsync, a write torn by a crash); RunSchedule plays it against
+// a Cluster while a workload runs. The seed is logged: re-running with it
+// replays the schedule. FailDisk, TearDisk and HealDisk apply the disk
+// faults directly (through cluster.Config.StorageFaults).
 //
 // ProcCluster does the same with real `locknode serve` processes (kill -9,
 // SIGSTOP/SIGCONT, restart), checked through the HTTP client.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/locknode/locknode/cluster"
 )
 
 // FaultKind is one kind of nemesis step.
@@ -20,19 +23,34 @@ const (
 	FaultPause      FaultKind = "pause"       // one node is stopped, then resumed
 	FaultSkew       FaultKind = "skew"        // one non-leader's clock is skewed (kept)
 	FaultLoss       FaultKind = "loss"        // message drop/delay/duplication everywhere
+
+	// Disk faults, on one node's raft log (Cluster.FailDisk, TearDisk).
+	FaultDiskFull  FaultKind = "disk-full"  // every write, fsync and segment creation fails with ENOSPC
+	FaultDiskError FaultKind = "disk-eio"   // writes, or fsyncs, fail with EIO
+	FaultTornCrash FaultKind = "torn-crash" // the next write is torn, the node crashes, then restarts
 )
 
 var allFaults = []FaultKind{FaultPartition, FaultIsolate, FaultCrash, FaultKillLeader, FaultPause, FaultSkew, FaultLoss}
 
+// diskFaults are drawn from a stream of their own and interleaved with
+// the others (about one step in four), so a seed's other steps are the
+// ones it drew before disk faults existed.
+var diskFaults = []FaultKind{FaultDiskFull, FaultDiskError, FaultTornCrash}
+
+func isDiskFault(k FaultKind) bool {
+	return k == FaultDiskFull || k == FaultDiskError || k == FaultTornCrash
+}
+
 // Step is one fault of a Schedule.
 type Step struct {
 	Kind   FaultKind
-	Nodes  []int         // targets (partition: the minority side)
-	Hold   time.Duration // how long the fault lasts
-	Gap    time.Duration // quiet time after it is undone
-	Offset time.Duration // skew
-	Rate   float64       // skew
-	Faults Faults        // loss
+	Nodes  []int             // targets (partition: the minority side)
+	Hold   time.Duration     // how long the fault lasts
+	Gap    time.Duration     // quiet time after it is undone
+	Offset time.Duration     // skew
+	Rate   float64           // skew
+	Faults Faults            // loss
+	DiskOp cluster.StorageOp // disk-eio: the operation that fails
 }
 
 func (s Step) String() string {
@@ -43,6 +61,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("loss drop=%.2f delay=%.2f dup=%.2f for %v", s.Faults.Drop, s.Faults.Delay, s.Faults.Duplicate, s.Hold)
 	case FaultKillLeader:
 		return fmt.Sprintf("kill-leader for %v", s.Hold)
+	case FaultDiskError:
+		return fmt.Sprintf("%s %v on %s for %v", s.Kind, s.Nodes, s.DiskOp, s.Hold)
 	}
 	return fmt.Sprintf("%s %v for %v", s.Kind, s.Nodes, s.Hold)
 }
@@ -64,45 +84,82 @@ func (s Schedule) String() string {
 }
 
 // NewSchedule draws faults for a cluster of n nodes until their total
-// time reaches duration. kinds limits the faults drawn (default: all).
+// time reaches duration. kinds limits the faults drawn (default: all,
+// the disk faults among them).
 func NewSchedule(seed uint64, n int, duration time.Duration, kinds ...FaultKind) Schedule {
+	var base, disk []FaultKind
 	if len(kinds) == 0 {
-		kinds = allFaults
+		base, disk = allFaults, diskFaults
+	}
+	for _, k := range kinds {
+		if isDiskFault(k) {
+			disk = append(disk, k)
+		} else {
+			base = append(base, k)
+		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973))
+	drng := rand.New(rand.NewPCG(seed, 0x6469736b))
 	s := Schedule{Seed: seed}
 	var total time.Duration
 	for total < duration {
-		st := Step{
-			Kind: kinds[rng.IntN(len(kinds))],
-			Hold: time.Duration(150+rng.IntN(1200)) * time.Millisecond,
-			Gap:  time.Duration(50+rng.IntN(400)) * time.Millisecond,
+		if len(base) > 0 {
+			st := drawStep(rng, n, base)
+			s.Steps = append(s.Steps, st)
+			total += st.Hold + st.Gap
 		}
-		switch st.Kind {
-		case FaultPartition:
-			minority := rng.Perm(n)[:max(1, (n-1)/2)]
-			st.Nodes = minority
-		case FaultIsolate, FaultCrash, FaultPause:
-			st.Nodes = []int{rng.IntN(n)}
-		case FaultSkew:
-			st.Nodes = []int{rng.IntN(n)}
-			st.Offset = time.Duration(rng.IntN(2)*2-1) * time.Hour
-			// Slow or slightly fast: within the clients' drift margin
-			// (TTL/10), as the design requires of real clocks.
-			st.Rate = []float64{0.5, 0.9, 1.0, 1.02}[rng.IntN(4)]
-			st.Hold = 0
-		case FaultLoss:
-			st.Faults = Faults{
-				Drop:      []float64{0.01, 0.05, 0.1}[rng.IntN(3)],
-				Delay:     0.3,
-				MaxDelay:  time.Duration(5+rng.IntN(30)) * time.Millisecond,
-				Duplicate: []float64{0.02, 0.1}[rng.IntN(2)],
-			}
+		if len(disk) > 0 && (len(base) == 0 || drng.IntN(4) == 0) {
+			st := drawDiskStep(drng, n, disk)
+			s.Steps = append(s.Steps, st)
+			total += st.Hold + st.Gap
 		}
-		s.Steps = append(s.Steps, st)
-		total += st.Hold + st.Gap
 	}
 	return s
+}
+
+// drawStep draws one fault of kinds (none a disk fault).
+func drawStep(rng *rand.Rand, n int, kinds []FaultKind) Step {
+	st := Step{
+		Kind: kinds[rng.IntN(len(kinds))],
+		Hold: time.Duration(150+rng.IntN(1200)) * time.Millisecond,
+		Gap:  time.Duration(50+rng.IntN(400)) * time.Millisecond,
+	}
+	switch st.Kind {
+	case FaultPartition:
+		minority := rng.Perm(n)[:max(1, (n-1)/2)]
+		st.Nodes = minority
+	case FaultIsolate, FaultCrash, FaultPause:
+		st.Nodes = []int{rng.IntN(n)}
+	case FaultSkew:
+		st.Nodes = []int{rng.IntN(n)}
+		st.Offset = time.Duration(rng.IntN(2)*2-1) * time.Hour
+		// Slow or slightly fast: within the clients' drift margin
+		// (TTL/10), as the design requires of real clocks.
+		st.Rate = []float64{0.5, 0.9, 1.0, 1.02}[rng.IntN(4)]
+		st.Hold = 0
+	case FaultLoss:
+		st.Faults = Faults{
+			Drop:      []float64{0.01, 0.05, 0.1}[rng.IntN(3)],
+			Delay:     0.3,
+			MaxDelay:  time.Duration(5+rng.IntN(30)) * time.Millisecond,
+			Duplicate: []float64{0.02, 0.1}[rng.IntN(2)],
+		}
+	}
+	return st
+}
+
+// drawDiskStep draws one disk fault of kinds.
+func drawDiskStep(rng *rand.Rand, n int, kinds []FaultKind) Step {
+	st := Step{
+		Kind:  kinds[rng.IntN(len(kinds))],
+		Nodes: []int{rng.IntN(n)},
+		Hold:  time.Duration(150+rng.IntN(1200)) * time.Millisecond,
+		Gap:   time.Duration(50+rng.IntN(400)) * time.Millisecond,
+	}
+	if st.Kind == FaultDiskError {
+		st.DiskOp = []cluster.StorageOp{cluster.StorageWrite, cluster.StorageSync}[rng.IntN(2)]
+	}
+	return st
 }
 
 // RunSchedule plays s against c, logging each step, and leaves the
@@ -198,11 +255,26 @@ func (c *Cluster) apply(st Step) (undo func(), err error) {
 	case FaultLoss:
 		c.SetFaults(st.Faults)
 		return func() { c.SetFaults(Faults{}) }, nil
+	case FaultDiskFull:
+		c.FailDisk(st.Nodes[0], syscall.ENOSPC)
+		return func() { c.HealDisk(st.Nodes[0]) }, nil
+	case FaultDiskError:
+		c.FailDisk(st.Nodes[0], syscall.EIO, st.DiskOp)
+		return func() { c.HealDisk(st.Nodes[0]) }, nil
+	case FaultTornCrash:
+		// The node writes constantly under load, so the tear comes
+		// within the hold; the crash at its end makes it the last write
+		// (recoverErr restarts the node on a healed disk).
+		c.TearDisk(st.Nodes[0])
+		return func() {
+			c.Crash(st.Nodes[0])
+			c.HealDisk(st.Nodes[0])
+		}, nil
 	}
 	return none, fmt.Errorf("unknown fault %q", st.Kind)
 }
 
-// Recover heals partitions, clears message faults, resumes paused nodes
+// Recover heals partitions, clears message and disk faults, resumes paused nodes
 // and restarts crashed ones (clock skews stay). Failures to restart are
 // logged; use recoverErr to see them.
 func (c *Cluster) Recover() {
@@ -215,6 +287,7 @@ func (c *Cluster) recoverErr() error {
 	c.Heal()
 	c.SetFaults(Faults{})
 	for i := range c.N() {
+		c.HealDisk(i)
 		if c.Paused(i) {
 			c.Resume(i)
 		}

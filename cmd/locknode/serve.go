@@ -113,6 +113,7 @@ through a running member, or are added with "locknode join".`,
 	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage)
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
+	dataFreeWarn := fs.String("data-free-warn", envDefault("LOCKNODE_DATA_FREE_WARN", ""), dataFreeWarnUsage)
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
 	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
 	reqLimits := addLimitFlags(fs)
@@ -184,6 +185,10 @@ through a running member, or are added with "locknode join".`,
 			cfg := cluster.DefaultConfig()
 			if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
 				fmt.Fprintln(stderr, "locknode serve: --max-memory:", err)
+				return 2
+			}
+			if cfg.DataFreeWarn, err = parseDataFreeWarn(*dataFreeWarn); err != nil {
+				fmt.Fprintln(stderr, "locknode serve: --data-free-warn:", err)
 				return 2
 			}
 			cfg.ID = *id

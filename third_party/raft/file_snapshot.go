@@ -467,13 +467,18 @@ func (s *FileSnapshotSink) Cancel() error {
 // finalize is used to close all of our resources.
 func (s *FileSnapshotSink) finalize() error {
 	// Flush any remaining data
+	// locknode fork: the state file is closed on every path; a failed
+	// flush or sync (ENOSPC, EIO) left it open, so the removed file's
+	// space stayed in use until the process ended.
 	if err := s.buffered.Flush(); err != nil {
+		_ = s.stateFile.Close()
 		return err
 	}
 
 	// Sync to force fsync to disk
 	if !s.noSync {
 		if err := s.stateFile.Sync(); err != nil {
+			_ = s.stateFile.Close()
 			return err
 		}
 	}

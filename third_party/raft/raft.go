@@ -1298,11 +1298,16 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 
 	// Write the log entry locally
 	err := r.logs.StoreLogs(logs)
+	if err != nil {
+		// The batch is not ours: never claim it in a vote. Rolled back
+		// before the batch leaves r.unstored, so a replicator that
+		// misses it there finds it past the last index
+		// (errBatchRolledBack), never a log hole to send a snapshot for.
+		r.setLastLog(prevIndex, prevTerm)
+	}
 	r.unstored.clear()
 	if err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
-		// The batch is not ours: never claim it in a vote.
-		r.setLastLog(prevIndex, prevTerm)
 		for _, applyLog := range applyLogs {
 			applyLog.respond(err)
 		}
@@ -1517,8 +1522,14 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		lastIdx, lastTerm := r.getLastEntry()
 
 		var prevLogTerm uint64
+		snapIdx, snapTerm := r.getLastSnapshot()
 		if a.PrevLogEntry == lastIdx {
 			prevLogTerm = lastTerm
+		} else if a.PrevLogEntry == snapIdx {
+			// locknode fork: the last entry a snapshot covers may be
+			// gone from the log (the log starts after it); its term is
+			// the snapshot's.
+			prevLogTerm = snapTerm
 		} else {
 			var prevLog Log
 			if err := r.logs.GetLog(a.PrevLogEntry, &prevLog); err != nil {
@@ -1537,6 +1548,7 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				"ours", prevLogTerm,
 				"remote", a.PrevLogTerm)
 			resp.NoRetryBackoff = true
+			resp.LastLog = r.conflictHint(a.PrevLogEntry, prevLogTerm) // locknode fork
 			return
 		}
 	}
@@ -1564,6 +1576,8 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 				r.logger.Warn("clearing log suffix", "from", entry.Index, "to", lastLogIdx)
 				if err := r.logs.DeleteRange(entry.Index, lastLogIdx); err != nil {
 					r.logger.Error("failed to clear log suffix", "error", err)
+					r.resyncLastLog() // locknode fork
+					resp.LastLog = r.getLastIndex()
 					return
 				}
 				if entry.Index <= r.configurations.latestIndex {
@@ -1578,8 +1592,11 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 			// Append the new entries
 			if err := r.logs.StoreLogs(newEntries); err != nil {
 				r.logger.Error("failed to append to logs", "error", err)
-				// TODO: leaving r.getLastLog() in the wrong
-				// state if there was a truncation above
+				// locknode fork: lastLog again what the store holds
+				// (a suffix may have been cleared above), and the
+				// answer says so.
+				r.resyncLastLog()
+				resp.LastLog = r.getLastIndex()
 				return
 			}
 			if TraceOn {

@@ -267,13 +267,23 @@ START:
 		s.failures = 0
 		s.allowPipeline = true
 	} else {
-		atomic.StoreUint64(&s.nextIndex, max(min(s.nextIndex-1, resp.LastLog+1), 1))
 		if resp.NoRetryBackoff {
+			// The follower's log does not match at PrevLogEntry.
+			atomic.StoreUint64(&s.nextIndex, max(min(s.nextIndex-1, resp.LastLog+1), 1))
 			s.failures = 0
+			r.logger.Warn("appendEntries rejected, sending older logs", "peer", peer, "next", atomic.LoadUint64(&s.nextIndex))
 		} else {
+			// locknode fork: the follower failed to store the entries
+			// (a full or failing disk), which says nothing about where
+			// its log matches ours: retry from the same entry, after a
+			// backoff, instead of walking back one entry per failure
+			// (upstream), which ends in a snapshot the follower cannot
+			// store either. Only a shorter log moves nextIndex back.
+			atomic.StoreUint64(&s.nextIndex, max(min(s.nextIndex, resp.LastLog+1), 1))
 			s.failures++
+			r.logger.Warn("appendEntries failed on the follower (not a log mismatch), retrying", "peer", peer,
+				"next", atomic.LoadUint64(&s.nextIndex), "failures", s.failures)
 		}
-		r.logger.Warn("appendEntries rejected, sending older logs", "peer", peer, "next", atomic.LoadUint64(&s.nextIndex))
 	}
 
 CHECK_MORE:
