@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 )
@@ -246,4 +245,3 @@ func (n *Node) checkJoin(ctx context.Context, id, addr string, rng VersionRange)
 	n.log.Warn("join refused", "id", id, "addr", addr, "error", err)
 	return err
 }
-
