@@ -55,13 +55,22 @@ func (n *Node) addVoter(ctx context.Context, id, addr string, rng VersionRange, 
 	}
 	req := appendJoin(id, addr, rng)
 	return n.membership(ctx, req, func(ctx context.Context) (raft.IndexFuture, error) {
+		// A range the joiner sent is checked before it is dialled; one
+		// asked of it (checkJoin) only once it answers as a peer.
+		if rng != (VersionRange{}) {
+			if err := n.checkJoin(ctx, id, addr, rng); err != nil {
+				return nil, err
+			}
+		}
 		if check && !n.hasServer(id, addr) {
 			if err := n.probePeer(ctx, addr); err != nil {
 				return nil, err
 			}
 		}
-		if err := n.checkJoin(ctx, id, addr, rng); err != nil {
-			return nil, err
+		if rng == (VersionRange{}) {
+			if err := n.checkJoin(ctx, id, addr, rng); err != nil {
+				return nil, err
+			}
 		}
 		return n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0), nil
 	})
