@@ -82,10 +82,10 @@ func (h *storeHealth) ok() {
 	h.mu.Unlock()
 }
 
-// last returns the last failure (nil if none), when it happened and
-// whether no append succeeded since.
-func (h *storeHealth) last() (err error, at time.Time, failing bool) {
+// last returns when the last failure happened, whether no append
+// succeeded since, and the failure (nil if none).
+func (h *storeHealth) last() (at time.Time, failing bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err, h.failAt, h.failing.Load()
+	return h.failAt, h.failing.Load(), h.err
 }

@@ -143,7 +143,7 @@ func (n *Node) ready(ctx context.Context) error {
 
 // storeReady is Ready's log store condition at now.
 func (n *Node) storeReady(now time.Time) error {
-	err, at, failing := n.storeHealth.last()
+	at, failing, err := n.storeHealth.last()
 	switch {
 	case err == nil:
 		return nil
