@@ -6,12 +6,15 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locknode/locknode/auth"
 )
 
 // startDevHint runs `locknode dev` in-process like startDev and also
@@ -115,4 +118,43 @@ func TestDevConnectHintWithUsers(t *testing.T) {
 	if c := runStatus(context.Background(), args, &out, &errb); c != 0 {
 		t.Fatalf("%s: exit %d\n%s%s", statusLine, c, out.String(), errb.String())
 	}
+}
+
+// `dev --users` without --tls: plain http:// and RESP, with credentials.
+func TestPrintDevConnectUsersPlain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(path, []byte("user app on >pw ~app:* +@read +@write\nuser ops on >pw2 ~* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users, err := auth.NewStore(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{httpLn: listenLoopback(t), respLn: listenLoopback(t)}
+	var out strings.Builder
+	printDevConnect(&out, nil, false, path, users, p)
+	_, rport, _ := net.SplitHostPort(p.RESPAddr())
+	for _, want := range []string{
+		"users: every request authenticates against " + path + " (users: app, ops)",
+		`curl -u "$LOCKNODE_USER:$LOCKNODE_PASSWORD" http://` + p.HTTPAddr() + "/v1/status",
+		`REDISCLI_AUTH="$LOCKNODE_PASSWORD" redis-cli --user "$LOCKNODE_USER" -h 127.0.0.1 -p ` + rport + " PING",
+		"locknode status --endpoints http://" + p.HTTPAddr(),
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "tls") {
+		t.Errorf("TLS named without --tls:\n%s", out.String())
+	}
+}
+
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
