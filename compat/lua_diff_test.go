@@ -197,7 +197,7 @@ func luaSequences() []sequence {
 			"return cjson.decode('{\"a\":[]}').a[1]",
 			"return cjson.encode(cjson.decode('{\"a\":[1,{\"b\":\"c\"}],\"d\":null}').a)",
 			// Redis keeps a setting after the script (locknode does not,
-			// README): each script that changes one restores it.
+			// docs/redis.md): each script that changes one restores it.
 			"return {cjson.encode_sparse_array()}",
 			"cjson.encode_sparse_array(true) local r = cjson.encode({[1]=1, [20]=2}) cjson.encode_sparse_array(false) return r",
 			"cjson.encode_sparse_array('on', 0) local r = cjson.encode({[1]=1, [20]=2}) cjson.encode_sparse_array('off', 2) return r",
@@ -311,7 +311,7 @@ func luaSequences() []sequence {
 // be a node-local fact in the middle of a replicated computation (the
 // script could branch on it, and every node runs the script), so
 // redis.call('publish', ...) answers 0 on every node; the message still
-// reaches every node's subscribers. README, deliberate differences.
+// reaches every node's subscribers. docs/redis.md, deliberate differences.
 func TestLuaPublishCount(t *testing.T) {
 	redisAddr := startRedis(t)
 	tc := newCluster(t, 3)

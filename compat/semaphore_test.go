@@ -14,7 +14,7 @@ import (
 // shape, written here): each endpoint runs one script — drop expired
 // members, admit when ZCARD < limit, ZADD the member — and a quorum of
 // endpoints must admit. A cluster is one sorted set whichever node a
-// client talks to, so such a client must be given one endpoint (README
+// client talks to, so such a client must be given one endpoint (docs/redis.md
 // "Which client takes what"): given several nodes of one cluster, its own
 // first vote counts against it on the next ones. Unlike a repeated SET NX
 // by the holder, the key space cannot answer the repeat as the first
@@ -77,7 +77,7 @@ func TestSemaphoreScriptsTakeOneEndpoint(t *testing.T) {
 	}{
 		{"one node, limit 3", nodes[1:2], 3, 3},
 		{"one node, limit 1", nodes[2:3], 1, 1},
-		// The README's rule: a quorum over nodes of one cluster
+		// docs/redis.md's rule: a quorum over nodes of one cluster
 		// under-admits (never over-admits).
 		{"three nodes of one cluster, limit 3", nodes, 3, 2},
 		{"three nodes of one cluster, limit 1", nodes, 1, 0},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -266,8 +267,18 @@ temporary directory removed on exit.`,
 						procs[0], procs[i] = procs[i], procs[0]
 					}
 				}
+				// Requests in flight (a blocking acquire waits up to
+				// minutes) end first, while every node still runs, so
+				// their waits leave the queues through the log and the
+				// servers stop at once; only then do the nodes go.
 				for _, p := range procs {
-					if err := p.stop(p.node.Kill); err != nil {
+					p.cancelRequests()
+				}
+				for _, p := range procs {
+					p.stopServers()
+				}
+				for _, p := range procs {
+					if err := p.node.Kill(); err != nil {
 						fmt.Fprintf(stderr, "locknode dev: stopping %s: %v\n", p.node.ID(), err)
 					}
 				}
@@ -321,8 +332,8 @@ temporary directory removed on exit.`,
 			}
 			quiet.phase.Store(devRunning)
 			fmt.Fprintln(stdout, "ready")
-			if *useTLS {
-				printDevTLS(stdout, dt, procs[0])
+			if *useTLS || users != nil {
+				printDevConnect(stdout, dt, *useTLS, *usersFile, users, procs[0])
 			}
 			<-ctx.Done()
 			fmt.Fprintln(stderr, "locknode dev: stopping")
@@ -332,11 +343,33 @@ temporary directory removed on exit.`,
 	return cmd
 }
 
-// printDevTLS tells how to reach a `dev --tls` cluster.
-func printDevTLS(w io.Writer, dt *devTLS, p *proc) {
+// printDevConnect tells how to reach a `dev --tls` or `dev --users`
+// cluster: with the throwaway CA, and with a user's credentials, which
+// dev cannot know (a users file may hold only hashes), so the commands
+// read them from LOCKNODE_USER and LOCKNODE_PASSWORD, the variables the
+// CLI itself reads.
+func printDevConnect(w io.Writer, dt *devTLS, useTLS bool, usersFile string, users *auth.Store, p *proc) {
 	rh, rp, _ := net.SplitHostPort(p.RESPAddr())
-	fmt.Fprintf(w, "tls: HTTP and RESP over TLS, mutual TLS between nodes; CA certificate %s\n", dt.caFile)
-	fmt.Fprintf(w, "  curl --cacert %s https://%s/v1/status\n", dt.caFile, p.HTTPAddr())
-	fmt.Fprintf(w, "  redis-cli --tls --cacert %s -h %s -p %s PING\n", dt.caFile, rh, rp)
-	fmt.Fprintf(w, "  locknode status --cacert %s --endpoints https://%s\n", dt.caFile, p.HTTPAddr())
+	scheme, curlTLS, redisTLS, cliTLS := "http", "", "", ""
+	if useTLS {
+		fmt.Fprintf(w, "tls: HTTP and RESP over TLS, mutual TLS between nodes; CA certificate %s\n", dt.caFile)
+		scheme = "https"
+		curlTLS = " --cacert " + dt.caFile
+		redisTLS = " --tls --cacert " + dt.caFile
+		cliTLS = " --cacert " + dt.caFile
+	}
+	curlAuth, redisAuth := "", ""
+	if users != nil {
+		fmt.Fprintf(w, "users: every request authenticates against %s (users: %s); set LOCKNODE_USER and LOCKNODE_PASSWORD to one of them\n",
+			usersFile, strings.Join(users.Users().Names(), ", "))
+		curlAuth = ` -u "$LOCKNODE_USER:$LOCKNODE_PASSWORD"`
+		redisAuth = `REDISCLI_AUTH="$LOCKNODE_PASSWORD" `
+	}
+	redisUser := ""
+	if users != nil {
+		redisUser = ` --user "$LOCKNODE_USER"`
+	}
+	fmt.Fprintf(w, "  curl%s%s %s://%s/v1/status\n", curlTLS, curlAuth, scheme, p.HTTPAddr())
+	fmt.Fprintf(w, "  %sredis-cli%s%s -h %s -p %s PING\n", redisAuth, redisTLS, redisUser, rh, rp)
+	fmt.Fprintf(w, "  locknode status%s --endpoints %s://%s\n", cliTLS, scheme, p.HTTPAddr())
 }

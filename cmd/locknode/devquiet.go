@@ -32,6 +32,7 @@ var devFormingNoise = []string{
 	"heartbeat timeout reached, starting election",
 	"Election timeout reached, restarting election",
 	"rejecting vote request since",
+	"rejecting pre-vote request since",
 	"failed to make requestVote RPC",
 }
 

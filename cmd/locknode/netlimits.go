@@ -18,7 +18,7 @@ import (
 )
 
 // netLimits are the connection and buffer limits of a node's three ports
-// (README "Limits"), as flags with LOCKNODE_* environment defaults.
+// (docs/operations.md "Limits"), as flags with LOCKNODE_* environment defaults.
 type netLimits struct {
 	httpMaxConns, httpHeaderTimeout, httpBodyTimeout, httpIdleTimeout *string
 	httpMaxHeaderBytes, httpMaxBodyBytes                              *string

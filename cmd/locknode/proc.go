@@ -59,7 +59,10 @@ type proc struct {
 	httpDone   chan struct{}
 	respDone   chan struct{}
 	mirrorDone chan struct{}
-	log        hclog.Logger
+	// cancelRequests ends the context of every HTTP request in flight
+	// (the server's BaseContext), so a blocking acquire stops waiting.
+	cancelRequests context.CancelFunc
+	log            hclog.Logger
 	// ready is GET /readyz: the node's Ready and the client listeners'
 	// accept loops (httpState, respState).
 	ready     readiness
@@ -177,6 +180,9 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	// No WriteTimeout (NewServer sets none): a blocking acquire long-polls
 	// up to api.MaxWait.
 	p.httpSrv = httpapi.NewServer(httpapi.New(p.node, hc), hc)
+	reqCtx, cancelRequests := context.WithCancel(context.Background())
+	p.cancelRequests = cancelRequests
+	p.httpSrv.BaseContext = func(net.Listener) context.Context { return reqCtx }
 	p.httpLim = httpapi.LimitListener(p.httpLn, hc)
 	p.httpDone = make(chan struct{})
 	// Ends when Close shuts the server down (or the listener is closed
@@ -321,6 +327,13 @@ func (p *proc) Close() error {
 // over first; Node.Kill does not (dev stops every node at once, so there
 // is no one to hand over to).
 func (p *proc) stop(stopNode func() error) error {
+	p.stopServers()
+	return stopNode()
+}
+
+// stopServers stops the RESP and HTTP servers (in-flight HTTP requests
+// get a few seconds) and the mirror, leaving the node running.
+func (p *proc) stopServers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if p.resp != nil {
@@ -337,10 +350,12 @@ func (p *proc) stop(stopNode func() error) error {
 	} else {
 		p.httpLn.Close()
 	}
+	if p.cancelRequests != nil {
+		p.cancelRequests()
+	}
 	// The mirror reads the node; it must be gone before the node closes.
 	if p.mirrorStop != nil {
 		p.mirrorStop()
 		<-p.mirrorDone
 	}
-	return stopNode()
 }

@@ -557,7 +557,7 @@ func TestDevTLS(t *testing.T) {
 
 // dev --tls tells how to connect: curl, redis-cli and the CLI, each with
 // the CA file and the first node's addresses.
-func TestPrintDevTLS(t *testing.T) {
+func TestPrintDevConnectTLS(t *testing.T) {
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -568,7 +568,7 @@ func TestPrintDevTLS(t *testing.T) {
 	}
 	p := &proc{httpLn: listen(), respLn: listen()}
 	var out strings.Builder
-	printDevTLS(&out, &devTLS{caFile: "/d/tls/ca.crt"}, p)
+	printDevConnect(&out, &devTLS{caFile: "/d/tls/ca.crt"}, true, "", nil, p)
 	_, rport, _ := net.SplitHostPort(p.RESPAddr())
 	for _, want := range []string{
 		"curl --cacert /d/tls/ca.crt https://" + p.HTTPAddr() + "/v1/status",
