@@ -132,6 +132,22 @@ func TestOpenAPIRoutes(t *testing.T) {
 			t.Errorf("httpapi/openapi.json lists %q, which no route serves: remove it from ops() in internal/openapigen/gen.go (or register the route in httpapi.New), then run go generate ./httpapi", r)
 		}
 	}
+	// The permission each operation states is the one the server checks.
+	for _, p := range httpapi.Routes(ns.srv.Config.Handler) {
+		method, path, _ := strings.Cut(docRoute(p), " ")
+		op, ok := o.lookup("paths", path, strings.ToLower(method)).(map[string]any)
+		if !ok {
+			continue // reported above
+		}
+		perm, _ := op["x-permission"].(string)
+		if cat, ok := httpapi.RouteCategories[p]; !ok {
+			if sec, _ := op["security"].([]any); perm != "" || sec == nil || len(sec) != 0 {
+				t.Errorf("%s is public, but the document says x-permission %q, security %v", p, perm, op["security"])
+			}
+		} else if perm != cat.String() {
+			t.Errorf("%s needs %s, but the document says x-permission %q: fix its perm in internal/openapigen/gen.go", p, cat, perm)
+		}
+	}
 	// Each path of the document reaches a route, with its parameters
 	// filled in.
 	fill := strings.NewReplacer("{key}", "probe/k", "{id}", "s1", "{name}", "e")
