@@ -246,6 +246,11 @@ func Generate() ([]byte, error) {
 			map[string]any{"name": "meta", "description": "This document and the metrics."},
 			map[string]any{"name": "dashboard", "description": "The web dashboard and the data it polls."},
 		},
+		"servers": []any{map[string]any{"url": "{scheme}://{address}", "description": "Any member of the cluster: followers pass writes to the leader.",
+			"variables": map[string]any{
+				"scheme":  map[string]any{"default": "http", "enum": []any{"http", "https"}, "description": "https when the node serves TLS (--tls-cert)."},
+				"address": map[string]any{"default": "127.0.0.1:8080", "description": "The node's --http-addr."},
+			}}},
 		"security": []any{map[string]any{"basic": []any{}}},
 		"paths":    paths,
 		"components": map[string]any{
@@ -296,6 +301,12 @@ func (s *schemas) operation(o op) map[string]any {
 			jsonType: map[string]any{"schema": s.ref(reflect.TypeOf(o.req)), "example": o.req}}}
 	}
 	resps := map[string]any{}
+	if !o.public {
+		// With users on, any such route may answer these.
+		for _, c := range []string{"401", "403"} {
+			resps[c] = map[string]any{"$ref": "#/components/responses/Error"}
+		}
+	}
 	jsonOp := false
 	for _, a := range o.answers {
 		code := strconv.Itoa(a.status)
