@@ -35,6 +35,11 @@ var docs = map[string]string{
 	"Lease.deadline_ms": "When the lease ends, in cluster time.",
 	"Lease.waited_ms":   "How long the acquire waited in line: count a safe deadline from the send time plus this.",
 
+	"ReleaseRequest":           "Give key or keys. owner is required unless force.",
+	"ReleaseRequest.owner":     "The owner token the hold was taken with.",
+	"ReleaseRequest.keys":      "The keys of a multi-lock, released together.",
+	"ExtendRequest.ttl_ms":     "The new lease length, from now.",
+	"ExtendRequest.keys":       "The keys of a multi-lock, extended together.",
 	"ReleaseRequest.reentrant": "Take one count off a reentrant hold instead of ending it.",
 	"ReleaseRequest.force":     "Admin: end whoever holds the key (owner may then be empty).",
 	"ReleaseResult.released":   "The hold is gone.",

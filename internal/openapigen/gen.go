@@ -78,10 +78,10 @@ func ops() []op {
 			desc: "Takes the lock (or all of keys, atomically) for owner, queueing first-in first-out behind its holders for at most wait_ms " +
 				"(0: up to 5 minutes, then 408 wait_timeout; the Go client re-issues). Repeating a request with the same request_id " +
 				"answers the first outcome (exactly once). The answer's fence grows with every grant of the key: pass it to the resource you guard.",
-			req: acq, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 408, 409, 410, 423)...)},
+			req: acq, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 408, 409, 410, 423, 507)...)},
 		{method: "POST", path: httpapi.PathTry, id: "try", perm: auth.Write, tag: "locks", summary: "Take a lock if free",
 			desc: "As acquire, without waiting: 423 locked (or lock_delay) when the lock is taken.",
-			req:  api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000}, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 409, 410, 423)...)},
+			req:  api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000}, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 409, 410, 423, 507)...)},
 		{method: "POST", path: httpapi.PathRelease, id: "release", perm: auth.Write, tag: "locks", summary: "Release a hold",
 			desc: "Ends owner's hold. A plain release ends a reentrant hold whole; reentrant: true takes one count off. " +
 				"force: true (admin) ends whoever holds the key.",
@@ -187,6 +187,29 @@ var requestRequired = map[reflect.Type][]string{
 	reflect.TypeFor[httpapi.FenceCheckRequest](): {"resource", "token"},
 	reflect.TypeFor[httpapi.MemberRequest]():     {"id", "address"},
 	reflect.TypeFor[api.ForceReleaseRequest]():   {"key", "reason"},
+}
+
+// errorStatus describes the error answers by status: which codes each
+// carries (httpapi's error table).
+var errorStatus = map[int]string{
+	401: "unauthorized: no or wrong HTTP Basic credentials (the node has users).",
+	403: "forbidden: the user lacks the route's category, or a key is outside its key patterns.",
+	400: "bad_request: a malformed request or an invalid value; limit: a value over a limit (the message names the limit and its value).",
+	404: "not_held: the owner holds no such lock (or the leadership ended); not_found: no such lock, member, or history on this node.",
+	408: "wait_timeout: the wait ran out before the grant; cancelled: the client went away; bad_request: the request body did not arrive in time.",
+	409: "not_owner: another owner (or token) holds it; stale_fence; conflict: parameters that differ from the lock's (mode, permits); max_hold: the hold reached its max hold.",
+	410: "session_expired: the session is unknown or expired.",
+	423: "locked: another owner holds it; lock_delay: the key is in lock-delay.",
+	503: "no_leader: no leader reachable now; too_many_connections: the node is at its connection limit. Retry on another node with the same request_id.",
+	507: "out_of_memory: the key space is over its memory limit; releases still work.",
+}
+
+// requestOneOf lists, for request types, field sets of which a body
+// must have exactly one.
+var requestOneOf = map[reflect.Type][]string{
+	reflect.TypeFor[api.AcquireRequest](): {"key", "keys"},
+	reflect.TypeFor[api.ReleaseRequest](): {"key", "keys"},
+	reflect.TypeFor[api.ExtendRequest]():  {"key", "keys"},
 }
 
 // errorCodes is every code an error body carries.
@@ -303,15 +326,18 @@ func (s *schemas) operation(o op) map[string]any {
 	resps := map[string]any{}
 	if !o.public {
 		// With users on, any such route may answer these.
-		for _, c := range []string{"401", "403"} {
-			resps[c] = map[string]any{"$ref": "#/components/responses/Error"}
-		}
+		o.answers = append(o.answers, answer{status: 401}, answer{status: 403})
 	}
 	jsonOp := false
 	for _, a := range o.answers {
 		code := strconv.Itoa(a.status)
 		if a.status >= 400 && a.body == nil && a.ctype == "" {
-			resps[code] = map[string]any{"$ref": "#/components/responses/Error"}
+			d, ok := errorStatus[a.status]
+			if !ok {
+				panic(fmt.Sprintf("openapigen: no description of error status %d", a.status))
+			}
+			resps[code] = map[string]any{"description": d, "content": map[string]any{
+				jsonType: map[string]any{"schema": s.ref(reflect.TypeFor[api.ErrorBody]())}}}
 			continue
 		}
 		r := map[string]any{"description": a.desc}

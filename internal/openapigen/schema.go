@@ -84,6 +84,13 @@ func (s *schemas) object(t reflect.Type) map[string]any {
 		sort.Strings(req)
 		o["required"] = req
 	}
+	if one, ok := requestOneOf[t]; ok {
+		var alts []any
+		for _, f := range one {
+			alts = append(alts, map[string]any{"required": []string{f}})
+		}
+		o["oneOf"] = alts
+	}
 	if d := s.doc(t.Name()); d != "" {
 		o["description"] = d
 	}
