@@ -247,10 +247,11 @@ func TestOpenAPISchemasRefuse(t *testing.T) {
 // recorder sends requests to a real node and checks each request body
 // and answer against the document's schema for the operation.
 type recorder struct {
-	t  *testing.T
-	o  *openAPI
-	ns *nodeServer
-	ok map[string]bool // "METHOD path" answered 2xx and checked
+	t    *testing.T
+	o    *openAPI
+	ns   *nodeServer
+	ok   map[string]bool // "METHOD path" answered 2xx and checked
+	errs []string        // error answers checked against their status's description
 }
 
 // call sends body (JSON; nil: none) as method to url, the operation
@@ -331,6 +332,13 @@ func (rc *recorder) check(method, tmpl string, resp *http.Response, raw []byte) 
 			}
 		}
 	}
+	var eb api.ErrorBody
+	if resp.StatusCode >= 400 && code != "default" && json.Unmarshal(raw, &eb) == nil {
+		rc.errs = append(rc.errs, fmt.Sprintf("%s %s %d %s", method, tmpl, resp.StatusCode, eb.Code))
+		if d, _ := resolved.(map[string]any)["description"].(string); !strings.Contains(d, eb.Code) {
+			t.Errorf("%s %s answered %d %s, a code its description does not name: %q", method, tmpl, resp.StatusCode, eb.Code, d)
+		}
+	}
 	if resp.StatusCode < 300 {
 		rc.ok[method+" "+tmpl] = true
 	}
@@ -355,6 +363,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	if st, raw := rc.call("POST", httpapi.PathAcquire, httpapi.PathAcquire, acq, false); st != 200 {
 		t.Fatalf("acquire: %d %s", st, raw)
 	}
+	acq.RequestID = "r2"
 	rc.call("POST", httpapi.PathAcquire, httpapi.PathAcquire, acq, false) // reentrant: count 2
 	rc.call("POST", httpapi.PathTry, httpapi.PathTry, api.AcquireRequest{Key: "jobs/nightly", Owner: "w2", TTLMs: 1000}, false)
 	rc.call("POST", httpapi.PathTry, httpapi.PathTry, api.AcquireRequest{Keys: []string{"a/1", "a/2"}, Owner: "w3", TTLMs: 30000, Mode: api.ModeShared}, false)
@@ -447,6 +456,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	rc.call("GET", httpapi.PathOpenAPI, httpapi.PathOpenAPI, nil, false)
 	rc.call("GET", httpapi.PathUI, httpapi.PathUI, nil, false)
 
+	if len(rc.errs) < 6 {
+		t.Errorf("only %d error answers checked against their status: %q", len(rc.errs), rc.errs)
+	}
+	t.Logf("error answers checked: %q", rc.errs)
 	// Every operation with a JSON answer was seen succeeding.
 	for path, item := range rc.o.doc["paths"].(map[string]any) {
 		for m, opv := range item.(map[string]any) {
