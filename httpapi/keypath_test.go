@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 )
@@ -15,7 +17,8 @@ import (
 // history, and a raw path that clients rewrite is refused instead of
 // being redirected to another key.
 func TestKeysInPaths(t *testing.T) {
-	ns := startNodeServer(t, httpapi.Config{})
+	reg := prometheus.NewRegistry()
+	ns := startNodeServer(t, httpapi.Config{Registerer: reg})
 	ctx := context.Background()
 	keys := []string{"a/b", "a/b/history", "history", "x%2Fy", "ключ/é", "a//b", "../x", ".", "..", "a/./b", "a/"}
 	for _, k := range keys {
@@ -75,5 +78,31 @@ func TestKeysInPaths(t *testing.T) {
 		if st, raw := ns.get(t, "", "", path, &li); st != 200 || li.Key != c.key || len(li.Holders) != 1 {
 			t.Errorf("GET %s: %d %s, want lock %q", path, st, raw, c.key)
 		}
+	}
+	// Metrics count a history of a key with slashes under its route.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "locknode_http_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var route, code string
+			for _, lp := range m.GetLabel() {
+				switch lp.GetName() {
+				case "route":
+					route = lp.GetValue()
+				case "code":
+					code = lp.GetValue()
+				}
+			}
+			counts[route+" "+code] += m.GetCounter().GetValue()
+		}
+	}
+	if n := counts["GET /v1/locks/{key}/history 200"]; n != 8 {
+		t.Errorf("history requests counted under the history route: %v, want 8 (all: %v)", n, counts)
 	}
 }
