@@ -59,11 +59,11 @@ type PeerLister interface {
 }
 
 // mountDashboard adds the dashboard's routes to mux.
-func (s *server) mountDashboard(mux *http.ServeMux) {
+func (s *server) mountDashboard(mux *routeMux) {
 	mux.Handle("GET "+PathUI, http.StripPrefix(PathUI, ui.Handler()))
 	mux.Handle("GET /ui", http.RedirectHandler(PathUI, http.StatusFound))
 	mux.Handle("GET /{$}", http.RedirectHandler(PathUI, http.StatusFound))
-	mux.HandleFunc("GET "+PathLockPrefix+"{key}"+PathHistory, s.history)
+	mux.HandleFunc("GET "+PathLockPrefix+"{key}"+PathHistory, s.lockGet)
 	mux.HandleFunc("GET "+PathActivity, s.activity)
 	mux.HandleFunc("GET "+PathClusterView, s.clusterView)
 	mux.HandleFunc("GET "+PathLocksByAge, s.locksByAge)
@@ -76,10 +76,9 @@ func publicPath(path string) bool {
 	return path == "/" || path == "/ui" || strings.HasPrefix(path, PathUI)
 }
 
-// history answers a lock's recent grants. The key is one path segment:
-// a key with a slash comes escaped (%2F), as the client escapes every key.
-func (s *server) history(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
+// history answers a lock's recent grants (the key's path rules are in
+// keypath.go).
+func (s *server) history(w http.ResponseWriter, r *http.Request, key string) {
 	if err := s.lim.CheckKey(key); err != nil {
 		s.fail(w, r, err)
 		return

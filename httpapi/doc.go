@@ -12,7 +12,11 @@
 // # Routes
 //
 // Bodies are JSON (api types unless noted); durations are integer
-// milliseconds. Every non-2xx answer is an api.ErrorBody.
+// milliseconds. Every non-2xx answer is an api.ErrorBody. The reference
+// for clients is the OpenAPI 3.1 document openapi.json, served at
+// GET /v1/openapi.json and generated from these types by
+// internal/openapigen (go generate); its tests fail when a route served
+// (Routes) is missing from it or a real answer does not match it.
 //
 //	Method      Path                              Body -> answer                    Locker call
 //	POST        /v1/locks/acquire                 AcquireRequest -> Lease           Acquire (blocks up to wait_ms)
@@ -37,6 +41,10 @@
 //	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one
 //	GET         /v1/ui/activity                   -> api.Activity                   ActivityReader, if the Locker is one
 //	GET         /v1/ui/cluster                    -> api.ClusterView                Status, and each member's (PeerLister)
+//	GET         /v1/ui/locks-by-age               -> api.AgeList                    List, ordered by the oldest hold
+//	GET         /v1/snapshot                      snapshot stream                   WriteSnapshot (if Snapshotter; admin)
+//	GET         /livez, /readyz                   text, public                      Config.Ready, else Status
+//	GET         /v1/openapi.json                  the OpenAPI document, public
 //	POST        /v1/ui/force-release              api.ForceReleaseRequest -> ReleaseResult  Release with Force (admin, audited with the reason)
 //	GET         /ui/                              the dashboard's page (package ui), public
 //
@@ -47,10 +55,11 @@
 // preflight and sends no CORS headers.
 //
 // A multi-lock is an acquire (or release, extend) with "keys" instead of
-// "key": all or nothing. A key in the inspect path is path-escaped by the
-// client (a "/" in a key travels as %2F). The history route needs it: an
-// unescaped GET /v1/locks/a/history is the history of key "a", while
-// GET /v1/locks/a%2Fhistory inspects key "a/history".
+// "key": all or nothing. Inspect and history take the key as the rest of
+// the path, so a key's "/" may come raw or escaped (%2F, as the client
+// sends every key); a last raw segment "history" asks the history, and
+// raw empty, "." or ".." segments are refused rather than cleaned into
+// another key (keypath.go has the rules).
 //
 // # Blocking and cancellation
 //

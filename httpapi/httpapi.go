@@ -168,13 +168,15 @@ func New(l api.Locker, cfg Config) http.Handler {
 		panic(err)
 	}
 	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l), peerClient: newPeerClient(cfg.PeerTLS)}
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.HandleFunc("POST "+PathAcquire, s.acquire)
 	mux.HandleFunc("POST "+PathTry, s.try)
 	mux.HandleFunc("POST "+PathRelease, s.release)
 	mux.HandleFunc("POST "+PathExtend, s.extend)
 	mux.HandleFunc("GET "+PathLocks, s.list)
-	mux.HandleFunc("GET "+PathLockPrefix+"{key...}", s.inspect)
+	// Inspect and history (dashboard.go) take the key as the rest of the
+	// path; lockGet tells them apart (keypath.go).
+	mux.HandleFunc("GET "+PathLockPrefix+"{key...}", s.lockGet)
 	mux.HandleFunc("POST "+PathSessions, s.openSession)
 	mux.HandleFunc("PUT "+PathSessions+"/{id}/keepalive", s.keepAlive)
 	mux.HandleFunc("POST "+PathSessions+"/{id}/keepalive", s.keepAlive)
@@ -187,6 +189,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 	mux.HandleFunc("GET "+PathStatus, s.status)
 	mux.HandleFunc("GET "+PathLivez, s.livez)
 	mux.HandleFunc("GET "+PathReadyz, s.readyz)
+	mux.HandleFunc("GET "+PathOpenAPI, s.openAPI)
 	if m, ok := l.(Membership); ok {
 		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
 		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
@@ -224,7 +227,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 // escaped, e.g. /v1/locks/%74ry).
 type router struct {
 	s   *server
-	mux *http.ServeMux
+	mux *routeMux
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -232,14 +235,23 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// orchestrators ask without credentials.
 	// The dashboard's page is public too: its data comes from routes
 	// that check credentials.
-	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz || publicPath(r.URL.Path)) {
+	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz || r.URL.Path == PathOpenAPI || publicPath(r.URL.Path)) {
 		rt.mux.ServeHTTP(w, r)
 		return
 	}
+	fast := r.Method == http.MethodPost && r.URL.RawPath == "" && fastRoute(r.URL.Path)
+	if !fast {
+		// Before the mux, which would redirect such a path to a cleaned
+		// one: another key.
+		if err := checkLockPath(r.URL.EscapedPath()); err != nil {
+			rt.s.fail(w, r, err)
+			return
+		}
+	}
 	if rt.s.cfg.Users != nil {
 		pattern := "POST " + r.URL.Path
-		if r.Method != http.MethodPost || r.URL.RawPath != "" || !fastRoute(r.URL.Path) {
-			_, pattern = rt.mux.Handler(r)
+		if !fast {
+			pattern = rt.pattern(r)
 		}
 		var ok bool
 		if r, ok = rt.authenticate(w, r, pattern); !ok {
@@ -393,8 +405,7 @@ func (s *server) extend(w http.ResponseWriter, r *http.Request) {
 	s.reply(w, r, &lease, err)
 }
 
-func (s *server) inspect(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
+func (s *server) inspect(w http.ResponseWriter, r *http.Request, key string) {
 	if err := s.lim.CheckKey(key); err != nil {
 		s.fail(w, r, err)
 		return

@@ -116,7 +116,7 @@ func (h *measured) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var route string
 	if r.Method == http.MethodPost && r.URL.RawPath == "" && fastRoute(r.URL.Path) {
 		route = "POST " + r.URL.Path
-	} else if _, route = h.rt.mux.Handler(r); route == "/" {
+	} else if route = h.rt.pattern(r); route == "/" {
 		route = "unmatched"
 	}
 	sw := &statusWriter{ResponseWriter: w}

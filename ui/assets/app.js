@@ -40,7 +40,8 @@ async function api(method, path, body) {
   return data;
 }
 
-const keyPath = (key) => '/v1/locks/' + encodeURIComponent(key);
+// Dots escaped too: a browser would resolve a "." or ".." segment away.
+const keyPath = (key) => '/v1/locks/' + encodeURIComponent(key).replace(/\./g, '%2E');
 
 // ---- formatting ----
 
