@@ -173,7 +173,7 @@ func TestActivitySamples(t *testing.T) {
 		t.Fatalf("%d samples, want 60", len(s))
 	}
 	prev, last := s[len(s)-2], s[len(s)-1]
-	want := api.ActivitySample{UnixSec: hh.sec - 1, Grants: 2, Releases: 1, Contended: 1, WaitP99Ms: 512}
+	want := api.ActivitySample{UnixSec: hh.sec - 1, Grants: 2, Releases: 1, Contended: 1, WaitP99Ms: 500, WaitP99Bucket: 8} // 250–500 ms
 	if prev != want {
 		t.Fatalf("previous second %+v, want %+v", prev, want)
 	}
