@@ -23,7 +23,10 @@ const PathUILocks = "/v1/ui/locks"
 // answer is marked partial (totals of the keys read), and a narrower
 // prefix gives exact ones. An age order must read every match and keeps
 // MaxAgeSorted.
-const MaxUIScan = 100000
+const MaxUIScan = 10000
+
+// uiScanBound is MaxUIScan; tests lower it.
+var uiScanBound = MaxUIScan
 
 // Orders of a listing.
 const (
@@ -109,10 +112,12 @@ func (s *server) uiLocks(w http.ResponseWriter, r *http.Request) {
 // scanLocks reads every lock under q.prefix the caller may see, keeps
 // those q.filter matches, totals them and cuts out the page asked for.
 // In key order it keeps only that page (memory bounded by the page,
-// reading by MaxUIScan); in age order it keeps every match to sort them,
+// reading by MaxUIScan keys); in age order it keeps every match to sort them,
 // up to MaxAgeSorted.
 func (s *server) scanLocks(r *http.Request, q lockQuery) (api.LockPage, error) {
-	req := api.ListRequest{Prefix: q.prefix, Limit: maxUIPage, ReadOptions: api.ReadOptions{Stale: q.stale}}
+	// Each List call walks the node's whole key table, so the largest
+	// pages make the fewest walks.
+	req := api.ListRequest{Prefix: q.prefix, Limit: api.MaxListLimit, ReadOptions: api.ReadOptions{Stale: q.stale}}
 	byAge := q.order != orderKey
 	var (
 		tally   api.LockTally
@@ -125,24 +130,26 @@ func (s *server) scanLocks(r *http.Request, q lockQuery) (api.LockPage, error) {
 		if err != nil {
 			return api.LockPage{}, err
 		}
-		read += len(res.Locks)
-		for _, li := range visible(r, res.Locks) {
-			if !q.filter.Match(&li) {
+		u := userOf(r)
+		for i := range res.Locks {
+			if !byAge && read == uiScanBound {
+				partial = true
+				break
+			}
+			read++
+			li := &res.Locks[i]
+			if (u != nil && !u.Key(li.Key)) || !q.filter.Match(li) {
 				continue
 			}
 			if byAge || (tally.Locks >= q.offset && tally.Locks < q.offset+q.limit) {
-				kept = append(kept, li)
+				kept = append(kept, *li)
 			}
-			tally.Add(&li)
+			tally.Add(li)
 		}
 		if byAge && len(kept) > MaxAgeSorted {
 			return api.LockPage{}, fmt.Errorf("%w: more than %d locks match prefix %q; narrow it to order them by age", api.ErrLimit, MaxAgeSorted, q.prefix)
 		}
-		if res.Next == "" {
-			break
-		}
-		if !byAge && read >= MaxUIScan {
-			partial = true
+		if partial || res.Next == "" {
 			break
 		}
 		req.After = res.Next
