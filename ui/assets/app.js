@@ -248,8 +248,8 @@ function renderTotals(res) {
   const t = res.totals || {};
   const parts = [plural(t.locks || 0, 'lock'), (t.held || 0) + ' held', plural(t.holders || 0, 'holder'),
     plural(t.waiters || 0, 'waiter'), (t.contended || 0) + ' contended', plural(t.sessions || 0, 'session')];
-  let s = (res.partial ? 'at least ' : '') + parts.join(' · ') + ($('prefix').value || filtered() ? ' match' : '');
-  if (res.partial) s += ' (counted the first keys only: narrow the prefix for exact totals)';
+  let s = ($('prefix').value || filtered() ? 'matching: ' : 'total: ') + (res.partial ? 'at least ' : '') + parts.join(' · ');
+  if (res.partial) s += ' (counted part of the keys only: narrow the prefix for exact totals)';
   $('totals').textContent = s;
   $('totals').classList.toggle('partial', !!res.partial);
 }
