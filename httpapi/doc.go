@@ -37,6 +37,8 @@
 //	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one
 //	GET         /v1/ui/activity                   -> api.Activity                   ActivityReader, if the Locker is one
 //	GET         /v1/ui/cluster                    -> api.ClusterView                Status, and each member's (PeerLister)
+//	GET         /v1/ui/locks                      -> api.LockPage                   List, filtered and totalled (PathUILocks)
+//	GET         /v1/ui/locks-by-age               -> api.AgeList                    List, held locks by age
 //	POST        /v1/ui/force-release              api.ForceReleaseRequest -> ReleaseResult  Release with Force (admin, audited with the reason)
 //	GET         /ui/                              the dashboard's page (package ui), public
 //
