@@ -84,10 +84,11 @@ function metaChips(meta) {
 function showLogin(msg) {
   stopPolling();
   $('main').hidden = true;
+  $('locks-error').textContent = ''; // the sign-in form speaks for a refusal
   $('login').hidden = false;
   $('login-error').textContent = msg || '';
   $('live').textContent = 'signed out';
-  $('live').className = 'live bad';
+  $('live').className = 'live';
   $('login-user').focus();
 }
 
