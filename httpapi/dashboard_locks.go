@@ -115,9 +115,10 @@ func (s *server) uiLocks(w http.ResponseWriter, r *http.Request) {
 // reading by MaxUIScan keys); in age order it keeps every match to sort them,
 // up to MaxAgeSorted.
 func (s *server) scanLocks(r *http.Request, q lockQuery) (api.LockPage, error) {
-	// Each List call walks the node's whole key table, so the largest
-	// pages make the fewest walks.
-	req := api.ListRequest{Prefix: q.prefix, Limit: api.MaxListLimit, ReadOptions: api.ReadOptions{Stale: q.stale}}
+	// Each List call walks the node's whole key table while applies wait
+	// for it; pages of a thousand keep each wait short at about the same
+	// total cost as fewer, larger pages.
+	req := api.ListRequest{Prefix: q.prefix, Limit: maxUIPage, ReadOptions: api.ReadOptions{Stale: q.stale}}
 	byAge := q.order != orderKey
 	var (
 		tally   api.LockTally
