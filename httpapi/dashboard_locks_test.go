@@ -152,12 +152,26 @@ func TestUILocks(t *testing.T) {
 	if got := strings.Join(seen, " "); got != "app:build app:deploy app:free app:read other:1" {
 		t.Fatalf("key order over the pages: %q", got)
 	}
-	// Age order: held locks by their oldest grant, free ones last.
-	if got := keys(list(t, "wide", "order=oldest")); got != "app:build app:deploy app:read other:1 app:free" {
-		t.Errorf("oldest first: %q", got)
+	// Age order: held locks by their oldest grant (grants in the same
+	// millisecond tie), free ones last.
+	oldestGrant := func(li api.LockInfo) int64 {
+		g := li.Holders[0].GrantedMs
+		for _, h := range li.Holders {
+			g = min(g, h.GrantedMs)
+		}
+		return g
 	}
-	if got := keys(list(t, "wide", "order=newest")); got != "other:1 app:read app:deploy app:build app:free" {
-		t.Errorf("newest first: %q", got)
+	for _, order := range []string{"oldest", "newest"} {
+		p := list(t, "wide", "order="+order)
+		if len(p.Locks) != 5 || p.Locks[4].Key != "app:free" {
+			t.Fatalf("%s first: %q, want 5 locks, app:free last", order, keys(p))
+		}
+		for i := 1; i < 4; i++ {
+			prev, cur := oldestGrant(p.Locks[i-1]), oldestGrant(p.Locks[i])
+			if (order == "oldest" && cur < prev) || (order == "newest" && cur > prev) {
+				t.Errorf("%s first: %s (granted %d) after %s (granted %d)", order, p.Locks[i].Key, cur, p.Locks[i-1].Key, prev)
+			}
+		}
 	}
 
 	for _, bad := range []struct{ query, says string }{
