@@ -42,15 +42,22 @@ type ActivitySample struct {
 	// Contended counts acquires that found the lock taken and queued.
 	Contended int `json:"contended"`
 	// WaitP99Ms is the 99th percentile of the queue waits that ended in a
-	// grant during the second (an upper bound, from power-of-two
-	// buckets); 0 when none did.
+	// grant during the second, as the upper edge of its bucket
+	// (WaitBucketEdgesMs; the last edge for the open bucket past it); 0
+	// when none did.
 	WaitP99Ms int64 `json:"wait_p99_ms"`
+	// WaitP99Bucket is that bucket's index in Activity.WaitBuckets,
+	// meaningful when WaitP99Ms is not 0.
+	WaitP99Bucket int `json:"wait_p99_bucket"`
 }
 
 // Activity is a node's recent per-second samples, oldest first.
 type Activity struct {
 	Node    string           `json:"node"`
 	Samples []ActivitySample `json:"samples"`
+	// WaitBuckets names the wait buckets as ranges ("10–25 ms",
+	// "> 10 s"), in order: the wait chart's axis.
+	WaitBuckets []string `json:"wait_buckets"`
 }
 
 // NodeView is one member as the dashboard shows it (GET /v1/ui/cluster):

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"math/bits"
 	"sync"
 	"time"
 
@@ -22,43 +21,35 @@ const (
 	MaxActivityWindow     = time.Hour
 )
 
-// waitBuckets: bucket 0 counts waits under 1 ms, bucket i waits in
-// [2^(i-1), 2^i) ms; the last one everything longer.
-const waitBuckets = 32
-
-// sample is one second's counts.
+// sample is one second's counts; waits counts queue waits by
+// api.WaitBucket.
 type sample struct {
 	sec                                                  int64
 	grants, releases, expiries, forced, contended, nwait int
-	waits                                                [waitBuckets]uint32
+	waits                                                [api.WaitBuckets]uint32
 }
 
 func (s *sample) wait(ms int64) {
-	b := 0
-	if ms > 0 {
-		b = min(bits.Len64(uint64(ms)), waitBuckets-1)
-	}
-	s.waits[b]++
+	s.waits[api.WaitBucket(ms)]++
 	s.nwait++
 }
 
-// p99 is the upper bound of the bucket holding the 99th percentile wait.
-func (s *sample) p99() int64 {
+// p99 returns the bucket holding the 99th percentile wait and its upper
+// edge (the last edge for the open bucket); 0, 0 without waits.
+func (s *sample) p99() (bucket int, ms int64) {
 	if s.nwait == 0 {
-		return 0
+		return 0, 0
 	}
 	rank := (s.nwait*99 + 99) / 100 // ceil(0.99 n)
 	seen := 0
+	last := len(api.WaitBucketEdgesMs)
 	for b, c := range s.waits {
 		seen += int(c)
 		if seen >= rank {
-			if b == 0 {
-				return 1
-			}
-			return int64(1) << b
+			return b, api.WaitBucketEdgesMs[min(b, last-1)]
 		}
 	}
-	return int64(1) << (waitBuckets - 1)
+	return last, api.WaitBucketEdgesMs[last-1]
 }
 
 // empty reports whether s counts nothing (waits holds counts only when
@@ -120,7 +111,8 @@ func (a *activity) samples() []api.ActivitySample {
 		as := api.ActivitySample{UnixSec: sec}
 		if s := &a.ring[int(uint64(sec)%uint64(n))]; s.sec == sec {
 			as.Grants, as.Releases, as.Expiries, as.Forced = s.grants, s.releases, s.expiries, s.forced
-			as.Contended, as.WaitP99Ms = s.contended, s.p99()
+			as.Contended = s.contended
+			as.WaitP99Bucket, as.WaitP99Ms = s.p99()
 		}
 		out = append(out, as)
 	}
@@ -134,7 +126,7 @@ func (n *Node) Activity(ctx context.Context) (api.Activity, error) {
 	if err := ctx.Err(); err != nil {
 		return api.Activity{}, err
 	}
-	return api.Activity{Node: n.id, Samples: n.history.activity.samples()}, nil
+	return api.Activity{Node: n.id, Samples: n.history.activity.samples(), WaitBuckets: api.WaitBucketLabels()}, nil
 }
 
 // PeerHTTPAddrs lists the members with their HTTP API addresses, this

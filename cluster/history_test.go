@@ -173,7 +173,7 @@ func TestActivitySamples(t *testing.T) {
 		t.Fatalf("%d samples, want 60", len(s))
 	}
 	prev, last := s[len(s)-2], s[len(s)-1]
-	want := api.ActivitySample{UnixSec: hh.sec - 1, Grants: 2, Releases: 1, Contended: 1, WaitP99Ms: 512}
+	want := api.ActivitySample{UnixSec: hh.sec - 1, Grants: 2, Releases: 1, Contended: 1, WaitP99Ms: 500, WaitP99Bucket: 8} // 250–500 ms
 	if prev != want {
 		t.Fatalf("previous second %+v, want %+v", prev, want)
 	}
@@ -364,5 +364,42 @@ func TestNodeHistoryMeta(t *testing.T) {
 	}
 	if len(h.Entries) != 2 || h.Entries[0].Meta["job"] != "second" || h.Entries[1].Meta["job"] != "first" {
 		t.Fatalf("history %+v", h)
+	}
+}
+
+// TestWaitP99Bucket: the p99 of a second's queue waits is the bucket
+// holding the ceil(0.99 n)-th smallest wait, reported with its upper
+// edge (the last edge for the open bucket).
+func TestWaitP99Bucket(t *testing.T) {
+	repeat := func(n int, ms int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = ms
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		waits  []int64
+		bucket int
+		ms     int64
+	}{
+		{"none", nil, 0, 0},
+		{"under a millisecond", []int64{0}, 0, 1},
+		{"an edge is in the bucket above it", []int64{10}, 4, 25},
+		{"the slowest of a hundred", append(repeat(99, 3), 20000), 2, 5},
+		{"past the 99th of a hundred", append(repeat(98, 3), 20000, 20000), 13, 10000},
+		{"one slow of one", []int64{86400000}, 13, 10000},
+		{"just below a second", []int64{999}, 9, 1000},
+	}
+	for _, tc := range tests {
+		var s sample
+		for _, w := range tc.waits {
+			s.wait(w)
+		}
+		b, ms := s.p99()
+		if b != tc.bucket || ms != tc.ms {
+			t.Errorf("%s: bucket %d (%s) %d ms, want %d (%s) %d ms", tc.name, b, api.WaitBucketLabel(b), ms, tc.bucket, api.WaitBucketLabel(tc.bucket), tc.ms)
+		}
 	}
 }

@@ -49,6 +49,7 @@ var routeCategories = map[string]auth.Category{
 	"GET " + PathActivity:                           auth.Read,
 	"GET " + PathClusterView:                        auth.Read,
 	"GET " + PathLocksByAge:                         auth.Read,
+	"GET " + PathUILocks:                            auth.Read,
 	"POST " + PathForceRelease:                      auth.Admin,
 }
 

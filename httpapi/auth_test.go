@@ -60,6 +60,7 @@ var routeSamples = map[string]routeSample{
 	"GET " + httpapi.PathActivity:                                   {"GET", httpapi.PathActivity, nil},
 	"GET " + httpapi.PathClusterView:                                {"GET", httpapi.PathClusterView, nil},
 	"GET " + httpapi.PathLocksByAge:                                 {"GET", httpapi.PathLocksByAge, nil},
+	"GET " + httpapi.PathUILocks:                                    {"GET", httpapi.PathUILocks, nil},
 	"POST " + httpapi.PathForceRelease:                              {"POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
 }
 

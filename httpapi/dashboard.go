@@ -67,6 +67,7 @@ func (s *server) mountDashboard(mux *routeMux) {
 	mux.HandleFunc("GET "+PathActivity, s.activity)
 	mux.HandleFunc("GET "+PathClusterView, s.clusterView)
 	mux.HandleFunc("GET "+PathLocksByAge, s.locksByAge)
+	mux.HandleFunc("GET "+PathUILocks, s.uiLocks)
 	mux.HandleFunc("POST "+PathForceRelease, s.forceRelease)
 }
 

@@ -155,6 +155,10 @@ func TestDashboardHistoryRoute(t *testing.T) {
 	if grants != 4 {
 		t.Fatalf("activity counts %d grants, want 4", grants)
 	}
+	// The wait chart's axis: every bucket named as a range, in order.
+	if got, want := strings.Join(a.WaitBuckets, ", "), strings.Join(api.WaitBucketLabels(), ", "); got != want || !strings.HasPrefix(got, "< 1 ms, 1–2 ms, 2–5 ms") || !strings.HasSuffix(got, "5–10 s, > 10 s") {
+		t.Fatalf("activity wait buckets %q, want %q", got, want)
+	}
 	var cv api.ClusterView
 	if st, raw := ns.get(t, "", "", httpapi.PathClusterView, &cv); st != 200 || len(cv.Nodes) != 1 || !cv.Nodes[0].Self || cv.Nodes[0].Status == nil || cv.Nodes[0].Status.Leader != "n1" {
 		t.Fatalf("cluster view: %d %s", st, raw)

@@ -41,7 +41,8 @@
 //	GET         /v1/locks/{key}/history           -> api.History                    HistoryReader, if the Locker is one
 //	GET         /v1/ui/activity                   -> api.Activity                   ActivityReader, if the Locker is one
 //	GET         /v1/ui/cluster                    -> api.ClusterView                Status, and each member's (PeerLister)
-//	GET         /v1/ui/locks-by-age               -> api.AgeList                    List, ordered by the oldest hold
+//	GET         /v1/ui/locks                      -> api.LockPage                   List, filtered and totalled (PathUILocks)
+//	GET         /v1/ui/locks-by-age               -> api.AgeList                    List, held locks by age
 //	GET         /v1/snapshot                      snapshot stream                   WriteSnapshot (if Snapshotter; admin)
 //	GET         /livez, /readyz                   text, public                      Config.Ready, else Status
 //	GET         /v1/openapi.json                  the OpenAPI document, public

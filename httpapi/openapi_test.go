@@ -412,6 +412,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	rc.call("GET", httpapi.PathLocks, httpapi.PathLocks+"?prefix=a/&limit=1", nil, false)
 	rc.call("GET", httpapi.PathLocks, httpapi.PathLocks+"?limit=x", nil, false)
 	rc.call("GET", httpapi.PathLocksByAge, httpapi.PathLocksByAge+"?order=newest", nil, false)
+	rc.call("GET", httpapi.PathUILocks, httpapi.PathUILocks+"?state=held&order=oldest&meta=host", nil, false)
 	rc.call("POST", httpapi.PathForceRelease, httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "a/1", Reason: "test"}, false)
 	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "a/2", Force: true}, false)
 

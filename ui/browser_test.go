@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ import (
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/transport"
 )
+
+// waitRange is a wait bucket's label: a range, or the open last one.
+var waitRange = regexp.MustCompile(`^(< 1 ms|[0-9.]+( ms| s)?–[0-9.]+ (ms|s)|> 10 s)$`)
 
 const testUsers = `
 user admin on >adminpw ~* +@all
@@ -304,7 +308,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.run("open the dashboard", chromedp.Navigate(uc.urls[fi]+"/ui/"))
 
 	// Users are configured: the page asks for credentials, not the
-	// browser.
+	// browser, and shows no error before anyone has tried.
+	b.waitText("#live", "signed out")
+	var alarms []string
+	b.eval(`[...document.querySelectorAll('.error, .bad')].map(e => e.innerText).filter(s => s)`, &alarms)
+	if len(alarms) > 0 {
+		t.Errorf("login page on first load shows errors: %q", alarms)
+	}
+	b.typeInto("login-user", "viewer")
+	b.typeInto("login-pass", "not-the-password")
+	b.run("a wrong password", chromedp.Click(`#login button[type=submit]`, chromedp.ByQuery))
+	b.waitText("#login-error", "Wrong user or password.")
 	b.login("viewer", "viewpw")
 	row := `#locks tr[data-key="jobs/nightly"]`
 	b.waitText(row, "worker-1")
@@ -347,11 +361,53 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("sort %q not selectable", v)
 		}
 	}
+	// Totals of everything, not of the page shown, and the cluster's.
+	b.waitText("#totals", "3 locks · 3 held · 3 holders · 1 waiter · 1 contended · 0 sessions")
+	b.waitText("#cluster-totals", "whole cluster: 3 locks · 1 waiter · 0 sessions open")
+
+	// Filters run on the server and narrow the rows and the totals.
+	shown := func() string {
+		var keys []string
+		b.eval(`[...document.querySelectorAll('#locks tbody tr[data-key]')].map(e => e.dataset.key)`, &keys)
+		return strings.Join(keys, " ")
+	}
+	waitRows := func(what, want string) {
+		b.t.Helper()
+		b.waitFor(what+": rows "+want, func() bool { return shown() == want }, shown, func() string { return b.text("#totals") })
+	}
+	setSelect := func(id, v string) {
+		b.t.Helper()
+		var ok bool
+		b.eval(fmt.Sprintf(`(() => { const e = document.getElementById(%q); e.value = %q; e.dispatchEvent(new Event('change')); return e.value === %q; })()`, id, v, v), &ok)
+		if !ok {
+			t.Fatalf("%s %q not selectable", id, v)
+		}
+	}
+	for _, st := range []string{"waiters", "contended"} {
+		setSelect("state", st)
+		waitRows("state "+st, "jobs/nightly")
+		b.waitText("#totals", "1 lock · 1 held · 1 holder · 1 waiter · 1 contended")
+	}
+	setSelect("state", "free")
+	waitRows("state free", "")
+	b.waitText("#locks tbody", "no locks match")
+	setSelect("state", "all")
+	b.typeInto("meta", "host=build-7")
+	waitRows("holder metadata", "jobs/nightly")
+	b.typeInto("meta", "host=elsewhere")
+	waitRows("other metadata", "")
+	b.typeInto("meta", " ")
+	b.typeInto("owner", "cacher")
+	waitRows("holder owner", "cache/a cache/b")
+	b.waitText("#totals", "2 locks · 2 held · 2 holders · 0 waiters")
+	b.typeInto("owner", " ")
+	waitRows("no filter", "cache/a cache/b jobs/nightly")
+
 	setSort("oldest")
-	b.waitText("#pageinfo", "of 3 held")
+	b.waitText("#pageinfo", "1–3 of 3")
 	b.waitText("#locks tbody", "cache/b")
 	setSort("key")
-	b.waitFor("key order again", func() bool { return !strings.Contains(b.text("#pageinfo"), "held") })
+	b.waitFor("key order again", func() bool { return !strings.Contains(b.text("#pageinfo"), "of 3") })
 
 	// Filter by prefix: the server answers only matching keys.
 	b.typeInto("prefix", "cache/")
@@ -397,6 +453,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("worker-2 still shown waiting: %q", s)
 	}
 	b.waitText("#history tbody", "forced")
+
+	// worker-2's wait shows on the wait chart as a range of its bucket.
+	b.waitFor("a wait on the wait chart", func() bool { return !strings.HasSuffix(b.text(".wait-chart .summary"), "max none") },
+		func() string { return b.text(".wait-chart") })
+	summary, top := b.text(".wait-chart .summary"), b.text(".wait-chart .ytop")
+	if !waitRange.MatchString(top) || !strings.HasSuffix(summary, "max "+top) {
+		t.Errorf("wait chart: summary %q, axis top %q; want the range of a bucket", summary, top)
+	}
+	if x := b.text(".wait-chart .xaxis"); !strings.Contains(x, "now") || !strings.Contains(x, "−") {
+		t.Errorf("wait chart time axis %q", x)
+	}
 	select {
 	case err := <-waited:
 		if err != nil {

@@ -16,6 +16,7 @@ const state = {
   forceKey: '',
   timer: 0,
   polling: false,
+  locksDue: 0, // when the listing is next asked for
 };
 
 class APIError extends Error {
@@ -84,10 +85,11 @@ function metaChips(meta) {
 function showLogin(msg) {
   stopPolling();
   $('main').hidden = true;
+  $('locks-error').textContent = ''; // the sign-in form speaks for a refusal
   $('login').hidden = false;
   $('login-error').textContent = msg || '';
   $('live').textContent = 'signed out';
-  $('live').className = 'live bad';
+  $('live').className = 'live';
   $('login-user').focus();
 }
 
@@ -106,9 +108,10 @@ $('login').addEventListener('submit', async (ev) => {
     await api('GET', '/v1/status');
   } catch (e) {
     state.auth = '';
-    $('login-error').textContent = e.message;
+    $('login-error').textContent = e.status === 401 ? 'Wrong user or password.' : e.message;
     return;
   }
+  $('login-error').textContent = '';
   sessionStorage.setItem('locknode-auth', state.auth);
   sessionStorage.setItem('locknode-user', state.user);
   $('login-pass').value = '';
@@ -145,6 +148,7 @@ function stopPolling() {
 
 // refresh polls now instead of at the next tick.
 function refresh() {
+  state.locksDue = 0;
   clearTimeout(state.timer);
   if (state.polling) poll();
 }
@@ -153,7 +157,12 @@ async function poll() {
   const results = await Promise.allSettled([loadLocks(), loadCluster(), loadActivity(), loadHistory()]);
   const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
   if (failed.some((e) => e.status === 401)) {
-    showLogin(state.auth ? 'Wrong user or password.' : 'This node needs a user and password.');
+    // Without stored credentials nobody has tried yet: the form alone
+    // asks. Stored ones refused mean the user or password changed.
+    const msg = state.auth ? 'Signed out: this node no longer accepts that user and password.' : '';
+    state.auth = '';
+    sessionStorage.removeItem('locknode-auth');
+    showLogin(msg);
     return;
   }
   const live = $('live');
@@ -172,40 +181,79 @@ async function poll() {
 
 // ---- locks ----
 
+// filtered reports whether the listing is narrowed by more than a
+// prefix (then the server's filtered listing answers the rows).
+function filtered() {
+  return $('state').value !== 'all' || $('owner').value.trim() !== '' || $('meta').value.trim() !== '';
+}
+
+// listQuery is the dashboard listing's query for the current controls.
+function listQuery(extra) {
+  const q = new URLSearchParams({ stale: 'true', prefix: $('prefix').value, state: $('state').value });
+  if ($('owner').value.trim()) q.set('owner', $('owner').value.trim());
+  for (const t of $('meta').value.split(/\s+/)) if (t) q.append('meta', t);
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q;
+}
+
 async function loadLocks() {
+  // The listing reads every matching lock for its totals: on a big table
+  // it is polled less often, ten times as long apart as it took.
+  if (Date.now() < state.locksDue) return;
+  const t0 = Date.now();
   const after = state.cursors[state.cursors.length - 1];
   const sort = $('sort').value;
   const limit = Number($('limit').value);
-  // By key: the list API's cursor paging. By age: the server orders every
-  // matching held lock (a bounded number; a narrower prefix past it) and
-  // pages by offset, so the order holds across pages.
-  const byAge = sort !== 'key';
-  const q = byAge
-    ? new URLSearchParams({ stale: 'true', limit: String(limit), prefix: $('prefix').value, order: sort, offset: after || '0' })
-    : new URLSearchParams({ stale: 'true', limit: String(limit), prefix: $('prefix').value, after });
-  let res;
+  // Unfiltered by key: the list API's cursor paging, which reaches every
+  // lock, and the filtered listing for the totals only. Otherwise the
+  // server filters, orders and pages by offset over every match, so the
+  // order holds across pages.
+  const byCursor = sort === 'key' && !filtered();
+  let res, page;
   try {
-    res = await api('GET', (byAge ? '/v1/ui/locks-by-age?' : '/v1/locks?') + q.toString());
+    if (byCursor) {
+      [res, page] = await Promise.all([
+        api('GET', '/v1/ui/locks?' + listQuery({ limit: '0' })),
+        api('GET', '/v1/locks?' + new URLSearchParams({ stale: 'true', limit: String(limit), prefix: $('prefix').value, after })),
+      ]);
+    } else {
+      res = await api('GET', '/v1/ui/locks?' + listQuery({ order: sort, limit: String(limit), offset: after || '0' }));
+    }
   } catch (e) {
     $('locks-error').textContent = e.message;
     throw e;
   }
   $('locks-error').textContent = '';
   const fetchedAt = Date.now();
-  const locks = res.locks || [];
+  state.locksDue = fetchedAt + Math.max(0, 10 * (fetchedAt - t0) - POLL_MS);
+  const locks = (byCursor ? page.locks : res.locks) || [];
   state.locks = locks;
-  if (byAge) {
-    const next = (res.offset || 0) + locks.length;
-    state.next = next < (res.total || 0) ? String(next) : '';
+  if (byCursor) {
+    state.next = page.next || '';
   } else {
-    state.next = res.next || '';
+    const next = (res.offset || 0) + locks.length;
+    state.next = locks.length && next < (res.total || 0) ? String(next) : '';
   }
   renderLocks(locks, fetchedAt);
+  renderTotals(res);
   $('prev').disabled = state.cursors.length <= 1;
   $('next').disabled = !state.next;
-  const first = (state.cursors.length - 1);
-  $('pageinfo').textContent = 'page ' + (first + 1) + ' · ' + locks.length + ' lock' + (locks.length === 1 ? '' : 's') +
-    (byAge ? ' of ' + (res.total || 0) + ' held' : '');
+  const range = byCursor ? '' : ' · ' + ((res.offset || 0) + (locks.length ? 1 : 0)) + '–' + ((res.offset || 0) + locks.length) + ' of ' + (res.total || 0);
+  $('pageinfo').textContent = 'page ' + state.cursors.length + range;
+}
+
+const plural = (n, one) => n + ' ' + (n === 1 ? one : one + 's');
+
+// renderTotals shows the totals of every lock that matches, not of the
+// page shown.
+function renderTotals(res) {
+  const t = res.totals || {};
+  const parts = [plural(t.locks || 0, 'lock'), (t.held || 0) + ' held', plural(t.holders || 0, 'holder'),
+    plural(t.waiters || 0, 'waiter'), (t.contended || 0) + ' contended', plural(t.sessions || 0, 'session')];
+  let s = ($('prefix').value || filtered() ? 'matching: ' : 'total: ') + (res.partial ? 'at least ' : '') + parts.join(' · ');
+  if (res.partial) s += ' (counted part of the keys only: narrow the prefix for exact totals)';
+  $('totals').textContent = s;
+  $('totals').classList.toggle('partial', !!res.partial);
 }
 
 function renderLocks(locks, fetchedAt) {
@@ -262,7 +310,7 @@ function renderLocks(locks, fetchedAt) {
   }
   if (!rows.length) {
     const tr = el('tr');
-    const td = el('td', 'muted', 'no locks' + ($('prefix').value ? ' with this prefix' : '') + (state.next ? ' on this page' : ''));
+    const td = el('td', 'muted', 'no locks' + ($('prefix').value || filtered() ? ' match' : '') + (state.next ? ' on this page' : ''));
     td.colSpan = 5;
     tr.append(td);
     rows.push(tr);
@@ -291,11 +339,14 @@ function tickClocks() {
 }
 setInterval(tickClocks, 200);
 
-let prefixTimer = 0;
-$('prefix').addEventListener('input', () => {
-  clearTimeout(prefixTimer);
-  prefixTimer = setTimeout(() => { state.cursors = ['']; refresh(); }, 250);
-});
+let typingTimer = 0;
+for (const id of ['prefix', 'owner', 'meta']) {
+  $(id).addEventListener('input', () => {
+    clearTimeout(typingTimer);
+    typingTimer = setTimeout(() => { state.cursors = ['']; refresh(); }, 250);
+  });
+}
+$('state').addEventListener('change', () => { state.cursors = ['']; refresh(); });
 $('sort').addEventListener('change', () => { state.cursors = ['']; refresh(); });
 $('limit').addEventListener('change', () => { state.cursors = ['']; refresh(); });
 $('next').addEventListener('click', () => { if (state.next) { state.cursors.push(state.next); refresh(); } });
@@ -384,6 +435,8 @@ async function loadCluster() {
   if (self && self.status) {
     const s = self.status;
     $('node').textContent = 'node ' + s.id + ' · ' + s.state + ' · leader ' + (s.leader || 'unknown');
+    $('cluster-totals').textContent = '— whole cluster: ' + plural(s.locks || 0, 'lock') + ' · ' +
+      plural(s.waiters || 0, 'waiter') + ' · ' + plural(s.sessions || 0, 'session') + ' open';
   }
   const rows = v.nodes.map((n) => {
     const tr = el('tr');
@@ -422,7 +475,6 @@ const SERIES = [
   ['expiries', 'expiries/s'],
   ['forced', 'forced/s'],
   ['contended', 'contended waits/s'],
-  ['wait_p99_ms', 'wait p99 (ms)'],
 ];
 
 async function loadActivity() {
@@ -434,27 +486,55 @@ async function loadActivity() {
     throw e;
   }
   const samples = a.samples || [];
-  const charts = SERIES.map(([field, label]) => chart(label, samples.map((s) => s[field] || 0)));
+  const span = samples.length > 1 ? (samples[samples.length - 1].t - samples[0].t) * 1000 : 0;
+  const charts = SERIES.map(([field, label]) => countChart(label, samples.map((s) => s[field] || 0), span));
+  charts.push(waitChart(samples, a.wait_buckets || [], span));
   $('charts').replaceChildren(...charts);
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
 
-function chart(label, values) {
+// chart draws values (0 ≤ v ≤ max) as a line over a time axis from
+// span ago to now; yTop and yBottom label the ends of the value axis.
+function chart(label, summary, values, max, yTop, yBottom, span) {
   const W = 220, H = 50;
   const box = el('div', 'chart');
   const top = el('div', 'label');
-  const max = Math.max(1, ...values);
-  top.append(el('span', null, label), el('span', null, 'now ' + (values.length ? values[values.length - 1] : 0) + ' · max ' + Math.max(0, ...values)));
+  top.append(el('span', null, label), el('span', 'summary', summary));
+  const plot = el('div', 'plot');
+  const yAxis = el('div', 'yaxis');
+  yAxis.append(el('span', 'ytop', yTop), el('span', 'ybottom', yBottom));
   const svg = document.createElementNS(SVG, 'svg');
   svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
   svg.setAttribute('preserveAspectRatio', 'none');
   const pl = document.createElementNS(SVG, 'polyline');
   const n = Math.max(values.length - 1, 1);
-  pl.setAttribute('points', values.map((v, i) => (i * W / n).toFixed(1) + ',' + (H - 2 - v * (H - 4) / max).toFixed(1)).join(' '));
+  pl.setAttribute('points', values.map((v, i) => (i * W / n).toFixed(1) + ',' + (H - 2 - v * (H - 4) / Math.max(max, 1)).toFixed(1)).join(' '));
   svg.append(pl);
-  box.append(top, svg);
+  plot.append(yAxis, svg);
+  const xAxis = el('div', 'xaxis');
+  xAxis.append(el('span', null, span ? '−' + fmtDur(span) : ''), el('span', null, 'now'));
+  box.append(top, plot, xAxis);
   return box;
+}
+
+function countChart(label, values, span) {
+  const max = Math.max(0, ...values);
+  const now = values.length ? values[values.length - 1] : 0;
+  return chart(label, 'now ' + now + ' · max ' + max, values, max, String(max), '0', span);
+}
+
+// waitChart plots the bucket of each second's p99 queue wait: its axis
+// and labels are the buckets' ranges, not single values.
+function waitChart(samples, buckets, span) {
+  // 0: no wait ended in the second; b+1: bucket b.
+  const levels = samples.map((s) => (s.wait_p99_ms ? (s.wait_p99_bucket || 0) + 1 : 0));
+  const max = Math.max(0, ...levels);
+  const name = (lv) => (lv ? buckets[lv - 1] || '?' : 'none');
+  const now = levels.length ? levels[levels.length - 1] : 0;
+  const c = chart('wait p99', 'now ' + name(now) + ' · max ' + name(max), levels, max, max ? name(max) : '', 'none', span);
+  c.classList.add('wait-chart');
+  return c;
 }
 
 start();
