@@ -284,6 +284,9 @@ type Status struct {
 	// ClusterVersions the range this node's binary runs ("1..1").
 	ClusterVersion  uint32 `json:"cluster_version"`
 	ClusterVersions string `json:"cluster_versions,omitempty"`
+	// Release is the node's binary's release (`locknode version`), when
+	// the server knows it.
+	Release string `json:"release,omitempty"`
 	// Halted, when set, says why this node stopped applying the log: an
 	// entry or snapshot of a cluster version its binary does not run.
 	Halted string `json:"apply_halted,omitempty"`
