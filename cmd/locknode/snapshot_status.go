@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/locknode/locknode/fsm"
@@ -45,6 +46,16 @@ type snapshotInfo struct {
 // snapshotChecksumNote says what the verification covers.
 const snapshotChecksumNote = "none in the format; the file decoded whole, to its last byte"
 
+// maxPlausibleFormat is above every snapshot format there is or will be
+// for long: a first byte beyond it is no snapshot, rather than one from
+// a newer release.
+const maxPlausibleFormat = 32
+
+// withoutPkg is err's text without the decoder's package prefixes.
+func withoutPkg(err error) string {
+	return strings.NewReplacer("fsm: restore: ", "", "fsm: ", "").Replace(err.Error())
+}
+
 // inspectSnapshot reads and decodes file without a running node.
 func inspectSnapshot(file string) (snapshotInfo, error) {
 	info := snapshotInfo{File: file}
@@ -71,12 +82,15 @@ func inspectSnapshot(file string) (snapshotInfo, error) {
 		return info, fmt.Errorf("reading %s: %w", file, err)
 	}
 	info.Format = int(first[0])
+	if info.Format > maxPlausibleFormat {
+		return info, fmt.Errorf("%s is not a snapshot saved by \"locknode snapshot save\": its first byte (%d) is no snapshot format", file, info.Format)
+	}
 	t := fsm.New(fsm.Config{})
 	if err := t.Restore(br); err != nil {
 		if errors.Is(err, fsm.ErrBadVersion) {
-			return info, fmt.Errorf("%s is not a snapshot this binary reads (format byte %d): %w", file, info.Format, err)
+			return info, fmt.Errorf("%s is a snapshot this binary does not read (format %d): %s", file, info.Format, withoutPkg(err))
 		}
-		return info, fmt.Errorf("%s does not decode as a snapshot (damaged, truncated, or not a snapshot saved by \"locknode snapshot save\"): %w", file, err)
+		return info, fmt.Errorf("%s does not decode as a snapshot (damaged, truncated, or not a snapshot saved by \"locknode snapshot save\"): %s", file, withoutPkg(err))
 	}
 	// Restore stops at the snapshot's end; hash what it did not read.
 	if _, err := io.Copy(io.Discard, br); err != nil {
