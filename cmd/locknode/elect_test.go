@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/locknode/locknode/api"
@@ -101,7 +101,9 @@ func TestElectObserve(t *testing.T) {
 	done := make(chan int, 2)
 	// Each ends when octx is cancelled.
 	go func() { done <- runElect(octx, []string{"--observe", "svc", "--endpoints", srv.URL}, &out, &errb) }()
-	go func() { done <- runElect(octx, []string{"svc", "--observe", "--json", "--endpoints", srv.URL}, &jout, &errb) }()
+	go func() {
+		done <- runElect(octx, []string{"svc", "--observe", "--json", "--endpoints", srv.URL}, &jout, &errb)
+	}()
 	waitUntil(t, "no leader shown", func() bool {
 		return strings.Contains(out.String(), "(no leader)") && strings.Contains(jout.String(), `"election":"svc"`)
 	})
