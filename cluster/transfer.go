@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -61,11 +62,11 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferR
 		}
 		switch {
 		case target == nil:
-			return res, fmt.Errorf("%w: %w: %q is not in the configuration (voters: %v)", ErrUnknownMember, api.ErrNotFound, id, voters)
+			return res, &wireErr{msg: fmt.Sprintf("no such member %q: the voters are %s", id, strings.Join(voters, ", ")), is: []error{ErrUnknownMember, api.ErrNotFound}}
 		case target.Suffrage != raft.Voter:
-			return res, fmt.Errorf("%w: %w: %q is a %s and cannot lead (voters: %v)", ErrNotVoter, api.ErrBadRequest, id, target.Suffrage, voters)
+			return res, &wireErr{msg: fmt.Sprintf("member %q is a non-voter and cannot lead: the voters are %s", id, strings.Join(voters, ", ")), is: []error{ErrNotVoter, api.ErrBadRequest}}
 		case id == self:
-			return res, fmt.Errorf("%w: %q is already the leader", api.ErrBadRequest, id)
+			return res, &wireErr{msg: fmt.Sprintf("%q is already the leader", id), is: []error{api.ErrBadRequest}}
 		}
 	}
 	var fut raft.Future
@@ -82,12 +83,12 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferR
 	case err := <-done:
 		if err != nil {
 			if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-				return res, fmt.Errorf("%w: another leadership transfer is in progress", api.ErrConflict)
+				return res, &wireErr{msg: "another leadership transfer is in progress: wait for it to end (at most an election timeout)", is: []error{api.ErrConflict, err}}
 			}
 			if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 				return res, n.notLeader(ctx, "a leadership transfer")
 			}
-			return res, fmt.Errorf("%w: %w: %w", ErrTransferTimeout, api.ErrWaitTimeout, err)
+			return res, &wireErr{msg: fmt.Sprintf("leadership transfer timed out: the target did not win an election in time (%v); %s is still the leader", err, self), is: []error{ErrTransferTimeout, api.ErrWaitTimeout, err}}
 		}
 	case <-ctx.Done():
 		return res, ctx.Err()
@@ -107,7 +108,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferR
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
-			return res, fmt.Errorf("%w: %w: leadership was handed over but no new leader was heard of within %v", ErrTransferTimeout, api.ErrWaitTimeout, transferWait)
+			return res, &wireErr{msg: fmt.Sprintf("leadership transfer timed out: %s handed over but heard of no new leader within %v", self, transferWait), is: []error{ErrTransferTimeout, api.ErrWaitTimeout}}
 		}
 	}
 }
@@ -117,7 +118,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferR
 func (n *Node) notLeader(ctx context.Context, what string) error {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	if leaderID == "" {
-		return fmt.Errorf("%w: %s is taken by the leader only, and none is known: the cluster has no quorum or is electing one", api.ErrNoLeader, what)
+		return &wireErr{msg: fmt.Sprintf("%s is taken by the leader only, and node %s knows none: the cluster has no quorum or is electing one", what, n.id), is: []error{api.ErrNoLeader}}
 	}
 	httpAddr := ""
 	for _, a := range n.PeerAddrs(ctx) {
@@ -126,7 +127,7 @@ func (n *Node) notLeader(ctx context.Context, what string) error {
 		}
 	}
 	if httpAddr == "" {
-		return fmt.Errorf("%w: %s is taken by the leader only: %s (raft %s); send it there", api.ErrNoLeader, what, leaderID, leaderAddr)
+		return &wireErr{msg: fmt.Sprintf("%s is taken by the leader only: %s (raft %s); send it there", what, leaderID, leaderAddr), is: []error{api.ErrNoLeader}}
 	}
-	return fmt.Errorf("%w: %s is taken by the leader only: %s at %s; send it there", api.ErrNoLeader, what, leaderID, httpAddr)
+	return &wireErr{msg: fmt.Sprintf("%s is taken by the leader only: %s at %s; send it there", what, leaderID, httpAddr), is: []error{api.ErrNoLeader}}
 }

@@ -98,7 +98,7 @@ func TestClusterToolsOnThreeServes(t *testing.T) {
 		t.Fatalf("leader %s, the transfer said %s", now, res["leader"])
 	}
 	for _, tc := range []struct{ id, want string }{
-		{"nosuch", `"nosuch" is not in the configuration`},
+		{"nosuch", `no such member "nosuch": the voters are n1, n2, n3`},
 		{res["leader"], "is already the leader"},
 	} {
 		code, out, errb = execLine("members", "transfer-leader", tc.id, "--endpoints", httpOf[lead])
