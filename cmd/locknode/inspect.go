@@ -84,23 +84,24 @@ that is not started yet), and is taken by the leader only: list it in
 func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
-		Short: "show a node's view of the cluster (--cluster: every node's)",
+		Short: "show a node's view of the cluster (--cluster: every member's, asked directly)",
 		Example: `  locknode status --endpoints 10.0.0.1:8080
-  locknode status --cluster --endpoints 10.0.0.1:8080,10.0.0.2:8080,10.0.0.3:8080
+  locknode status --cluster --endpoints 10.0.0.1:8080   # finds and asks every member
   locknode status --json | jq .leader
   until locknode status >/dev/null 2>&1; do sleep 1; done   # wait for a leader`,
 		Args: noArgs,
-		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: to every node, every node answered,
-       and the leader, if among --endpoints, hears from every voter)
+		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: every member and endpoint answered,
+       each knows a leader, and the leader hears from every voter)
   1    no leader, or no node reachable (check --endpoints / LOCKNODE_ENDPOINTS);
-       with --cluster also: a voter the leader has not heard from lately
+       with --cluster also: a member that does not answer, or a voter the
+       leader has not heard from lately
   2    bad command line (the reason is printed first)
 `},
 	}
 	fs := cmd.Flags()
 	cf := addClientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per endpoint)")
-	cluster := fs.Bool("cluster", false, "ask every node in --endpoints for its own status, not just the first that answers")
+	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per member, then per endpoint that is no member)")
+	cluster := fs.Bool("cluster", false, "find every member through the endpoints and ask each at its own HTTP address: role, readiness, indexes, last contact, versions")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
