@@ -64,15 +64,15 @@ func TestClusterToolsOnThreeServes(t *testing.T) {
 		}
 		return leaders == 1, out
 	})
-	code, out, errb := execLine("status", "--cluster", "--endpoints", httpOf[follower])
-	for _, id := range []string{"n1", "n2", "n3"} {
-		if !strings.Contains(out, httpOf[id]) {
-			t.Errorf("status --cluster lacks %s's address %s:\n%s", id, httpOf[id], out)
+	waitFor(t, 20*time.Second, "status --cluster's table to show every member", func() (bool, string) {
+		code, out, errb := execLine("status", "--cluster", "--endpoints", httpOf[follower])
+		for _, id := range []string{"n1", "n2", "n3"} {
+			if !strings.Contains(out, httpOf[id]) {
+				return false, out
+			}
 		}
-	}
-	if code != 0 || !strings.Contains(out, "HEALTH") || !strings.Contains(out, "cluster v1") {
-		t.Fatalf("status --cluster: exit %d\n%s%s", code, out, errb)
-	}
+		return code == 0 && strings.Contains(out, "HEALTH") && strings.Contains(out, "cluster v1"), out + errb
+	})
 
 	// Plain status names the leader's HTTP address.
 	waitFor(t, 10*time.Second, "status to name the leader's HTTP address", func() (bool, string) {
@@ -81,7 +81,7 @@ func TestClusterToolsOnThreeServes(t *testing.T) {
 	})
 
 	// To a chosen voter, through a follower's address.
-	code, out, errb = execLine("members", "transfer-leader", follower, "--endpoints", httpOf[follower])
+	code, out, errb := execLine("members", "transfer-leader", follower, "--endpoints", httpOf[follower])
 	if code != 0 || !strings.Contains(out, "leadership moved from "+lead+" to "+follower) {
 		t.Fatalf("transfer-leader %s: exit %d, stdout %q, stderr %q", follower, code, out, errb)
 	}
