@@ -248,26 +248,33 @@ type Member struct {
 	// answered the leader for three heartbeat timeouts (900 ms by
 	// default): down, cut off, or added at a wrong address.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// HTTPAddr is the member's advertised HTTP API address as the
+	// answering node last learned it from the member; absent when the
+	// member never answered that node.
+	HTTPAddr string `json:"http_addr,omitempty"`
 }
 
 // Status describes a node (GET /v1/status).
 type Status struct {
-	ID           string         `json:"id"`
-	Leader       string         `json:"leader"` // leader's node id; empty if none known
-	LeaderAddr   string         `json:"leader_addr,omitempty"`
-	State        string         `json:"state"`
-	Term         uint64         `json:"term"`
-	AppliedIndex uint64         `json:"applied_index"`
-	CommitIndex  uint64         `json:"commit_index"`
-	Members      []Member       `json:"members"`
-	FSMTimeMs    int64          `json:"fsm_time_ms"`
-	Locks        int            `json:"locks"`
-	Keys         int            `json:"keys"`
-	Waiters      int            `json:"waiters"`
-	Sessions     int            `json:"sessions"`
-	HTTPAddr     string         `json:"http_addr,omitempty"`
-	RESPAddr     string         `json:"resp_addr,omitempty"`
-	Mirror       map[string]any `json:"mirror,omitempty"`
+	ID         string `json:"id"`
+	Leader     string `json:"leader"` // leader's node id; empty if none known
+	LeaderAddr string `json:"leader_addr,omitempty"`
+	// LeaderHTTPAddr is the leader's HTTP API address, when the answering
+	// node has learned it (Member.HTTPAddr).
+	LeaderHTTPAddr string         `json:"leader_http_addr,omitempty"`
+	State          string         `json:"state"`
+	Term           uint64         `json:"term"`
+	AppliedIndex   uint64         `json:"applied_index"`
+	CommitIndex    uint64         `json:"commit_index"`
+	Members        []Member       `json:"members"`
+	FSMTimeMs      int64          `json:"fsm_time_ms"`
+	Locks          int            `json:"locks"`
+	Keys           int            `json:"keys"`
+	Waiters        int            `json:"waiters"`
+	Sessions       int            `json:"sessions"`
+	HTTPAddr       string         `json:"http_addr,omitempty"`
+	RESPAddr       string         `json:"resp_addr,omitempty"`
+	Mirror         map[string]any `json:"mirror,omitempty"`
 	// KeyspaceBytes is the key space's accounted size, which
 	// KeyspaceMaxBytes bounds (0: no limit); past it, writes that grow
 	// the key space are refused with ErrOutOfMemory.
@@ -277,6 +284,9 @@ type Status struct {
 	// ClusterVersions the range this node's binary runs ("1..1").
 	ClusterVersion  uint32 `json:"cluster_version"`
 	ClusterVersions string `json:"cluster_versions,omitempty"`
+	// Release is the node's binary's release (`locknode version`), when
+	// the server knows it.
+	Release string `json:"release,omitempty"`
 	// Halted, when set, says why this node stopped applying the log: an
 	// entry or snapshot of a cluster version its binary does not run.
 	Halted string `json:"apply_halted,omitempty"`

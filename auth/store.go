@@ -13,6 +13,7 @@ const (
 	EventForceRelease      = "force_release"
 	EventMemberAdd         = "member_add"
 	EventMemberRemove      = "member_remove"
+	EventTransferLeader    = "transfer_leader"
 	EventUsersReload       = "users_reload"
 	EventUsersReloadFailed = "users_reload_failed"
 )

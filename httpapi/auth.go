@@ -39,6 +39,7 @@ var routeCategories = map[string]auth.Category{
 	"GET " + PathStatus:                         auth.Read,
 	"POST " + PathMembers:                       auth.Admin,
 	"DELETE " + PathMembers + "/{id}":           auth.Admin,
+	"POST " + PathTransferLeader:                auth.Admin,
 	"GET " + PathSnapshot:                       auth.Admin,
 	"POST " + PathClusterUpgrade:                auth.Admin,
 	"GET " + PathMetrics:                        auth.Read,

@@ -52,6 +52,7 @@ var routeSamples = map[string]routeSample{
 	"POST " + httpapi.PathMembers:                       {"POST", httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
 	"DELETE " + httpapi.PathMembers + "/{id}":           {"DELETE", httpapi.PathMembers + "/n9", nil},
 	"POST " + httpapi.PathClusterUpgrade:                {"POST", httpapi.PathClusterUpgrade, nil},
+	"POST " + httpapi.PathTransferLeader:                {"POST", httpapi.PathTransferLeader, api.TransferRequest{ID: "n2"}},
 	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
 	"GET " + httpapi.PathSnapshot:                       {"GET", httpapi.PathSnapshot, nil},
 	"/":                                                 {"GET", "/nope", nil},

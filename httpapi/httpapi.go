@@ -194,6 +194,9 @@ func New(l api.Locker, cfg Config) http.Handler {
 		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
 		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
 	}
+	if lt, ok := l.(LeaderTransferer); ok {
+		mux.HandleFunc("POST "+PathTransferLeader, func(w http.ResponseWriter, r *http.Request) { s.transferLeader(w, r, lt) })
+	}
 	if u, ok := l.(Upgrader); ok {
 		mux.HandleFunc("POST "+PathClusterUpgrade, func(w http.ResponseWriter, r *http.Request) { s.upgrade(w, r, u) })
 	}
@@ -666,6 +669,9 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) {
 	st, err := s.l.Status(r.Context())
 	if err == nil && s.cfg.Extra != nil {
 		s.cfg.Extra(&st)
+	}
+	if err == nil {
+		s.addMemberAddrs(r.Context(), &st)
 	}
 	s.reply(w, r, st, err)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/httpapi/httpapitest"
 )
 
 // openAPI is the embedded document with its schemas compiled on demand
@@ -347,6 +349,13 @@ func (rc *recorder) check(method, tmpl string, resp *http.Response, raw []byte) 
 // TestOpenAPIMatchesAnswers: real requests and the real node's answers
 // to them, one or more for every operation, validate against the
 // document's schemas, errors included.
+// handsOver is a Locker whose leadership transfers succeed at once.
+type handsOver struct{ *httpapitest.Fake }
+
+func (handsOver) TransferLeadership(_ context.Context, id string) (api.TransferResult, error) {
+	return api.TransferResult{Previous: "n1", Leader: id}, nil
+}
+
 func TestOpenAPIMatchesAnswers(t *testing.T) {
 	ns := startNodeServer(t, httpapi.Config{Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x 1\n") })})
 	rc := &recorder{t: t, o: loadOpenAPI(t), ns: ns, ok: map[string]bool{}}
@@ -456,6 +465,12 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	rc.call("GET", httpapi.PathSnapshot, httpapi.PathSnapshot, nil, false)
 	rc.call("GET", httpapi.PathOpenAPI, httpapi.PathOpenAPI, nil, false)
 	rc.call("GET", httpapi.PathUI, httpapi.PathUI, nil, false)
+	rc.call("POST", httpapi.PathTransferLeader, httpapi.PathTransferLeader, api.TransferRequest{ID: "n9"}, false)
+	// A transfer needs a second voter: a Locker that hands over at once
+	// gives the successful answer to check.
+	ts := httptest.NewServer(httpapi.New(handsOver{httpapitest.NewFake()}, httpapi.Config{}))
+	defer ts.Close()
+	(&recorder{t: t, o: rc.o, ns: &nodeServer{srv: ts}, ok: rc.ok}).call("POST", httpapi.PathTransferLeader, httpapi.PathTransferLeader, api.TransferRequest{ID: "n2"}, false)
 
 	if len(rc.errs) < 6 {
 		t.Errorf("only %d error answers checked against their status: %q", len(rc.errs), rc.errs)

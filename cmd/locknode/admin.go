@@ -23,17 +23,18 @@ func init() {
 // node that goes away).
 func newMembersCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "members list|remove ID|leave [flags]",
-		Short: "list the cluster's members, remove one, or make a node leave",
+		Use:   "members list|remove ID|leave|transfer-leader [ID] [flags]",
+		Short: "list the cluster's members, remove one, make a node leave, or move leadership",
 		Example: `  locknode members list --endpoints 10.0.0.1:8080
   locknode members list --json
   locknode members remove n3                         # admin
-  locknode members leave --endpoints 10.0.0.3:8080   # admin: the node at that address leaves`,
+  locknode members leave --endpoints 10.0.0.3:8080   # admin: the node at that address leaves
+  locknode members transfer-leader n2                # admin: n2 becomes the leader`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError("a subcommand is required: list, remove ID or leave")
+				return usageError("a subcommand is required: list, remove ID, leave or transfer-leader [ID]")
 			}
-			return usageError("unknown subcommand %q (list, remove ID, leave)", args[0])
+			return usageError("unknown subcommand %q (list, remove ID, leave, transfer-leader [ID])", args[0])
 		},
 	}
 	fs := cmd.PersistentFlags()
@@ -128,7 +129,7 @@ run it against the node that goes away, before stopping it for good.`,
 			return remove(ctx, cmd, c, st.ID)
 		},
 	}
-	cmd.AddCommand(list, rm, leave)
+	cmd.AddCommand(list, rm, leave, newTransferLeaderCmd(cf, timeout))
 	return cmd
 }
 

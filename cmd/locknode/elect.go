@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -22,15 +24,21 @@ func init() { addCommand(newElectCmd) }
 // leadership included, when CMD had to be stopped), 2 on usage errors.
 func newElectCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "elect NAME VALUE [flags] -- CMD [ARGS...]",
-		Short: "run a command while leading an election",
+		Use:   "elect NAME VALUE [flags] -- CMD [ARGS...] | elect --observe NAME",
+		Short: "run a command while leading an election, or watch an election's leader",
 		Long: `Campaign for election NAME with VALUE (waiting behind other candidates), then
 run CMD with the leadership's fencing token in LOCKNODE_FENCE (and
 LOCKNODE_ELECTION, LOCKNODE_VALUE) while leading, and resign when CMD exits.
 When leadership is lost CMD's process group is killed at once: another leader
-may already act. Flags may come before or after NAME VALUE.`,
+may already act. Flags may come before or after NAME VALUE.
+
+With --observe, print election NAME's current leader (its value and fence, or
+"(no leader)") and then every change, until interrupted; it campaigns for
+nothing (read permission is enough).`,
 		Example: `  locknode elect scheduler "$(hostname)" -- ./scheduler
-  locknode elect --ttl 5s primary 10.0.0.7:5432 -- ./run-primary.sh`,
+  locknode elect --ttl 5s primary 10.0.0.7:5432 -- ./run-primary.sh
+  locknode elect --observe scheduler
+  locknode elect --observe --json primary | jq -r .value`,
 		Args: cobra.ArbitraryArgs,
 		Annotations: map[string]string{annMaxArgs: "2", annExitCodes: `  CMD's own  CMD ran while leading (128+N if signal N ended it)
   1          no leader reachable (no quorum, wrong --endpoints / LOCKNODE_ENDPOINTS), the cluster refused, or leadership was lost
@@ -42,9 +50,20 @@ may already act. Flags may come before or after NAME VALUE.`,
 	cf := addClientFlags(fs)
 	ttl := fs.Duration("ttl", 10*time.Second, "session length; kept alive every ttl/3 while leading")
 	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when locknode is interrupted")
+	observe := fs.Bool("observe", false, "print the election's leader and each change until interrupted, instead of campaigning")
+	asJSON := fs.Bool("json", false, "with --observe: print each leader as a JSON object on a line of its own")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		pos, cmdArgs := splitAtDash(cmd, args)
+		if *observe {
+			if len(pos) != 1 || pos[0] == "" || len(cmdArgs) > 0 {
+				return usageError("--observe takes one election NAME and no command, got %q", args)
+			}
+			return exitWith(observeElection(ctx, cf, pos[0], *asJSON, stdout, stderr))
+		}
+		if *asJSON {
+			return usageError("--json goes with --observe")
+		}
 		if len(pos) != 2 || pos[0] == "" || pos[1] == "" || len(cmdArgs) == 0 {
 			return usageError("an election NAME, a VALUE and a command after them are required, got %q", args)
 		}
@@ -106,4 +125,36 @@ may already act. Flags may come before or after NAME VALUE.`,
 		}())
 	}
 	return cmd
+}
+
+// observeElection prints election name's leader and each change until
+// ctx ends (exit 0), or 1 when no node can be reached at first. A
+// broken stream is resumed by the client on another endpoint.
+func observeElection(ctx context.Context, cf clientFlags, name string, asJSON bool, stdout, stderr io.Writer) int {
+	c, err := cf.client(stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode elect:", err)
+		return exitUsage
+	}
+	ch, err := c.Observe(ctx, name)
+	if err != nil {
+		fmt.Fprintf(stderr, "locknode elect: observing %s: %s\n", name, explain(err))
+		return exitLockFailed
+	}
+	enc := json.NewEncoder(stdout)
+	for l := range ch {
+		l = l.Public()
+		switch {
+		case asJSON:
+			if err := enc.Encode(l); err != nil {
+				fmt.Fprintln(stderr, "locknode elect:", err)
+				return exitLockFailed
+			}
+		case l.Value == "" && l.Fence == 0:
+			fmt.Fprintln(stdout, "(no leader)")
+		default:
+			fmt.Fprintf(stdout, "%s (fence %d)\n", l.Value, l.Fence)
+		}
+	}
+	return exitOK
 }

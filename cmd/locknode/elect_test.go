@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi/httpapitest"
 )
 
@@ -82,5 +85,71 @@ func TestElectUsage(t *testing.T) {
 		if code := runElect(context.Background(), args, &syncBuffer{}, &syncBuffer{}); code != exitUsage {
 			t.Fatalf("%q: exit code %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// elect --observe prints the election's leader (none at first), each
+// change, and ends with exit 0 when interrupted.
+func TestElectObserve(t *testing.T) {
+	fake := httpapitest.NewFake()
+	srv := httpapitest.NewServer(t, fake)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	octx, stop := context.WithCancel(ctx)
+	defer stop()
+	var out, jout, errb syncBuffer
+	done := make(chan int, 2)
+	// Each ends when octx is cancelled.
+	go func() { done <- runElect(octx, []string{"--observe", "svc", "--endpoints", srv.URL}, &out, &errb) }()
+	go func() {
+		done <- runElect(octx, []string{"svc", "--observe", "--json", "--endpoints", srv.URL}, &jout, &errb)
+	}()
+	waitUntil(t, "no leader shown", func() bool {
+		return strings.Contains(out.String(), "(no leader)") && strings.Contains(jout.String(), `"election":"svc"`)
+	})
+	sess, err := fake.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := fake.Campaign(ctx, api.CampaignRequest{Election: "svc", Value: "node-a", Session: sess.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("node-a (fence %d)", ld.Fence)
+	waitUntil(t, "the leader shown", func() bool {
+		return strings.Contains(out.String(), want) && strings.Contains(jout.String(), `"value":"node-a"`)
+	})
+	if err := fake.Resign(ctx, ld); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the resignation shown", func() bool { return strings.Count(out.String(), "(no leader)") == 2 })
+	if strings.Contains(jout.String(), ld.Token) {
+		t.Fatalf("the campaign's token was printed: %s", jout.String())
+	}
+	stop()
+	for range 2 {
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d; stderr %s", code, errb.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || lines[1] != want {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+func TestElectObserveUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--observe"},
+		{"--observe", "a", "b"},
+		{"--observe", "a", "--", "true"},
+		{"--json", "a", "v", "--", "true"},
+	} {
+		if code := runElect(context.Background(), args, &syncBuffer{}, &syncBuffer{}); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	if code := runElect(context.Background(), []string{"--observe", "a", "--endpoints", "127.0.0.1:1", "--timeout-not-a-flag"}, &syncBuffer{}, &syncBuffer{}); code != exitUsage {
+		t.Errorf("unknown flag: exit %d", code)
 	}
 }

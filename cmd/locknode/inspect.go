@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -85,23 +84,24 @@ that is not started yet), and is taken by the leader only: list it in
 func newStatusCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [flags]",
-		Short: "show a node's view of the cluster (--cluster: every node's)",
+		Short: "show a node's view of the cluster (--cluster: every member's, asked directly)",
 		Example: `  locknode status --endpoints 10.0.0.1:8080
-  locknode status --cluster --endpoints 10.0.0.1:8080,10.0.0.2:8080,10.0.0.3:8080
+  locknode status --cluster --endpoints 10.0.0.1:8080   # finds and asks every member
   locknode status --json | jq .leader
   until locknode status >/dev/null 2>&1; do sleep 1; done   # wait for a leader`,
 		Args: noArgs,
-		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: to every node, every node answered,
-       and the leader, if among --endpoints, hears from every voter)
+		Annotations: map[string]string{annExitCodes: `  0    a leader is known (with --cluster: every member and endpoint answered,
+       each knows a leader, and the leader hears from every voter)
   1    no leader, or no node reachable (check --endpoints / LOCKNODE_ENDPOINTS);
-       with --cluster also: a voter the leader has not heard from lately
+       with --cluster also: a member that does not answer, or a voter the
+       leader has not heard from lately
   2    bad command line (the reason is printed first)
 `},
 	}
 	fs := cmd.Flags()
 	cf := addClientFlags(fs)
-	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per endpoint)")
-	cluster := fs.Bool("cluster", false, "ask every node in --endpoints for its own status, not just the first that answers")
+	asJSON := fs.Bool("json", false, "print the raw JSON status (with --cluster: an array, one entry per member, then per endpoint that is no member)")
+	cluster := fs.Bool("cluster", false, "find every member through the endpoints and ask each at its own HTTP address: role, readiness, indexes, last contact, versions")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -144,6 +144,9 @@ func newStatusCmd() *cobra.Command {
 func printStatus(stdout io.Writer, st api.Status) {
 	fmt.Fprintf(stdout, "id=%s state=%s leader=%s term=%d applied_index=%d commit_index=%d\n",
 		st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
+	if st.Leader != "" {
+		fmt.Fprintf(stdout, "leader_http=%s leader_raft=%s\n", orNone(st.LeaderHTTPAddr), orNone(st.LeaderAddr))
+	}
 	fmt.Fprintf(stdout, "locks=%d keys=%d waiters=%d sessions=%d\n", st.Locks, st.Keys, st.Waiters, st.Sessions)
 	if st.ClusterVersion != 0 {
 		fmt.Fprintf(stdout, "cluster_version=%d runs=%s\n", st.ClusterVersion, st.ClusterVersions)
@@ -152,9 +155,9 @@ func printStatus(stdout io.Writer, st api.Status) {
 		fmt.Fprintf(stdout, "apply_halted=%q\n", st.Halted)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MEMBER\tADDRESS\tSUFFRAGE\tLEADER\tLAST_CONTACT")
+	fmt.Fprintln(tw, "MEMBER\tADDRESS\tHTTP\tSUFFRAGE\tLEADER\tLAST_CONTACT")
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.Address, m.Suffrage, m.Leader, contactText(m))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", m.ID, m.Address, orNone(m.HTTPAddr), m.Suffrage, m.Leader, contactText(m))
 	}
 	tw.Flush()
 }
@@ -186,103 +189,6 @@ func unreachableVoters(stderr io.Writer, st api.Status) int {
 		}
 	}
 	return n
-}
-
-// nodeStatus is one endpoint's answer in "status --cluster".
-type nodeStatus struct {
-	Endpoint string      `json:"endpoint"`
-	Status   *api.Status `json:"status,omitempty"`
-	Error    string      `json:"error,omitempty"`
-}
-
-// clusterStatus asks each endpoint on its own (a client with that one
-// endpoint, so no fail-over hides a dead node) and prints a row per node,
-// then the members no endpoint answered for.
-func clusterStatus(ctx context.Context, cf clientFlags, asJSON bool, stdout, stderr io.Writer) int {
-	eps := splitEndpoints(*cf.endpoints)
-	if len(eps) == 0 {
-		fmt.Fprintln(stderr, "locknode status: --endpoints / LOCKNODE_ENDPOINTS is empty")
-		return exitUsage
-	}
-	nodes := make([]nodeStatus, len(eps))
-	var wg sync.WaitGroup
-	for i, ep := range eps {
-		one := cf
-		one.endpoints = &eps[i]
-		c, err := one.client(io.Discard)
-		if err != nil {
-			fmt.Fprintln(stderr, "locknode status:", err)
-			return exitUsage
-		}
-		nodes[i].Endpoint = ep
-		wg.Add(1)
-		// Ends when Status returns (ctx bounds it).
-		go func(n *nodeStatus) {
-			defer wg.Done()
-			st, err := c.Status(ctx)
-			if err != nil {
-				n.Error = explain(err)
-				return
-			}
-			n.Status = &st
-		}(&nodes[i])
-	}
-	wg.Wait()
-	healthy := true
-	seen := map[string]bool{}
-	var members []api.Member
-	var leader *api.Status
-	for _, n := range nodes {
-		if n.Status == nil || n.Status.Leader == "" {
-			healthy = false
-			continue
-		}
-		seen[n.Status.ID] = true
-		if len(members) == 0 {
-			members = n.Status.Members
-		}
-		if n.Status.ID == n.Status.Leader {
-			leader = n.Status
-		}
-	}
-	var missing []string
-	for _, m := range members {
-		if !seen[m.ID] {
-			missing = append(missing, m.ID)
-		}
-	}
-	if asJSON {
-		if code := printJSON(stdout, stderr, nodes); code != 0 {
-			return code
-		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENDPOINT\tID\tSTATE\tLEADER\tTERM\tAPPLIED\tCOMMIT\tERROR")
-		for _, n := range nodes {
-			if n.Status == nil {
-				fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t%s\n", n.Endpoint, n.Error)
-				continue
-			}
-			st := n.Status
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t-\n", n.Endpoint, st.ID, st.State, orNone(st.Leader), st.Term, st.AppliedIndex, st.CommitIndex)
-		}
-		tw.Flush()
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(stderr, "locknode status: members not in --endpoints: %s\n", strings.Join(missing, ", "))
-	}
-	if leader != nil && unreachableVoters(stderr, *leader) > 0 {
-		fmt.Fprintln(stderr, "locknode status: a voter does not answer the leader: the cluster has less fault tolerance than it counts on")
-		return exitLockFailed
-	}
-	if leader == nil && healthy {
-		fmt.Fprintln(stderr, "locknode status: the leader is not among --endpoints: voters' contact not checked")
-	}
-	if !healthy {
-		fmt.Fprintln(stderr, "locknode status: not every node answered with a leader")
-		return exitLockFailed
-	}
-	return 0
 }
 
 func newLocksCmd() *cobra.Command {

@@ -127,7 +127,9 @@ word past NAME) is CMD and its arguments.`,
 		Example: `  locknode lock nightly-backup -- ./backup.sh --full
   locknode lock --wait 0 deploy -- make deploy        # fail at once (exit 75) if held
   locknode lock db-migrate --ttl 30s --endpoints 10.0.0.1:8080,10.0.0.2:8080 -- ./migrate
-  LOCKNODE_ENDPOINTS=10.0.0.1:8080 locknode lock job -- sh -c 'echo "fence $LOCKNODE_FENCE"'`,
+  LOCKNODE_ENDPOINTS=10.0.0.1:8080 locknode lock job -- sh -c 'echo "fence $LOCKNODE_FENCE"'
+  locknode lock --shared config -- ./read-config.sh   # readers together, never with an exclusive holder
+  locknode lock --permits 3 encoders -- ./encode.sh   # at most 3 at once`,
 		Args:        cobra.ArbitraryArgs,
 		Annotations: map[string]string{annExitCodes: lockExitCodes, annMaxArgs: "1"},
 	}
@@ -136,11 +138,26 @@ word past NAME) is CMD and its arguments.`,
 	ttl := fs.Duration("ttl", 10*time.Second, "lease length; renewed every ttl/3 while CMD runs")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for the lock (0: fail at once if held)")
 	grace := fs.Duration("grace", 5*time.Second, "time between SIGTERM and SIGKILL when CMD must stop (capped by the lock's safe deadline)")
+	shared := fs.Bool("shared", false, "take a shared (reader) hold: shared holders run together, never with an exclusive one")
+	permits := fs.Int("permits", 0, "take one of N permits of a semaphore: at most N holders at once, all using the same N (0: an exclusive lock)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		pos, cmdArgs := splitAtDash(cmd, args)
 		if len(pos) != 1 || len(cmdArgs) == 0 {
 			return usageError("a lock NAME and a command after it are required, got %q", args)
+		}
+		if *permits < 0 {
+			return usageError("--permits %d: want a positive number of permits, or 0 for an exclusive lock", *permits)
+		}
+		if *shared && *permits > 0 {
+			return usageError("--shared and --permits exclude each other: a lock is shared or a semaphore")
+		}
+		opts := []client.LockOption{client.WithTTL(*ttl)}
+		switch {
+		case *shared:
+			opts = append(opts, client.WithShared())
+		case *permits > 0:
+			opts = append(opts, client.WithSemaphore(*permits))
 		}
 		return exitWith(func() int {
 			name := pos[0]
@@ -157,16 +174,16 @@ word past NAME) is CMD and its arguments.`,
 			var l *client.Lock
 			// The client adds this process's host and pid; the command line
 			// says what the hold is for.
-			meta := client.WithMetadata(commandMeta(cmdArgs, c.Limits()))
+			opts := append(opts, client.WithMetadata(commandMeta(cmdArgs, c.Limits())))
 			if *wait > 0 {
 				stopNotice := func() {}
 				if isTerminal(stderr) {
 					stopNotice = waitingNotice(ctx, c, name, stderr)
 				}
-				l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait), meta)
+				l, err = c.Lock(ctx, name, append(opts, client.WithWait(*wait))...)
 				stopNotice()
 			} else {
-				l, err = c.TryLock(ctx, name, client.WithTTL(*ttl), meta)
+				l, err = c.TryLock(ctx, name, opts...)
 			}
 			if err != nil {
 				return lockFailure(ctx, c, name, err, stderr)

@@ -167,8 +167,10 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit
+	release, _ := buildVersion()
 	hc.Extra = func(s *api.Status) {
 		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
+		s.Release = release
 		if p.mirror != nil {
 			s.Mirror = p.mirror.Status().Map()
 		}
