@@ -37,6 +37,7 @@ type Server struct {
 	trk    *tracker
 	arity  arityTable
 	stats  *cmdStats
+	slow   *slowlog
 	cancel func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
@@ -80,6 +81,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		},
 		hub:       newHub(),
 		stats:     newCmdStats(),
+		slow:      newSlowlog(cfg.SlowlogSlowerThan, cfg.SlowlogMaxLen),
 		trk:       newTracker(cfg.TrackingTableMaxKeys),
 		listeners: make(map[*netguard.Listener]struct{}),
 		perAddr:   netguard.NewAddrLimiter(max(cfg.MaxConnsPerAddr, 0)),
