@@ -100,8 +100,8 @@ type scanOpts struct {
 }
 
 func parseScan(args [][]byte) (o scanOpts, msg string) {
-	cur, err := strconv.ParseUint(string(args[1]), 10, 64)
-	if err != nil {
+	cur, ok := parseCursor(string(args[1]))
+	if !ok {
 		return o, "ERR invalid cursor"
 	}
 	o.cursor, o.count = cur, 10
@@ -129,6 +129,32 @@ func parseScan(args [][]byte) (o scanOpts, msg string) {
 		}
 	}
 	return o, ""
+}
+
+// parseCursor reads a cursor as Redis does (C's strtoul): an optional
+// sign, "-1" wrapping to the largest cursor, "" reading as 0.
+func parseCursor(s string) (uint64, bool) {
+	neg := false
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		neg, s = s[0] == '-', s[1:]
+		if s == "" {
+			return 0, false
+		}
+	}
+	if s == "" {
+		return 0, true
+	}
+	if s[0] < '0' || s[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is a
