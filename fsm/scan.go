@@ -35,16 +35,20 @@ func ScanHash(key string) uint64 {
 	return h
 }
 
-// liveKey returns key's entry as seen at now, or false when a Redis client
-// would not see the key.
-func (t *Table) liveKey(ctx *applyCtx, key string) (KeyEntry, bool) {
-	v := t.lookup(ctx, key)
-	if v == nil {
+// liveKey returns the entry of key, holding v, as seen at now, or false
+// when a Redis client would not see the key (lookup's rule, without
+// looking key up again).
+func (t *Table) liveKey(now int64, key string, v *Value) (KeyEntry, bool) {
+	d := v.deadline()
+	if d != 0 && d <= now {
 		return KeyEntry{}, false
 	}
-	e := KeyEntry{Key: key, Type: kindName(v.Kind()), Expires: v.deadline() != 0}
+	e := KeyEntry{Key: key, Type: kindName(v.Kind()), Expires: d != 0}
 	if v.Kind() == KindLock {
 		l := v.lock()
+		if !t.lockLive(l, now) {
+			return KeyEntry{}, false
+		}
 		for i := 0; i < l.numHolders(); i++ {
 			if t.holdDeadline(l.holder(i)) != 0 {
 				e.Expires = true
@@ -59,10 +63,10 @@ func (t *Table) liveKey(ctx *applyCtx, key string) (KeyEntry, bool) {
 // keyspace). It walks the whole key space; the caller filters (patterns,
 // permissions) after releasing the table.
 func (t *Table) Keys(now int64) []KeyEntry {
-	ctx := &applyCtx{now: t.readNow(now)}
+	now = t.readNow(now)
 	out := make([]KeyEntry, 0, len(t.keys))
-	for k := range t.keys {
-		if e, ok := t.liveKey(ctx, k); ok {
+	for k, v := range t.keys {
+		if e, ok := t.liveKey(now, k, v); ok {
 			out = append(out, e)
 		}
 	}
@@ -76,7 +80,7 @@ func (t *Table) Keys(now int64) []KeyEntry {
 // so a key present for a whole iteration is returned exactly once
 // (Redis' guarantee is at least once), whichever nodes serve the steps.
 func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, next uint64) {
-	ctx := &applyCtx{now: t.readNow(now)}
+	now = t.readNow(now)
 	limit := max(count, len(t.keys)/ScanSpread, 1)
 	// The limit smallest hashes >= cursor, in a max-heap. minOut is the
 	// smallest hash left out: every left-out hash is >= the heap's final
@@ -90,7 +94,7 @@ func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, 
 			minOut, out = x, true
 		}
 	}
-	for k := range t.keys {
+	for k, v := range t.keys {
 		x := ScanHash(k)
 		if x < cursor {
 			continue
@@ -99,7 +103,7 @@ func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, 
 			leaveOut(x)
 			continue
 		}
-		e, ok := t.liveKey(ctx, k)
+		e, ok := t.liveKey(now, k, v)
 		if !ok {
 			continue
 		}
@@ -119,11 +123,11 @@ func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, 
 	if out && minOut == top {
 		// Keys sharing the last hash: all of them now, or the next step
 		// (which starts past top) would miss them.
-		for k := range t.keys {
+		for k, v := range t.keys {
 			if ScanHash(k) != top {
 				continue
 			}
-			if e, ok := t.liveKey(ctx, k); ok && !containsKey(keys, k) {
+			if e, ok := t.liveKey(now, k, v); ok && !containsKey(keys, k) {
 				keys = append(keys, e)
 			}
 		}

@@ -160,3 +160,26 @@ func TestScanKeysStepsCoverTheirRange(t *testing.T) {
 		cursor = next
 	}
 }
+
+// BenchmarkKeyspaceWalk: the time KEYS/DBSIZE (Keys) and one SCAN step
+// (ScanKeys) hold the table, per key-space size.
+func BenchmarkKeyspaceWalk(b *testing.B) {
+	for _, n := range []int{100_000, 1_000_000} {
+		r := newRT(b)
+		for i := range n {
+			r.t.Apply(uint64(i+1), &Command{Op: OpRedis, Time: r.now, Args: bargs("SET", fmt.Sprintf("key:%08d", i), "v")})
+		}
+		b.Run(fmt.Sprintf("Keys/%d", n), func(b *testing.B) {
+			for range b.N {
+				if len(r.t.Keys(r.now)) != n {
+					b.Fatal("wrong count")
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ScanKeys-count10/%d", n), func(b *testing.B) {
+			for range b.N {
+				r.t.ScanKeys(r.now, 1<<63, 10)
+			}
+		})
+	}
+}
