@@ -23,16 +23,35 @@ type KeyEntry struct {
 // returns more than it asks for too.
 const ScanSpread = 64
 
+// ScanBits is the width of a SCAN position: a bridge may put other
+// things (a snapshot's name) in a cursor's bits above it.
+const ScanBits = 40
+
 // ScanHash is the order SCAN walks keys in, and what its cursor counts:
-// FNV-1a, 64 bits. Fixed and seedless, so a cursor one node returned
-// continues on any other node and after a restart.
+// the top ScanBits bits of FNV-1a 64. Fixed and seedless, so a cursor one
+// node returned continues on any other node and after a restart.
 func ScanHash(key string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(key); i++ {
 		h ^= uint64(key[i])
 		h *= 1099511628211
 	}
-	return h
+	return h >> (64 - ScanBits)
+}
+
+// LiveKeys returns the entries of those of keys that are live at now, in
+// the order given.
+func (t *Table) LiveKeys(now int64, keys []string) []KeyEntry {
+	now = t.readNow(now)
+	out := make([]KeyEntry, 0, len(keys))
+	for _, k := range keys {
+		if v := t.keys[k]; v != nil {
+			if e, ok := t.liveKey(now, k, v); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // liveKey returns the entry of key, holding v, as seen at now, or false
@@ -74,7 +93,7 @@ func (t *Table) Keys(now int64) []KeyEntry {
 }
 
 // ScanKeys is one SCAN step: the live keys at now whose ScanHash is >=
-// cursor, in ScanHash order, at least max(count, keys/ScanSpread) of them
+// cursor (< 1<<ScanBits), in ScanHash order, at least max(count, keys/ScanSpread) of them
 // when that many remain; next is the cursor to continue from, 0 when the
 // walk is done. Every key with a given hash is returned by the same step,
 // so a key present for a whole iteration is returned exactly once
@@ -132,7 +151,7 @@ func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, 
 			}
 		}
 	}
-	if !out || top == ^uint64(0) {
+	if !out || top == 1<<ScanBits-1 {
 		return keys, 0
 	}
 	return keys, top + 1

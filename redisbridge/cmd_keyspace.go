@@ -20,9 +20,7 @@ import (
 // The table keeps keys in a hash map, so KEYS, DBSIZE, INFO keyspace and
 // each SCAN step walk the whole key space while holding the table for
 // reading (applying waits meanwhile); matching, filtering and sorting run
-// after it is released. SCAN steps return at least 1/fsm.ScanSpread of
-// the key space, so a whole iteration costs about fsm.ScanSpread walks
-// whatever COUNT says.
+// after it is released. SCAN walks once an iteration (scan_cache.go).
 
 // keyFilter is what the caller may see: nil allows every key.
 func (c *conn) keyFilter() *auth.User {
@@ -158,9 +156,9 @@ func parseCursor(s string) (uint64, bool) {
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is a
-// position in a fixed hash order of the keys (fsm.ScanHash), valid on
-// every node: a key present for the whole iteration is returned exactly
-// once. MATCH, TYPE and the key patterns filter a step's keys after they
+// position in a fixed hash order of the keys (fsm.ScanHash) and a
+// snapshot's name (scan_cache.go), valid on every node: a key present for
+// the whole iteration is returned exactly once. MATCH, TYPE and the key patterns filter a step's keys after they
 // are chosen, so a step may return none and a non-zero cursor, as in
 // Redis. An unknown TYPE matches nothing (Redis 7.0).
 func cmdScan(c *conn, args [][]byte) {
@@ -169,9 +167,8 @@ func cmdScan(c *conn, args [][]byte) {
 		c.w.WriteError(msg)
 		return
 	}
-	var batch []fsm.KeyEntry
-	var next uint64
-	if !c.read(func(t *fsm.Table, now int64) { batch, next = t.ScanKeys(now, o.cursor, o.count) }) {
+	batch, next, ok := c.scanStep(o.cursor, o.count)
+	if !ok {
 		return
 	}
 	u := c.keyFilter()
