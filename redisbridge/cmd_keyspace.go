@@ -1,9 +1,11 @@
 package redisbridge
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
@@ -33,10 +35,12 @@ func (c *conn) keyFilter() *auth.User {
 
 func visible(u *auth.User, key string) bool { return u == nil || u.Key(key) }
 
-// liveKeys returns every key the caller may see, or false after writing
-// the error.
+// liveKeys returns every key the caller may see, read linearizably, or
+// false after writing the error.
 func (c *conn) liveKeys() ([]fsm.KeyEntry, bool) {
-	all, err := c.visibleKeys()
+	ctx, cancel := c.ctx()
+	defer cancel()
+	all, err := c.visibleKeys(ctx, false)
 	if err != nil {
 		c.writeErr(err)
 		return nil, false
@@ -44,12 +48,11 @@ func (c *conn) liveKeys() ([]fsm.KeyEntry, bool) {
 	return all, true
 }
 
-// visibleKeys returns every key the caller may see.
-func (c *conn) visibleKeys() ([]fsm.KeyEntry, error) {
+// visibleKeys returns every key the caller may see; stale reads this
+// node's table as it is.
+func (c *conn) visibleKeys(ctx context.Context, stale bool) ([]fsm.KeyEntry, error) {
 	var all []fsm.KeyEntry
-	ctx, cancel := c.ctx()
-	defer cancel()
-	if err := c.s.b.Read(ctx, false, func(t *fsm.Table, now int64) { all = t.Keys(now) }); err != nil {
+	if err := c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { all = t.Keys(now) }); err != nil {
 		return nil, err
 	}
 	u := c.keyFilter()
@@ -188,10 +191,14 @@ func cmdScan(c *conn, args [][]byte) {
 
 // keyspaceInfo is INFO's Keyspace section: db0's line when the caller
 // sees any key, as Redis leaves empty databases out. avg_ttl is 0, as
-// Redis reports when it has not sampled. ok is false when the key space
-// could not be read (no leader): INFO then leaves the section out.
+// Redis reports when it has not sampled. Like the rest of INFO it tells
+// this node's state (a stale read: no round to the leader, so INFO
+// answers on a node cut off from it). ok is false when the node has no
+// table to read (not joined): INFO then leaves the section out.
 func (c *conn) keyspaceInfo() (lines []string, ok bool) {
-	all, err := c.visibleKeys()
+	ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
+	defer cancel()
+	all, err := c.visibleKeys(ctx, true)
 	if err != nil {
 		return nil, false
 	}

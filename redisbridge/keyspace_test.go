@@ -331,3 +331,25 @@ func TestACLWithoutUsersFile(t *testing.T) {
 		t.Fatalf("ACL SETUSER = %v", v)
 	}
 }
+
+// TestKeyspaceWithoutLeader: KEYS, SCAN and DBSIZE are linearizable
+// reads and refuse without a leader, as GET does; INFO keyspace tells
+// this node's own table and still answers.
+func TestKeyspaceWithoutLeader(t *testing.T) {
+	s, f := testServer(t, Config{RequestTimeout: time.Second})
+	c := dialRaw(t, s)
+	c.do("SET", "k", "v")
+	f.noLeader.Store(true)
+	getErr := c.do("GET", "k")
+	if getErr.Type != '-' {
+		t.Fatalf("GET without a leader = %v", getErr)
+	}
+	for _, args := range [][]string{{"KEYS", "*"}, {"SCAN", "0"}, {"DBSIZE"}} {
+		if v := c.do(args...); v.Type != '-' || v.Str != getErr.Str {
+			t.Fatalf("%v without a leader = %v, want GET's %q", args, v, getErr.Str)
+		}
+	}
+	if v := c.do("INFO", "keyspace"); !strings.Contains(v.Str, "db0:keys=1,") {
+		t.Fatalf("INFO keyspace without a leader = %v", v)
+	}
+}
