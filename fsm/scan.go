@@ -92,6 +92,21 @@ func (t *Table) Keys(now int64) []KeyEntry {
 	return out
 }
 
+// KeyCount counts the live keys at now and those of them with a deadline
+// (DBSIZE and INFO keyspace of a user of every key), without copying.
+func (t *Table) KeyCount(now int64) (keys, expires int) {
+	now = t.readNow(now)
+	for k, v := range t.keys {
+		if e, ok := t.liveKey(now, k, v); ok {
+			keys++
+			if e.Expires {
+				expires++
+			}
+		}
+	}
+	return keys, expires
+}
+
 // ScanKeys is one SCAN step: the live keys at now whose ScanHash is >=
 // cursor (< 1<<ScanBits), in ScanHash order, at least max(count, keys/ScanSpread) of them
 // when that many remain; next is the cursor to continue from, 0 when the

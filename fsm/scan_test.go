@@ -37,6 +37,9 @@ func TestKeysListsWhatRedisClientsSee(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("Keys at +200ms = %v, want %v", got, want)
 	}
+	if n, exp := r.t.KeyCount(r.now + 200); n != 4 || exp != 2 {
+		t.Fatalf("KeyCount at +200ms = %d, %d; want 4, 2", n, exp)
+	}
 	// Past the lock's lease the lock is gone for Redis clients, as TYPE says.
 	if names := keyNames(r.t.Keys(r.now + 1000)); !slices.Equal(names, []string{"h", "s"}) {
 		t.Fatalf("Keys at +1s = %v, want [h s]", names)

@@ -85,11 +85,30 @@ func cmdKeys(c *conn, args [][]byte) {
 
 // DBSIZE
 func cmdDBSize(c *conn, _ [][]byte) {
-	all, ok := c.liveKeys()
-	if !ok {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	n, _, err := c.countKeys(ctx, false)
+	if err != nil {
+		c.writeErr(err)
 		return
 	}
-	c.w.WriteInt(int64(len(all)))
+	c.w.WriteInt(int64(n))
+}
+
+// countKeys counts the keys the caller may see and those of them with a
+// deadline; for a user of every key without copying the names.
+func (c *conn) countKeys(ctx context.Context, stale bool) (keys, expires int, err error) {
+	if c.keyFilter() == nil {
+		err = c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { keys, expires = t.KeyCount(now) })
+		return keys, expires, err
+	}
+	all, err := c.visibleKeys(ctx, stale)
+	for _, e := range all {
+		if e.Expires {
+			expires++
+		}
+	}
+	return len(all), expires, err
 }
 
 // scanOpts is SCAN's parsed options.
@@ -198,18 +217,12 @@ func cmdScan(c *conn, args [][]byte) {
 func (c *conn) keyspaceInfo() (lines []string, ok bool) {
 	ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
 	defer cancel()
-	all, err := c.visibleKeys(ctx, true)
+	n, expires, err := c.countKeys(ctx, true)
 	if err != nil {
 		return nil, false
 	}
-	if len(all) == 0 {
+	if n == 0 {
 		return nil, true
 	}
-	expires := 0
-	for _, e := range all {
-		if e.Expires {
-			expires++
-		}
-	}
-	return []string{"db0:keys=" + strconv.Itoa(len(all)) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"}, true
+	return []string{"db0:keys=" + strconv.Itoa(n) + ",expires=" + strconv.Itoa(expires) + ",avg_ttl=0"}, true
 }
