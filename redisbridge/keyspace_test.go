@@ -353,3 +353,17 @@ func TestKeyspaceWithoutLeader(t *testing.T) {
 		t.Fatalf("INFO keyspace without a leader = %v", v)
 	}
 }
+
+// TestKeyspaceInsideMulti: the walks are refused inside MULTI, and the
+// transaction then fails, as for any refused command.
+func TestKeyspaceInsideMulti(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	c := dialRaw(t, s)
+	c.do("MULTI")
+	if v := c.do("KEYS", "*"); v.Type != '-' || !strings.Contains(v.Str, "'keys'") || !strings.Contains(v.Str, "MULTI") {
+		t.Fatalf("KEYS inside MULTI = %v", v)
+	}
+	if v := c.do("EXEC"); v.Type != '-' || !strings.HasPrefix(v.Str, "EXECABORT") {
+		t.Fatalf("EXEC after a refused KEYS = %v", v)
+	}
+}
