@@ -137,3 +137,7 @@ func (a *Audit) Collectors() []prometheus.Collector {
 	}
 	return []prometheus.Collector{a.events, a.failures}
 }
+
+// Reloadable reports whether Reload can re-read a file (users were read
+// from one).
+func (s *Store) Reloadable() bool { return s != nil && s.path != "" }

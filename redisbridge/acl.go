@@ -160,17 +160,62 @@ func (c *conn) permission(cmd *command, name string, args [][]byte) string {
 	return ""
 }
 
-// cmdACL: ACL WHOAMI.
+// cmdACL: ACL WHOAMI, LIST, LOAD. LIST renders each user as a users-file
+// line with sha256 hashes, never passwords; LOAD re-reads the users file,
+// as SIGHUP does, on this node only (each node reads its own file).
 func cmdACL(c *conn, args [][]byte) {
-	if strings.ToLower(string(args[1])) != "whoami" {
+	sub := strings.ToLower(string(args[1]))
+	switch sub {
+	case "whoami", "list", "load":
+	default:
 		c.w.WriteError(unknownSubcommand(args[1], "acl"))
 		return
 	}
 	if len(args) != 2 {
-		c.w.WriteError(errArity("acl|whoami"))
+		c.w.WriteError(errArity("acl|" + sub))
 		return
 	}
-	c.w.WriteBulkString(c.user)
+	switch sub {
+	case "whoami":
+		c.w.WriteBulkString(c.user)
+	case "list":
+		if c.s.users == nil {
+			// No users: everybody is Redis' default user.
+			c.w.WriteArrayLen(1)
+			c.w.WriteBulkString("user default on nopass ~* &* +@all")
+			return
+		}
+		us := c.s.users.Users()
+		names := us.Names()
+		c.w.WriteArrayLen(len(names))
+		for _, n := range names {
+			c.w.WriteBulkString(us.Lookup(n).Rule())
+		}
+	case "load":
+		if !c.s.users.Reloadable() {
+			c.w.WriteError(msgNoACLFile)
+			return
+		}
+		if err := c.s.users.Reload(); err != nil {
+			// The file's error names the line, never a password; the
+			// users in force stay.
+			c.w.WriteError("ERR " + strings.TrimPrefix(err.Error(), "auth: "))
+			return
+		}
+		c.w.WriteStatus("OK")
+	}
+}
+
+// msgNoACLFile: Redis' text when ACL LOAD has no file to read.
+const msgNoACLFile = "ERR This Redis instance is not configured to use an ACL file. Start locknode with --users FILE to load users from a file."
+
+// aclAccess: ACL LIST and LOAD are admin, as in Redis; WHOAMI any user.
+func aclAccess(_ string, args [][]byte) access {
+	switch sub := strings.ToLower(string(args[1])); sub {
+	case "list", "load":
+		return access{cat: auth.Admin, name: "acl|" + sub}
+	}
+	return access{}
 }
 
 // anonymous is a fresh (or RESET) connection's state: authenticated as

@@ -77,6 +77,10 @@ var bridgeSamples = map[string]struct {
 	"sentinel":     {args: []string{"SENTINEL", "MASTERS"}, cat: auth.Read},
 	"role":         {args: []string{"ROLE"}, cat: auth.Read},
 	"acl":          {args: []string{"ACL", "WHOAMI"}},
+	"slowlog":      {args: []string{"SLOWLOG", "GET"}, cat: auth.Admin, name: "slowlog|get"},
+	"scan":         {args: []string{"SCAN", "0"}, cat: auth.Read},
+	"keys":         {args: []string{"KEYS", "*"}, cat: auth.Read},
+	"dbsize":       {args: []string{"DBSIZE"}, cat: auth.Read},
 	"eval":         {args: []string{"EVAL", "return 1", "1", "app:k"}, cat: auth.Write},
 	"evalsha":      {args: []string{"EVALSHA", strings.Repeat("0", 40), "1", "app:k"}, cat: auth.Write},
 	"eval_ro":      {args: []string{"EVAL_RO", "return 1", "1", "app:k"}, cat: auth.Read},
@@ -116,6 +120,11 @@ var moreSamples = []struct {
 	{[]string{"CLIENT", "KILL", "ID", "999999"}, auth.Admin, "client|kill"},
 	{[]string{"CLIENT", "NO-EVICT", "on"}, auth.Admin, "client|no-evict"},
 	{[]string{"CLIENT", "HELP"}, 0, "client"},
+	{[]string{"ACL", "LIST"}, auth.Admin, "acl|list"},
+	{[]string{"ACL", "LOAD"}, auth.Admin, "acl|load"},
+	{[]string{"CONFIG", "SET", "slowlog-max-len", "128"}, auth.Admin, "config|set"},
+	{[]string{"SLOWLOG", "RESET"}, auth.Admin, "slowlog|reset"},
+	{[]string{"SLOWLOG", "HELP"}, 0, "slowlog"},
 }
 
 type permCase struct {

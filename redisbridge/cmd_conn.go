@@ -342,6 +342,11 @@ func cmdInfo(c *conn, args [][]byte) {
 		"connected_slaves:0",
 		"master_failover_state:no-failover",
 	)
+	if all || want["keyspace"] {
+		if lines, ok := c.keyspaceInfo(); ok {
+			section("Keyspace", lines...)
+		}
+	}
 	if all || want["locknode"] {
 		lines := []string{"node_id:" + c.s.cfg.NodeID, "cluster_members:" + strconv.Itoa(len(c.s.peers(c.selfAddr())))}
 		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
@@ -378,8 +383,12 @@ func cmdInfo(c *conn, args [][]byte) {
 // connect; unknown ones are simply absent (an empty reply, as Redis).
 func cmdConfig(c *conn, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
+	if sub == "set" {
+		configSet(c, args)
+		return
+	}
 	if sub != "get" {
-		if sub == "set" || sub == "resetstat" || sub == "rewrite" {
+		if sub == "resetstat" || sub == "rewrite" {
 			c.w.WriteError("ERR locknode: CONFIG " + strings.ToUpper(sub) + " is not supported")
 			return
 		}
@@ -405,6 +414,10 @@ func cmdConfig(c *conn, args [][]byte) {
 		{"appendonly", "no"},
 		{"cluster-enabled", "no"},
 	}
+	slower, maxLen := c.s.slow.get()
+	params = append(params,
+		[2]string{"slowlog-log-slower-than", strconv.FormatInt(slower, 10)},
+		[2]string{"slowlog-max-len", strconv.Itoa(maxLen)})
 	var out [][2]string
 	for _, p := range params {
 		for _, pat := range args[2:] {

@@ -38,7 +38,7 @@ func commandTable() map[string]*command {
 		{"client", -2, 0, clientAccess, cmdClient},
 		{"role", 1, 0, need(auth.Read), cmdRole},
 		{"info", -1, 0, need(auth.Read), cmdInfo},
-		{"config", -2, 0, need(auth.Read), cmdConfig},
+		{"config", -2, 0, configAccess, cmdConfig},
 		{"cluster", -2, 0, need(auth.Read), cmdCluster},
 		{"command", -1, 0, connAccess, cmdCommand},
 		{"quit", -1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdQuit},
@@ -48,7 +48,13 @@ func commandTable() map[string]*command {
 		{"wait", 3, 0, connAccess, cmdWait},
 		{"waitaof", 4, 0, connAccess, cmdWaitAOF},
 		{"sentinel", -2, 0, need(auth.Read), cmdSentinel},
-		{"acl", -2, 0, connAccess, cmdACL},
+		{"acl", -2, 0, aclAccess, cmdACL},
+		{"slowlog", -2, 0, slowlogAccess, cmdSlowlog},
+
+		// the key space (cmd_keyspace.go)
+		{"scan", -2, 0, need(auth.Read), cmdScan},
+		{"keys", 2, 0, need(auth.Read), cmdKeys},
+		{"dbsize", 1, 0, need(auth.Read), cmdDBSize},
 
 		// scripting (cmd_data.go)
 		{"eval", -3, flagQueue, scriptKeys(auth.Write), cmdEval},

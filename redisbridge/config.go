@@ -114,6 +114,14 @@ type Config struct {
 	// sections by INFO, INFO all/everything/default, and INFO <name>.
 	// Called on every such INFO; it must not block.
 	ExtraInfo func() string
+	// SlowlogSlowerThan: commands that run at least this long are kept
+	// in SLOWLOG (this node's, in memory). Default 10ms (Redis'
+	// slowlog-log-slower-than 10000); negative: none. CONFIG SET
+	// slowlog-log-slower-than changes it at run time (0: every command).
+	SlowlogSlowerThan time.Duration
+	// SlowlogMaxLen: how many SLOWLOG entries are kept, newest first.
+	// Default 128 (Redis' slowlog-max-len); CONFIG SET changes it.
+	SlowlogMaxLen int
 }
 
 // Defaults.
@@ -131,6 +139,8 @@ const (
 	DefaultVersion          = "7.2.4"
 	DefaultNodeID           = "locknode"
 	DefaultMasterName       = "locknode"
+	DefaultSlowlogSlower    = 10 * time.Millisecond
+	DefaultSlowlogMaxLen    = 128
 )
 
 // DefaultTrackingTableMaxKeys is Redis' default tracking-table-max-keys.
@@ -159,6 +169,7 @@ func DefaultConfig() Config {
 		MasterName:       DefaultMasterName,
 	}
 	c.TrackingTableMaxKeys = DefaultTrackingTableMaxKeys
+	c.SlowlogSlowerThan, c.SlowlogMaxLen = DefaultSlowlogSlower, DefaultSlowlogMaxLen
 	return c
 }
 
@@ -224,6 +235,12 @@ func (c Config) withDefaults() Config {
 	if c.RunID == "" {
 		c.RunID = runIDFor(c.NodeID)
 	}
+	if c.SlowlogSlowerThan == 0 {
+		c.SlowlogSlowerThan = DefaultSlowlogSlower
+	}
+	if c.SlowlogMaxLen == 0 {
+		c.SlowlogMaxLen = DefaultSlowlogMaxLen
+	}
 	if c.AuthThrottle == nil {
 		c.AuthThrottle = auth.NewThrottle(auth.ThrottleConfig{Logger: c.Logger})
 	}
@@ -234,7 +251,7 @@ func (c Config) withDefaults() Config {
 // take defaults).
 func (c Config) Validate() error {
 	switch {
-	case c.MaxConns < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0, c.TrackingTableMaxKeys < 0:
+	case c.MaxConns < 0, c.SlowlogMaxLen < 0, c.MaxRequestBytes < 0, c.MaxArgs < 0, c.MaxBulkBytes < 0, c.MaxPendingPushes < 0, c.TrackingTableMaxKeys < 0:
 		return errors.New("redisbridge: config: limits must not be negative")
 	case c.WriteTimeout < 0, c.RequestTimeout < 0, c.PubSubSoftFor < 0:
 		return errors.New("redisbridge: config: timeouts must not be negative")

@@ -310,7 +310,9 @@ func (c *conn) dispatch(args [][]byte) {
 		c.queue(cmd, name, args)
 		return
 	}
+	start := time.Now()
 	cmd.fn(c, args)
+	c.observeSlow(cmd, name, args, time.Since(start))
 }
 
 // lowerName returns args[0] in lower case; for known commands it does not

@@ -36,6 +36,12 @@
 // hangs up while blocked in LOCK.ACQUIRE ... WAIT leaves the queue through
 // the log, so the lock is never handed to a connection that is gone.
 //
+// The operators' commands walk the key space (cmd_keyspace.go): KEYS,
+// DBSIZE, INFO keyspace and the first call of a SCAN iteration, whose
+// later calls read a per-node snapshot of sorted names (scan_cache.go);
+// each lists only the keys the caller's key patterns allow. SLOWLOG
+// (slowlog.go) keeps this node's slow commands in memory.
+//
 // Every connection is bounded (Config): MaxConns clients (Redis'
 // maxclients), argument and command sizes (proto-max-bulk-len, multibulk
 // length), an optional IdleTimeout (Redis' timeout), and the pub/sub

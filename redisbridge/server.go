@@ -37,6 +37,8 @@ type Server struct {
 	trk    *tracker
 	arity  arityTable
 	stats  *cmdStats
+	slow   *slowlog
+	scans  *scanCache
 	cancel func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
@@ -80,6 +82,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 		},
 		hub:       newHub(),
 		stats:     newCmdStats(),
+		slow:      newSlowlog(cfg.SlowlogSlowerThan, cfg.SlowlogMaxLen),
+		scans:     newScanCache(),
 		trk:       newTracker(cfg.TrackingTableMaxKeys),
 		listeners: make(map[*netguard.Listener]struct{}),
 		perAddr:   netguard.NewAddrLimiter(max(cfg.MaxConnsPerAddr, 0)),
