@@ -251,7 +251,7 @@ func (r *AcquireRequest) Validate(l Limits) error {
 			return badRequest("a semaphore needs permits > 0")
 		}
 	default:
-		return badRequest("unknown mode %q", r.Mode)
+		return badRequest("unknown mode %q: want %s", r.Mode, ModeList)
 	}
 	return nil
 }

@@ -645,7 +645,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if err := ready(r.Context()); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+		_, _ = io.WriteString(w, "not ready: "+api.ClientText(err)+"\n")
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
@@ -708,7 +708,7 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		s.fail(w, r, fmt.Errorf("%w: invalid JSON body: %v", api.ErrBadRequest, err))
+		s.fail(w, r, fmt.Errorf("%w: %s", api.ErrBadRequest, jsonErrorText(err)))
 		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -794,7 +794,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		log = s.cfg.Logger.Trace // the client left; nobody reads this
 	}
 	log("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-	writeJSON(w, status, &api.ErrorBody{Code: code, Message: err.Error()})
+	writeJSON(w, status, &api.ErrorBody{Code: code, Message: api.ClientText(err)})
 }
 
 // jsonContentType is the Content-Type header value of every JSON answer,
