@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -320,7 +321,57 @@ func (s *server) try(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lease, err := s.l.TryAcquire(api.WithoutDefaultMeta(r.Context()), req)
+	if errors.Is(err, api.ErrLocked) {
+		err = s.heldBy(r, err, keysOf(req.Key, req.Keys))
+	}
 	s.reply(w, r, &lease, err)
+}
+
+// heldBy adds who holds the first held key to a refusal (ErrLocked), as
+// GET /v1/locks/{key} would show it: only to a caller who may read every
+// key, and from this node's own state (a refusal is answered anyway; its
+// detail need not be linearizable).
+func (s *server) heldBy(r *http.Request, err error, keys []string) error {
+	if u := userOf(r); u != nil {
+		if !u.Can(auth.Read) {
+			return err
+		}
+		for _, k := range keys {
+			if !u.Key(k) {
+				return err
+			}
+		}
+	}
+	for _, k := range keys {
+		info, ierr := s.l.Inspect(r.Context(), k, api.ReadOptions{Stale: true})
+		if ierr != nil || len(info.Holders) == 0 {
+			continue
+		}
+		return fmt.Errorf("%w (%s)", err, describeHolders(k, keys, info.Holders))
+	}
+	return err
+}
+
+// describeHolders names up to three holders of key with their fences.
+func describeHolders(key string, keys []string, hs []api.Holder) string {
+	var b strings.Builder
+	if len(keys) > 1 {
+		fmt.Fprintf(&b, "%q: ", key)
+	}
+	for i, h := range hs {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(hs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "holder %q, fence %d", h.Owner, h.Fence)
+		if h.Mode != "" && h.Mode != api.ModeExclusive {
+			fmt.Fprintf(&b, ", %s", h.Mode)
+		}
+	}
+	return b.String()
 }
 
 // acquireRequest decodes and checks the body of acquire and try. On
