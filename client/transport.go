@@ -73,6 +73,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	n := len(c.cfg.Endpoints)
 	start := int(c.cur.Load())
 	var lastErr error
+	cfgFails := 0 // endpoints in a row that failed on the client's setup
 	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
 		if attempt > 0 && attempt%n == 0 {
 			t := time.NewTimer(c.cfg.Retry.backoff(attempt / n))
@@ -113,10 +114,22 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			if ctx.Err() != nil {
 				return sent, c.ctxErr(ctx, cl, err)
 			}
+			err = classify(ctx, c.cfg.Endpoints[idx], err)
 			lastErr = err
 			c.log.Debug("request failed, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "attempt", attempt+1, "error", err)
+			// Every endpoint refused the client's own setup (trust, name,
+			// scheme): the next round would fail alike.
+			var ce *ConnError
+			if errors.As(err, &ce) && ce.Config() {
+				if cfgFails++; cfgFails >= n {
+					return sent, &unreachable{op: cl.op, attempts: attempt + 1, last: err}
+				}
+			} else {
+				cfgFails = 0
+			}
 			continue
 		}
+		cfgFails = 0
 		if e == nil {
 			c.cur.Store(int32(idx))
 			if decErr != nil {
@@ -136,7 +149,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	if errors.As(lastErr, &ae) {
 		return sent, ae
 	}
-	return sent, fmt.Errorf("%w: %s: %d attempts: %v", api.ErrNoLeader, cl.op, c.cfg.Retry.MaxAttempts, lastErr)
+	return sent, &unreachable{op: cl.op, attempts: c.cfg.Retry.MaxAttempts, last: lastErr}
 }
 
 // ctxErr is the error of a call abandoned because ctx ended.
