@@ -97,6 +97,9 @@ func classify(ctx context.Context, endpoint string, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
+	if errors.As(err, new(*ConnError)) {
+		return err
+	}
 	ce := &ConnError{Endpoint: endpoint, Err: unwrapURL(err)}
 	var (
 		unknownCA x509.UnknownAuthorityError

@@ -207,9 +207,15 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	if err != nil {
 		return err
 	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, plainToTLS) {
+		return &ConnError{Endpoint: ep.raw, Cause: ConnNeedsHTTPS, Err: errors.New(string(bytes.TrimSpace(body)))}
+	}
 	answer(resp.StatusCode, body)
 	return nil
 }
+
+// plainToTLS is net/http's answer to plain HTTP on a TLS port.
+var plainToTLS = []byte("Client sent an HTTP request to an HTTPS server")
 
 // endpoint is one node base URL, parsed once.
 type endpoint struct {
