@@ -22,16 +22,16 @@ type ConnCause int
 // Causes of a ConnError. The first five are the client's configuration,
 // not the node's health: retrying does not help.
 const (
-	ConnOther         ConnCause = iota
-	ConnUntrusted               // TLS: the node's certificate is signed by a CA the client does not trust
-	ConnWrongName               // TLS: the certificate is not for the address dialled
-	ConnNeedsHTTPS              // an http:// endpoint whose node speaks TLS
-	ConnNeedsHTTP               // an https:// endpoint whose node speaks plain HTTP
-	ConnClientCert              // TLS: the node wants a client certificate it did not get or does not accept
-	ConnBadCert                 // TLS: the node's certificate is expired or otherwise invalid
-	ConnRefused                 // nothing listens at the address
-	ConnNoHost                  // the host name does not resolve
-	ConnTimeout                 // no answer in time
+	ConnOther      ConnCause = iota
+	ConnUntrusted            // TLS: the node's certificate is signed by a CA the client does not trust
+	ConnWrongName            // TLS: the certificate is not for the address dialled
+	ConnNeedsHTTPS           // an http:// endpoint whose node speaks TLS
+	ConnNeedsHTTP            // an https:// endpoint whose node speaks plain HTTP
+	ConnClientCert           // TLS: the node wants a client certificate it did not get or does not accept
+	ConnBadCert              // TLS: the node's certificate is expired or otherwise invalid
+	ConnRefused              // nothing listens at the address
+	ConnNoHost               // the host name does not resolve
+	ConnTimeout              // no answer in time
 )
 
 // ConnError is a failure to reach one endpoint, classified so that the
