@@ -74,6 +74,9 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	start := int(c.cur.Load())
 	var lastErr error
 	cfgFails := 0 // endpoints in a row that failed on the client's setup
+	// lastAnswer is the last node that answered but could not serve (no
+	// leader): it says more than another endpoint's dial failure.
+	var lastAnswer *Error
 	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
 		if attempt > 0 && attempt%n == 0 {
 			t := time.NewTimer(c.cfg.Retry.backoff(attempt / n))
@@ -138,7 +141,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			return sent, nil
 		}
 		if httpapi.Retryable(status) {
-			lastErr = e
+			lastErr, lastAnswer = e, e
 			c.log.Debug("node cannot serve, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "status", status, "error", e)
 			continue
 		}
@@ -148,6 +151,9 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	var ae *Error
 	if errors.As(lastErr, &ae) {
 		return sent, ae
+	}
+	if lastAnswer != nil {
+		return sent, lastAnswer
 	}
 	return sent, &unreachable{op: cl.op, attempts: c.cfg.Retry.MaxAttempts, last: lastErr}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
@@ -20,6 +21,9 @@ func explain(err error) string {
 	switch {
 	case errors.As(err, &conn) && conn.Cause != client.ConnOther:
 		return conn.Error() + hint(conn)
+	case errors.As(err, &ce) && errors.Is(err, api.ErrNoLeader) && strings.Contains(ce.Message, "no quorum"):
+		// The node said why (cluster.NoLeaderError).
+		return "no leader: " + strings.TrimPrefix(api.CleanText(ce.Message), "no leader reachable: ")
 	case errors.As(err, &ce) && errors.Is(err, api.ErrNoLeader):
 		return "no leader: the cluster has no quorum or is electing one; check that a majority of the members run and reach each other (" + text + ")"
 	case errors.Is(err, api.ErrNoLeader):
