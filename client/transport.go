@@ -160,6 +160,12 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 
 // ctxErr is the error of a call abandoned because ctx ended.
 func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
+	var answered *Error
+	if errors.As(last, &answered) {
+		// A node's own answer (no leader) says why the call could not
+		// finish: keep it visible to errors.As.
+		return fmt.Errorf("%w: %s: %w (last failure: %w)", api.ErrCancelled, cl.op, ctx.Err(), answered)
+	}
 	if last != nil && !errors.Is(last, ctx.Err()) {
 		return fmt.Errorf("%w: %s: %w (last failure: %v)", api.ErrCancelled, cl.op, ctx.Err(), last)
 	}

@@ -50,7 +50,7 @@ func TestConnectionErrorsNameTheCause(t *testing.T) {
 	noLeader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"code":"no_leader","message":"no leader: 1 of 3 voters answer"}` + "\n"))
+		_, _ = w.Write([]byte(`{"code":"no_leader","message":"no leader reachable: node n1 (candidate) has had no leader for 3s: the cluster has no quorum or this node is cut off from it; a leader needs 2 of the 3 voters running and reaching each other"}` + "\n"))
 	}))
 	t.Cleanup(noLeader.Close)
 	// Go's own TLS server answers plain HTTP with a 400 of its own.
@@ -86,7 +86,7 @@ func TestConnectionErrorsNameTheCause(t *testing.T) {
 		{"nothing listens", []string{"--endpoints", "127.0.0.1:1"}, 1,
 			[]string{"nothing listens at 127.0.0.1:1", "--endpoints"}},
 		{"no quorum", []string{"--endpoints", noLeader.URL}, 1,
-			[]string{"no leader: the cluster has no quorum", "1 of 3 voters answer"}},
+			[]string{"no leader: node n1 (candidate) has had no leader for 3s", "2 of the 3 voters"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()

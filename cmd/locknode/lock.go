@@ -163,13 +163,17 @@ word past NAME) is CMD and its arguments.`,
 				if isTerminal(stderr) {
 					stopNotice = waitingNotice(ctx, c, name, stderr)
 				}
-				l, err = c.Lock(ctx, name, client.WithTTL(*ttl), client.WithWait(*wait), meta)
+				// The verdict comes within the wait and a little: a cluster
+				// that does not answer must not stretch it.
+				lctx, cancel := context.WithTimeout(ctx, *wait+waitVerdictGrace)
+				l, err = c.Lock(lctx, name, client.WithTTL(*ttl), client.WithWait(*wait), meta)
+				cancel()
 				stopNotice()
 			} else {
 				l, err = c.TryLock(ctx, name, client.WithTTL(*ttl), meta)
 			}
 			if err != nil {
-				return lockFailure(ctx, c, name, err, stderr)
+				return lockFailure(ctx, c, name, *wait, err, stderr)
 			}
 			defer func() {
 				// Releasing a lock in jeopardy is a courtesy (the cluster is
