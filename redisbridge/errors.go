@@ -37,7 +37,7 @@ const (
 	msgDiscardNoMult = "ERR DISCARD without MULTI"
 	msgWatchInMulti  = "ERR WATCH inside MULTI is not allowed"
 	msgExecAbort     = "EXECABORT Transaction discarded because of previous errors."
-	msgMultiTooBig   = "ERR locknode: a MULTI block holds at most %d commands (MaxExecCommands) and %d bytes (MaxExecBytes)"
+	msgMultiTooBig   = "ERR a MULTI block holds at most %d commands (--max-multi-commands) and %d bytes (--max-multi-bytes)"
 	msgMaxClients    = "ERR max number of clients reached"
 	// msgMaxClientsAddr refuses a connection over MaxConnsPerAddr.
 	msgMaxClientsAddr = "ERR max number of clients from one address reached"
