@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -106,5 +107,16 @@ func TestTryNamesTheHolderToReaders(t *testing.T) {
 			t.Errorf("user %s: %s", c.user, body)
 		}
 		checkClientText(t, c.user, body)
+	}
+}
+
+// The texts of every error the HTTP layer itself refuses with carry no
+// package names once rendered for a client.
+func TestOwnErrorsRenderCleanly(t *testing.T) {
+	for _, err := range []error{httpapi.ErrBodyTooLarge, httpapi.ErrBodyTimeout, httpapi.ErrTooManyConns, httpapi.ErrContentType,
+		api.ErrLocked, api.ErrNotOwner, api.ErrNotHeld, api.ErrNotFound, api.ErrWaitTimeout, api.ErrNoLeader, api.ErrBadRequest,
+		api.ErrSessionExpired, api.ErrStaleFence, api.ErrConflict, api.ErrLimit, api.ErrCancelled, api.ErrLockDelay, api.ErrMaxHold,
+		api.ErrOutOfMemory, api.ErrUnauthorized, api.ErrForbidden} {
+		checkClientText(t, err.Error(), api.ClientText(fmt.Errorf("%w: detail", err)))
 	}
 }
