@@ -6,7 +6,7 @@ import (
 
 // internalPrefixes are the package names that sentinel errors carry for
 // logs ("fsm: not held"); a client is not told which package refused.
-var internalPrefixes = []string{"locknode", "fsm", "cluster", "httpapi", "redisbridge", "client", "api", "auth", "transport", "raft"}
+var internalPrefixes = []string{"locknode", "fsm", "cluster", "httpapi", "redisbridge", "client", "api", "auth", "transport", "raft", "tlsutil"}
 
 // ClientText renders err for a client — an HTTP error body's message,
 // the text after a RESP error's prefix, a command line's error line:
