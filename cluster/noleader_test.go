@@ -69,3 +69,16 @@ func TestNoQuorumIsAnsweredWithinTheElectionBound(t *testing.T) {
 		return err == nil
 	})
 }
+
+// Removing a member that does not exist is refused with the ids that do.
+func TestRemoveUnknownMemberListsTheMembers(t *testing.T) {
+	tc := newTestCluster(t, 3, nil)
+	l := tc.leader(10 * time.Second)
+	err := l.RemoveServer(ctxT(t, 10*time.Second), "n9")
+	if !errors.Is(err, ErrUnknownMember) || !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("err %v", err)
+	}
+	if got := api.ClientText(err); !strings.Contains(got, `"n9" is not a member (the members: n1, n2, n3)`) {
+		t.Errorf("%q", got)
+	}
+}
