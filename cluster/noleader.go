@@ -27,11 +27,16 @@ func (e *NoLeaderError) Error() string {
 // NoLeaderBound is how long a node may know no leader before requests
 // that need one are refused at once rather than retried: a follower's
 // leader timeout plus three election rounds, each at its longest (raft
-// draws each timeout between T and 2T). A cluster with a quorum elects
-// within it.
+// draws each timeout between T and 2T), and never under
+// minNoLeaderBound, which leaves a busy machine's election time to
+// finish. A cluster with a quorum elects within it.
 func (c Config) NoLeaderBound() time.Duration {
-	return 2*c.HeartbeatTimeout + 3*2*c.ElectionTimeout
+	return max(2*c.HeartbeatTimeout+3*2*c.ElectionTimeout, minNoLeaderBound)
 }
+
+// minNoLeaderBound: short timeouts (tests, fast networks) do not make
+// elections on a loaded machine that fast.
+const minNoLeaderBound = 2 * time.Second
 
 // noteLeader records whether a leader is known (leader observations).
 func (n *Node) noteLeader(known bool) {
