@@ -70,6 +70,9 @@ const (
 	ModeSemaphore = "semaphore"
 )
 
+// ModeList names the modes for an error that refuses another.
+const ModeList = ModeExclusive + " (the default), " + ModeShared + " or " + ModeSemaphore + " (with permits)"
+
 // AcquireRequest asks for a lock (POST /v1/locks/acquire).
 type AcquireRequest struct {
 	Key       string   `json:"key,omitempty"`

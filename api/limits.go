@@ -121,7 +121,12 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrBadRequest}, args...)...)
 }
 
-func overLimit(field string, v, limit int64, unit string) error {
+// overLimit refuses field's value v over limit; flag, if not empty, is
+// the server flag that sets the limit.
+func overLimit(field string, v, limit int64, unit, flag string) error {
+	if flag != "" {
+		return fmt.Errorf("%w: %s %d%s is over the limit of %d%s (%s)", ErrLimit, field, v, unit, limit, unit, flag)
+	}
 	return fmt.Errorf("%w: %s %d%s is over the limit of %d%s", ErrLimit, field, v, unit, limit, unit)
 }
 
@@ -163,7 +168,7 @@ func (l Limits) checkKeys(key string, keys []string) error {
 	case key != "":
 		return l.checkName("key", key)
 	case len(keys) > l.MaxKeys:
-		return overLimit("keys", int64(len(keys)), int64(l.MaxKeys), "")
+		return overLimit("keys", int64(len(keys)), int64(l.MaxKeys), "", "")
 	}
 	for i, k := range keys {
 		if k == "" {
@@ -189,7 +194,7 @@ func (l Limits) checkTTL(field string, v int64) error {
 	case v < l.MinTTLMs:
 		return badRequest("%s %d ms is under the minimum of %d ms", field, v, l.MinTTLMs)
 	case v > l.MaxTTLMs:
-		return overLimit(field, v, l.MaxTTLMs, " ms")
+		return overLimit(field, v, l.MaxTTLMs, " ms", "--max-ttl")
 	}
 	return nil
 }
@@ -201,7 +206,7 @@ func (l Limits) checkSpan(field string, v int64) error {
 	case v < 0:
 		return badRequest("%s %d ms is negative", field, v)
 	case v > l.MaxTTLMs:
-		return overLimit(field, v, l.MaxTTLMs, " ms")
+		return overLimit(field, v, l.MaxTTLMs, " ms", "--max-ttl")
 	}
 	return nil
 }
@@ -242,7 +247,7 @@ func (r *AcquireRequest) Validate(l Limits) error {
 	case r.Permits < 0:
 		return badRequest("permits %d is negative", r.Permits)
 	case r.Permits > l.MaxPermits:
-		return overLimit("permits", int64(r.Permits), int64(l.MaxPermits), "")
+		return overLimit("permits", int64(r.Permits), int64(l.MaxPermits), "", "--max-permits")
 	}
 	switch r.Mode {
 	case "", ModeExclusive, ModeShared:
@@ -251,7 +256,7 @@ func (r *AcquireRequest) Validate(l Limits) error {
 			return badRequest("a semaphore needs permits > 0")
 		}
 	default:
-		return badRequest("unknown mode %q", r.Mode)
+		return badRequest("unknown mode %q: want %s", r.Mode, ModeList)
 	}
 	return nil
 }
@@ -266,7 +271,7 @@ func (l Limits) CheckMeta(meta map[string]string) error {
 		return nil
 	}
 	if len(meta) > l.MaxMetaEntries {
-		return overLimit("meta entries", int64(len(meta)), int64(l.MaxMetaEntries), "")
+		return overLimit("meta entries", int64(len(meta)), int64(l.MaxMetaEntries), "", "")
 	}
 	total := 0
 	for k, v := range meta {
@@ -323,7 +328,7 @@ func (r *ListRequest) Validate(l Limits) error {
 	case r.Limit < 0:
 		return badRequest("limit %d is negative", r.Limit)
 	case r.Limit > MaxListLimit:
-		return overLimit("limit", int64(r.Limit), MaxListLimit, "")
+		return overLimit("limit", int64(r.Limit), MaxListLimit, "", "")
 	}
 	return nil
 }

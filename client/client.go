@@ -444,7 +444,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 		}
 		resp, err := c.cfg.HTTPClient.Do(req)
 		if err != nil {
-			lastErr = err
+			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)
 			continue
 		}
 		if resp.StatusCode == http.StatusOK {
@@ -467,7 +467,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 	if errors.As(lastErr, &e) {
 		return nil, e
 	}
-	return nil, fmt.Errorf("%w: observe: %v", api.ErrNoLeader, lastErr)
+	return nil, &unreachable{op: "observe", attempts: n, last: lastErr}
 }
 
 // Limits returns the request limits the client checks before sending

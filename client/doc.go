@@ -36,7 +36,13 @@
 // once per logical operation and reused by every retry: the server
 // answers a repeat with the first answer, so a retry after a lost answer
 // neither grants twice nor releases someone else's later hold. When all
-// attempts fail the error wraps api.ErrNoLeader.
+// attempts fail the error wraps api.ErrNoLeader; if some node answered
+// (503 no_leader) that answer is returned, since it says more than
+// another endpoint's dial failure. Failures of the client's own setup —
+// an untrusted certificate, one for another name, a refused client
+// certificate, http:// against a TLS node or https:// against a plain
+// one (ConnError.Config) — end the call after one round of the
+// endpoints: retrying cannot help.
 //
 // # Transport
 //
@@ -71,4 +77,7 @@
 //
 // Server refusals are *Error values that unwrap to the api sentinels
 // (errors.Is(err, api.ErrLocked)); the mapping is httpapi's one table.
+// A node that could not be talked to at all is a *ConnError (errors.As)
+// whose Cause names why: TLS trust, the certificate's names, a client
+// certificate, the scheme, nothing listening.
 package client

@@ -73,6 +73,10 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	n := len(c.cfg.Endpoints)
 	start := int(c.cur.Load())
 	var lastErr error
+	cfgFails := 0 // endpoints in a row that failed on the client's setup
+	// lastAnswer is the last node that answered but could not serve (no
+	// leader): it says more than another endpoint's dial failure.
+	var lastAnswer *Error
 	for attempt := 0; attempt < c.cfg.Retry.MaxAttempts; attempt++ {
 		if attempt > 0 && attempt%n == 0 {
 			t := time.NewTimer(c.cfg.Retry.backoff(attempt / n))
@@ -113,10 +117,22 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			if ctx.Err() != nil {
 				return sent, c.ctxErr(ctx, cl, err)
 			}
+			err = classify(ctx, c.cfg.Endpoints[idx], err)
 			lastErr = err
 			c.log.Debug("request failed, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "attempt", attempt+1, "error", err)
+			// Every endpoint refused the client's own setup (trust, name,
+			// scheme): the next round would fail alike.
+			var ce *ConnError
+			if errors.As(err, &ce) && ce.Config() {
+				if cfgFails++; cfgFails >= n {
+					return sent, &unreachable{op: cl.op, attempts: attempt + 1, last: err}
+				}
+			} else {
+				cfgFails = 0
+			}
 			continue
 		}
+		cfgFails = 0
 		if e == nil {
 			c.cur.Store(int32(idx))
 			if decErr != nil {
@@ -125,7 +141,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			return sent, nil
 		}
 		if httpapi.Retryable(status) {
-			lastErr = e
+			lastErr, lastAnswer = e, e
 			c.log.Debug("node cannot serve, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "status", status, "error", e)
 			continue
 		}
@@ -136,11 +152,20 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	if errors.As(lastErr, &ae) {
 		return sent, ae
 	}
-	return sent, fmt.Errorf("%w: %s: %d attempts: %v", api.ErrNoLeader, cl.op, c.cfg.Retry.MaxAttempts, lastErr)
+	if lastAnswer != nil {
+		return sent, lastAnswer
+	}
+	return sent, &unreachable{op: cl.op, attempts: c.cfg.Retry.MaxAttempts, last: lastErr}
 }
 
 // ctxErr is the error of a call abandoned because ctx ended.
 func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
+	var answered *Error
+	if errors.As(last, &answered) {
+		// A node's own answer (no leader) says why the call could not
+		// finish: keep it visible to errors.As.
+		return fmt.Errorf("%w: %s: %w (last failure: %w)", api.ErrCancelled, cl.op, ctx.Err(), answered)
+	}
 	if last != nil && !errors.Is(last, ctx.Err()) {
 		return fmt.Errorf("%w: %s: %w (last failure: %v)", api.ErrCancelled, cl.op, ctx.Err(), last)
 	}
@@ -194,9 +219,15 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	if err != nil {
 		return err
 	}
+	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, plainToTLS) {
+		return &ConnError{Endpoint: ep.raw, Cause: ConnNeedsHTTPS, Err: errors.New(string(bytes.TrimSpace(body)))}
+	}
 	answer(resp.StatusCode, body)
 	return nil
 }
+
+// plainToTLS is net/http's answer to plain HTTP on a TLS port.
+var plainToTLS = []byte("Client sent an HTTP request to an HTTPS server")
 
 // endpoint is one node base URL, parsed once.
 type endpoint struct {

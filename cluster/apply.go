@@ -250,6 +250,11 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 		if ctx.Err() != nil {
 			return fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, ctx.Err(), err)
 		}
+		if lerr := n.leaderless(); lerr != nil {
+			// No election succeeds here: say so rather than retry to
+			// the caller's deadline.
+			return lerr
+		}
 		if !budgetSet {
 			budgetSet = true
 			if _, ok := ctx.Deadline(); !ok {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
@@ -43,8 +44,39 @@ func apiErr(err error) error {
 	}
 	for _, row := range errTable {
 		if errors.Is(err, row.fsm) {
-			return fmt.Errorf("%w: %w", row.api, err)
+			return &refusal{api: row.api, fsm: err}
 		}
 	}
 	return err
 }
+
+// refusal is an FSM refusal seen through the api: errors.Is finds both
+// sentinels, and its text states the cause once, in the api's words,
+// followed by what the FSM added (the key, the limit).
+type refusal struct {
+	api error // the api sentinel
+	fsm error // the FSM's error, wrapping its sentinel
+}
+
+func (r *refusal) Error() string {
+	text := r.fsm.Error()
+	for _, row := range errTable {
+		if errors.Is(r.fsm, row.fsm) {
+			// The FSM's own words stay where they say more than the
+			// api's (a conflict of permits, of value type).
+			own := strings.TrimPrefix(row.fsm.Error(), "fsm: ")
+			if own == strings.TrimPrefix(r.api.Error(), "locknode: ") {
+				own = ""
+			}
+			text = own + strings.TrimPrefix(text, row.fsm.Error())
+			break
+		}
+	}
+	text = strings.TrimPrefix(text, ": ")
+	if text == "" {
+		return r.api.Error()
+	}
+	return fmt.Sprintf("%v: %s", r.api, text)
+}
+
+func (r *refusal) Unwrap() []error { return []error{r.api, r.fsm} }

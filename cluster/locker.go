@@ -76,7 +76,7 @@ func (s *lockService) acquireCmd(ctx context.Context, req api.AcquireRequest) (*
 	}
 	mode, ok := fsm.ParseMode(req.Mode)
 	if !ok {
-		return nil, badRequest("unknown mode %q", req.Mode)
+		return nil, badRequest("unknown mode %q: want %s", req.Mode, api.ModeList)
 	}
 	c := &fsm.Command{
 		Op: fsm.OpAcquire, ReqID: req.RequestID, Key: req.Key, Keys: req.Keys, Owner: req.Owner,

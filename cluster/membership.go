@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	req := appendStr([]byte{rpcRemove}, id)
 	return n.membership(ctx, req, func(context.Context) (raft.IndexFuture, error) {
 		if !n.hasServer(id, "") {
-			return nil, fmt.Errorf("%w: %w: %q is not in the configuration", ErrUnknownMember, api.ErrNotFound, id)
+			return nil, fmt.Errorf("%w: %w: %q is not a member (the members: %s)", ErrUnknownMember, api.ErrNotFound, id, n.memberIDs())
 		}
 		return n.raft.RemoveServer(raft.ServerID(id), 0, 0), nil
 	})
@@ -273,4 +274,19 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 		case <-time.After(pause):
 		}
 	}
+}
+
+// memberIDs lists the configuration's member ids, for an error that
+// refuses another.
+func (n *Node) memberIDs() string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "unknown"
+	}
+	ids := make([]string, 0, len(f.Configuration().Servers))
+	for _, s := range f.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ", ")
 }

@@ -107,6 +107,10 @@ type Node struct {
 	hadState bool
 	// haltErr is why this node stopped applying the log (version.go).
 	haltErr atomic.Pointer[error]
+	// noLeaderSince is when this node last lost (or, from its start, had
+	// not yet heard of) a leader, unix ns; 0 while it knows one
+	// (noleader.go).
+	noLeaderSince atomic.Int64
 	// leaderCh is closed and replaced whenever the known leader changes.
 	leaderMu sync.Mutex
 	leaderCh chan struct{}
@@ -304,6 +308,7 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 		return sig, false, fmt.Errorf("cluster: raft: %w", err)
 	}
 	n.raft = r
+	n.noteLeader(false) // none heard of yet
 	if f, ok := any(r).(commitPushFilter); ok {
 		f.LocknodeWantCommits(n.wantsCommits)
 	}
@@ -528,6 +533,9 @@ func (n *Node) observeLoop(obs chan raft.Observation) {
 	for {
 		select {
 		case o := <-obs:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok {
+				n.noteLeader(lo.LeaderID != "")
+			}
 			if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
 				n.metrics.leaderChanges.Inc()
 				// A leader heard from: this node is a member now.

@@ -34,6 +34,6 @@ func Example() {
 	post("/v1/locks/try", `{"key":"job","owner":"b","ttl":30000}`)
 	// Output:
 	// 200 {"key":"job","owner":"a","fence":1 ...}
-	// 423 {"code":"locked","message":"locknode: held by another owner: fsm: held by another owner"}
-	// 400 {"code":"bad_request","message":"locknode: bad request: invalid JSON body: json: unknown field \"ttl\""}
+	// 423 {"code":"locked","message":"held by another owner (holder \"a\", fence 1)"}
+	// 400 {"code":"bad_request","message":"bad request: unknown field \"ttl\"; see the API reference (docs/http-api.md) for this request's fields"}
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -335,7 +336,57 @@ func (s *server) try(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lease, err := s.l.TryAcquire(api.WithoutDefaultMeta(r.Context()), req)
+	if errors.Is(err, api.ErrLocked) {
+		err = s.heldBy(r, err, keysOf(req.Key, req.Keys))
+	}
 	s.reply(w, r, &lease, err)
+}
+
+// heldBy adds who holds the first held key to a refusal (ErrLocked), as
+// GET /v1/locks/{key} would show it: only to a caller who may read every
+// key, and from this node's own state (a refusal is answered anyway; its
+// detail need not be linearizable).
+func (s *server) heldBy(r *http.Request, err error, keys []string) error {
+	if u := userOf(r); u != nil {
+		if !u.Can(auth.Read) {
+			return err
+		}
+		for _, k := range keys {
+			if !u.Key(k) {
+				return err
+			}
+		}
+	}
+	for _, k := range keys {
+		info, ierr := s.l.Inspect(r.Context(), k, api.ReadOptions{Stale: true})
+		if ierr != nil || len(info.Holders) == 0 {
+			continue
+		}
+		return fmt.Errorf("%w (%s)", err, describeHolders(k, keys, info.Holders))
+	}
+	return err
+}
+
+// describeHolders names up to three holders of key with their fences.
+func describeHolders(key string, keys []string, hs []api.Holder) string {
+	var b strings.Builder
+	if len(keys) > 1 {
+		fmt.Fprintf(&b, "%q: ", key)
+	}
+	for i, h := range hs {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more", len(hs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "holder %q, fence %d", h.Owner, h.Fence)
+		if h.Mode != "" && h.Mode != api.ModeExclusive {
+			fmt.Fprintf(&b, ", %s", h.Mode)
+		}
+	}
+	return b.String()
 }
 
 // acquireRequest decodes and checks the body of acquire and try. On
@@ -659,7 +710,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if err := ready(r.Context()); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+		_, _ = io.WriteString(w, "not ready: "+api.ClientText(err)+"\n")
 		return
 	}
 	_, _ = io.WriteString(w, "ok\n")
@@ -725,7 +776,7 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		s.fail(w, r, fmt.Errorf("%w: invalid JSON body: %v", api.ErrBadRequest, err))
+		s.fail(w, r, fmt.Errorf("%w: %s", api.ErrBadRequest, jsonErrorText(err)))
 		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -811,7 +862,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		log = s.cfg.Logger.Trace // the client left; nobody reads this
 	}
 	log("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
-	writeJSON(w, status, &api.ErrorBody{Code: code, Message: err.Error()})
+	writeJSON(w, status, &api.ErrorBody{Code: code, Message: api.ClientText(err)})
 }
 
 // jsonContentType is the Content-Type header value of every JSON answer,

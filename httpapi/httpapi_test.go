@@ -245,9 +245,10 @@ func TestErrorMapping(t *testing.T) {
 			defer fake.Fail(nil)
 			for _, r := range routes {
 				st, eb := call(t, srv, r.method, r.path, r.body, nil)
-				if st != c.status || eb.Code != c.code || !strings.Contains(eb.Message, c.err.Error()) {
+				if st != c.status || eb.Code != c.code || !strings.Contains(eb.Message, api.ClientText(c.err)) {
 					t.Errorf("%s %s: got %d %+v, want %d %s", r.method, r.path, st, eb, c.status, c.code)
 				}
+				checkClientText(t, r.method+" "+r.path, eb.Message)
 			}
 			if got := httpapi.ErrorOf(c.code); c.code != api.CodeInternal && got == nil {
 				t.Errorf("ErrorOf(%q) = nil", c.code)

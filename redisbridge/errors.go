@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -36,15 +37,15 @@ const (
 	msgDiscardNoMult = "ERR DISCARD without MULTI"
 	msgWatchInMulti  = "ERR WATCH inside MULTI is not allowed"
 	msgExecAbort     = "EXECABORT Transaction discarded because of previous errors."
-	msgMultiTooBig   = "ERR locknode: a MULTI block holds at most %d commands (MaxExecCommands) and %d bytes (MaxExecBytes)"
+	msgMultiTooBig   = "ERR a MULTI block holds at most %d commands (--max-multi-commands) and %d bytes (--max-multi-bytes)"
 	msgMaxClients    = "ERR max number of clients reached"
 	// msgMaxClientsAddr refuses a connection over MaxConnsPerAddr.
 	msgMaxClientsAddr = "ERR max number of clients from one address reached"
 
 	// locknode's own: no leader, and the typed lock API's outcomes.
-	msgNoLeader    = "TRYAGAIN locknode: no leader reachable, retry later"
-	msgTimeout     = "TRYAGAIN locknode: request timed out, retry later"
-	msgShutdown    = "TRYAGAIN locknode: server shutting down"
+	msgNoLeader    = "TRYAGAIN no leader reachable, retry later"
+	msgTimeout     = "TRYAGAIN request timed out, retry later"
+	msgShutdown    = "TRYAGAIN server shutting down, retry on another node"
 	msgLocked      = "LOCKED held by another owner"
 	msgNotOwner    = "NOTOWNER not the owner of this lock"
 	msgNotHeld     = "NOTHELD the lock is not held"
@@ -106,8 +107,12 @@ var errorTexts = []struct {
 func errorText(err error) string {
 	for _, e := range errorTexts {
 		if errors.Is(err, e.err) {
-			if e.text == msgNoLeader || e.text == msgWrongType || e.text == msgOOM {
+			if e.text == msgWrongType || e.text == msgOOM {
 				return e.text
+			}
+			var nle *cluster.NoLeaderError
+			if e.text == msgNoLeader && !errors.As(err, &nle) {
+				return e.text // the rest is how the retries went
 			}
 			return e.text + detail(err)
 		}
@@ -118,7 +123,7 @@ func errorText(err error) string {
 	case errors.Is(err, context.Canceled), errors.Is(err, errClosed):
 		return msgShutdown
 	}
-	return "ERR " + err.Error()
+	return "ERR " + api.ClientText(err)
 }
 
 // detail returns " (<context>)" when err carries more than its
@@ -130,7 +135,7 @@ func detail(err error) string {
 			full = strings.ReplaceAll(full, e.err.Error(), "")
 		}
 	}
-	full = strings.Trim(full, ": ")
+	full = api.CleanText(strings.Trim(full, ": "))
 	for strings.Contains(full, ": : ") {
 		full = strings.ReplaceAll(full, ": : ", ": ")
 	}

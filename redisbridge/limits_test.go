@@ -74,7 +74,7 @@ func TestLockLimits(t *testing.T) {
 		{"ttl float", []string{"LOCK.ACQUIRE", key, owner, "1.5"}, notInt},
 		{"wait past int64", []string{"LOCK.ACQUIRE", key, owner, "1000", "WAIT", "18446744073709551616"}, notInt},
 		{"wait overflowing a duration", []string{"LOCK.ACQUIRE", key, owner, "1000", "WAIT", "18446744073710"},
-			"LIMIT over a limit (wait_ms 18446744073710 ms is over the limit of 86400000 ms)"},
+			"LIMIT over a limit (wait_ms 18446744073710 ms is over the limit of 86400000 ms (--max-ttl))"},
 		{"permits past int64", []string{"LOCK.ACQUIRE", key, owner, "1000", "MODE", "semaphore", "PERMITS", "1180591620717411303424"}, notInt},
 		{"permits not a number", []string{"LOCK.ACQUIRE", key, owner, "1000", "MODE", "semaphore", "PERMITS", "many"}, notInt},
 		{"extend ttl past int64", []string{"LOCK.EXTEND", key, owner, "99999999999999999999"}, notInt},

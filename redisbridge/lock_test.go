@@ -98,7 +98,7 @@ func TestLockCommands(t *testing.T) {
 
 	// Options and errors.
 	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "abc"), "ERR value is not an integer or out of range")
-	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "MODE", "weird"), `ERR bad request (unknown mode "weird")`)
+	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "MODE", "weird"), `ERR bad request (unknown mode "weird": want exclusive`)
 	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "WAIT"), "ERR syntax error")
 	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x", "o", "100", "BOGUS", "1"), "ERR syntax error")
 	wantErrPrefix(t, a.do("LOCK.ACQUIRE", "x"), "ERR wrong number of arguments for 'lock.acquire' command")

@@ -28,7 +28,7 @@ func TestMultiQueueBound(t *testing.T) {
 		switch {
 		case i < max && v.Str != "QUEUED":
 			t.Fatalf("command %d: %v", i, v)
-		case i >= max && (v.Type != '-' || !strings.HasPrefix(v.Str, "ERR locknode: a MULTI block holds at most")):
+		case i >= max && (v.Type != '-' || !strings.HasPrefix(v.Str, "ERR a MULTI block holds at most")):
 			t.Fatalf("command %d past the bound: %v", i, v)
 		}
 	}

@@ -302,7 +302,7 @@ func bigMulti(t *testing.T, addr string, n int) string {
 				t.Fatalf("no command refused while queueing")
 			}
 			return strings.TrimSpace(line)
-		case strings.HasPrefix(line, "-ERR locknode: a MULTI block holds at most"):
+		case strings.HasPrefix(line, "-ERR a MULTI block holds at most"):
 			refused++
 		case i > 0 && line != "+QUEUED\r\n":
 			t.Fatalf("reply %d: %q", i, line)

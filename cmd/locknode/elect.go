@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/locknode/locknode/api"
 )
 
 func init() { addCommand(newElectCmd) }
@@ -75,7 +77,7 @@ nothing (read permission is enough).`,
 			}
 			c, err := cf.client(stderr)
 			if err != nil {
-				fmt.Fprintln(stderr, "locknode elect:", err)
+				fmt.Fprintln(stderr, "locknode elect:", api.ClientText(err))
 				return exitUsage
 			}
 			sess, err := c.NewSession(ctx, *ttl)
@@ -97,7 +99,7 @@ nothing (read permission is enough).`,
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				if err := l.Resign(rctx); err != nil {
-					fmt.Fprintf(stderr, "locknode elect: resigning %s: %v\n", name, err)
+					fmt.Fprintf(stderr, "locknode elect: resigning %s: %v\n", name, api.ClientText(err))
 				}
 			}()
 
@@ -116,7 +118,7 @@ nothing (read permission is enough).`,
 				return exitCode(waitErr)
 			case <-l.Done():
 				// Another leader may act already: no grace.
-				fmt.Fprintf(stderr, "locknode elect: %s: %v; stopping %s\n", name, l.Err(), cmdArgs[0])
+				fmt.Fprintf(stderr, "locknode elect: %s: %v; stopping %s\n", name, api.ClientText(l.Err()), cmdArgs[0])
 				_ = stopGroup(ch.group, ch.exited, 0, time.Now())
 				return exitLockFailed
 			case <-ctx.Done():

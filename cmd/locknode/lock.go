@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	flag "github.com/spf13/pflag"
 
+	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
 	"github.com/locknode/locknode/internal/tlsutil"
 )
@@ -167,7 +168,7 @@ word past NAME) is CMD and its arguments.`,
 			}
 			c, err := cf.client(stderr)
 			if err != nil {
-				fmt.Fprintln(stderr, "locknode lock:", err)
+				fmt.Fprintln(stderr, "locknode lock:", api.ClientText(err))
 				return exitUsage
 			}
 
@@ -180,13 +181,17 @@ word past NAME) is CMD and its arguments.`,
 				if isTerminal(stderr) {
 					stopNotice = waitingNotice(ctx, c, name, stderr)
 				}
-				l, err = c.Lock(ctx, name, append(opts, client.WithWait(*wait))...)
+				// The verdict comes within the wait and a little: a cluster
+				// that does not answer must not stretch it.
+				lctx, cancel := context.WithTimeout(ctx, *wait+waitVerdictGrace)
+				l, err = c.Lock(lctx, name, append(opts, client.WithWait(*wait))...)
+				cancel()
 				stopNotice()
 			} else {
 				l, err = c.TryLock(ctx, name, opts...)
 			}
 			if err != nil {
-				return lockFailure(ctx, c, name, err, stderr)
+				return lockFailure(ctx, c, name, *wait, err, stderr)
 			}
 			defer func() {
 				// Releasing a lock in jeopardy is a courtesy (the cluster is
@@ -198,7 +203,7 @@ word past NAME) is CMD and its arguments.`,
 				uctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
 				if err := l.Unlock(uctx); err != nil && l.State() != client.Lost {
-					fmt.Fprintf(stderr, "locknode lock: releasing %s: %v\n", name, err)
+					fmt.Fprintf(stderr, "locknode lock: releasing %s: %v\n", name, api.ClientText(err))
 				}
 			}()
 
@@ -215,7 +220,7 @@ word past NAME) is CMD and its arguments.`,
 			select {
 			case waitErr = <-ch.exited:
 			case <-l.Context().Done():
-				fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, context.Cause(l.Context()), cmdArgs[0])
+				fmt.Fprintf(stderr, "locknode lock: %s: %v; stopping %s\n", name, api.ClientText(context.Cause(l.Context())), cmdArgs[0])
 				waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())
 			case <-ctx.Done():
 				waitErr = stopGroup(ch.group, ch.exited, *grace, l.SafeDeadline())

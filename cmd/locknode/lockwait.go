@@ -98,31 +98,47 @@ func describeHoldersAt(info api.LockInfo, now time.Time) string {
 	return strings.Join(parts, "; ")
 }
 
+// waitVerdictGrace bounds what `lock --wait W` adds to W: the last
+// answer's way back, and finding out who holds the lock.
+const waitVerdictGrace = 500 * time.Millisecond
+
 // lockFailure reports why name could not be acquired and picks the exit
 // code. A wait that ran out is "busy" only when the lock really is held:
 // a cluster without quorum also lets the wait run out, and that must not
 // look like contention to a script.
-func lockFailure(ctx context.Context, c *client.Client, name string, err error, stderr io.Writer) int {
+func lockFailure(ctx context.Context, c *client.Client, name string, wait time.Duration, err error, stderr io.Writer) int {
+	waited := ""
+	if wait > 0 {
+		waited = fmt.Sprintf(" (waited %v)", wait)
+	}
 	busy := errors.Is(err, api.ErrLocked) || errors.Is(err, api.ErrLockDelay)
-	if !busy && !errors.Is(err, api.ErrWaitTimeout) {
-		fmt.Fprintf(stderr, "locknode lock: %s: %v\n", name, explain(err))
+	var answered *client.Error
+	if errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &answered) {
+		fmt.Fprintf(stderr, "locknode lock: %s%s: no node answered in time; check --endpoints / LOCKNODE_ENDPOINTS and that the nodes run (%s)\n", name, waited, api.ClientText(err))
 		return exitLockFailed
 	}
-	// Long enough for the client's retries to give their verdict (no
-	// leader) rather than this timeout's.
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	if !busy && !errors.Is(err, api.ErrWaitTimeout) {
+		fmt.Fprintf(stderr, "locknode lock: %s%s: %v\n", name, waited, explain(err))
+		return exitLockFailed
+	}
+	// Short: the verdict is due (waitVerdictGrace); a node without a
+	// leader answers so within its own bound.
+	ictx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	info, ierr := c.Inspect(ictx, name, api.ReadOptions{})
 	switch {
 	case ierr == nil:
-		fmt.Fprintf(stderr, "locknode lock: %s is busy: %s\n", name, describeHolders(info))
+		fmt.Fprintf(stderr, "locknode lock: %s is busy%s: %s\n", name, waited, describeHolders(info))
 		return exitLockBusy
 	case busy:
 		// The cluster answered "held" a moment ago.
-		fmt.Fprintf(stderr, "locknode lock: %s is held: %v\n", name, err)
+		fmt.Fprintf(stderr, "locknode lock: %s is held%s: %v\n", name, waited, api.ClientText(err))
 		return exitLockBusy
+	case errors.Is(ierr, context.DeadlineExceeded) && !errors.As(ierr, &answered):
+		fmt.Fprintf(stderr, "locknode lock: %s%s: the wait ran out and no node answered in time; check --endpoints / LOCKNODE_ENDPOINTS and that the nodes run\n", name, waited)
+		return exitLockFailed
 	default:
-		fmt.Fprintf(stderr, "locknode lock: %s: the wait ran out and the cluster does not answer: %v\n", name, explain(ierr))
+		fmt.Fprintf(stderr, "locknode lock: %s%s: the wait ran out and the cluster does not answer: %v\n", name, waited, explain(ierr))
 		return exitLockFailed
 	}
 }

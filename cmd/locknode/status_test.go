@@ -42,10 +42,10 @@ func TestStatusExitCodes(t *testing.T) {
 		{"leader known", []string{"--endpoints", good}, 0, []string{"leader=fake"}, nil},
 		{"no leader", []string{"--endpoints", lonely}, exitLockFailed, []string{"leader=-"}, []string{"no leader known to node lonely"}},
 		{"nothing reachable", []string{"--endpoints", dead}, exitLockFailed, nil,
-			[]string{"locknode status: no node reachable; check --endpoints / LOCKNODE_ENDPOINTS"}},
+			[]string{"locknode status: nothing listens at 127.0.0.1:1 (connection refused); check --endpoints / LOCKNODE_ENDPOINTS"}},
 		{"cluster, all well", []string{"--cluster", "--endpoints", good}, 0, []string{"ENDPOINT", "ROLE", "HEALTH", good, "leader", "ready"}, nil},
 		{"cluster, one leaderless one dead", []string{"--cluster", "--endpoints", good + "," + lonely + "," + dead}, exitLockFailed,
-			[]string{good, lonely, "candidate", dead, "no node reachable"}, []string{"not every node answered with a leader"}},
+			[]string{good, lonely, "candidate", dead, "nothing listens at 127.0.0.1:1"}, []string{"not every node answered with a leader"}},
 		{"extra argument", []string{"--endpoints", good, "what"}, exitUsage, nil, nil},
 		{"help", []string{"-h"}, 0, []string{"--cluster", "Exit codes"}, nil},
 	}

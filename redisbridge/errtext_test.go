@@ -1,0 +1,51 @@
+package redisbridge
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
+)
+
+var internalText = regexp.MustCompile(`(^|: |\()(fsm|cluster|httpapi|redisbridge|client|api|auth|transport|locknode): |Go (struct|value)|of type `)
+
+// Every error reply keeps the prefix clients match on and shows no
+// internal package names; a node without quorum says so.
+func TestErrorRepliesNameTheCause(t *testing.T) {
+	nle := &cluster.NoLeaderError{ID: "n1", State: "Candidate", For: 3 * time.Second, Voters: 3}
+	cases := []struct {
+		err    error
+		prefix string
+		want   string
+	}{
+		{fmt.Errorf("%w: %w", api.ErrNoLeader, nle), "TRYAGAIN ", "no quorum"},
+		{fmt.Errorf("%w: %w (%v)", api.ErrNoLeader, context.DeadlineExceeded, "cluster: no leader known"), "TRYAGAIN ", "no leader reachable, retry later"},
+		{context.DeadlineExceeded, "TRYAGAIN ", "timed out"},
+		{fmt.Errorf("%w: %q", fsm.ErrNotHeld, "k"), "NOTHELD ", `"k"`},
+		{fmt.Errorf("%w: key longer than 10 bytes", fsm.ErrLimit), "LIMIT ", "key longer than 10 bytes"},
+		{fmt.Errorf("%w: %w: %q", api.ErrNotOwner, fsm.ErrNotOwner, "k"), "NOTOWNER ", `"k"`},
+		{fmt.Errorf("cluster: something: %w", fmt.Errorf("fsm: deeper")), "ERR ", "something: deeper"},
+	}
+	for _, row := range errorTexts {
+		cases = append(cases, struct {
+			err    error
+			prefix string
+			want   string
+		}{fmt.Errorf("%w: %q", row.err, "key"), strings.SplitN(row.text, " ", 2)[0] + " ", ""})
+	}
+	for _, c := range cases {
+		got := errorText(c.err)
+		if !strings.HasPrefix(got, c.prefix) || !strings.Contains(got, c.want) {
+			t.Errorf("errorText(%v) = %q, want prefix %q containing %q", c.err, got, c.prefix, c.want)
+		}
+		if m := internalText.FindString(got); m != "" {
+			t.Errorf("errorText(%v) = %q shows an internal name (%q)", c.err, got, m)
+		}
+	}
+}
