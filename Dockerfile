@@ -4,7 +4,10 @@
 #   docker run -v locknode-data:/data -p 8080:8080 -p 6379:6379 locknode
 FROM golang:1.26 AS build
 WORKDIR /src
+# The module files and the raft fork go.mod replaces raft with, so the
+# dependencies download in a layer of their own, reused while they stay.
 COPY go.mod go.sum ./
+COPY third_party/raft ./third_party/raft
 RUN go mod download
 COPY . .
 ARG VERSION=dev
