@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/fsm"
 )
 
 // The packaging files configure "locknode serve" with flags and LOCKNODE_*
@@ -58,7 +61,7 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 	var compose struct {
 		Services map[string]struct {
 			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
+			Volumes     []any             `yaml:"volumes"`
 			Ports       []string          `yaml:"ports"`
 		} `yaml:"services"`
 	}
@@ -77,6 +80,30 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 		}
 		for k := range svc.Environment {
 			checkSetting(t, help, "docker-compose.yml "+name, k)
+		}
+		// Published only on this host, deliberately: beyond it only
+		// behind TLS.
+		for _, p := range svc.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %s beyond loopback", name, p)
+			}
+		}
+		// A users file, mounted read-only from a file that must exist.
+		users := svc.Environment["LOCKNODE_USERS"]
+		mounted := false
+		for _, v := range svc.Volumes {
+			m, ok := v.(map[string]any)
+			if !ok || m["target"] != users {
+				continue
+			}
+			bind, _ := m["bind"].(map[string]any)
+			mounted = m["type"] == "bind" && m["read_only"] == true && bind["create_host_path"] == false
+			if src, _ := m["source"].(string); src != "./deploy/users.acl" {
+				t.Errorf("service %s: users file from %v, want ./deploy/users.acl (made from deploy/users.acl.example)", name, m["source"])
+			}
+		}
+		if users == "" || !mounted {
+			t.Errorf("service %s: no users file (LOCKNODE_USERS %q) mounted read-only from an existing file: %v", name, users, svc.Volumes)
 		}
 		if checkPeerRule(t, "docker-compose.yml "+name, "docker-compose.yml", svc.Environment, nil) {
 			for _, p := range svc.Ports {
@@ -314,5 +341,183 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	out, err := exec.Command(sa, "verify", path).CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// k8sDocs decodes every document of the Kubernetes example, by kind.
+func k8sDocs(t *testing.T) map[string][]map[string]any {
+	t.Helper()
+	dec := yaml.NewDecoder(strings.NewReader(string(readRepoFile(t, "deploy/kubernetes/statefulset.yaml"))))
+	out := map[string][]map[string]any{}
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, _ := doc["kind"].(string)
+		out[kind] = append(out[kind], doc)
+	}
+}
+
+// dig follows keys (string: a map key; int: a list index) through a
+// decoded YAML document; nil when a step is missing.
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// k8sQuantity reads a Kubernetes memory quantity (1536Mi, 1.5Gi, 2G).
+func k8sQuantity(t *testing.T, q string) float64 {
+	t.Helper()
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(q, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			if err != nil {
+				t.Fatalf("quantity %q: %v", q, err)
+			}
+			return v * u.mult
+		}
+	}
+	v, err := strconv.ParseFloat(q, 64)
+	if err != nil {
+		t.Fatalf("quantity %q: %v", q, err)
+	}
+	return v
+}
+
+// TestKubernetesExampleResilient: the StatefulSet leaves memory headroom
+// over the key space's limit, spreads its pods over machines, a
+// PodDisruptionBudget lets voluntary disruptions take one pod at a time,
+// and every request authenticates against a users file from a Secret.
+func TestKubernetesExampleResilient(t *testing.T) {
+	docs := k8sDocs(t)
+	if len(docs["StatefulSet"]) != 1 {
+		t.Fatalf("%d StatefulSets, want 1", len(docs["StatefulSet"]))
+	}
+	sts := docs["StatefulSet"][0]
+	pod := dig(sts, "spec", "template", "spec")
+	c := dig(pod, "containers", 0)
+	env := map[string]string{}
+	envs, _ := dig(c, "env").([]any)
+	for _, e := range envs {
+		n, _ := dig(e, "name").(string)
+		v, _ := dig(e, "value").(string)
+		env[n] = v
+	}
+
+	// Memory: the limit at least half as much again as --max-memory.
+	maxMem := fsm.DefaultConfig().MaxMemory
+	if v := env["LOCKNODE_MAX_MEMORY"]; v != "" {
+		var err error
+		if maxMem, err = parseMaxMemory(v); err != nil || maxMem <= 0 {
+			t.Fatalf("LOCKNODE_MAX_MEMORY %q: %d %v", v, maxMem, err)
+		}
+	}
+	limit, _ := dig(c, "resources", "limits", "memory").(string)
+	if limit == "" {
+		t.Fatal("no memory limit")
+	}
+	if l := k8sQuantity(t, limit); l < 1.5*float64(maxMem) {
+		t.Errorf("memory limit %s is less than 1.5 x --max-memory (%d MiB): no headroom for the runtime, the log cache and snapshots", limit, maxMem>>20)
+	}
+	if req, _ := dig(c, "resources", "requests", "memory").(string); req == "" || k8sQuantity(t, req) < k8sQuantity(t, limit) {
+		t.Errorf("memory request %q below the limit %s: the node may be evicted for using what it may use", req, limit)
+	}
+
+	// Anti-affinity: no two pods on one machine.
+	spread := false
+	for _, kind := range []string{"requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"} {
+		terms, _ := dig(pod, "affinity", "podAntiAffinity", kind).([]any)
+		for _, term := range terms {
+			if kind[0] == 'p' {
+				term = dig(term, "podAffinityTerm")
+			}
+			if dig(term, "topologyKey") == "kubernetes.io/hostname" && dig(term, "labelSelector", "matchLabels", "app") == "locknode" {
+				spread = true
+			}
+		}
+	}
+	if !spread {
+		t.Errorf("no pod anti-affinity on kubernetes.io/hostname for app=locknode: %v", dig(pod, "affinity"))
+	}
+
+	// A PodDisruptionBudget of one pod.
+	pdbOK := false
+	for _, pdb := range docs["PodDisruptionBudget"] {
+		if dig(pdb, "spec", "maxUnavailable") == 1 && dig(pdb, "spec", "selector", "matchLabels", "app") == "locknode" {
+			pdbOK = true
+		}
+	}
+	if !pdbOK {
+		t.Errorf("no PodDisruptionBudget with maxUnavailable 1 for app=locknode: %v", docs["PodDisruptionBudget"])
+	}
+
+	// The users file, from a Secret mounted where LOCKNODE_USERS points.
+	users := env["LOCKNODE_USERS"]
+	if users == "" {
+		t.Fatal("no LOCKNODE_USERS: every client could force-release every lock")
+	}
+	secretVols := map[string]bool{}
+	vols, _ := dig(pod, "volumes").([]any)
+	for _, v := range vols {
+		if s, _ := dig(v, "secret", "secretName").(string); s != "" {
+			secretVols[dig(v, "name").(string)] = true
+		}
+	}
+	mounted := false
+	mounts, _ := dig(c, "volumeMounts").([]any)
+	for _, m := range mounts {
+		p, _ := dig(m, "mountPath").(string)
+		n, _ := dig(m, "name").(string)
+		if secretVols[n] && dig(m, "readOnly") == true && strings.HasPrefix(users, strings.TrimSuffix(p, "/")+"/") {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("LOCKNODE_USERS=%s is not in a Secret mounted read-only", users)
+	}
+}
+
+// TestUsersExampleParses: the users file the deploy examples start from
+// is valid, and admits nobody until its passwords are set.
+func TestUsersExampleParses(t *testing.T) {
+	us, err := auth.ParseFile(filepath.Join(repoRoot, "deploy", "users.acl.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readRepoFile(t, "deploy/users.acl.example"))
+	if strings.Contains(text, " >") || strings.Contains(text, "nopass") {
+		t.Error("the example has a clear-text or no password: a copy left unedited would admit anyone who reads it")
+	}
+	if us.Lookup("admin") == nil || us.Anonymous() != nil {
+		t.Errorf("users %v, anonymous %v: want an admin and no anonymous access", us.Names(), us.Anonymous())
+	}
+	for _, pw := range []string{"", "admin", "change-me", "password"} {
+		if _, err := us.Authenticate("admin", pw); err == nil {
+			t.Errorf("the example's admin takes the password %q", pw)
+		}
 	}
 }
