@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -519,5 +520,178 @@ func TestUsersExampleParses(t *testing.T) {
 		if _, err := us.Authenticate("admin", pw); err == nil {
 			t.Errorf("the example's admin takes the password %q", pw)
 		}
+	}
+}
+
+// TestSystemdInstallSteps runs the install steps written at the top of
+// deploy/locknode.service on a clean Debian's file system, in a
+// directory standing for its root: every install must find its target
+// directory made by an earlier step (or there on a clean system), every
+// file the unit and its environment file name must be installed, and
+// what the service's user reads must be readable by its group.
+func TestSystemdInstallSteps(t *testing.T) {
+	if _, err := exec.LookPath("install"); err != nil {
+		if os.Getenv("LOCKNODE_CI") == "1" {
+			t.Fatal("install (coreutils) not found (LOCKNODE_CI=1)")
+		}
+		t.Skip("install (coreutils) not found")
+	}
+	unit := string(readRepoFile(t, "deploy/locknode.service"))
+	var steps []string
+	for _, l := range strings.Split(unit[:strings.Index(unit, "[Unit]")], "\n") {
+		if s, ok := strings.CutPrefix(l, "#   "); ok {
+			if i := strings.Index(s, "   #"); i >= 0 {
+				s = s[:i]
+			}
+			for _, c := range strings.Split(s, "&&") {
+				steps = append(steps, strings.TrimSpace(c))
+			}
+		}
+	}
+	if len(steps) == 0 {
+		t.Fatal("the unit names no install steps")
+	}
+	root, checkout := t.TempDir(), t.TempDir()
+	for _, d := range []string{"/usr/local/bin", "/usr/sbin", "/etc/systemd/system", "/var/lib"} { // a clean Debian has them
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := map[string]bool{"root": true}
+	type installed struct {
+		group string
+		mode  os.FileMode
+	}
+	got := map[string]installed{}
+	systemctl := false
+	for i, step := range steps {
+		f := strings.Fields(step)
+		switch f[0] {
+		case "useradd":
+			name := f[len(f)-1]
+			if !slices.Contains(f, "--system") || !slices.Contains(f, "--user-group") {
+				t.Errorf("step %d: %s: want a system user with its own group", i+1, step)
+			}
+			groups[name] = true
+		case "install":
+			var args []string
+			group, mode, dir := "root", os.FileMode(0o755), false
+			for j := 1; j < len(f); j++ {
+				switch f[j] {
+				case "-d":
+					dir = true
+				case "-m":
+					j++
+					m, err := strconv.ParseUint(f[j], 8, 32)
+					if err != nil {
+						t.Fatalf("step %d: mode %q", i+1, f[j])
+					}
+					mode = os.FileMode(m)
+				case "-o":
+					j++
+				case "-g":
+					j++
+					group = f[j]
+					if !groups[group] {
+						t.Errorf("step %d: group %s is not made by an earlier step", i+1, group)
+					}
+				default:
+					a := f[j]
+					if filepath.IsAbs(a) {
+						a = filepath.Join(root, a) + map[bool]string{true: "/"}[strings.HasSuffix(f[j], "/")]
+					} else if _, err := os.Stat(filepath.Join(checkout, a)); err != nil {
+						// A file of the checkout, or one the operator brings
+						// (a certificate, the users file made from its example).
+						src := filepath.Join(repoRoot, a)
+						if a == "deploy/users.acl" {
+							src = filepath.Join(repoRoot, "deploy", "users.acl.example")
+						}
+						if strings.HasPrefix(a, "deploy/") {
+							copyFile(t, src, filepath.Join(checkout, a))
+						} else if err := os.MkdirAll(filepath.Dir(filepath.Join(checkout, a)), 0o755); err != nil {
+							t.Fatal(err)
+						} else if err := os.WriteFile(filepath.Join(checkout, a), []byte("x"), 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+					args = append(args, a)
+				}
+			}
+			cmdArgs := append([]string{"-m", fmt.Sprintf("%o", mode)}, args...)
+			if dir {
+				cmdArgs = append([]string{"-d"}, cmdArgs...)
+			}
+			cmd := exec.Command("install", cmdArgs...)
+			cmd.Dir = checkout
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("step %d: %s: %v\n%s", i+1, step, err, out)
+			}
+			targets := args
+			if !dir {
+				last := args[len(args)-1]
+				targets = nil
+				if len(args) > 2 || strings.HasSuffix(last, "/") {
+					for _, a := range args[:len(args)-1] {
+						targets = append(targets, filepath.Join(last, filepath.Base(a)))
+					}
+				} else {
+					targets = []string{last}
+				}
+			}
+			for _, p := range targets {
+				rel, _ := filepath.Rel(root, filepath.Clean(p))
+				got["/"+filepath.ToSlash(rel)] = installed{group, mode}
+			}
+		case "systemctl":
+			if _, ok := got["/etc/systemd/system/locknode.service"]; !ok {
+				t.Errorf("step %d: %s before the unit is installed", i+1, step)
+			}
+			systemctl = true
+		default:
+			t.Errorf("step %d: %s: not a step this test knows", i+1, step)
+		}
+	}
+	if !systemctl {
+		t.Error("no systemctl step starts the service")
+	}
+	envFile := regexp.MustCompile(`(?m)^EnvironmentFile=(\S+)`).FindStringSubmatch(unit)
+	exe := regexp.MustCompile(`(?m)^ExecStart=(\S+)`).FindStringSubmatch(unit)
+	if envFile == nil || exe == nil {
+		t.Fatal("the unit has no EnvironmentFile or ExecStart")
+	}
+	need := []string{envFile[1], exe[1]}
+	env := envSettings(string(readRepoFile(t, "deploy/locknode.env")))
+	for k, v := range env {
+		if filepath.IsAbs(v) && k != "LOCKNODE_DATA" {
+			need = append(need, v)
+		}
+	}
+	user := regexp.MustCompile(`(?m)^User=(\S+)`).FindStringSubmatch(unit)
+	for _, p := range need {
+		in, ok := got[p]
+		if !ok {
+			t.Errorf("%s (named by the unit or its environment file) is made by no install step", p)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		// What the service reads as its user: its group must read it, and
+		// every directory on the way must let it through.
+		if strings.HasPrefix(p, "/etc/locknode/") && p != envFile[1] {
+			if user == nil || in.group != user[1] || in.mode&0o040 == 0 {
+				t.Errorf("%s: group %s mode %o: the service's user cannot read it", p, in.group, in.mode)
+			}
+			for d := filepath.Dir(p); d != "/etc"; d = filepath.Dir(d) {
+				if di, ok := got[d]; !ok || (di.group != user[1] && di.mode&0o001 == 0) || (di.group == user[1] && di.mode&0o010 == 0) {
+					t.Errorf("%s: the service's user cannot pass %s (%+v)", p, d, di)
+				}
+			}
+		}
+	}
+	// The data directory is systemd's StateDirectory.
+	state := regexp.MustCompile(`(?m)^StateDirectory=(\S+)`).FindStringSubmatch(unit)
+	if state == nil || env["LOCKNODE_DATA"] != "/var/lib/"+state[1] {
+		t.Errorf("LOCKNODE_DATA=%s is not the unit's StateDirectory (%v)", env["LOCKNODE_DATA"], state)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// The Dockerfile's build stage, run without a container engine (none is
-// here to run "docker build"; the module cache is): its COPY
+// The Dockerfile's build stage, run without a container engine (so that a
+// machine without one checks it too): its COPY
 // lines copy from a clean copy of the build context (the files a clean
 // checkout has, less .dockerignore) into a fresh directory standing for
 // the image's file system, and its RUN lines run there in order, with
