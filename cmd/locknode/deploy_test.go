@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/tlsutil"
 )
 
 // The packaging files configure "locknode serve" with flags and LOCKNODE_*
@@ -693,5 +697,96 @@ func TestSystemdInstallSteps(t *testing.T) {
 	state := regexp.MustCompile(`(?m)^StateDirectory=(\S+)`).FindStringSubmatch(unit)
 	if state == nil || env["LOCKNODE_DATA"] != "/var/lib/"+state[1] {
 		t.Errorf("LOCKNODE_DATA=%s is not the unit's StateDirectory (%v)", env["LOCKNODE_DATA"], state)
+	}
+}
+
+// TestSecurityDocCertificates runs the openssl commands of docs/security.md
+// ("Certificates for the deploy examples") and checks that what they make
+// is what serve takes: two nodes' peer certificates complete a mutual TLS
+// handshake on the peer CA, each naming its node id, and the API
+// certificate verifies for the client-facing name.
+func TestSecurityDocCertificates(t *testing.T) {
+	for _, prog := range []string{"bash", "openssl"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("LOCKNODE_CI") == "1" {
+				t.Fatalf("%s not found (LOCKNODE_CI=1)", prog)
+			}
+			t.Skipf("%s not found", prog)
+		}
+	}
+	doc := string(readRepoFile(t, "docs/security.md"))
+	const heading = "## Certificates for the deploy examples"
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("docs/security.md has no %q", heading)
+	}
+	section := doc[i+len(heading):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		script.WriteString(block[1])
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the commands of %q: %v\n%s", heading, err, out)
+	}
+	f := func(name string) string { return filepath.Join(dir, name) }
+	ca, err := tlsutil.LoadCAPool(f("peers-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := func(id string) (server, client *tls.Config) {
+		kp, err := tlsutil.NewKeyPair(f(id+".crt"), f(id+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tlsutil.PeerConfigs(kp, ca)
+	}
+	srv, _ := peer("n1")
+	_, cli := peer("n2")
+	cli = cli.Clone()
+	cli.ServerName = "n1"
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	errc := make(chan error, 1)
+	sconn := tls.Server(a, srv)
+	// Ends with the handshake: net.Pipe closes when the test returns.
+	go func() { errc <- sconn.Handshake() }()
+	cconn := tls.Client(b, cli)
+	if err := cconn.Handshake(); err != nil {
+		t.Fatalf("n2 dialling n1: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("n1 accepting n2: %v", err)
+	}
+	if got := tlsutil.NodeID(sconn.ConnectionState().PeerCertificates[0]); got != "n2" {
+		t.Errorf("n1 sees peer %q, want n2", got)
+	}
+	if got := tlsutil.NodeID(cconn.ConnectionState().PeerCertificates[0]); got != "n1" {
+		t.Errorf("n2 sees peer %q, want n1", got)
+	}
+	apiCA, err := tlsutil.LoadCAPool(f("api-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := tlsutil.NewKeyPair(f("api.crt"), f("api.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(kp.Certificate().Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: apiCA, DNSName: "locknode.example.com"}); err != nil {
+		t.Errorf("api.crt: %v", err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca}); err == nil {
+		t.Error("api.crt verifies against the peer CA: the client ports and the peer port must not share a CA")
 	}
 }
