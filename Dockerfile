@@ -1,10 +1,20 @@
 # syntax=docker/dockerfile:1
 # A static locknode binary on a small base image, run as a non-root user.
 #   docker build -t locknode .
-#   docker run -v locknode-data:/data -p 8080:8080 -p 6379:6379 locknode
+#   docker run -v locknode-data:/data \
+#     -v "$PWD/deploy/users.acl:/etc/locknode/users.acl:ro" -e LOCKNODE_USERS=/etc/locknode/users.acl \
+#     -e LOCKNODE_INSECURE_PEER=true -p 127.0.0.1:8080:8080 -p 127.0.0.1:6379:6379 locknode
+# deploy/users.acl is made from deploy/users.acl.example (docs/running.md).
+# The single node's peer port runs without TLS on the container's
+# loopback, which nothing outside the container reaches; serve asks for
+# LOCKNODE_INSECURE_PEER beside a users file to be told so. Publish the
+# ports beyond 127.0.0.1 only with LOCKNODE_TLS_CERT and LOCKNODE_TLS_KEY.
 FROM golang:1.26 AS build
 WORKDIR /src
+# The module files and the raft fork go.mod replaces raft with, so the
+# dependencies download in a layer of their own, reused while they stay.
 COPY go.mod go.sum ./
+COPY third_party/raft ./third_party/raft
 RUN go mod download
 COPY . .
 ARG VERSION=dev

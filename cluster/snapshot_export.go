@@ -83,70 +83,128 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 // RestoreSnapshot prepares dataDir, which must be empty or absent, so
 // that a node started on it (Start, without Bootstrap or Join) begins
 // from the snapshot read from r, as a member of a cluster whose voters
-// are peers. Every node of the new cluster is prepared from the same
-// snapshot with the same peers; each then starts with its own ID. The
-// snapshot is checked by decoding it whole before anything is kept, and
-// its applied index is returned: the new cluster's log continues after
-// it, so every fence it grants is above every fence in the snapshot.
+// are peers, with the snapshot's clock (RestoreSnapshotWith re-bases it).
 func RestoreSnapshot(dataDir string, r io.Reader, peers []Peer) (index uint64, err error) {
+	res, err := RestoreSnapshotWith(dataDir, r, peers, RestoreOptions{})
+	return res.Index, err
+}
+
+// RestoreOptions are the choices of a restore beyond its peers.
+type RestoreOptions struct {
+	// ClockBase is the cluster time, in Unix ms, the restored cluster
+	// starts from; 0 keeps the snapshot's own time. When it is later than
+	// the snapshot's time, every absolute time in the snapshot is moved
+	// forward by the difference (fsm.Table.Rebase), so the restored
+	// cluster's clock (RESP TIME, PXAT) follows wall time while every
+	// lease, wait, session and value keeps exactly the time it had left
+	// when the backup was taken. An earlier one is ignored: the clock never
+	// moves back. Every node of the new cluster must be restored with the
+	// same ClockBase, or their tables would differ.
+	ClockBase int64
+}
+
+// RestoreResult says what a restore prepared.
+type RestoreResult struct {
+	Index uint64 // the snapshot's applied index; the new log continues after it
+	// From is the snapshot's cluster time, To the restored one (Unix ms);
+	// To - From is how far every absolute time was moved.
+	From, To int64
+}
+
+// RestoreSnapshotWith prepares dataDir, which must be empty or absent,
+// so that a node started on it (Start, without Bootstrap or Join) begins
+// from the snapshot read from r, as a member of a cluster whose voters
+// are peers. Every node of the new cluster is prepared from the same
+// snapshot with the same peers and options; each then starts with its
+// own ID. The snapshot is checked by decoding it whole before anything
+// is kept, and its applied index is returned: the new cluster's log
+// continues after it, so every fence it grants is above every fence in
+// the snapshot. On failure dataDir is as it was: a directory the restore
+// created is removed, one that existed is left empty.
+func RestoreSnapshotWith(dataDir string, r io.Reader, peers []Peer, opt RestoreOptions) (res RestoreResult, err error) {
 	if len(peers) == 0 {
-		return 0, errors.New("cluster: restore: peers are required")
+		return res, errors.New("cluster: restore: peers are required")
 	}
 	seen := map[string]bool{}
 	var conf raft.Configuration
 	for _, p := range peers {
 		if p.ID == "" || p.Addr == "" || seen[p.ID] {
-			return 0, fmt.Errorf("cluster: restore: bad or repeated peer %q=%q", p.ID, p.Addr)
+			return res, fmt.Errorf("cluster: restore: bad or repeated peer %q=%q", p.ID, p.Addr)
 		}
 		seen[p.ID] = true
 		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
 	}
-	if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
-		return 0, fmt.Errorf("%w: %s", ErrDataDirInUse, dataDir)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+	if opt.ClockBase < 0 {
+		return res, fmt.Errorf("cluster: restore: clock base %d is negative", opt.ClockBase)
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+	if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
+		return res, fmt.Errorf("%w: %s", ErrDataDirInUse, dataDir)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, fmt.Errorf("cluster: restore: %w", err)
+	}
+	created, err := firstMissing(dataDir)
+	if err != nil {
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
 	ok := false
 	defer func() {
-		if !ok { // leave the directory as it was: empty
-			entries, _ := os.ReadDir(dataDir)
-			for _, e := range entries {
-				_ = os.RemoveAll(filepath.Join(dataDir, e.Name()))
-			}
+		if ok {
+			return
+		}
+		if created != "" { // it did not exist: nothing of it is left
+			_ = os.RemoveAll(created)
+			return
+		}
+		entries, _ := os.ReadDir(dataDir) // it existed, empty: empty it again
+		for _, e := range entries {
+			_ = os.RemoveAll(filepath.Join(dataDir, e.Name()))
 		}
 	}()
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return res, fmt.Errorf("cluster: restore: %w", err)
+	}
 
 	// A copy in dataDir first: the snapshot is decoded once to check it
 	// and learn its index, then copied into raft's snapshot store.
 	tmp, err := os.CreateTemp(dataDir, ".restore-*.tmp")
 	if err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
 	defer func() { tmp.Close(); os.Remove(tmp.Name()) }()
 	if _, err := io.Copy(tmp, r); err != nil {
-		return 0, fmt.Errorf("cluster: restore: reading the snapshot: %w", err)
+		return res, fmt.Errorf("cluster: restore: reading the snapshot: %w", err)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
 	t := fsm.New(fsm.Config{})
 	if err := t.Restore(tmp); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
+		return res, fmt.Errorf("%w: %v", ErrBadSnapshot, err)
 	}
-	index = t.AppliedIndex()
-	if index == 0 {
-		return 0, fmt.Errorf("%w: it has no applied entry", ErrBadSnapshot)
+	res.Index, res.From, res.To = t.AppliedIndex(), t.Now(), t.Now()
+	if res.Index == 0 {
+		return res, fmt.Errorf("%w: it has no applied entry", ErrBadSnapshot)
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+	// write puts the snapshot into raft's sink: the file as it came, or
+	// the re-based table encoded anew.
+	write := func(w io.Writer) error {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(w, tmp)
+		return err
+	}
+	if opt.ClockBase > res.From {
+		if err := t.Rebase(opt.ClockBase - res.From); err != nil {
+			return res, fmt.Errorf("cluster: restore: clock base %d: %w", opt.ClockBase, err)
+		}
+		res.To = t.Now()
+		write = t.Snapshot
 	}
 
 	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1, hclog.NewNullLogger())
 	if err != nil {
-		return 0, fmt.Errorf("cluster: restore: snapshot store: %w", err)
+		return res, fmt.Errorf("cluster: restore: snapshot store: %w", err)
 	}
 	// The transport only encodes the peers into the snapshot's legacy
 	// field; an in-memory one does that without a socket.
@@ -154,17 +212,39 @@ func RestoreSnapshot(dataDir string, r io.Reader, peers []Peer) (index uint64, e
 	defer trans.Close()
 	// Term 1: the new cluster's first election is term 2 on every node,
 	// whatever term the old cluster had reached.
-	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, index, trans)
+	sink, err := store.Create(raft.SnapshotVersionMax, res.Index, 1, conf, res.Index, trans)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
-	if _, err := io.Copy(sink, tmp); err != nil {
+	if err := write(sink); err != nil {
 		_ = sink.Cancel()
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
 	if err := sink.Close(); err != nil {
-		return 0, fmt.Errorf("cluster: restore: %w", err)
+		return res, fmt.Errorf("cluster: restore: %w", err)
 	}
 	ok = true
-	return index, nil
+	return res, nil
+}
+
+// firstMissing returns the outermost directory of dir's path that does
+// not exist yet (what MkdirAll would create first), or "" when dir
+// exists.
+func firstMissing(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	missing := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			return missing, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		missing = p
+		if filepath.Dir(p) == p {
+			return missing, nil
+		}
+	}
 }

@@ -2,17 +2,25 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/tlsutil"
 )
 
 // The packaging files configure "locknode serve" with flags and LOCKNODE_*
@@ -58,7 +66,7 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 	var compose struct {
 		Services map[string]struct {
 			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
+			Volumes     []any             `yaml:"volumes"`
 			Ports       []string          `yaml:"ports"`
 		} `yaml:"services"`
 	}
@@ -77,6 +85,30 @@ func TestComposeFileUsesServeSettings(t *testing.T) {
 		}
 		for k := range svc.Environment {
 			checkSetting(t, help, "docker-compose.yml "+name, k)
+		}
+		// Published only on this host, deliberately: beyond it only
+		// behind TLS.
+		for _, p := range svc.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %s beyond loopback", name, p)
+			}
+		}
+		// A users file, mounted read-only from a file that must exist.
+		users := svc.Environment["LOCKNODE_USERS"]
+		mounted := false
+		for _, v := range svc.Volumes {
+			m, ok := v.(map[string]any)
+			if !ok || m["target"] != users {
+				continue
+			}
+			bind, _ := m["bind"].(map[string]any)
+			mounted = m["type"] == "bind" && m["read_only"] == true && bind["create_host_path"] == false
+			if src, _ := m["source"].(string); src != "./deploy/users.acl" {
+				t.Errorf("service %s: users file from %v, want ./deploy/users.acl (made from deploy/users.acl.example)", name, m["source"])
+			}
+		}
+		if users == "" || !mounted {
+			t.Errorf("service %s: no users file (LOCKNODE_USERS %q) mounted read-only from an existing file: %v", name, users, svc.Volumes)
 		}
 		if checkPeerRule(t, "docker-compose.yml "+name, "docker-compose.yml", svc.Environment, nil) {
 			for _, p := range svc.Ports {
@@ -314,5 +346,447 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	out, err := exec.Command(sa, "verify", path).CombinedOutput()
 	if err != nil || len(out) > 0 {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// k8sDocs decodes every document of the Kubernetes example, by kind.
+func k8sDocs(t *testing.T) map[string][]map[string]any {
+	t.Helper()
+	dec := yaml.NewDecoder(strings.NewReader(string(readRepoFile(t, "deploy/kubernetes/statefulset.yaml"))))
+	out := map[string][]map[string]any{}
+	for {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind, _ := doc["kind"].(string)
+		out[kind] = append(out[kind], doc)
+	}
+}
+
+// dig follows keys (string: a map key; int: a list index) through a
+// decoded YAML document; nil when a step is missing.
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+// k8sQuantity reads a Kubernetes memory quantity (1536Mi, 1.5Gi, 2G).
+func k8sQuantity(t *testing.T, q string) float64 {
+	t.Helper()
+	units := []struct {
+		suffix string
+		mult   float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40}, {"k", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(q, u.suffix); ok {
+			v, err := strconv.ParseFloat(n, 64)
+			if err != nil {
+				t.Fatalf("quantity %q: %v", q, err)
+			}
+			return v * u.mult
+		}
+	}
+	v, err := strconv.ParseFloat(q, 64)
+	if err != nil {
+		t.Fatalf("quantity %q: %v", q, err)
+	}
+	return v
+}
+
+// TestKubernetesExampleResilient: the StatefulSet leaves memory headroom
+// over the key space's limit, spreads its pods over machines, a
+// PodDisruptionBudget lets voluntary disruptions take one pod at a time,
+// and every request authenticates against a users file from a Secret.
+func TestKubernetesExampleResilient(t *testing.T) {
+	docs := k8sDocs(t)
+	if len(docs["StatefulSet"]) != 1 {
+		t.Fatalf("%d StatefulSets, want 1", len(docs["StatefulSet"]))
+	}
+	sts := docs["StatefulSet"][0]
+	pod := dig(sts, "spec", "template", "spec")
+	c := dig(pod, "containers", 0)
+	env := map[string]string{}
+	envs, _ := dig(c, "env").([]any)
+	for _, e := range envs {
+		n, _ := dig(e, "name").(string)
+		v, _ := dig(e, "value").(string)
+		env[n] = v
+	}
+
+	// Memory: the limit at least half as much again as --max-memory.
+	maxMem := fsm.DefaultConfig().MaxMemory
+	if v := env["LOCKNODE_MAX_MEMORY"]; v != "" {
+		var err error
+		if maxMem, err = parseMaxMemory(v); err != nil || maxMem <= 0 {
+			t.Fatalf("LOCKNODE_MAX_MEMORY %q: %d %v", v, maxMem, err)
+		}
+	}
+	limit, _ := dig(c, "resources", "limits", "memory").(string)
+	if limit == "" {
+		t.Fatal("no memory limit")
+	}
+	if l := k8sQuantity(t, limit); l < 1.5*float64(maxMem) {
+		t.Errorf("memory limit %s is less than 1.5 x --max-memory (%d MiB): no headroom for the runtime, the log cache and snapshots", limit, maxMem>>20)
+	}
+	if req, _ := dig(c, "resources", "requests", "memory").(string); req == "" || k8sQuantity(t, req) < k8sQuantity(t, limit) {
+		t.Errorf("memory request %q below the limit %s: the node may be evicted for using what it may use", req, limit)
+	}
+
+	// Anti-affinity: no two pods on one machine.
+	spread := false
+	for _, kind := range []string{"requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"} {
+		terms, _ := dig(pod, "affinity", "podAntiAffinity", kind).([]any)
+		for _, term := range terms {
+			if kind[0] == 'p' {
+				term = dig(term, "podAffinityTerm")
+			}
+			if dig(term, "topologyKey") == "kubernetes.io/hostname" && dig(term, "labelSelector", "matchLabels", "app") == "locknode" {
+				spread = true
+			}
+		}
+	}
+	if !spread {
+		t.Errorf("no pod anti-affinity on kubernetes.io/hostname for app=locknode: %v", dig(pod, "affinity"))
+	}
+
+	// A PodDisruptionBudget of one pod.
+	pdbOK := false
+	for _, pdb := range docs["PodDisruptionBudget"] {
+		if dig(pdb, "spec", "maxUnavailable") == 1 && dig(pdb, "spec", "selector", "matchLabels", "app") == "locknode" {
+			pdbOK = true
+		}
+	}
+	if !pdbOK {
+		t.Errorf("no PodDisruptionBudget with maxUnavailable 1 for app=locknode: %v", docs["PodDisruptionBudget"])
+	}
+
+	// The users file, from a Secret mounted where LOCKNODE_USERS points.
+	users := env["LOCKNODE_USERS"]
+	if users == "" {
+		t.Fatal("no LOCKNODE_USERS: every client could force-release every lock")
+	}
+	secretVols := map[string]bool{}
+	vols, _ := dig(pod, "volumes").([]any)
+	for _, v := range vols {
+		if s, _ := dig(v, "secret", "secretName").(string); s != "" {
+			secretVols[dig(v, "name").(string)] = true
+		}
+	}
+	mounted := false
+	mounts, _ := dig(c, "volumeMounts").([]any)
+	for _, m := range mounts {
+		p, _ := dig(m, "mountPath").(string)
+		n, _ := dig(m, "name").(string)
+		if secretVols[n] && dig(m, "readOnly") == true && strings.HasPrefix(users, strings.TrimSuffix(p, "/")+"/") {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("LOCKNODE_USERS=%s is not in a Secret mounted read-only", users)
+	}
+}
+
+// TestUsersExampleParses: the users file the deploy examples start from
+// is valid, and admits nobody until its passwords are set.
+func TestUsersExampleParses(t *testing.T) {
+	us, err := auth.ParseFile(filepath.Join(repoRoot, "deploy", "users.acl.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readRepoFile(t, "deploy/users.acl.example"))
+	if strings.Contains(text, " >") || strings.Contains(text, "nopass") {
+		t.Error("the example has a clear-text or no password: a copy left unedited would admit anyone who reads it")
+	}
+	if us.Lookup("admin") == nil || us.Anonymous() != nil {
+		t.Errorf("users %v, anonymous %v: want an admin and no anonymous access", us.Names(), us.Anonymous())
+	}
+	for _, pw := range []string{"", "admin", "change-me", "password"} {
+		if _, err := us.Authenticate("admin", pw); err == nil {
+			t.Errorf("the example's admin takes the password %q", pw)
+		}
+	}
+}
+
+// TestSystemdInstallSteps runs the install steps written at the top of
+// deploy/locknode.service on a clean Debian's file system, in a
+// directory standing for its root: every install must find its target
+// directory made by an earlier step (or there on a clean system), every
+// file the unit and its environment file name must be installed, and
+// what the service's user reads must be readable by its group.
+func TestSystemdInstallSteps(t *testing.T) {
+	if _, err := exec.LookPath("install"); err != nil {
+		if os.Getenv("LOCKNODE_CI") == "1" {
+			t.Fatal("install (coreutils) not found (LOCKNODE_CI=1)")
+		}
+		t.Skip("install (coreutils) not found")
+	}
+	unit := string(readRepoFile(t, "deploy/locknode.service"))
+	var steps []string
+	for _, l := range strings.Split(unit[:strings.Index(unit, "[Unit]")], "\n") {
+		if s, ok := strings.CutPrefix(l, "#   "); ok {
+			if i := strings.Index(s, "   #"); i >= 0 {
+				s = s[:i]
+			}
+			for _, c := range strings.Split(s, "&&") {
+				steps = append(steps, strings.TrimSpace(c))
+			}
+		}
+	}
+	if len(steps) == 0 {
+		t.Fatal("the unit names no install steps")
+	}
+	root, checkout := t.TempDir(), t.TempDir()
+	for _, d := range []string{"/usr/local/bin", "/usr/sbin", "/etc/systemd/system", "/var/lib"} { // a clean Debian has them
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	groups := map[string]bool{"root": true}
+	type installed struct {
+		group string
+		mode  os.FileMode
+	}
+	got := map[string]installed{}
+	systemctl := false
+	for i, step := range steps {
+		f := strings.Fields(step)
+		switch f[0] {
+		case "useradd":
+			name := f[len(f)-1]
+			if !slices.Contains(f, "--system") || !slices.Contains(f, "--user-group") {
+				t.Errorf("step %d: %s: want a system user with its own group", i+1, step)
+			}
+			groups[name] = true
+		case "install":
+			var args []string
+			group, mode, dir := "root", os.FileMode(0o755), false
+			for j := 1; j < len(f); j++ {
+				switch f[j] {
+				case "-d":
+					dir = true
+				case "-m":
+					j++
+					m, err := strconv.ParseUint(f[j], 8, 32)
+					if err != nil {
+						t.Fatalf("step %d: mode %q", i+1, f[j])
+					}
+					mode = os.FileMode(m)
+				case "-o":
+					j++
+				case "-g":
+					j++
+					group = f[j]
+					if !groups[group] {
+						t.Errorf("step %d: group %s is not made by an earlier step", i+1, group)
+					}
+				default:
+					a := f[j]
+					if filepath.IsAbs(a) {
+						a = filepath.Join(root, a) + map[bool]string{true: "/"}[strings.HasSuffix(f[j], "/")]
+					} else if _, err := os.Stat(filepath.Join(checkout, a)); err != nil {
+						// A file of the checkout, or one the operator brings
+						// (a certificate, the users file made from its example).
+						src := filepath.Join(repoRoot, a)
+						if a == "deploy/users.acl" {
+							src = filepath.Join(repoRoot, "deploy", "users.acl.example")
+						}
+						if strings.HasPrefix(a, "deploy/") {
+							copyFile(t, src, filepath.Join(checkout, a))
+						} else if err := os.MkdirAll(filepath.Dir(filepath.Join(checkout, a)), 0o755); err != nil {
+							t.Fatal(err)
+						} else if err := os.WriteFile(filepath.Join(checkout, a), []byte("x"), 0o600); err != nil {
+							t.Fatal(err)
+						}
+					}
+					args = append(args, a)
+				}
+			}
+			cmdArgs := append([]string{"-m", fmt.Sprintf("%o", mode)}, args...)
+			if dir {
+				cmdArgs = append([]string{"-d"}, cmdArgs...)
+			}
+			cmd := exec.Command("install", cmdArgs...)
+			cmd.Dir = checkout
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("step %d: %s: %v\n%s", i+1, step, err, out)
+			}
+			targets := args
+			if !dir {
+				last := args[len(args)-1]
+				targets = nil
+				if len(args) > 2 || strings.HasSuffix(last, "/") {
+					for _, a := range args[:len(args)-1] {
+						targets = append(targets, filepath.Join(last, filepath.Base(a)))
+					}
+				} else {
+					targets = []string{last}
+				}
+			}
+			for _, p := range targets {
+				rel, _ := filepath.Rel(root, filepath.Clean(p))
+				got["/"+filepath.ToSlash(rel)] = installed{group, mode}
+			}
+		case "systemctl":
+			if _, ok := got["/etc/systemd/system/locknode.service"]; !ok {
+				t.Errorf("step %d: %s before the unit is installed", i+1, step)
+			}
+			systemctl = true
+		default:
+			t.Errorf("step %d: %s: not a step this test knows", i+1, step)
+		}
+	}
+	if !systemctl {
+		t.Error("no systemctl step starts the service")
+	}
+	envFile := regexp.MustCompile(`(?m)^EnvironmentFile=(\S+)`).FindStringSubmatch(unit)
+	exe := regexp.MustCompile(`(?m)^ExecStart=(\S+)`).FindStringSubmatch(unit)
+	if envFile == nil || exe == nil {
+		t.Fatal("the unit has no EnvironmentFile or ExecStart")
+	}
+	need := []string{envFile[1], exe[1]}
+	env := envSettings(string(readRepoFile(t, "deploy/locknode.env")))
+	for k, v := range env {
+		if filepath.IsAbs(v) && k != "LOCKNODE_DATA" {
+			need = append(need, v)
+		}
+	}
+	user := regexp.MustCompile(`(?m)^User=(\S+)`).FindStringSubmatch(unit)
+	for _, p := range need {
+		in, ok := got[p]
+		if !ok {
+			t.Errorf("%s (named by the unit or its environment file) is made by no install step", p)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+		// What the service reads as its user: its group must read it, and
+		// every directory on the way must let it through.
+		if strings.HasPrefix(p, "/etc/locknode/") && p != envFile[1] {
+			if user == nil || in.group != user[1] || in.mode&0o040 == 0 {
+				t.Errorf("%s: group %s mode %o: the service's user cannot read it", p, in.group, in.mode)
+			}
+			for d := filepath.Dir(p); d != "/etc"; d = filepath.Dir(d) {
+				if di, ok := got[d]; !ok || (di.group != user[1] && di.mode&0o001 == 0) || (di.group == user[1] && di.mode&0o010 == 0) {
+					t.Errorf("%s: the service's user cannot pass %s (%+v)", p, d, di)
+				}
+			}
+		}
+	}
+	// The data directory is systemd's StateDirectory.
+	state := regexp.MustCompile(`(?m)^StateDirectory=(\S+)`).FindStringSubmatch(unit)
+	if state == nil || env["LOCKNODE_DATA"] != "/var/lib/"+state[1] {
+		t.Errorf("LOCKNODE_DATA=%s is not the unit's StateDirectory (%v)", env["LOCKNODE_DATA"], state)
+	}
+}
+
+// TestSecurityDocCertificates runs the openssl commands of docs/security.md
+// ("Certificates for the deploy examples") and checks that what they make
+// is what serve takes: two nodes' peer certificates complete a mutual TLS
+// handshake on the peer CA, each naming its node id, and the API
+// certificate verifies for the client-facing name.
+func TestSecurityDocCertificates(t *testing.T) {
+	for _, prog := range []string{"bash", "openssl"} {
+		if _, err := exec.LookPath(prog); err != nil {
+			if os.Getenv("LOCKNODE_CI") == "1" {
+				t.Fatalf("%s not found (LOCKNODE_CI=1)", prog)
+			}
+			t.Skipf("%s not found", prog)
+		}
+	}
+	doc := string(readRepoFile(t, "docs/security.md"))
+	const heading = "## Certificates for the deploy examples"
+	i := strings.Index(doc, heading)
+	if i < 0 {
+		t.Fatalf("docs/security.md has no %q", heading)
+	}
+	section := doc[i+len(heading):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
+		script.WriteString(block[1])
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the commands of %q: %v\n%s", heading, err, out)
+	}
+	f := func(name string) string { return filepath.Join(dir, name) }
+	ca, err := tlsutil.LoadCAPool(f("peers-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := func(id string) (server, client *tls.Config) {
+		kp, err := tlsutil.NewKeyPair(f(id+".crt"), f(id+".key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tlsutil.PeerConfigs(kp, ca)
+	}
+	srv, _ := peer("n1")
+	_, cli := peer("n2")
+	cli = cli.Clone()
+	cli.ServerName = "n1"
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	errc := make(chan error, 1)
+	sconn := tls.Server(a, srv)
+	// Ends with the handshake: net.Pipe closes when the test returns.
+	go func() { errc <- sconn.Handshake() }()
+	cconn := tls.Client(b, cli)
+	if err := cconn.Handshake(); err != nil {
+		t.Fatalf("n2 dialling n1: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("n1 accepting n2: %v", err)
+	}
+	if got := tlsutil.NodeID(sconn.ConnectionState().PeerCertificates[0]); got != "n2" {
+		t.Errorf("n1 sees peer %q, want n2", got)
+	}
+	if got := tlsutil.NodeID(cconn.ConnectionState().PeerCertificates[0]); got != "n1" {
+		t.Errorf("n2 sees peer %q, want n1", got)
+	}
+	apiCA, err := tlsutil.LoadCAPool(f("api-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := tlsutil.NewKeyPair(f("api.crt"), f("api.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(kp.Certificate().Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: apiCA, DNSName: "locknode.example.com"}); err != nil {
+		t.Errorf("api.crt: %v", err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca}); err == nil {
+		t.Error("api.crt verifies against the peer CA: the client ports and the peer port must not share a CA")
 	}
 }

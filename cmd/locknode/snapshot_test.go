@@ -79,6 +79,7 @@ func TestSnapshotCommand(t *testing.T) {
 		{"restore", file, "--id", "m1", "--peers", peerFlag},                        // no --data
 		{"restore", file, "--data", t.TempDir(), "--id", "zz", "--peers", peerFlag}, // id not a peer
 		{"restore", file, "--data", t.TempDir(), "--id", "m1", "--peers", "m1"},     // bad peers
+		{"restore", file, "--data", t.TempDir(), "--id", "m1", "--peers", peerFlag, "--clock-base", "yesterday"},
 		{"load", file}, // no such subcommand
 		{"save"},       // no file
 	} {
@@ -86,16 +87,40 @@ func TestSnapshotCommand(t *testing.T) {
 			t.Fatalf("%v: exit %d, want %d", bad, code, exitUsage)
 		}
 	}
-	if code, _, errb := run("restore", file, "--data", dir, "--id", "m1", "--peers", peerFlag); code != exitLockFailed || !strings.Contains(errb, "not empty") {
+	if code, _, errb := run("restore", file, "--data", dir, "--id", "m1", "--peers", peerFlag, "--clock-base", "keep"); code != exitLockFailed || !strings.Contains(errb, "not empty") {
 		t.Fatalf("restore into a used directory: %d %s", code, errb)
 	}
+	// Several voters need one clock base for all: "now" would differ.
+	noBase := filepath.Join(t.TempDir(), "data")
+	if code, _, errb := run("restore", file, "--data", noBase, "--id", "m1", "--peers", peerFlag); code != exitUsage || !strings.Contains(errb, "--clock-base") {
+		t.Fatalf("restore of 3 voters without --clock-base: %d %s", code, errb)
+	}
+	// A file that is no snapshot leaves no directory behind.
+	garbage := filepath.Join(dir, "garbage.snap")
+	if err := os.WriteFile(garbage, []byte("not a snapshot"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errb := run("restore", garbage, "--data", noBase, "--id", "m1", "--peers", peerFlag, "--clock-base", "keep"); code != exitLockFailed || !strings.Contains(errb, "not a valid snapshot") {
+		t.Fatalf("restore of garbage: %d %s", code, errb)
+	}
+	if _, err := os.Stat(noBase); !os.IsNotExist(err) {
+		t.Fatalf("a failed restore left %s: %v", noBase, err)
+	}
 	var nodes []*cluster.Node
+	base := time.Now().UTC().Format(time.RFC3339Nano)
 	for i, tr := range trs {
 		data := filepath.Join(t.TempDir(), "data")
 		id := fmt.Sprintf("m%d", i+1)
-		if code, out, errb := run("restore", file, "--data", data, "--id", id, "--peers", peerFlag); code != 0 || !strings.Contains(out, "locknode serve --id "+id) {
+		code, out, errb := run("restore", file, "--data", data, "--id", id, "--peers", peerFlag, "--clock-base", base)
+		if code != 0 || !strings.Contains(out, "locknode serve --id "+id) || !strings.Contains(out, "cluster clock moved from") {
 			t.Fatalf("restore %s: %d %s %s", id, code, out, errb)
 		}
+		// The next node takes the base this restore printed.
+		_, after, ok := strings.Cut(out, "--clock-base ")
+		if !ok {
+			t.Fatalf("restore %s printed no clock base for the other nodes: %s", id, out)
+		}
+		base, _, _ = strings.Cut(after, "\n")
 		cfg := cluster.DefaultConfig()
 		cfg.ID, cfg.DataDir, cfg.Transport, cfg.BindAddr = id, data, tr, tr.Addr().String()
 		n, err := cluster.Start(context.Background(), cfg)
@@ -136,5 +161,41 @@ func TestSnapshotCommand(t *testing.T) {
 	}
 	if _, err := nodes[1].TryAcquire(ctx, api.AcquireRequest{Key: "a", Owner: "o4", TTLMs: 60_000}); err == nil {
 		t.Fatal("the restored lock a was granted to another owner")
+	}
+}
+
+// TestParseClockBase: --clock-base takes now (one voter only), keep, an
+// RFC 3339 time or Unix ms, and refuses a time far ahead of this clock.
+func TestParseClockBase(t *testing.T) {
+	now := time.UnixMilli(1_800_000_000_000)
+	for _, tc := range []struct {
+		v      string
+		voters int
+		want   int64
+		bad    string
+	}{
+		{"", 1, now.UnixMilli(), ""},
+		{"now", 1, now.UnixMilli(), ""},
+		{"keep", 3, 0, ""},
+		{"1799999000000", 3, 1_799_999_000_000, ""},
+		{now.Add(-time.Hour).UTC().Format(time.RFC3339), 3, now.Add(-time.Hour).UnixMilli(), ""},
+		{now.Add(30 * time.Second).UTC().Format(time.RFC3339Nano), 3, now.Add(30 * time.Second).UnixMilli(), ""},
+		{"", 3, 0, "one clock base given to every node"},
+		{"now", 2, 0, "one clock base given to every node"},
+		{now.Add(time.Hour).UTC().Format(time.RFC3339), 1, 0, "ahead of this machine's clock"},
+		{"1800000000000000", 1, 0, "ahead of this machine's clock"}, // microseconds
+		{"-5", 1, 0, "must be positive"},
+		{"tomorrow", 1, 0, "want now, keep"},
+	} {
+		got, err := parseClockBase(tc.v, tc.voters, now)
+		if tc.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.bad) {
+				t.Errorf("%q (%d voters): %d %v, want an error with %q", tc.v, tc.voters, got, err, tc.bad)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q (%d voters): %d %v, want %d", tc.v, tc.voters, got, err, tc.want)
+		}
 	}
 }
