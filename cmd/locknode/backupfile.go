@@ -43,8 +43,8 @@ var (
 	// errBackupChecksum: the file's bytes are not the ones its checksum
 	// was taken of.
 	errBackupChecksum = errors.New("checksum mismatch")
-	// errBackupTruncated: the file ends before its end line.
-	errBackupTruncated = errors.New("cut short")
+	// errBackupTruncated: the file does not end with its end line.
+	errBackupTruncated = errors.New("not whole")
 )
 
 // backupFile is an opened backup: the snapshot's bytes and what the
@@ -103,7 +103,7 @@ func (b *backupFile) open(file string) error {
 	}
 	nl := bytes.IndexByte(head, '\n')
 	if nl < 0 {
-		return fmt.Errorf("%s: the backup's first line has no end: %w (or not a backup)", file, errBackupTruncated)
+		return fmt.Errorf("%s is %w: the backup's first line has no end (a truncated copy, or not a backup)", file, errBackupTruncated)
 	}
 	var ver int
 	if _, err := fmt.Sscanf(string(head[:nl]), backupMagic+" %d index=%d term=%d", &ver, &b.index, &b.term); err != nil {
@@ -125,7 +125,7 @@ func (b *backupFile) open(file string) error {
 	}
 	at := bytes.LastIndex(tail, []byte("\n"+backupEnd+" "))
 	if at < 0 || tail[len(tail)-1] != '\n' {
-		return fmt.Errorf("%s is %w: the backup's end line is missing (a truncated copy, or bytes added after it)", file, errBackupTruncated)
+		return fmt.Errorf("%s is %w: the backup's end line is missing (the copy was cut short, or bytes were added after its end)", file, errBackupTruncated)
 	}
 	endLine := string(tail[at+1 : len(tail)-1])
 	var length int64
