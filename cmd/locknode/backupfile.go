@@ -274,7 +274,7 @@ func missingDirs(dir string) []string {
 // savedChecksumNote is save's line about the checksum.
 func savedChecksumNote(sum string, nodeChecked bool) string {
 	if nodeChecked {
-		return "checksum: sha256 " + sum + " (the bytes matched the node's sha256)"
+		return "checksum: sha256 " + sum + " recorded in the backup (the snapshot's bytes matched the sha256 the node sent)"
 	}
-	return "checksum: sha256 " + sum + " (taken here: the node sent no sha256 of its own, an older node or a proxy that drops HTTP trailers)"
+	return "checksum: sha256 " + sum + " recorded in the backup (taken here only: the node sent no sha256 of its own, as an older node or a proxy that drops HTTP trailers does)"
 }

@@ -71,7 +71,7 @@ func TestBackupChecksum(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.snap")
 	code, out, errb := run("save", file, "--endpoints", endpoints)
-	if code != 0 || !strings.Contains(out, "matched the node's sha256") {
+	if code != 0 || !strings.Contains(out, "matched the sha256 the node sent") {
 		t.Fatalf("save: %d %s %s", code, out, errb)
 	}
 	code, out, errb = run("status", file)
