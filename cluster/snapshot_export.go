@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -247,4 +248,28 @@ func firstMissing(dir string) (string, error) {
 			return missing, nil
 		}
 	}
+}
+
+// SnapshotTerm is the raft term of the entry at index (httpapi's
+// SnapshotTermer), recorded in backups next to the index: from the log,
+// or from raft's last snapshot when the log was compacted up to it; 0
+// when neither has it.
+func (n *Node) SnapshotTerm(index uint64) uint64 {
+	if index == 0 || n.logs == nil {
+		return 0
+	}
+	var l raft.Log
+	if err := n.logs.GetLog(index, &l); err == nil && l.Index == index {
+		return l.Term
+	}
+	if n.raft == nil {
+		return 0
+	}
+	st := n.raft.Stats()
+	if st["last_snapshot_index"] == strconv.FormatUint(index, 10) {
+		if term, err := strconv.ParseUint(st["last_snapshot_term"], 10, 64); err == nil {
+			return term
+		}
+	}
+	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,16 @@ func TestSnapshotSaveRestore(t *testing.T) {
 	}
 	if saved < l.AppliedIndex()-1 || saved == 0 {
 		t.Fatalf("snapshot at index %d, leader applied %d", saved, l.AppliedIndex())
+	}
+	// The term of the entry at the snapshot's index, for the backup file:
+	// known, and no later than the follower's current term.
+	f := tc.follower()
+	cur, _ := strconv.ParseUint(f.raft.Stats()["term"], 10, 64)
+	if term := f.SnapshotTerm(saved); term == 0 || term > cur {
+		t.Fatalf("SnapshotTerm(%d) = %d, current term %d", saved, term, cur)
+	}
+	if term := f.SnapshotTerm(saved + 1_000_000); term != 0 {
+		t.Fatalf("SnapshotTerm of an index beyond the log = %d", term)
 	}
 	// Every fence is an entry's index: none in the snapshot is above it.
 	maxFence := max(a.Fence, b.Fence)

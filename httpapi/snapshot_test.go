@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -42,6 +44,14 @@ func TestSnapshotRoute(t *testing.T) {
 	if err := fsm.New(fsm.Config{}).Restore(bytes.NewReader(body)); err != nil {
 		t.Fatalf("the snapshot does not restore: %v", err)
 	}
+	// The trailer is the SHA-256 of the bytes sent; a Locker without
+	// raft sends no term.
+	if sum := sha256.Sum256(body); resp.Trailer.Get(httpapi.TrailerSnapshotSHA256) != hex.EncodeToString(sum[:]) {
+		t.Fatalf("trailer %q, the body hashes to %x", resp.Trailer.Get(httpapi.TrailerSnapshotSHA256), sum)
+	}
+	if v := resp.Header.Get(httpapi.HeaderSnapshotTerm); v != "" {
+		t.Fatalf("term %q from a Locker without raft", v)
+	}
 
 	fake.Fail(api.ErrNoLeader)
 	resp, err = http.Get(srv.URL + httpapi.PathSnapshot)
@@ -61,7 +71,7 @@ func TestSnapshotRoute(t *testing.T) {
 	}
 	_, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || err == nil {
-		t.Fatalf("a cut stream read as whole: %d %v", resp.StatusCode, err)
+	if resp.StatusCode != 200 || err == nil || resp.Trailer.Get(httpapi.TrailerSnapshotSHA256) != "" {
+		t.Fatalf("a cut stream read as whole: %d %v %v", resp.StatusCode, err, resp.Trailer)
 	}
 }

@@ -3,16 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/locknode/locknode/cluster"
-	"github.com/locknode/locknode/fsm"
 )
 
 func init() { addCommand(newSnapshotCmd) }
@@ -23,13 +19,14 @@ func newSnapshotCmd() *cobra.Command {
 		Use:   "snapshot save FILE | status FILE | restore FILE --data DIR --id ID --peers ID=HOST:PORT,...",
 		Short: "back up a cluster to a file, check a backup, or prepare a new node's data directory from one",
 		Long: `save      writes a consistent snapshot of the cluster (every lock, fence, session, waiter,
-          value and script) to FILE, streamed from a node over HTTP (admin permission);
-          FILE is replaced only once the whole snapshot arrived and decoded.
-status    reads FILE without a node and prints its index, format, cluster version, cluster
-          time, sha256 and counts of locks, keys, sessions and scripts, once it decoded whole
-          (the format has no checksum of its own: decoding to the last byte is the check).
-          A file that does not decode fails with exit 1.
-restore   prepares the empty data directory DIR so that "locknode serve --id ID --data DIR"
+          value and script) to FILE, streamed from a node over HTTP (admin permission), with
+          its index, term and a SHA-256 checked against the node's; FILE is replaced only
+          once the whole snapshot arrived, matched the node's checksum and decoded.
+status    reads FILE without a node, verifies its checksum and decodes it whole, and prints
+          its index, term, format, cluster version, cluster time and counts of locks, keys,
+          sessions and scripts. A damaged, truncated or undecodable file fails with exit 1.
+          A backup saved by an older release has no checksum (status says so) and still restores.
+restore   verifies FILE's checksum, then prepares the empty data directory DIR so that "locknode serve --id ID --data DIR"
           (without --bootstrap) starts from the snapshot, as a member of the new cluster
           --peers. Run it for every node of the new cluster, with the same FILE, --peers
           and --clock-base.
@@ -88,12 +85,7 @@ restore   prepares the empty data directory DIR so that "locknode serve --id ID 
 			if err != nil {
 				return usageError("--clock-base: %w", err)
 			}
-			f, err := os.Open(file)
-			if err != nil {
-				return &exitError{code: exitLockFailed, err: err}
-			}
-			defer f.Close()
-			res, err := cluster.RestoreSnapshotWith(*dataDir, f, pl, cluster.RestoreOptions{ClockBase: base})
+			res, err := restoreBackup(file, *dataDir, pl, cluster.RestoreOptions{ClockBase: base})
 			if err != nil {
 				return &exitError{code: exitLockFailed, err: fmt.Errorf("restore: %w", err)}
 			}
@@ -118,62 +110,19 @@ restore   prepares the empty data directory DIR so that "locknode serve --id ID 
 		}
 		sctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		body, idx, err := c.Snapshot(sctx)
+		st, err := c.SnapshotStream(sctx)
 		if err != nil {
 			return &exitError{code: exitLockFailed, err: fmt.Errorf("save: %s", explain(err))}
 		}
-		defer body.Close()
-		n, err := saveSnapshot(file, body, idx)
+		defer st.Body.Close()
+		n, sum, nodeChecked, err := saveBackup(file, st)
 		if err != nil {
 			return &exitError{code: exitLockFailed, err: fmt.Errorf("save: %w", err)}
 		}
-		fmt.Fprintf(stdout, "saved the snapshot at index %d (%d bytes) to %s\n", idx, n, file)
+		fmt.Fprintf(stdout, "saved the snapshot at index %d (%d bytes) to %s\n%s\n", st.Index, n, file, savedChecksumNote(sum, nodeChecked))
 		return nil
 	}
 	return cmd
-}
-
-// saveSnapshot writes r to a temporary file next to file, checks that it
-// decodes whole at index idx, and only then renames it to file, so file
-// is either the old one or a complete snapshot.
-func saveSnapshot(file string, r io.Reader, idx uint64) (int64, error) {
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
-	if err != nil {
-		return 0, err
-	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name()) // a no-op once renamed
-	}()
-	n, err := io.Copy(tmp, r)
-	if err != nil {
-		return n, fmt.Errorf("receiving: %w", err)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return n, err
-	}
-	t := fsm.New(fsm.Config{})
-	if err := t.Restore(tmp); err != nil {
-		return n, fmt.Errorf("the snapshot received does not decode: %w", err)
-	}
-	if t.AppliedIndex() != idx {
-		return n, fmt.Errorf("the snapshot received is at index %d, the node announced %d", t.AppliedIndex(), idx)
-	}
-	if err := tmp.Sync(); err != nil {
-		return n, err
-	}
-	if err := tmp.Close(); err != nil {
-		return n, err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return n, err
-	}
-	if d, err := os.Open(dir); err == nil { // the rename survives a crash
-		_ = d.Sync()
-		d.Close()
-	}
-	return n, nil
 }
 
 // maxClockBaseAhead is how far past this machine's clock --clock-base may

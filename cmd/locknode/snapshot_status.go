@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
-
-	"github.com/locknode/locknode/fsm"
 )
 
 // snapshotInfo is what `snapshot status FILE` found in a snapshot file.
@@ -20,12 +15,17 @@ type snapshotInfo struct {
 	Size int64  `json:"size"`
 	// SHA256 of the whole file, to compare copies of a backup.
 	SHA256 string `json:"sha256"`
+	// Envelope is the backup file's format (index, term and checksum
+	// around the snapshot); 0: a file without one, from an older release.
+	Envelope int `json:"envelope"`
 	// Format is the snapshot format's version (its first byte).
 	Format         int    `json:"format"`
 	ClusterVersion uint32 `json:"cluster_version"`
 	// Index is the raft index the snapshot was taken at: a cluster
 	// restored from it continues its log, and fences, above it.
 	Index uint64 `json:"index"`
+	// Term is the raft term of the entry at Index; 0: not recorded.
+	Term uint64 `json:"term"`
 	// ClusterTimeMs is the cluster clock (unix ms) when it was taken.
 	ClusterTimeMs int64 `json:"cluster_time_ms"`
 	Locks         int   `json:"locks"`
@@ -36,15 +36,16 @@ type snapshotInfo struct {
 	Fences        int   `json:"fences"` // resources in the fence registry
 	Scripts       int   `json:"scripts"`
 	// Verified: every byte decoded into a whole table, nothing left over.
-	// The format carries no checksum of its own; decoding it whole is
-	// what can be checked (a truncated or altered file fails it unless
-	// the change happens to decode).
-	Verified bool   `json:"verified"`
+	Verified bool `json:"verified"`
+	// ChecksumSHA256 is the envelope's SHA-256, checked against the
+	// file's bytes ("" for a file without the envelope).
+	ChecksumSHA256 string `json:"checksum_sha256,omitempty"`
+	// Checksum says what was checked, as status prints it.
 	Checksum string `json:"checksum"`
 }
 
-// snapshotChecksumNote says what the verification covers.
-const snapshotChecksumNote = "none in the format; the file decoded whole, to its last byte"
+// noChecksumNote is the checksum line of a file without the envelope.
+const noChecksumNote = "no checksum (a backup from an older release)"
 
 // maxPlausibleFormat is above every snapshot format there is or will be
 // for long: a first byte beyond it is no snapshot, rather than one from
@@ -56,55 +57,44 @@ func withoutPkg(err error) string {
 	return strings.NewReplacer("fsm: restore: ", "", "fsm: ", "").Replace(err.Error())
 }
 
-// inspectSnapshot reads and decodes file without a running node.
+// inspectSnapshot reads, checks and decodes file without a running node.
 func inspectSnapshot(file string) (snapshotInfo, error) {
 	info := snapshotInfo{File: file}
-	f, err := os.Open(file)
+	b, err := openBackup(file)
 	if err != nil {
 		return info, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return info, err
-	}
-	if fi.IsDir() {
-		return info, fmt.Errorf("%s is a directory, not a snapshot file", file)
-	}
-	info.Size = fi.Size()
-	if info.Size == 0 {
-		return info, fmt.Errorf("%s is empty: not a snapshot", file)
-	}
-	h := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(f, h), 1<<20)
-	first, err := br.Peek(1)
-	if err != nil {
+	defer b.Close()
+	info.Size, info.Envelope = b.size, b.envelope
+	var first [1]byte
+	if _, err := b.snap.ReadAt(first[:], 0); err != nil {
 		return info, fmt.Errorf("reading %s: %w", file, err)
 	}
 	info.Format = int(first[0])
 	if info.Format > maxPlausibleFormat {
 		return info, fmt.Errorf("%s is not a snapshot saved by \"locknode snapshot save\": its first byte (%d) is no snapshot format", file, info.Format)
 	}
-	t := fsm.New(fsm.Config{})
-	if err := t.Restore(br); err != nil {
-		if errors.Is(err, fsm.ErrBadVersion) {
-			return info, fmt.Errorf("%s is a snapshot this binary does not read (format %d): %s", file, info.Format, withoutPkg(err))
-		}
-		return info, fmt.Errorf("%s does not decode as a snapshot (damaged, truncated, or not a snapshot saved by \"locknode snapshot save\"): %s", file, withoutPkg(err))
+	t, err := b.decode(file)
+	if err != nil {
+		return info, err
 	}
-	// Restore stops at the snapshot's end; hash what it did not read.
-	if _, err := io.Copy(io.Discard, br); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(b.f, 0, b.size)); err != nil {
 		return info, fmt.Errorf("reading %s: %w", file, err)
 	}
 	info.SHA256 = hex.EncodeToString(h.Sum(nil))
 	st, sc := t.Stats(), t.ScriptStats()
 	info.ClusterVersion = t.Version()
-	info.Index = t.AppliedIndex()
+	info.Index, info.Term = t.AppliedIndex(), b.term
 	info.ClusterTimeMs = t.Now()
 	info.Locks, info.Keys, info.Holds, info.Waiters, info.Sessions, info.Fences = st.Locks, st.Keys, st.Holds, st.Waiters, st.Sessions, st.Fences
 	info.Scripts = sc.Loaded + sc.Eval
 	info.Verified = true
-	info.Checksum = snapshotChecksumNote
+	info.Checksum = noChecksumNote
+	if b.envelope > 0 {
+		info.ChecksumSHA256 = b.sum
+		info.Checksum = "verified (sha256 " + b.sum + ")"
+	}
 	return info, nil
 }
 
@@ -116,15 +106,28 @@ func printSnapshotInfo(w io.Writer, info snapshotInfo) {
 	}
 	fmt.Fprintf(w, "file:            %s (%d bytes)\n", info.File, info.Size)
 	fmt.Fprintf(w, "sha256:          %s\n", info.SHA256)
+	if info.Envelope > 0 {
+		fmt.Fprintf(w, "backup format:   %d\n", info.Envelope)
+	} else {
+		fmt.Fprintf(w, "backup format:   none (a backup from an older release)\n")
+	}
 	fmt.Fprintf(w, "format:          %d\n", info.Format)
 	fmt.Fprintf(w, "cluster version: %d\n", info.ClusterVersion)
 	fmt.Fprintf(w, "index:           %d\n", info.Index)
-	fmt.Fprintf(w, "term:            not recorded (the file holds the lock table only)\n")
+	switch {
+	case info.Term > 0:
+		fmt.Fprintf(w, "term:            %d\n", info.Term)
+	case info.Envelope == 0:
+		fmt.Fprintf(w, "term:            not recorded (a backup from an older release)\n")
+	default:
+		fmt.Fprintf(w, "term:            not recorded (the node that sent it did not say)\n")
+	}
 	fmt.Fprintf(w, "cluster time:    %s\n", taken)
 	fmt.Fprintf(w, "locks:           %d (holds %d, waiters %d)\n", info.Locks, info.Holds, info.Waiters)
 	fmt.Fprintf(w, "keys:            %d\n", info.Keys)
 	fmt.Fprintf(w, "sessions:        %d\n", info.Sessions)
 	fmt.Fprintf(w, "fences:          %d\n", info.Fences)
 	fmt.Fprintf(w, "scripts:         %d\n", info.Scripts)
-	fmt.Fprintf(w, "verified:        %v (checksum: %s)\n", info.Verified, info.Checksum)
+	fmt.Fprintf(w, "checksum:        %s\n", info.Checksum)
+	fmt.Fprintf(w, "verified:        %v (decoded whole, to its last byte)\n", info.Verified)
 }

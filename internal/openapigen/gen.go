@@ -154,9 +154,11 @@ func ops() []op {
 			desc:    "See docs/UPGRADING.md. A member that does not answer makes it fail with 409 and change nothing.",
 			answers: append([]answer{ok(api.UpgradeResult{Before: 1, ClusterVersion: 1, Members: map[string]string{"n1": "1..1"}}, "What was activated.")}, errs(403, 409)...)},
 		{method: "GET", path: httpapi.PathSnapshot, id: "snapshot", perm: auth.Admin, tag: "cluster", summary: "Stream a consistent snapshot (admin)",
-			desc: "The backup locknode snapshot save writes. A stream cut before its end is not whole.",
+			desc: "The backup locknode snapshot save writes. A stream cut before its end is not whole. After the last byte the node sends the HTTP trailer " + httpapi.TrailerSnapshotSHA256 + ": the SHA-256 (hex) of the stream's bytes, computed as it sent them.",
 			answers: append([]answer{{status: 200, desc: "The snapshot.", ctype: "application/octet-stream",
-				header: map[string]string{httpapi.HeaderSnapshotIndex: "The applied index the snapshot was taken at."}}}, errs(403)...)},
+				header: map[string]string{httpapi.HeaderSnapshotIndex: "The applied index the snapshot was taken at.",
+					httpapi.HeaderSnapshotTerm: "The raft term of the entry at that index (absent when the node does not know it).",
+					"Trailer":                  "Names the trailer " + httpapi.TrailerSnapshotSHA256 + "."}}}, errs(403)...)},
 
 		{method: "GET", path: "/", id: "root", tag: "dashboard", public: true, summary: "Redirects to the dashboard",
 			answers: []answer{{status: 302, desc: "To /ui/."}}},
