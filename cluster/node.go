@@ -501,6 +501,8 @@ func (n *Node) shutdown(graceful bool) error {
 			}
 		}
 		if n.rtrans != nil {
+			// Returns once no connection handler can call into raft (a
+			// heartbeat writes the term), so the stores may close after.
 			_ = n.rtrans.Close()
 		}
 		n.wg.Wait()

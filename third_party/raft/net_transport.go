@@ -101,6 +101,15 @@ type NetworkTransport struct {
 
 	stream StreamLayer
 
+	// inbound holds the accepted connections whose handlers run, so that
+	// Close can end them and wait: a handler answers heartbeats by
+	// calling into raft, which writes the stable store, and the caller
+	// closes that store once Close returns (locknode).
+	inboundLock   sync.Mutex
+	inbound       map[net.Conn]struct{}
+	inboundClosed bool
+	handlers      sync.WaitGroup
+
 	// streamCtx is used to cancel existing connection handlers.
 	streamCtx     context.Context
 	streamCancel  context.CancelFunc
@@ -332,13 +341,21 @@ func (n *NetworkTransport) CloseStreams() {
 // Close is used to stop the network transport.
 func (n *NetworkTransport) Close() error {
 	n.shutdownLock.Lock()
-	defer n.shutdownLock.Unlock()
-
 	if !n.shutdown {
 		close(n.shutdownCh)
 		n.stream.Close()
 		n.shutdown = true
 	}
+	n.shutdownLock.Unlock()
+	n.inboundLock.Lock()
+	n.inboundClosed = true
+	for conn := range n.inbound {
+		conn.Close()
+	}
+	n.inboundLock.Unlock()
+	// Handlers end once their connection is closed or shutdownCh is: no
+	// handler calls into raft after Close returns (locknode).
+	n.handlers.Wait()
 	return nil
 }
 
@@ -595,8 +612,27 @@ func (n *NetworkTransport) listen() {
 
 		n.logger.Debug("accepted connection", "local-address", n.LocalAddr(), "remote-address", conn.RemoteAddr().String())
 
-		// Handle the connection in dedicated routine
-		go n.handleConn(n.getStreamContext(), conn)
+		// Handle the connection in dedicated routine, tracked so that
+		// Close can end it and wait for it (locknode).
+		n.inboundLock.Lock()
+		if n.inboundClosed {
+			n.inboundLock.Unlock()
+			conn.Close()
+			return
+		}
+		if n.inbound == nil {
+			n.inbound = make(map[net.Conn]struct{})
+		}
+		n.inbound[conn] = struct{}{}
+		n.handlers.Add(1)
+		n.inboundLock.Unlock()
+		go func() {
+			defer n.handlers.Done()
+			n.handleConn(n.getStreamContext(), conn)
+			n.inboundLock.Lock()
+			delete(n.inbound, conn)
+			n.inboundLock.Unlock()
+		}()
 	}
 }
 
