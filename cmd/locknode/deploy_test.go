@@ -63,16 +63,7 @@ func readRepoFile(t *testing.T, name string) []byte {
 
 func TestComposeFileUsesServeSettings(t *testing.T) {
 	help := serveHelp(t)
-	var compose struct {
-		Services map[string]struct {
-			Environment map[string]string `yaml:"environment"`
-			Volumes     []any             `yaml:"volumes"`
-			Ports       []string          `yaml:"ports"`
-		} `yaml:"services"`
-	}
-	if err := yaml.Unmarshal(readRepoFile(t, "docker-compose.yml"), &compose); err != nil {
-		t.Fatal(err)
-	}
+	compose := readCompose(t)
 	if len(compose.Services) != 3 {
 		t.Fatalf("%d services, want 3", len(compose.Services))
 	}
@@ -701,12 +692,29 @@ func TestSystemdInstallSteps(t *testing.T) {
 }
 
 // TestSecurityDocCertificates runs the openssl commands of docs/security.md
-// ("Certificates for the deploy examples") and checks that what they make
-// is what serve takes: two nodes' peer certificates complete a mutual TLS
+// ("Certificates for the deploy examples", its own part before the
+// sub-sections of each example) and checks that what they make is what
+// serve takes: two nodes' peer certificates complete a mutual TLS
 // handshake on the peer CA, each naming its node id, and the API
 // certificate verifies for the client-facing name.
 func TestSecurityDocCertificates(t *testing.T) {
-	for _, prog := range []string{"bash", "openssl"} {
+	needPrograms(t, "bash", "openssl")
+	dir := t.TempDir()
+	runDocScript(t, dir, docScript(t, "## Certificates for the deploy examples"))
+	f := func(name string) string { return filepath.Join(dir, name) }
+	peerHandshake(t, dir, "n1", "n2", "n1")
+	ca, err := tlsutil.LoadCAPool(f("peers-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAPICert(t, dir, ca, "locknode.example.com")
+}
+
+// needPrograms skips the test when one of progs is not installed (fails
+// it under LOCKNODE_CI=1).
+func needPrograms(t *testing.T, progs ...string) {
+	t.Helper()
+	for _, prog := range progs {
 		if _, err := exec.LookPath(prog); err != nil {
 			if os.Getenv("LOCKNODE_CI") == "1" {
 				t.Fatalf("%s not found (LOCKNODE_CI=1)", prog)
@@ -714,68 +722,109 @@ func TestSecurityDocCertificates(t *testing.T) {
 			t.Skipf("%s not found", prog)
 		}
 	}
+}
+
+// docScript is the script the ```sh blocks of one part of
+// docs/security.md make: from the heading line ("## …" or "### …") to the
+// next heading of either level.
+func docScript(t *testing.T, heading string) string {
+	t.Helper()
 	doc := string(readRepoFile(t, "docs/security.md"))
-	const heading = "## Certificates for the deploy examples"
-	i := strings.Index(doc, heading)
+	i := strings.Index(doc, "\n"+heading+"\n")
 	if i < 0 {
 		t.Fatalf("docs/security.md has no %q", heading)
 	}
-	section := doc[i+len(heading):]
-	if j := strings.Index(section, "\n## "); j >= 0 {
-		section = section[:j]
+	section := doc[i+len(heading)+2:]
+	if j := regexp.MustCompile(`\n###? `).FindStringIndex(section); j != nil {
+		section = section[:j[0]]
 	}
 	var script strings.Builder
-	script.WriteString("set -euo pipefail\n")
 	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1) {
 		script.WriteString(block[1])
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", script.String())
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the commands of %q: %v\n%s", heading, err, out)
+	if script.Len() == 0 {
+		t.Fatalf("docs/security.md %q has no sh block", heading)
 	}
-	f := func(name string) string { return filepath.Join(dir, name) }
-	ca, err := tlsutil.LoadCAPool(f("peers-ca.crt"))
+	return script.String()
+}
+
+// runDocScript runs script with bash (-euo pipefail) in dir, with env
+// added to the environment. A kubectl on the PATH stands for the real
+// one: it runs nothing and writes its arguments, one a line, to the file
+// it returns.
+func runDocScript(t *testing.T, dir, script string, env ...string) (kubectlArgs string) {
+	t.Helper()
+	bin := t.TempDir()
+	kubectlArgs = filepath.Join(bin, "kubectl.args")
+	fake := "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + strconv.Quote(kubectlArgs) + "\n"
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the commands of docs/security.md: %v\n%s", err, out)
+	}
+	return kubectlArgs
+}
+
+// peerHandshake runs a mutual TLS handshake between the peer
+// certificates dir/server.crt and dir/client.crt on dir/peers-ca.crt,
+// with serve's peer configurations, the client naming the server
+// serverName (the host it dials); each side must see the other's id.
+func peerHandshake(t *testing.T, dir, server, client, serverName string) {
+	t.Helper()
+	ca, err := tlsutil.LoadCAPool(filepath.Join(dir, "peers-ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	peer := func(id string) (server, client *tls.Config) {
-		kp, err := tlsutil.NewKeyPair(f(id+".crt"), f(id+".key"))
+		kp, err := tlsutil.NewKeyPair(filepath.Join(dir, id+".crt"), filepath.Join(dir, id+".key"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tlsutil.PeerConfigs(kp, ca)
 	}
-	srv, _ := peer("n1")
-	_, cli := peer("n2")
+	srv, _ := peer(server)
+	_, cli := peer(client)
 	cli = cli.Clone()
-	cli.ServerName = "n1"
+	cli.ServerName = serverName
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
 	errc := make(chan error, 1)
 	sconn := tls.Server(a, srv)
-	// Ends with the handshake: net.Pipe closes when the test returns.
+	// Ends with the handshake: a failing client closes its end.
 	go func() { errc <- sconn.Handshake() }()
 	cconn := tls.Client(b, cli)
 	if err := cconn.Handshake(); err != nil {
-		t.Fatalf("n2 dialling n1: %v", err)
+		b.Close()
+		<-errc
+		t.Fatalf("%s dialling %s as %s: %v", client, server, serverName, err)
 	}
 	if err := <-errc; err != nil {
-		t.Fatalf("n1 accepting n2: %v", err)
+		t.Fatalf("%s accepting %s: %v", server, client, err)
 	}
-	if got := tlsutil.NodeID(sconn.ConnectionState().PeerCertificates[0]); got != "n2" {
-		t.Errorf("n1 sees peer %q, want n2", got)
+	if got := tlsutil.NodeID(sconn.ConnectionState().PeerCertificates[0]); got != client {
+		t.Errorf("%s sees peer %q, want %s", server, got, client)
 	}
-	if got := tlsutil.NodeID(cconn.ConnectionState().PeerCertificates[0]); got != "n1" {
-		t.Errorf("n2 sees peer %q, want n1", got)
+	if got := tlsutil.NodeID(cconn.ConnectionState().PeerCertificates[0]); got != server {
+		t.Errorf("%s sees peer %q, want %s", client, got, server)
 	}
-	apiCA, err := tlsutil.LoadCAPool(f("api-ca.crt"))
+}
+
+// checkPeerCert checks that dir/id.crt (with its key) is a peer
+// certificate of node id, signed by dir/peers-ca.crt, valid as server and
+// client for the host peers dial.
+func checkPeerCert(t *testing.T, dir, id, host string) {
+	t.Helper()
+	ca, err := tlsutil.LoadCAPool(filepath.Join(dir, "peers-ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := tlsutil.NewKeyPair(f("api.crt"), f("api.key"))
+	kp, err := tlsutil.NewKeyPair(filepath.Join(dir, id+".crt"), filepath.Join(dir, id+".key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -783,10 +832,399 @@ func TestSecurityDocCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: apiCA, DNSName: "locknode.example.com"}); err != nil {
-		t.Errorf("api.crt: %v", err)
+	if got := tlsutil.NodeID(leaf); got != id {
+		t.Errorf("%s.crt names node %q, want %s", id, got, id)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca}); err == nil {
+	for _, usage := range []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca, DNSName: host, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			t.Errorf("%s.crt for %s (usage %v): %v", id, host, usage, err)
+		}
+	}
+}
+
+// checkAPICert checks that dir/api.crt (with its key) verifies against
+// dir/api-ca.crt for each name (a host name or an IP address), and not
+// against the peer CA.
+func checkAPICert(t *testing.T, dir string, peersCA *x509.CertPool, names ...string) {
+	t.Helper()
+	apiCA, err := tlsutil.LoadCAPool(filepath.Join(dir, "api-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := tlsutil.NewKeyPair(filepath.Join(dir, "api.crt"), filepath.Join(dir, "api.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(kp.Certificate().Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: apiCA, DNSName: name}); err != nil {
+			t.Errorf("api.crt for %s: %v", name, err)
+		}
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: peersCA}); err == nil {
 		t.Error("api.crt verifies against the peer CA: the client ports and the peer port must not share a CA")
+	}
+}
+
+// composeService is what the tests read of a service of
+// docker-compose.yml.
+type composeService struct {
+	Environment map[string]string `yaml:"environment"`
+	Volumes     []any             `yaml:"volumes"`
+	Ports       []string          `yaml:"ports"`
+	Healthcheck struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+}
+
+func readCompose(t *testing.T) (compose struct {
+	Services map[string]composeService `yaml:"services"`
+}) {
+	t.Helper()
+	if err := yaml.Unmarshal(readRepoFile(t, "docker-compose.yml"), &compose); err != nil {
+		t.Fatal(err)
+	}
+	return compose
+}
+
+// hostPath is the file of the checkout (a path relative to it) that a
+// read-only bind mount of a file that must exist serves at path p in the
+// container; "" when none does.
+func (svc composeService) hostPath(p string) string {
+	for _, v := range svc.Volumes {
+		m, ok := v.(map[string]any)
+		if !ok || m["type"] != "bind" || m["read_only"] != true {
+			continue
+		}
+		if bind, _ := m["bind"].(map[string]any); bind["create_host_path"] != false {
+			continue
+		}
+		target, _ := m["target"].(string)
+		src, _ := m["source"].(string)
+		if rest, ok := strings.CutPrefix(p, strings.TrimSuffix(target, "/")+"/"); ok && target != "" {
+			return filepath.ToSlash(filepath.Join(src, rest))
+		}
+	}
+	return ""
+}
+
+// tlsSettings are the variables of a deploy example secure by default:
+// mutual TLS on the peer port and TLS on the client ports.
+var tlsSettings = []string{"LOCKNODE_PEER_TLS_CERT", "LOCKNODE_PEER_TLS_KEY", "LOCKNODE_PEER_TLS_CA", "LOCKNODE_TLS_CERT", "LOCKNODE_TLS_KEY"}
+
+// TestComposeFileSecure: every node runs mutual TLS on its peer port (its
+// own certificate) and TLS on HTTP and RESP, from files under deploy/tls
+// mounted read-only, which neither git nor the image's build context
+// takes; nothing runs the peer port open; the health check speaks https.
+func TestComposeFileSecure(t *testing.T) {
+	for name, svc := range readCompose(t).Services {
+		if v, ok := svc.Environment["LOCKNODE_INSECURE_PEER"]; ok {
+			t.Errorf("service %s sets LOCKNODE_INSECURE_PEER=%s: the example runs peer TLS", name, v)
+		}
+		for _, k := range tlsSettings {
+			v := svc.Environment[k]
+			if hp := svc.hostPath(v); v == "" || !strings.HasPrefix(hp, "deploy/tls/") {
+				t.Errorf("service %s: %s=%q is not a file of deploy/tls mounted read-only (%q)", name, k, v, hp)
+			}
+		}
+		for k, ext := range map[string]string{"LOCKNODE_PEER_TLS_CERT": ".crt", "LOCKNODE_PEER_TLS_KEY": ".key"} {
+			if got := filepath.Base(svc.Environment[k]); got != svc.Environment["LOCKNODE_ID"]+ext {
+				t.Errorf("service %s: %s names %s, want the node's own %s%s", name, k, got, svc.Environment["LOCKNODE_ID"], ext)
+			}
+		}
+		if hc := strings.Join(svc.Healthcheck.Test, " "); !strings.Contains(hc, "https://127.0.0.1:8080/readyz") {
+			t.Errorf("service %s: health check %q does not ask https://127.0.0.1:8080/readyz (the image's asks http://, which a TLS port refuses)", name, hc)
+		}
+	}
+	ig := parseDockerIgnore(string(readRepoFile(t, ".dockerignore")))
+	gitignore := strings.Fields(string(readRepoFile(t, ".gitignore")))
+	for _, f := range []string{"deploy/tls/n1.key", "deploy/tls-ca/peers-ca.key"} {
+		if !ig.excludes(f) {
+			t.Errorf(".dockerignore lets %s into the build context", f)
+		}
+		if dir := "/" + f[:strings.LastIndex(f, "/")+1]; !slices.Contains(gitignore, dir) {
+			t.Errorf(".gitignore lacks %s", dir)
+		}
+	}
+}
+
+// TestSecurityDocComposeCertificates runs the script of docs/security.md
+// for the compose example from a scratch checkout and checks that every
+// file docker-compose.yml names is made, that each node's peer
+// certificate names its LOCKNODE_ID and is valid for the host the others
+// dial (its LOCKNODE_ADVERTISE and its entry in LOCKNODE_PEERS), that two
+// nodes complete serve's mutual TLS handshake, that the API certificate
+// is valid for the addresses clients use, that the mounted directory
+// holds no CA key, and that the container's user can read the keys.
+func TestSecurityDocComposeCertificates(t *testing.T) {
+	needPrograms(t, "bash", "openssl")
+	root := t.TempDir()
+	runDocScript(t, root, docScript(t, "### Docker Compose"))
+	compose := readCompose(t)
+	tlsDir := filepath.Join(root, "deploy", "tls")
+	for name, svc := range compose.Services {
+		for _, k := range tlsSettings {
+			hp := svc.hostPath(svc.Environment[k])
+			if hp == "" {
+				t.Fatalf("service %s: %s is not mounted", name, k)
+			}
+			fi, err := os.Stat(filepath.Join(root, hp))
+			if err != nil {
+				t.Errorf("service %s: %s: %v", name, k, err)
+				continue
+			}
+			// Docker keeps the host's owner; the container runs as 10001.
+			if fi.Mode().Perm()&0o004 == 0 {
+				t.Errorf("service %s: %s (mode %v) is not readable by the container's user", name, hp, fi.Mode())
+			}
+		}
+		id := svc.Environment["LOCKNODE_ID"]
+		host, _, err := net.SplitHostPort(svc.Environment["LOCKNODE_ADVERTISE"])
+		if err != nil {
+			t.Fatalf("service %s: LOCKNODE_ADVERTISE: %v", name, err)
+		}
+		checkPeerCert(t, tlsDir, id, host)
+		for _, p := range strings.Split(svc.Environment["LOCKNODE_PEERS"], ",") {
+			pid, addr, _ := strings.Cut(p, "=")
+			phost, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Fatalf("service %s: LOCKNODE_PEERS %q: %v", name, p, err)
+			}
+			checkPeerCert(t, tlsDir, pid, phost)
+		}
+	}
+	peerHandshake(t, tlsDir, "n1", "n2", "n1")
+	peersCA, err := tlsutil.LoadCAPool(filepath.Join(tlsDir, "peers-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The published ports, and the service names on the compose network.
+	checkAPICert(t, tlsDir, peersCA, "127.0.0.1", "localhost", "n1", "n2", "n3")
+	files, err := os.ReadDir(tlsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.Contains(f.Name(), "ca.key") {
+			t.Errorf("deploy/tls/%s: a CA key in the directory the containers mount", f.Name())
+		}
+	}
+}
+
+// k8sContainer is the StatefulSet's pod spec and its first container,
+// with the container's variables in order.
+func k8sContainer(t *testing.T) (sts, pod, c any, env []k8sEnv) {
+	t.Helper()
+	docs := k8sDocs(t)
+	if len(docs["StatefulSet"]) != 1 {
+		t.Fatalf("%d StatefulSets, want 1", len(docs["StatefulSet"]))
+	}
+	sts = docs["StatefulSet"][0]
+	pod = dig(sts, "spec", "template", "spec")
+	c = dig(pod, "containers", 0)
+	envs, _ := dig(c, "env").([]any)
+	for _, e := range envs {
+		n, _ := dig(e, "name").(string)
+		v, _ := dig(e, "value").(string)
+		f, _ := dig(e, "valueFrom", "fieldRef", "fieldPath").(string)
+		env = append(env, k8sEnv{n, v, f})
+	}
+	return sts, pod, c, env
+}
+
+type k8sEnv struct{ name, value, fieldPath string }
+
+// k8sSecretMount is where the pod mounts the Secret named secret, and
+// whether read-only; "" when it does not.
+func k8sSecretMount(pod, c any, secret string) (mountPath string, mode any, readOnly bool) {
+	vols, _ := dig(pod, "volumes").([]any)
+	for _, v := range vols {
+		if dig(v, "secret", "secretName") != secret {
+			continue
+		}
+		mounts, _ := dig(c, "volumeMounts").([]any)
+		for _, m := range mounts {
+			if dig(m, "name") == dig(v, "name") {
+				p, _ := dig(m, "mountPath").(string)
+				return strings.TrimSuffix(p, "/"), dig(v, "secret", "defaultMode"), dig(m, "readOnly") == true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+var k8sVarRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// TestKubernetesExampleSecure: the pods run mutual TLS on the peer port,
+// each with its own certificate picked by $(POD_NAME), and TLS on HTTP
+// and RESP, from the locknode-tls Secret mounted read-only with keys
+// unreadable by others; nothing runs the peer port open; the probes speak
+// HTTPS; every $(VAR) is a variable defined before it (Kubernetes leaves
+// any other as written).
+func TestKubernetesExampleSecure(t *testing.T) {
+	_, pod, c, envs := k8sContainer(t)
+	env := map[string]string{}
+	defined := map[string]k8sEnv{}
+	for _, e := range envs {
+		for _, m := range k8sVarRef.FindAllStringSubmatch(e.value, -1) {
+			if _, ok := defined[m[1]]; !ok {
+				t.Errorf("%s=%q refers to $(%s), which no variable before it defines", e.name, e.value, m[1])
+			}
+		}
+		defined[e.name] = e
+		env[e.name] = e.value
+	}
+	if defined["POD_NAME"].fieldPath != "metadata.name" {
+		t.Errorf("POD_NAME is %+v, want the field metadata.name", defined["POD_NAME"])
+	}
+	if v, ok := env["LOCKNODE_INSECURE_PEER"]; ok {
+		t.Errorf("LOCKNODE_INSECURE_PEER=%s: the example runs peer TLS", v)
+	}
+	args, _ := dig(c, "args").([]any)
+	for _, a := range args {
+		if s, _ := a.(string); strings.HasPrefix(s, "--insecure-peer") {
+			t.Errorf("args %v run the peer port open", args)
+		}
+	}
+	mount, mode, ro := k8sSecretMount(pod, c, "locknode-tls")
+	if mount == "" || !ro {
+		t.Fatalf("the Secret locknode-tls is not mounted read-only (%q, read-only %v)", mount, ro)
+	}
+	if m, ok := mode.(int); !ok || m&0o007 != 0 {
+		t.Errorf("locknode-tls defaultMode %v: the keys are readable by any user of the container", mode)
+	}
+	for _, k := range tlsSettings {
+		if v := env[k]; !strings.HasPrefix(v, mount+"/") {
+			t.Errorf("%s=%q is not a file of the Secret locknode-tls (%s)", k, v, mount)
+		}
+	}
+	for _, k := range []string{"LOCKNODE_ID", "LOCKNODE_PEER_TLS_CERT", "LOCKNODE_PEER_TLS_KEY"} {
+		if !strings.Contains(env[k], "$(POD_NAME)") {
+			t.Errorf("%s=%q is not the pod's own: it does not use $(POD_NAME)", k, env[k])
+		}
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		if s := dig(c, probe, "httpGet", "scheme"); s != "HTTPS" {
+			t.Errorf("%s scheme %v, want HTTPS: the HTTP port serves TLS", probe, s)
+		}
+	}
+}
+
+// TestSecurityDocKubernetesCertificates runs the script of
+// docs/security.md for the Kubernetes example (kubectl stands in) and
+// checks it against the manifest: each pod's peer certificate, at the
+// path its variables name once Kubernetes expands $(POD_NAME), names
+// the pod's LOCKNODE_ID and is valid for the host of its
+// LOCKNODE_ADVERTISE and of its LOCKNODE_PEERS entry in the namespace
+// given; two pods complete serve's mutual TLS handshake; the API
+// certificate is valid for the client service's names and the pods'; and
+// the kubectl command creates the Secret the pods mount with exactly the
+// files they read, plus api-ca.crt for clients, and no CA key.
+func TestSecurityDocKubernetesCertificates(t *testing.T) {
+	needPrograms(t, "bash", "openssl")
+	sts, pod, c, envs := k8sContainer(t)
+	env := map[string]string{}
+	for _, e := range envs {
+		env[e.name] = e.value
+	}
+	const ns = "locks"
+	dir := t.TempDir()
+	argsFile := runDocScript(t, dir, docScript(t, "### Kubernetes"), "NS="+ns)
+
+	mount, _, _ := k8sSecretMount(pod, c, "locknode-tls")
+	replicas, _ := dig(sts, "spec", "replicas").(int)
+	stsName, _ := dig(sts, "metadata", "name").(string)
+	if replicas < 3 || stsName == "" || mount == "" {
+		t.Fatalf("StatefulSet %q, %d replicas, locknode-tls mounted at %q", stsName, replicas, mount)
+	}
+	need := map[string]bool{"api-ca.crt": true} // for clients
+	var pods, hosts []string
+	for i := range replicas {
+		podName := fmt.Sprintf("%s-%d", stsName, i)
+		expand := strings.NewReplacer("$(POD_NAME)", podName, "$(POD_NAMESPACE)", ns).Replace
+		for _, k := range tlsSettings {
+			rel, ok := strings.CutPrefix(expand(env[k]), mount+"/")
+			if !ok {
+				t.Fatalf("%s=%q is not under %s", k, env[k], mount)
+			}
+			need[rel] = true
+		}
+		id := expand(env["LOCKNODE_ID"])
+		if got := filepath.Base(expand(env["LOCKNODE_PEER_TLS_CERT"])); got != id+".crt" {
+			t.Errorf("pod %s reads %s, want %s.crt", podName, got, id)
+		}
+		host, _, err := net.SplitHostPort(expand(env["LOCKNODE_ADVERTISE"]))
+		if err != nil {
+			t.Fatalf("LOCKNODE_ADVERTISE: %v", err)
+		}
+		checkPeerCert(t, dir, id, host)
+		pods, hosts = append(pods, id), append(hosts, host)
+		for _, p := range strings.Split(expand(env["LOCKNODE_PEERS"]), ",") {
+			if pid, addr, _ := strings.Cut(p, "="); pid == id {
+				phost, _, err := net.SplitHostPort(addr)
+				if err != nil {
+					t.Fatalf("LOCKNODE_PEERS %q: %v", p, err)
+				}
+				checkPeerCert(t, dir, id, phost)
+			}
+		}
+	}
+	if want := "locknode-1.locknode." + ns + ".svc.cluster.local"; hosts[1] != want {
+		t.Errorf("pod locknode-1 advertises %s, want %s (its name in the headless service)", hosts[1], want)
+	}
+	peerHandshake(t, dir, pods[1], pods[2], hosts[1])
+
+	peersCA, err := tlsutil.LoadCAPool(filepath.Join(dir, "peers-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var client string
+	for _, svc := range k8sDocs(t)["Service"] {
+		if dig(svc, "spec", "clusterIP") != "None" {
+			client, _ = dig(svc, "metadata", "name").(string)
+		}
+	}
+	if client == "" {
+		t.Fatal("no client Service")
+	}
+	// The client service's names, each pod's (status --cluster dials the
+	// members' advertised HTTP addresses), and a port-forward's.
+	checkAPICert(t, dir, peersCA, append([]string{client, client + "." + ns, client + "." + ns + ".svc.cluster.local", "localhost", "127.0.0.1"}, hosts...)...)
+
+	b, err := os.ReadFile(argsFile)
+	if err != nil {
+		t.Fatalf("the script runs no kubectl: %v", err)
+	}
+	args := strings.Fields(string(b))
+	if len(args) < 4 || strings.Join(args[:4], " ") != "create secret generic locknode-tls" {
+		t.Fatalf("kubectl %v: want create secret generic locknode-tls", args)
+	}
+	if i := slices.Index(args, "--namespace"); i < 0 || i+1 == len(args) || args[i+1] != ns {
+		t.Errorf("kubectl %v: not in the namespace NS=%s", args, ns)
+	}
+	got := map[string]bool{}
+	for _, a := range args {
+		if f, ok := strings.CutPrefix(a, "--from-file="); ok {
+			got[f] = true
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Errorf("--from-file=%s: %v", f, err)
+			}
+			if strings.HasSuffix(f, "ca.key") {
+				t.Errorf("--from-file=%s: a CA key in the Secret the pods mount", f)
+			}
+		}
+	}
+	for f := range need {
+		if !got[f] {
+			t.Errorf("the Secret lacks %s, which the pods read", f)
+		}
+	}
+	for f := range got {
+		if !need[f] {
+			t.Errorf("the Secret holds %s, which no pod reads", f)
+		}
 	}
 }
