@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -36,15 +38,37 @@ type bombNode struct {
 
 // freeAddr returns a loopback address with a port free a moment ago:
 // nodes must keep their raft ports across the restart.
+// freeAddr returns a loopback address for a node process to listen on
+// later. The port is below Linux's ephemeral range (32768 and up): a port
+// the kernel picked for 127.0.0.1:0 and freed can be taken meanwhile as
+// the source port of any outgoing connection, and a node restarted on it
+// then fails with "address already in use". Ports are not handed out
+// twice by one test binary.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	freeAddrMu.Lock()
+	defer freeAddrMu.Unlock()
+	for range 1000 {
+		port := 20000 + rand.IntN(12000)
+		if freeAddrUsed[port] {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		freeAddrUsed[port] = true
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port found below the ephemeral range")
+	return ""
 }
+
+var (
+	freeAddrMu   sync.Mutex
+	freeAddrUsed = map[int]bool{}
+)
 
 func (n *bombNode) start(t *testing.T, bin, peers string) {
 	t.Helper()
