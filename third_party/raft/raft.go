@@ -1622,10 +1622,16 @@ func (r *Raft) appendEntries(rpc RPC, a *AppendEntriesRequest) {
 		metrics.MeasureSince([]string{"raft", "rpc", "appendEntries", "storeLogs"}, start)
 	}
 
-	// Update the commit index
-	if a.LeaderCommitIndex > 0 && a.LeaderCommitIndex > r.getCommitIndex() {
+	// Update the commit index. locknode fork: only up to the last entry
+	// this request showed to match the leader's log (Raft's "index of the
+	// last new entry"), never to our own last index: past the request's
+	// entries the log may still hold an old leader's uncommitted run (a
+	// leader that jumped back with the conflict hint sends batches ending
+	// before it), and the leader's commit index says nothing about it.
+	matched := a.PrevLogEntry + uint64(len(a.Entries))
+	if a.LeaderCommitIndex > 0 && a.LeaderCommitIndex > r.getCommitIndex() && matched > r.getCommitIndex() {
 		start := time.Now()
-		idx := min(a.LeaderCommitIndex, r.getLastIndex())
+		idx := min(a.LeaderCommitIndex, matched)
 		if TraceOn {
 			for i := r.getCommitIndex() + 1; i <= idx; i++ {
 				TraceMark(TraceFCommit, i)
