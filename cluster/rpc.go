@@ -125,7 +125,11 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		d := fsm.NewDecoder(req[1:])
 		id := d.Str()
 		var addr string
-		rng := legacyVersions
+		// A join without a range comes from a member forwarding an
+		// AddVoter, or from a joiner of a release before cluster
+		// versions: the zero range makes checkJoin ask the node itself,
+		// whose node info says 1..1 when it predates them.
+		var rng VersionRange
 		if req[0] == rpcJoin {
 			addr = d.Str()
 			if d.Err() == nil && d.Len() > 0 {
