@@ -607,3 +607,104 @@ func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
 		}
 	}
 }
+
+// A truncation of the tail seals it (raft-wal's ForceSeal); when the
+// write of its index frame tears, raft-wal keeps the seal's offset and
+// reports the seal done when the truncation is retried, although the
+// index frame is not on disk. walLog reopens the WAL after the failed
+// truncation so the retry seals for real; a log that got the bogus seal
+// anyway (a node that ran the WAL directly, or crashed between the two)
+// has its index frame rebuilt at the next start instead of refusing to
+// start.
+func TestWALTruncationAfterTornSeal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		raw   bool // truncate through raft-wal directly, not walLog
+		crash bool // restart between the failed truncation and its retry
+	}{
+		{"walLog reopens after the failed truncation", false, false},
+		{"checkWAL rebuilds the index frame", true, false},
+		{"a restart clears the torn seal", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tear atomic.Bool
+			faults := func(op StorageOp, size int) (int, error) {
+				if op == StorageWrite && tear.CompareAndSwap(true, false) {
+					return size / 2, syscall.EIO
+				}
+				return 0, nil
+			}
+			dir := t.TempDir()
+			var logs logBuffer
+			s, err := openRaftStorage(dir, LogStoreWAL, faults, bufLogger(&logs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			writeEntries(t, s, 1, 10)
+			truncate := s.logs.DeleteRange
+			if tc.raw {
+				truncate = s.wal.w.DeleteRange
+			}
+			tear.Store(true)
+			if err := truncate(8, 10); err == nil {
+				t.Fatal("the truncation succeeded with its seal torn")
+			}
+			if tc.crash {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				logs = logBuffer{}
+				if s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
+					t.Fatalf("restart after the torn seal: %v", err)
+				}
+				if !strings.Contains(logs.String(), "not completely written") {
+					t.Errorf("no WARN about the torn seal; log:\n%s", logs.String())
+				}
+				truncate = s.logs.DeleteRange
+			}
+			if err := truncate(8, 10); err != nil {
+				t.Fatalf("retried truncation: %v", err)
+			}
+			var repl []*raft.Log
+			for i := uint64(8); i <= 12; i++ {
+				repl = append(repl, &raft.Log{Index: i, Term: 2, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("new-%d", i))})
+			}
+			if err := s.logs.StoreLogs(repl); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			logs = logBuffer{}
+			s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+			if err != nil {
+				t.Fatalf("reopen: %v", err)
+			}
+			for i := uint64(1); i <= 12; i++ {
+				want := fmt.Sprintf("entry-%d", i)
+				if i >= 8 {
+					want = fmt.Sprintf("new-%d", i)
+				}
+				var l raft.Log
+				if err := s.logs.GetLog(i, &l); err != nil || string(l.Data) != want {
+					t.Fatalf("entry %d after reopen: %q, %v; want %q", i, l.Data, err, want)
+				}
+			}
+			if rebuilt := strings.Contains(logs.String(), "rebuilt it"); rebuilt != tc.raw {
+				t.Errorf("index frame rebuilt at start: %v, want %v; log:\n%s", rebuilt, tc.raw, logs.String())
+			}
+			// Rebuilt once: the next start finds the segment sealed.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			logs = logBuffer{}
+			if s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
+				t.Fatalf("second reopen: %v", err)
+			}
+			if strings.Contains(logs.String(), "rebuilt it") {
+				t.Errorf("index frame rebuilt again; log:\n%s", logs.String())
+			}
+		})
+	}
+}

@@ -255,6 +255,14 @@ func (s *raftStorage) Close() error {
 // ErrSealed. StoreLogs then closes and reopens the WAL, which records the
 // rotation (checkWAL) and creates the new segment, so the node heals once
 // space is freed, without a restart.
+//
+// A failed truncation (DeleteRange of the tail, which seals it with
+// raft-wal's ForceSeal) is the other exception: ForceSeal keeps the index
+// offset of a seal whose write failed and reports that seal done when
+// asked again, so the next truncation would record a seal whose index
+// frame is not on disk (checkWAL repairs that at the next start). After a
+// failed truncation the WAL is reopened from disk before it is used
+// again.
 type walLog struct {
 	mu     sync.RWMutex // writers: a reopen; readers: every other call
 	w      *wal.WAL
@@ -265,6 +273,31 @@ type walLog struct {
 	log    hclog.Logger
 	// lastProbeLog rate-limits reopenSealed's error (UnixNano).
 	lastProbeLog atomic.Int64
+	// stale is the WAL a truncation failed on, to reopen before its next
+	// use (see above).
+	stale atomic.Pointer[wal.WAL]
+}
+
+// errWALStale is returned while a WAL whose truncation failed cannot be
+// reopened yet.
+var errWALStale = errors.New("cluster: the wal is reopened after a failed truncation, and a new segment cannot be created yet")
+
+// fresh reopens the WAL if a truncation failed on it (see walLog).
+func (l *walLog) fresh() error {
+	stale := l.stale.Load()
+	if stale == nil {
+		return nil
+	}
+	l.mu.RLock()
+	cur := l.w
+	l.mu.RUnlock()
+	if stale != cur {
+		return nil
+	}
+	if !l.reopenSealed(stale, "a failed truncation") {
+		return errWALStale
+	}
+	return nil
 }
 
 // IsMonotonic hides the WAL's raft.MonotonicLogStore (see walLog).
@@ -289,9 +322,15 @@ func (l *walLog) GetLog(index uint64, log *raft.Log) error {
 }
 
 func (l *walLog) DeleteRange(min, max uint64) error {
+	if err := l.fresh(); err != nil {
+		return err
+	}
 	w, err := l.deleteRange(min, max)
-	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
-		_, err = l.deleteRange(min, max)
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w, "a failed segment rotation") {
+		w, err = l.deleteRange(min, max)
+	}
+	if err != nil {
+		l.stale.Store(w)
 	}
 	return err
 }
@@ -305,8 +344,11 @@ func (l *walLog) deleteRange(min, max uint64) (*wal.WAL, error) {
 func (l *walLog) StoreLog(e *raft.Log) error { return l.StoreLogs([]*raft.Log{e}) }
 
 func (l *walLog) StoreLogs(logs []*raft.Log) error {
+	if err := l.fresh(); err != nil {
+		return err
+	}
 	w, err := l.storeLogs(logs)
-	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w) {
+	if errors.Is(err, wal.ErrSealed) && l.reopenSealed(w, "a failed segment rotation") {
 		_, err = l.storeLogs(logs)
 	}
 	return err
@@ -328,6 +370,7 @@ func (l *walLog) storeLogs(logs []*raft.Log) (*wal.WAL, error) {
 				return w, err
 			}
 			if err := w.DeleteRange(first, last); err != nil {
+				l.stale.Store(w)
 				return w, fmt.Errorf("cluster: emptying the wal log before index %d: %w", logs[0].Index, err)
 			}
 		}
@@ -341,7 +384,7 @@ func (l *walLog) storeLogs(logs []*raft.Log) (*wal.WAL, error) {
 // (probe): a closed WAL must not be seen by raft (a follower's apply
 // panics on a log read error), and opening fails when it cannot. Until
 // then the append fails and raft retries it.
-func (l *walLog) reopenSealed(sealed *wal.WAL) bool {
+func (l *walLog) reopenSealed(sealed *wal.WAL, after string) bool {
 	if err := l.probe(); err != nil {
 		if now := time.Now().UnixNano(); now-l.lastProbeLog.Load() >= int64(10*time.Second) {
 			l.lastProbeLog.Store(now)
@@ -364,7 +407,7 @@ func (l *walLog) reopenSealed(sealed *wal.WAL) bool {
 		var db *metadb.BoltMetaDB
 		if w, db, err = l.reopen(); err == nil {
 			l.w, l.db = w, db
-			l.log.Info("reopened the wal after a failed segment rotation")
+			l.log.Info("reopened the wal after " + after)
 			return true
 		}
 		_ = db.Close()
@@ -372,7 +415,7 @@ func (l *walLog) reopenSealed(sealed *wal.WAL) bool {
 	// The old WAL is closed and no new one opens (the probe succeeded a
 	// moment ago): nothing is left to serve raft's reads, which it
 	// cannot do without.
-	panic(fmt.Sprintf("cluster: reopening the wal after a failed segment rotation: %v", err))
+	panic(fmt.Sprintf("cluster: reopening the wal after %s: %v", after, err))
 }
 
 // probeFile is the segment-sized file walLog.probe creates and removes

@@ -47,6 +47,18 @@ var ErrCorruptLog = errors.New("cluster: the raft log is corrupt")
 //     says where it cut, at ERROR as a corrupt or torn tail with the
 //     index range cut. The node starts: raft fetches the entries again
 //     from the leader.
+//   - a segment the meta store lists as sealed whose index frame is not
+//     there, while every entry up to the recorded end verifies, was sealed
+//     by a truncation whose first attempt tore its index frame (raft-wal's
+//     ForceSeal keeps the index offset of a failed write and reports the
+//     seal done when asked again; walLog reopens the WAL after a failed
+//     truncation so that a running node does not do this, but a node that
+//     crashed in between has it on disk): the index frame is written again
+//     from the entries' offsets, which is what the seal would have written;
+//   - a tail holding an index frame after its last commit frame (a seal
+//     whose write tore) is cleared from there: raft-wal's recovery takes
+//     any index frame as a seal, committed or not, and the segment would
+//     then refuse appends, or be recorded as sealed without its index;
 //   - a tail whose index frame is committed but that the meta store still
 //     lists as unsealed (the segment filled, and recording the rotation
 //     failed, e.g. on a full disk) would refuse every later append
@@ -72,13 +84,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // segmentScan is what one segment file holds, read frame by frame.
 type segmentScan struct {
-	entries     uint64 // entry frames in batches whose CRC matches, from the start
-	sealed      bool   // a verified batch holds the index frame
-	indexStart  uint64 // file offset of the index array (after its frame header)
-	uncommitted uint64 // entry frames after the last verified commit
-	damage      int64  // offset where reading stopped on bytes that are not the zeros after the last write; -1 when none
-	why         string // what was found at damage
-	beyond      uint64 // highest entry index found in frames after damage (0: none)
+	entries     uint64   // entry frames in batches whose CRC matches, from the start
+	offsets     []uint32 // the file offsets of those entry frames
+	end         int64    // the offset after the last verified commit frame
+	tornIndex   int64    // the offset after an index frame written past end, with no commit frame (0: none)
+	sealed      bool     // a verified batch holds the index frame
+	indexStart  uint64   // file offset of the index array (after its frame header)
+	uncommitted uint64   // entry frames after the last verified commit
+	damage      int64    // offset where reading stopped on bytes that are not the zeros after the last write; -1 when none
+	why         string   // what was found at damage
+	beyond      uint64   // highest entry index found in frames after damage (0: none)
 }
 
 // scanSegment reads the segment at path, whose first entry is
@@ -102,6 +117,8 @@ func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 	crc := crc32.Update(0, castagnoli, hdr[:])
 	off := int64(walFileHeaderLen)
 	var pending uint64 // entry frames since the last verified commit
+	var pendingOffs []uint32
+	sc.end = walFileHeaderLen
 	indexAt := uint64(0)
 	buf := make([]byte, 64<<10)
 	stop := func(why string) {
@@ -147,10 +164,14 @@ func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 			crc = crc32.Update(crc, castagnoli, buf[:n])
 			if typ == walFrameEntry {
 				pending++
+				pendingOffs = append(pendingOffs, uint32(off))
 			} else {
 				indexAt = uint64(off) + walFrameHeaderLen
 			}
 			off += walFrameHeaderLen + int64(n)
+			if typ == walFrameIndex {
+				sc.tornIndex = off
+			}
 			continue
 		case walFrameCommit:
 			if val != crc {
@@ -158,12 +179,14 @@ func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 				break
 			}
 			sc.entries += pending
-			pending = 0
+			sc.offsets = append(sc.offsets, pendingOffs...)
+			pending, pendingOffs = 0, pendingOffs[:0]
 			if indexAt > 0 {
-				sc.sealed, sc.indexStart = true, indexAt
+				sc.sealed, sc.indexStart, sc.tornIndex = true, indexAt, 0
 			}
 			crc = 0
 			off += walFrameHeaderLen
+			sc.end = off
 			if sc.sealed {
 				return sc, nil // nothing is written after the seal
 			}
@@ -295,6 +318,14 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 		}
 		if sealed {
 			want := si.MaxIndex - si.BaseIndex + 1
+			if !sc.sealed && sc.entries >= want && want > 0 {
+				if err := rebuildIndex(path, db, st, i, sc); err != nil {
+					return nil, err
+				}
+				logger.Warn("a sealed wal segment had no index frame (a write torn while the segment was sealed); rebuilt it from the segment's entries, all of which verify",
+					"segment", file, "first_index", si.BaseIndex, "last_index", si.MaxIndex)
+				continue
+			}
 			if sc.damage >= 0 || !sc.sealed || sc.entries < want {
 				what := sc.why
 				if sc.damage < 0 {
@@ -304,9 +335,25 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 					"entries %d to %d are unreadable; %s",
 					ErrCorruptLog, file, sc.damage, what, si.BaseIndex+sc.entries, si.MaxIndex, corruptAdvice)
 			}
+			if sc.indexStart != si.IndexStart {
+				// A rebuilt index whose record did not commit.
+				seg := si
+				seg.IndexStart = sc.indexStart
+				st.Segments[i] = seg
+				if err := db.CommitState(st); err != nil {
+					return nil, fmt.Errorf("cluster: recording the index of wal segment %s: %w", file, err)
+				}
+			}
 			continue
 		}
 		// The tail.
+		if sc.tornIndex > 0 {
+			if err := zeroTornSeal(path, sc); err != nil {
+				return nil, err
+			}
+			logger.Warn("the wal's last segment holds a seal that was not completely written (a torn write); removed it, the segment stays open",
+				"segment", file, "last_index", si.BaseIndex+sc.entries-1)
+		}
 		if sc.sealed {
 			if err := recordRotation(db, st, i, sc); err != nil {
 				return nil, err
@@ -332,6 +379,70 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 		}
 	}
 	return nil, nil
+}
+
+// rebuildIndex writes the index frame of sealed segment i, which the
+// meta state st lists as sealed but whose file does not hold it (see
+// above), after the segment's last verified batch, as raft-wal's seal
+// writes it: an index frame holding the offsets of every entry frame,
+// then a commit frame with the CRC of the index frame. It fsyncs the file
+// and records where the index starts.
+func rebuildIndex(path string, db *metadb.BoltMetaDB, st types.PersistentState, i int, sc segmentScan) error {
+	n := len(sc.offsets)
+	body := n * 4
+	padded := body + (walFrameHeaderLen-body%walFrameHeaderLen)&(walFrameHeaderLen-1)
+	buf := make([]byte, walFrameHeaderLen+padded+walFrameHeaderLen)
+	buf[0] = walFrameIndex
+	binary.LittleEndian.PutUint32(buf[4:8], uint32(body))
+	for j, o := range sc.offsets {
+		binary.LittleEndian.PutUint32(buf[walFrameHeaderLen+4*j:], o)
+	}
+	commit := buf[walFrameHeaderLen+padded:]
+	commit[0] = walFrameCommit
+	binary.LittleEndian.PutUint32(commit[4:8], crc32.Checksum(buf[:walFrameHeaderLen+padded], castagnoli))
+
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("cluster: rebuilding the index of wal segment %s: %w", filepath.Base(path), err)
+	}
+	_, werr := f.WriteAt(buf, sc.end)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("cluster: rebuilding the index of wal segment %s: %w", filepath.Base(path), werr)
+	}
+	seg := st.Segments[i]
+	seg.IndexStart = uint64(sc.end) + walFrameHeaderLen
+	st.Segments[i] = seg
+	if err := db.CommitState(st); err != nil {
+		return fmt.Errorf("cluster: recording the rebuilt index of wal segment %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// zeroTornSeal clears the tail segment's bytes from its last verified
+// commit frame to the end of the uncommitted index frame after it: a
+// batch that was never committed, so never acknowledged.
+func zeroTornSeal(path string, sc segmentScan) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("cluster: clearing a torn seal in wal segment %s: %w", filepath.Base(path), err)
+	}
+	_, werr := f.WriteAt(make([]byte, sc.tornIndex-sc.end), sc.end)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("cluster: clearing a torn seal in wal segment %s: %w", filepath.Base(path), werr)
+	}
+	return nil
 }
 
 // recordRotation seals the tail segment i in the meta state and lists a
