@@ -54,25 +54,43 @@ var (
 	pPrefix   = param{"prefix", "query", "string", "Only keys that start with this."}
 )
 
-func ops() []op {
-	lease := api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
-	acq := api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
-	holder := api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
-	info := api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42}
-	leader := api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
-	lastContact := int64(12)
-	status := api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
+// The examples and answers the operations share.
+var (
+	lease  = api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
+	acq    = api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
+	holder = api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
+	info   = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42}
+	leader = api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
+	status = api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
 		Members:   []api.Member{{ID: "n1", Address: "10.0.0.1:7701", Suffrage: "Voter", Leader: true}, {ID: "n2", Address: "10.0.0.2:7701", Suffrage: "Voter", LastContactMs: &lastContact}},
 		FSMTimeMs: 1767225600000, Locks: 1, Keys: 1, HTTPAddr: "10.0.0.1:7700", RESPAddr: "10.0.0.1:6379", ClusterVersion: 1, ClusterVersions: "1..1"}
-	errs := func(codes ...int) []answer {
-		var out []answer
-		for _, c := range codes {
-			out = append(out, answer{status: c})
-		}
-		return out
+	lastContact = int64(12)
+	none        = answer{status: 204, desc: "Done."}
+)
+
+// errs returns the error answers of the given statuses.
+func errs(codes ...int) []answer {
+	var out []answer
+	for _, c := range codes {
+		out = append(out, answer{status: c})
 	}
-	ok := func(body any, desc string) answer { return answer{status: 200, desc: desc, body: body} }
-	none := answer{status: 204, desc: "Done."}
+	return out
+}
+
+// ok returns the 200 answer with body, described by desc.
+func ok(body any, desc string) answer { return answer{status: 200, desc: desc, body: body} }
+
+// ops lists every operation, in the order the document is checked in.
+func ops() []op {
+	var out []op
+	for _, group := range [][]op{lockOps(), sessionOps(), electionOps(), fenceOps(), nodeOps(), adminOps(), dashboardOps()} {
+		out = append(out, group...)
+	}
+	return out
+}
+
+// lockOps returns the lock routes.
+func lockOps() []op {
 	return []op{
 		{method: "POST", path: wire.PathAcquire, id: "acquire", perm: auth.Write, tag: "locks", summary: "Take a lock, waiting in line",
 			desc: "Takes the lock (or all of keys, atomically) for owner, queueing first-in first-out behind its holders for at most wait_ms " +
@@ -100,7 +118,12 @@ func ops() []op {
 			params: []param{pKey},
 			answers: append([]answer{ok(api.History{Key: "jobs/nightly", Entries: []api.HistoryEntry{{Owner: "worker-1", Mode: api.ModeExclusive, Fence: 7, GrantedMs: 1767225600000, End: api.EndHeld}}},
 				"The history.")}, errs(400, 403, 404)...)},
+	}
+}
 
+// sessionOps returns the session routes.
+func sessionOps() []op {
+	return []op{
 		{method: "POST", path: wire.PathSessions, id: "openSession", perm: auth.Write, tag: "sessions", summary: "Open a session",
 			desc: "Holds and leaderships taken with a session end when it does: when no keepalive arrives within its TTL, or on close.",
 			req:  wire.SessionRequest{TTLMs: 10000}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session.")}, errs(400)...)},
@@ -110,7 +133,12 @@ func ops() []op {
 			params: []param{pSession}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session, renewed.")}, errs(410)...)},
 		{method: "DELETE", path: wire.PathSessions + "/{id}", id: "closeSession", perm: auth.Write, tag: "sessions", summary: "Close a session, ending its holds",
 			params: []param{pSession}, answers: append([]answer{none}, errs(410)...)},
+	}
+}
 
+// electionOps returns the election routes.
+func electionOps() []op {
+	return []op{
 		{method: "POST", path: wire.PathElections + "{name}/campaign", id: "campaign", perm: auth.Write, tag: "elections", summary: "Run for leader, waiting until elected",
 			desc:   "Blocks until this campaign leads. The answer's token is the campaign's secret, needed to resign or proclaim; observers never see it.",
 			params: []param{pElection}, req: wire.CampaignRequest{Value: "host-a:8080", Session: "s-8d2f"},
@@ -125,11 +153,22 @@ func ops() []op {
 			params: []param{pElection},
 			answers: append([]answer{{status: 200, desc: "A stream of leaders, one per line.", body: api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3}, ctype: wire.ContentTypeNDJSON}},
 				errs(403)...)},
+	}
+}
 
+// fenceOps returns the fence registry's route.
+func fenceOps() []op {
+	return []op{
 		{method: "POST", path: wire.PathFenceCheck, id: "fenceCheck", perm: auth.Write, tag: "locks", summary: "Check a fence token and advance it",
 			desc: "ok is true when token is at least the highest token seen for resource, which then becomes token: a resource that asks before each write refuses a holder whose lease was lost.",
 			req:  wire.FenceCheckRequest{Resource: "db/orders", Token: 7}, answers: append([]answer{ok(api.FenceResult{OK: true, Highest: 7}, "The check.")}, errs(400, 403)...)},
+	}
+}
 
+// nodeOps returns the routes about the node itself: status, probes,
+// this document, metrics.
+func nodeOps() []op {
+	return []op{
 		{method: "GET", path: wire.PathStatus, id: "status", perm: auth.Read, tag: "cluster", summary: "This node's view of the cluster",
 			answers: []answer{ok(status, "The status.")}},
 		{method: "GET", path: wire.PathLivez, id: "livez", tag: "probes", public: true, summary: "Liveness: the process serves HTTP",
@@ -141,7 +180,12 @@ func ops() []op {
 		{method: "GET", path: wire.PathMetrics, id: "metrics", perm: auth.Read, tag: "meta", summary: "Prometheus metrics",
 			desc:    "Served when the node runs with metrics (locknode serve does); needs the read category.",
 			answers: []answer{{status: 200, desc: "Prometheus text format.", ctype: "text/plain"}}},
+	}
+}
 
+// adminOps returns the cluster administration routes.
+func adminOps() []op {
+	return []op{
 		{method: "POST", path: wire.PathMembers, id: "addMember", perm: auth.Admin, tag: "cluster", summary: "Add a voter (admin)",
 			desc: "Served on cluster nodes. Without force the leader first checks that address answers the peer handshake.",
 			req:  wire.MemberRequest{ID: "n3", Address: "10.0.0.3:7701"}, answers: append([]answer{none}, errs(400, 403, 409, 503)...)},
@@ -159,7 +203,12 @@ func ops() []op {
 				header: map[string]string{wire.HeaderSnapshotIndex: "The applied index the snapshot was taken at.",
 					wire.HeaderSnapshotTerm: "The raft term of the entry at that index (absent when the node does not know it).",
 					"Trailer":               "Names the trailer " + wire.TrailerSnapshotSHA256 + "."}}}, errs(403)...)},
+	}
+}
 
+// dashboardOps returns the dashboard and the data it polls.
+func dashboardOps() []op {
+	return []op{
 		{method: "GET", path: "/", id: "root", tag: "dashboard", public: true, summary: "Redirects to the dashboard",
 			answers: []answer{{status: 302, desc: "To /ui/."}}},
 		{method: "GET", path: "/ui", id: "uiRedirect", tag: "dashboard", public: true, summary: "Redirects to the dashboard",
