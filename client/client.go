@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Client talks to a locknode cluster over HTTP. It is safe for concurrent
@@ -113,7 +113,7 @@ func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease
 		}
 		var lease api.Lease
 		sent, err := c.do(ctx, call{
-			op: "acquire", method: http.MethodPost, path: httpapi.PathAcquire,
+			op: "acquire", method: http.MethodPost, path: wire.PathAcquire,
 			body: func() any {
 				r := req
 				r.WaitMs = remaining().Milliseconds()
@@ -145,7 +145,7 @@ func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Le
 		req.RequestID = newID()
 	}
 	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: httpapi.PathTry, body: jsonBody(&req), out: &lease})
+	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: wire.PathTry, body: jsonBody(&req), out: &lease})
 	return lease, sent, err
 }
 
@@ -158,7 +158,7 @@ func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Relea
 		req.RequestID = newID()
 	}
 	var res api.ReleaseResult
-	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: httpapi.PathRelease, body: jsonBody(&req), out: &res})
+	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: wire.PathRelease, body: jsonBody(&req), out: &res})
 	return res, err
 }
 
@@ -176,7 +176,7 @@ func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, 
 		req.RequestID = newID()
 	}
 	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: httpapi.PathExtend, body: jsonBody(&req), out: &lease})
+	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: wire.PathExtend, body: jsonBody(&req), out: &lease})
 	return lease, sent, err
 }
 
@@ -185,7 +185,7 @@ func (c *Client) Inspect(ctx context.Context, key string, opts api.ReadOptions) 
 	if err := c.cfg.Limits.CheckKey(key); err != nil {
 		return api.LockInfo{}, err
 	}
-	path := httpapi.PathLockPrefix + escapeKey(key)
+	path := wire.PathLockPrefix + escapeKey(key)
 	if opts.Stale {
 		path += "?stale=true"
 	}
@@ -224,7 +224,7 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult,
 	if req.Stale {
 		q.Set("stale", "true")
 	}
-	path := httpapi.PathLocks
+	path := wire.PathLocks
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
@@ -242,7 +242,7 @@ func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (api.Sessio
 		return api.SessionInfo{}, err
 	}
 	var info api.SessionInfo
-	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: httpapi.PathSessions,
+	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: wire.PathSessions,
 		body: jsonBody(sreq), out: &info})
 	return info, err
 }
@@ -255,13 +255,13 @@ func (c *Client) KeepAlive(ctx context.Context, id string) (api.SessionInfo, err
 
 func (c *Client) keepAlive(ctx context.Context, id string) (api.SessionInfo, time.Time, error) {
 	var info api.SessionInfo
-	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: httpapi.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
+	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: wire.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
 	return info, sent, err
 }
 
 // CloseSession implements api.Locker.
 func (c *Client) CloseSession(ctx context.Context, id string) error {
-	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: httpapi.PathSessions + "/" + url.PathEscape(id)})
+	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: wire.PathSessions + "/" + url.PathEscape(id)})
 	return err
 }
 
@@ -272,7 +272,7 @@ func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) 
 		return api.FenceResult{}, err
 	}
 	var res api.FenceResult
-	_, err := c.do(ctx, call{op: "fence check", method: http.MethodPost, path: httpapi.PathFenceCheck,
+	_, err := c.do(ctx, call{op: "fence check", method: http.MethodPost, path: wire.PathFenceCheck,
 		body: jsonBody(freq), out: &res})
 	return res, err
 }
@@ -298,8 +298,8 @@ func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (api.Lea
 		// Each request is bounded (like an acquire without wait), so a
 		// silently dead connection is noticed.
 		_, err := c.do(ctx, call{op: "campaign", method: http.MethodPost,
-			path: httpapi.PathElections + url.PathEscape(req.Election) + "/campaign",
-			body: jsonBody(httpapi.CampaignRequest{Value: req.Value, Session: req.Session, Token: req.Token}),
+			path: wire.PathElections + url.PathEscape(req.Election) + "/campaign",
+			body: jsonBody(wire.CampaignRequest{Value: req.Value, Session: req.Session, Token: req.Token}),
 			wait: api.MaxWait, out: &ld})
 		var e *Error
 		if errors.As(err, &e) || err == nil || ctx.Err() != nil {
@@ -318,8 +318,8 @@ func (c *Client) Resign(ctx context.Context, leader api.Leader) error {
 		return err
 	}
 	_, err := c.do(ctx, call{op: "resign", method: http.MethodPost,
-		path: httpapi.PathElections + url.PathEscape(leader.Election) + "/resign",
-		body: jsonBody(httpapi.ResignRequest{Value: leader.Value, Token: leader.Token})})
+		path: wire.PathElections + url.PathEscape(leader.Election) + "/resign",
+		body: jsonBody(wire.ResignRequest{Value: leader.Value, Token: leader.Token})})
 	return err
 }
 
@@ -331,8 +331,8 @@ func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) 
 	}
 	var ld api.Leader
 	_, err := c.do(ctx, call{op: "proclaim", method: http.MethodPost,
-		path: httpapi.PathElections + url.PathEscape(leader.Election) + "/proclaim",
-		body: jsonBody(httpapi.ProclaimRequest{Value: leader.Value, Token: leader.Token, NewValue: value}), out: &ld})
+		path: wire.PathElections + url.PathEscape(leader.Election) + "/proclaim",
+		body: jsonBody(wire.ProclaimRequest{Value: leader.Value, Token: leader.Token, NewValue: value}), out: &ld})
 	if err != nil {
 		return api.Leader{}, err
 	}
@@ -344,8 +344,8 @@ func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) 
 // that addr answers the peer handshake and refuses it otherwise
 // (api.ErrBadRequest). Repeating it is harmless.
 func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: httpapi.PathMembers,
-		body: jsonBody(httpapi.MemberRequest{ID: id, Address: addr})})
+	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
+		body: jsonBody(wire.MemberRequest{ID: id, Address: addr})})
 	return err
 }
 
@@ -354,22 +354,22 @@ func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
 // leader takes it; other nodes answer 503 and the client tries its next
 // endpoint, so list the leader among them.
 func (c *Client) AddVoterForce(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: httpapi.PathMembers,
-		body: jsonBody(httpapi.MemberRequest{ID: id, Address: addr, Force: true})})
+	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
+		body: jsonBody(wire.MemberRequest{ID: id, Address: addr, Force: true})})
 	return err
 }
 
 // RemoveServer asks the cluster to remove server id (DELETE /v1/members/{id}).
 // An id that is not a member is refused (api.ErrNotFound).
 func (c *Client) RemoveServer(ctx context.Context, id string) error {
-	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: httpapi.PathMembers + "/" + url.PathEscape(id)})
+	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: wire.PathMembers + "/" + url.PathEscape(id)})
 	return err
 }
 
 // Status implements api.Locker (the status of whichever node answers).
 func (c *Client) Status(ctx context.Context) (api.Status, error) {
 	var st api.Status
-	_, err := c.do(ctx, call{op: "status", method: http.MethodGet, path: httpapi.PathStatus, out: &st})
+	_, err := c.do(ctx, call{op: "status", method: http.MethodGet, path: wire.PathStatus, out: &st})
 	return st, err
 }
 
@@ -379,7 +379,7 @@ func (c *Client) Status(ctx context.Context) (api.Status, error) {
 // which is dropped if it equals the last one delivered. The channel is
 // closed when ctx ends. The first connection's failure is returned.
 func (c *Client) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
-	path := httpapi.PathElections + url.PathEscape(election) + "/observe"
+	path := wire.PathElections + url.PathEscape(election) + "/observe"
 	resp, err := c.openStream(ctx, path)
 	if err != nil {
 		return nil, err
@@ -455,7 +455,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		resp.Body.Close()
 		e := &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
-		if !httpapi.Retryable(resp.StatusCode) {
+		if !wire.Retryable(resp.StatusCode) {
 			return nil, e
 		}
 		lastErr = e

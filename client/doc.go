@@ -1,5 +1,5 @@
 // Package client is the Go client of a locknode cluster over its HTTP API
-// (package httpapi). *Client implements api.Locker, so code written
+// (the contract in package wire; it links no server code). *Client implements api.Locker, so code written
 // against api.Locker runs unchanged on an embedded cluster.Node or
 // remotely; on top it offers lock handles, sessions and an HTTP
 // middleware.
@@ -76,7 +76,7 @@
 // # Errors
 //
 // Server refusals are *Error values that unwrap to the api sentinels
-// (errors.Is(err, api.ErrLocked)); the mapping is httpapi's one table.
+// (errors.Is(err, api.ErrLocked)); the mapping is package wire's one table.
 // A node that could not be talked to at all is a *ConnError (errors.As)
 // whose Cause names why: TLS trust, the certificate's names, a client
 // certificate, the scheme, nothing listening.

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestEndpointRequestMatchesNewRequest: a request built from a parsed
@@ -19,8 +19,8 @@ func TestEndpointRequestMatchesNewRequest(t *testing.T) {
 		"http://host/p?x=1",
 	}
 	paths := []string{
-		httpapi.PathAcquire, httpapi.PathTry, httpapi.PathRelease, httpapi.PathStatus,
-		httpapi.PathLockPrefix + "a%2Fb", httpapi.PathLocks + "?prefix=x&limit=3", httpapi.PathSessions + "/s1/keepalive",
+		wire.PathAcquire, wire.PathTry, wire.PathRelease, wire.PathStatus,
+		wire.PathLockPrefix + "a%2Fb", wire.PathLocks + "?prefix=x&limit=3", wire.PathSessions + "/s1/keepalive",
 	}
 	ctx := context.Background()
 	for _, e := range endpoints {

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Middleware runs the next handler under the lock named by key(r). The
@@ -39,12 +39,12 @@ func Middleware(c *Client, key func(*http.Request) string, opts ...LockOption) f
 				l, err = c.TryLock(r.Context(), k, opts...)
 			}
 			if err != nil {
-				status, code := httpapi.StatusOf(err)
+				status, code := wire.StatusOf(err)
 				if errors.Is(err, api.ErrWaitTimeout) {
 					// The wait for a held lock ran out: it is still held.
 					status, code = http.StatusLocked, api.CodeLocked
 				}
-				w.Header().Set("Content-Type", httpapi.ContentTypeJSON)
+				w.Header().Set("Content-Type", wire.ContentTypeJSON)
 				w.WriteHeader(status)
 				_ = json.NewEncoder(w).Encode(api.ErrorBody{Code: code, Message: err.Error()})
 				return

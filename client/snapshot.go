@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Snapshot opens GET /v1/snapshot (admin): a consistent snapshot of the
@@ -44,27 +44,27 @@ func (s *SnapshotStream) SHA256() string {
 	if s.resp == nil {
 		return ""
 	}
-	return s.resp.Trailer.Get(httpapi.TrailerSnapshotSHA256)
+	return s.resp.Trailer.Get(wire.TrailerSnapshotSHA256)
 }
 
 // SnapshotStream is Snapshot with the term and the node's checksum of
 // the stream (SnapshotStream.SHA256).
 func (c *Client) SnapshotStream(ctx context.Context) (*SnapshotStream, error) {
-	resp, err := c.openStream(ctx, httpapi.PathSnapshot)
+	resp, err := c.openStream(ctx, wire.PathSnapshot)
 	if err != nil {
 		return nil, err
 	}
 	s := &SnapshotStream{Body: resp.Body, resp: resp}
-	s.Index, err = strconv.ParseUint(resp.Header.Get(httpapi.HeaderSnapshotIndex), 10, 64)
+	s.Index, err = strconv.ParseUint(resp.Header.Get(wire.HeaderSnapshotIndex), 10, 64)
 	if err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("snapshot: bad %s header: %w", httpapi.HeaderSnapshotIndex, err)
+		return nil, fmt.Errorf("snapshot: bad %s header: %w", wire.HeaderSnapshotIndex, err)
 	}
-	if v := resp.Header.Get(httpapi.HeaderSnapshotTerm); v != "" {
+	if v := resp.Header.Get(wire.HeaderSnapshotTerm); v != "" {
 		s.Term, err = strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			resp.Body.Close()
-			return nil, fmt.Errorf("snapshot: bad %s header: %w", httpapi.HeaderSnapshotTerm, err)
+			return nil, fmt.Errorf("snapshot: bad %s header: %w", wire.HeaderSnapshotTerm, err)
 		}
 	}
 	return s, nil

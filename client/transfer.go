@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // TransferLeadership asks the leader to hand leadership to voter id, or
@@ -23,7 +23,7 @@ import (
 // did not complete with api.ErrWaitTimeout.
 func (c *Client) TransferLeadership(ctx context.Context, id string) (api.TransferResult, error) {
 	var res api.TransferResult
-	_, err := c.do(ctx, call{op: "transfer leadership", method: http.MethodPost, path: httpapi.PathTransferLeader,
+	_, err := c.do(ctx, call{op: "transfer leadership", method: http.MethodPost, path: wire.PathTransferLeader,
 		body: jsonBody(api.TransferRequest{ID: id}), out: &res})
 	return res, err
 }
@@ -39,7 +39,7 @@ var ErrNotReady = errors.New("client: node not ready")
 // transport's error when it does not answer.
 func (c *Client) Ready(ctx context.Context) error {
 	ep := c.cfg.Endpoints[int(c.cur.Load())%len(c.cfg.Endpoints)]
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+httpapi.PathReadyz, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+wire.PathReadyz, nil)
 	if err != nil {
 		return err
 	}

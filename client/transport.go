@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Error is a non-2xx answer from a node. It unwraps to the api sentinel
@@ -37,10 +37,10 @@ func (e *Error) Error() string {
 
 // Unwrap returns the api sentinel for the code (nil if unknown).
 func (e *Error) Unwrap() error {
-	if err := httpapi.ErrorOf(e.Code); err != nil {
+	if err := wire.ErrorOf(e.Code); err != nil {
 		return err
 	}
-	if httpapi.Retryable(e.Status) {
+	if wire.Retryable(e.Status) {
 		return api.ErrNoLeader // a gateway in front of the node failed
 	}
 	return nil
@@ -100,7 +100,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 		err := c.attempt(ctx, c.eps[idx], cl, func(st int, body []byte) {
 			status = st
 			if st >= 200 && st < 300 {
-				if cl.out != nil && st != http.StatusNoContent && !httpapi.DecodeJSON(body, cl.out) {
+				if cl.out != nil && st != http.StatusNoContent && !wire.DecodeJSON(body, cl.out) {
 					decErr = json.Unmarshal(body, cl.out)
 				}
 				return
@@ -140,7 +140,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			}
 			return sent, nil
 		}
-		if httpapi.Retryable(status) {
+		if wire.Retryable(status) {
 			lastErr, lastAnswer = e, e
 			c.log.Debug("node cannot serve, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "status", status, "error", e)
 			continue
@@ -184,7 +184,7 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 		v := cl.body()
 		// Not pooled: the transport may still read a request body after
 		// it returned the answer.
-		b, ok := httpapi.AppendJSON(make([]byte, 0, 256), v)
+		b, ok := wire.AppendJSON(make([]byte, 0, 256), v)
 		if !ok {
 			var err error
 			if b, err = json.Marshal(v); err != nil {
@@ -198,7 +198,7 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 		return err
 	}
 	if rd != nil || cl.method != http.MethodGet {
-		// The server refuses a write without it (httpapi.ErrContentType),
+		// The server refuses a write without it (wire.ErrContentType),
 		// a bodiless one (keepalive, DELETE) included.
 		req.Header["Content-Type"] = jsonContentType
 	}
@@ -269,7 +269,7 @@ func (ep endpoint) request(ctx context.Context, method, path string, body io.Rea
 
 // jsonContentType is the Content-Type of every request but GETs. Shared:
 // the transport only reads a request's header.
-var jsonContentType = []string{httpapi.ContentTypeJSON}
+var jsonContentType = []string{wire.ContentTypeJSON}
 
 // maxAnswer bounds the body of an answer that is read.
 const maxAnswer = 16 << 20

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Upgrade asks the cluster to activate the highest cluster version every
@@ -15,6 +15,6 @@ import (
 // cluster versions answer api.ErrNotFound.
 func (c *Client) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
 	var res api.UpgradeResult
-	_, err := c.do(ctx, call{op: "cluster upgrade", method: http.MethodPost, path: httpapi.PathClusterUpgrade, out: &res})
+	_, err := c.do(ctx, call{op: "cluster upgrade", method: http.MethodPost, path: wire.PathClusterUpgrade, out: &res})
 	return res, err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // faultyLogStore fails every append while fail is set, before the store
@@ -89,7 +90,7 @@ func waitNotReady(tc *testCluster, n *Node, what string, match func(error) bool)
 func readyz(t *testing.T, n *Node) string {
 	srv := httptest.NewServer(httpapi.New(n, httpapi.Config{Ready: n.Ready}))
 	t.Cleanup(srv.Close)
-	return srv.URL + httpapi.PathReadyz
+	return srv.URL + wire.PathReadyz
 }
 
 func getReadyz(t *testing.T, url string) (int, string) {

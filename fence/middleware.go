@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // DefaultHeader carries the fencing token in requests to a fenced
@@ -118,7 +118,7 @@ func Middleware(cfg Config) (func(http.Handler) http.Handler, error) {
 			}
 			got, err := cfg.Checker.FenceCheck(r.Context(), res, token)
 			if err != nil {
-				status, code := httpapi.StatusOf(err)
+				status, code := wire.StatusOf(err)
 				if status == http.StatusInternalServerError || errors.Is(err, ErrFull) {
 					status, code = http.StatusServiceUnavailable, api.CodeInternal
 				}
@@ -145,7 +145,7 @@ func truncate(s string) string {
 }
 
 func refuse(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", httpapi.ContentTypeJSON)
+	w.Header().Set("Content-Type", wire.ContentTypeJSON)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(api.ErrorBody{Code: code, Message: msg})
 }

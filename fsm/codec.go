@@ -256,6 +256,31 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 			cmd, err = nil, fmt.Errorf("decoder panic: %v", p)
 		}
 	}()
+	c, err := decodeCommandHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: b[2:]}
+	mask := d.uvarint()
+	if mask&^uint64(fAll) != 0 {
+		return nil, &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
+	}
+	// The fields follow in mask bit order; each part reads its own.
+	d.lockFields(c, mask)
+	d.redisFields(c, mask)
+	d.metaField(c, mask)
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
+	}
+	return c, nil
+}
+
+// decodeCommandHeader checks an encoded command's format and op (its
+// first two bytes) and returns a command with the op set.
+func decodeCommandHeader(b []byte) (*Command, error) {
 	if len(b) < 3 {
 		return nil, errTruncated
 	}
@@ -272,11 +297,12 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 	if _, ok := OpVersion(c.Op); !ok && c.Op != OpInvalid {
 		return nil, &VersionError{What: fmt.Sprintf("log entry op %d", c.Op)}
 	}
-	d := decoder{b: b[2:]}
-	mask := d.uvarint()
-	if mask&^uint64(fAll) != 0 {
-		return nil, &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
-	}
+	return c, nil
+}
+
+// lockFields reads the fields of the lock ops (time through token) and
+// the flag bits, which carry no bytes.
+func (d *decoder) lockFields(c *Command, mask uint64) {
 	if mask&fTime != 0 {
 		c.Time = d.varint()
 	}
@@ -332,6 +358,11 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 	if mask&fToken != 0 {
 		c.Token = d.uvarint()
 	}
+}
+
+// redisFields reads the fields of the Redis ops: arguments, keys, a
+// script, a transaction's commands and its watched keys.
+func (d *decoder) redisFields(c *Command, mask uint64) {
 	if mask&fArgs != 0 {
 		c.Args = d.bytList()
 	}
@@ -360,6 +391,10 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 			}
 		}
 	}
+}
+
+// metaField reads a hold's metadata, the last field.
+func (d *decoder) metaField(c *Command, mask uint64) {
 	if mask&fMeta != 0 {
 		n := d.length()
 		if d.err == nil {
@@ -370,11 +405,4 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 			}
 		}
 	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
-	}
-	return c, nil
 }

@@ -109,22 +109,20 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	if !ok {
 		return reply.NewError(errSyntax)
 	}
-	key, val := string(args[1]), args[2]
-	hasExp := o.expire != nil
-	var at int64
-	if hasExp {
+	sc := setCall{setOpts: o, key: string(args[1]), val: args[2], hasExp: o.expire != nil}
+	if sc.hasExp {
 		var r reply.Reply
-		if at, r, ok = expireAt(o.expire, o.ex || o.exat, o.ex || o.px, c.now, "set"); !ok {
+		if sc.at, r, ok = expireAt(o.expire, o.ex || o.exat, o.ex || o.px, c.now, "set"); !ok {
 			return r
 		}
 	}
-	v := t.lookup(c, key)
+	sc.v = t.lookup(c, sc.key)
 	// With GET the reply is the old value whatever happens next.
-	okReply, abortReply := reply.OK, reply.Null
+	sc.okReply, sc.abortReply = reply.OK, reply.Null
 	if o.get {
 		old := reply.Null
-		if v != nil {
-			s, has, isStr := t.stringOf(v)
+		if sc.v != nil {
+			s, has, isStr := t.stringOf(sc.v)
 			if !isStr {
 				return wrongType
 			}
@@ -132,92 +130,127 @@ func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 				old = reply.NewBulk(s)
 			}
 		}
-		okReply, abortReply = old, old
+		sc.okReply, sc.abortReply = old, old
 	}
 	if o.ifeq != nil {
-		if v == nil {
-			return abortReply
-		}
-		s, has, isStr := t.stringOf(v)
-		if !isStr {
-			return wrongType
-		}
-		if !has || s != string(o.ifeq) {
-			return abortReply
-		}
-		// SET lock token IFEQ token PX ms is StackExchange.Redis'
-		// LockExtend: extend the lease natively instead of turning the
-		// lock into a string.
-		if v.Kind() == KindLock && bytes.Equal(val, o.ifeq) {
-			switch {
-			case hasExp && at-c.now > t.cfg.MaxTTL:
-				return t.leaseOverLimit(at - c.now)
-			case hasExp && at > c.now:
-				t.redisLockExpire(c, key, at)
-				return okReply
-			case o.keepTTL:
-				return okReply
-			}
+		if r, done := t.setIfEq(c, &sc); done {
+			return r
 		}
 	}
-	if o.xx && v == nil {
-		return abortReply
+	if o.xx && sc.v == nil {
+		return sc.abortReply
 	}
 	if o.nx {
-		if v != nil && v.Kind() != KindLock {
-			return abortReply
-		}
-		// SET NX on an absent key (or by the holder of a lock) is a lock
-		// acquisition (DESIGN.md, "One key space").
-		var ttl int64
-		if hasExp {
-			ttl = at - c.now
-			if ttl <= 0 {
-				// Set and already expired: Redis replies OK and the key is gone.
-				if v == nil {
-					return okReply
-				}
-				return abortReply
-			}
-			if ttl > t.cfg.MaxTTL {
-				return t.leaseOverLimit(ttl)
-			}
-		}
-		if len(val) > t.cfg.MaxOwnerBytes {
-			return reply.NewError(errValTooLong)
-		}
-		if v == nil {
-			if r, ok := t.canCreate(key); !ok {
-				return r
-			}
-			if t.overMemory() {
-				return oomReply
-			}
-		}
-		if t.redisSetNX(c, key, string(val), ttl) {
-			return okReply
-		}
-		return abortReply
+		return t.setNX(c, &sc)
 	}
-	if r, ok := t.canCreate(key); !ok {
+	return t.setStore(c, &sc)
+}
+
+// setCall is one SET being applied: its options and arguments, the
+// expiry asked (at, when hasExp), the value at the key (v, nil when none)
+// and its two answers, for done and for not done (the old value with GET).
+type setCall struct {
+	setOpts
+	key                 string
+	val                 []byte
+	hasExp              bool
+	at                  int64
+	v                   *Value
+	okReply, abortReply reply.Reply
+}
+
+// setIfEq checks IFEQ: done with abortReply when the key does not hold
+// that string, done after extending a lock's lease natively when the
+// value is the lock's token; not done when the SET goes on.
+func (t *Table) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
+	if sc.v == nil {
+		return sc.abortReply, true
+	}
+	s, has, isStr := t.stringOf(sc.v)
+	if !isStr {
+		return wrongType, true
+	}
+	if !has || s != string(sc.ifeq) {
+		return sc.abortReply, true
+	}
+	// SET lock token IFEQ token PX ms is StackExchange.Redis'
+	// LockExtend: extend the lease natively instead of turning the
+	// lock into a string.
+	if sc.v.Kind() == KindLock && bytes.Equal(sc.val, sc.ifeq) {
+		switch {
+		case sc.hasExp && sc.at-c.now > t.cfg.MaxTTL:
+			return t.leaseOverLimit(sc.at - c.now), true
+		case sc.hasExp && sc.at > c.now:
+			t.redisLockExpire(c, sc.key, sc.at)
+			return sc.okReply, true
+		case sc.keepTTL:
+			return sc.okReply, true
+		}
+	}
+	return reply.Reply{}, false
+}
+
+// setNX applies SET NX: on an absent key (or by the holder of a lock) it
+// is a lock acquisition (DESIGN.md, "One key space").
+func (t *Table) setNX(c *applyCtx, sc *setCall) reply.Reply {
+	v := sc.v
+	if v != nil && v.Kind() != KindLock {
+		return sc.abortReply
+	}
+	var ttl int64
+	if sc.hasExp {
+		ttl = sc.at - c.now
+		if ttl <= 0 {
+			// Set and already expired: Redis replies OK and the key is gone.
+			if v == nil {
+				return sc.okReply
+			}
+			return sc.abortReply
+		}
+		if ttl > t.cfg.MaxTTL {
+			return t.leaseOverLimit(ttl)
+		}
+	}
+	if len(sc.val) > t.cfg.MaxOwnerBytes {
+		return reply.NewError(errValTooLong)
+	}
+	if v == nil {
+		if r, ok := t.canCreate(sc.key); !ok {
+			return r
+		}
+		if t.overMemory() {
+			return oomReply
+		}
+	}
+	if t.redisSetNX(c, sc.key, string(sc.val), ttl) {
+		return sc.okReply
+	}
+	return sc.abortReply
+}
+
+// setStore applies a SET that stores its string: a new expiry, the one
+// kept (KEEPTTL, a lock's lease included), or none.
+func (t *Table) setStore(c *applyCtx, sc *setCall) reply.Reply {
+	v := sc.v
+	if r, ok := t.canCreate(sc.key); !ok {
 		return r
 	}
 	var deadline int64
 	switch {
-	case hasExp:
-		deadline = at
-	case o.keepTTL && v != nil && v.Kind() == KindLock:
+	case sc.hasExp:
+		deadline = sc.at
+	case sc.keepTTL && v != nil && v.Kind() == KindLock:
 		if p := t.redisLockPTTL(v.lock(), c.now); p > 0 {
 			deadline = c.now + p
 		}
-	case o.keepTTL && v != nil:
+	case sc.keepTTL && v != nil:
 		deadline = v.deadline()
 	}
-	if t.overMemory() && (deadline == 0 || deadline > c.now) && t.stringGrows(key, len(val)) {
+	if t.overMemory() && (deadline == 0 || deadline > c.now) && t.stringGrows(sc.key, len(sc.val)) {
 		return oomReply
 	}
-	t.storeString(c, key, v, val, deadline)
-	return okReply
+	t.storeString(c, sc.key, v, sc.val, deadline)
+	return sc.okReply
 }
 
 // stringGrows reports whether storing a string of n bytes at key would

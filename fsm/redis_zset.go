@@ -45,40 +45,17 @@ func cmdZincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // zadd is Redis 7.0 zaddGenericCommand: options, then score/member pairs;
 // every score is parsed before anything changes.
 func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply {
-	var nx, xx, ch, gt, lt bool
+	o := zaddOpts{incr: incr}
 	if !incr {
-	opts:
-		for ; idx < len(args); idx++ {
-			switch strings.ToLower(string(args[idx])) {
-			case "nx":
-				nx = true
-			case "xx":
-				xx = true
-			case "ch":
-				ch = true
-			case "incr":
-				incr = true
-			case "gt":
-				gt = true
-			case "lt":
-				lt = true
-			default:
-				break opts
-			}
-		}
+		idx = o.parse(args, idx)
 	}
 	n := len(args) - idx
 	if n%2 != 0 || n == 0 {
 		return reply.NewError(errSyntax)
 	}
 	n /= 2
-	switch {
-	case nx && xx:
-		return reply.NewError("ERR XX and NX options at the same time are not compatible")
-	case (gt && nx) || (lt && nx) || (gt && lt):
-		return reply.NewError("ERR GT, LT, and/or NX options at the same time are not compatible")
-	case incr && n > 1:
-		return reply.NewError("ERR INCR option supports a single increment-element pair")
+	if r, ok := o.check(n); !ok {
+		return r
 	}
 	scores := make([]float64, n)
 	for j := range scores {
@@ -93,12 +70,11 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 	if bad {
 		return wrongType
 	}
-	if t.overMemory() && !xx && (v == nil || !t.zsetHasAll(v, args, idx, n)) {
+	if t.overMemory() && !o.xx && (v == nil || !t.zsetHasAll(v, args, idx, n)) {
 		return oomReply
 	}
-	var added, updated, processed int64
-	var score float64
-	if v == nil && !xx {
+	var res zaddResult
+	if v == nil && !o.xx {
 		var r reply.Reply
 		var ok bool
 		if v, r, ok = t.create(c, key, KindZSet); !ok {
@@ -106,52 +82,113 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 		}
 	}
 	if v != nil {
-		for j := 0; j < n; j++ {
-			score = scores[j]
-			m := string(args[idx+2*j+1])
-			cur, exists := v.ZSet[m]
-			switch {
-			case exists && nx:
-				continue
-			case exists:
-				if incr {
-					score += cur
-					if math.IsNaN(score) {
-						if len(v.ZSet) == 0 {
-							t.del(c, key, ReasonForced)
-						}
-						return reply.NewError(errNaN)
-					}
-				}
-				if (lt && score >= cur) || (gt && score <= cur) {
-					continue
-				}
-				if score != cur {
-					v.ZSet[m] = score
-					updated++
-				}
-				processed++
-			case !xx:
-				v.ZSet[m] = score
-				t.grow(v, memZSetMember+int64(len(m)))
-				added++
-				processed++
-			}
-		}
-		if added+updated > 0 {
-			t.touch(c, key, v)
+		var ok bool
+		if res, ok = t.zaddPairs(c, key, v, args[idx:], scores, o); !ok {
+			return reply.NewError(errNaN)
 		}
 	}
-	if incr {
-		if processed > 0 {
-			return scoreReply(score)
+	if o.incr {
+		if res.processed > 0 {
+			return scoreReply(res.score)
 		}
 		return reply.Null
 	}
-	if ch {
-		return reply.NewInt(added + updated)
+	if o.ch {
+		return reply.NewInt(res.added + res.updated)
 	}
-	return reply.NewInt(added)
+	return reply.NewInt(res.added)
+}
+
+// zaddOpts are ZADD's options.
+type zaddOpts struct {
+	nx, xx, ch, gt, lt, incr bool
+}
+
+// parse reads the options from args[idx] and returns the index of the
+// first argument that is not one.
+func (o *zaddOpts) parse(args [][]byte, idx int) int {
+	for ; idx < len(args); idx++ {
+		switch strings.ToLower(string(args[idx])) {
+		case "nx":
+			o.nx = true
+		case "xx":
+			o.xx = true
+		case "ch":
+			o.ch = true
+		case "incr":
+			o.incr = true
+		case "gt":
+			o.gt = true
+		case "lt":
+			o.lt = true
+		default:
+			return idx
+		}
+	}
+	return idx
+}
+
+// check refuses options that do not go together, or INCR with more than
+// one of the n pairs.
+func (o zaddOpts) check(n int) (reply.Reply, bool) {
+	switch {
+	case o.nx && o.xx:
+		return reply.NewError("ERR XX and NX options at the same time are not compatible"), false
+	case (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt):
+		return reply.NewError("ERR GT, LT, and/or NX options at the same time are not compatible"), false
+	case o.incr && n > 1:
+		return reply.NewError("ERR INCR option supports a single increment-element pair"), false
+	}
+	return reply.Reply{}, true
+}
+
+// zaddResult counts what ZADD did; score is the last pair's score (with
+// INCR, the new score).
+type zaddResult struct {
+	added, updated, processed int64
+	score                     float64
+}
+
+// zaddPairs applies the score/member pairs (pairs[2j+1] is the member of
+// scores[j]) to the sorted set v at key. ok is false when INCR made the
+// score NaN (an infinity added to its opposite): the caller refuses it.
+func (t *Table) zaddPairs(c *applyCtx, key string, v *Value, pairs [][]byte, scores []float64, o zaddOpts) (res zaddResult, ok bool) {
+	for j := range scores {
+		res.score = scores[j]
+		m := string(pairs[2*j+1])
+		cur, exists := v.ZSet[m]
+		switch {
+		case exists && o.nx:
+			continue
+		case exists:
+			if o.incr {
+				res.score += cur
+				if math.IsNaN(res.score) {
+					if len(v.ZSet) == 0 {
+						t.del(c, key, ReasonForced)
+					}
+					return res, false
+				}
+			}
+			if (o.lt && res.score >= cur) || (o.gt && res.score <= cur) {
+				continue
+			}
+			if res.score != cur {
+				v.ZSet[m] = res.score
+				res.updated++
+			}
+			res.processed++
+		case !o.xx:
+			v.ZSet[m] = res.score
+			t.grow(v, memZSetMember+int64(len(m)))
+			res.added++
+			res.processed++
+		}
+	}
+	if res.added+res.updated > 0 {
+		t.touch(c, key, v)
+	}
+	return res, true
 }
 
 // zsetHasAll reports whether every member of ZADD's n score/member pairs

@@ -645,17 +645,54 @@ func (t *Table) Restore(r io.Reader) error {
 }
 
 func (n *Table) restoreFrom(d *snapReader) error {
-	bad := func(format string, args ...any) error {
-		d.fail(fmt.Errorf(format, args...))
-		return d.err
-	}
 	n.now = d.varint()
 	n.applied = d.uvarint()
 	var due dueQueue
-	sched := func(at int64, kind dueKind, id string) {
-		due[kind-1] = append(due[kind-1], dueItem{at: at, id: id})
+	// Each part returns an error only for a snapshot it refuses; a read
+	// error stays in d.err and the parts after it read nothing.
+	for _, part := range []func(*snapReader, *dueQueue) error{
+		n.restoreKeys, n.restoreWaiters, n.restoreQueues, n.restoreSessions,
+		n.restoreFences, n.restoreRequestIDs, n.restoreTombstones,
+	} {
+		if err := part(d, &due); err != nil {
+			return err
+		}
 	}
+	if d.err != nil {
+		return d.err
+	}
+	// A queue whose head fits but was not granted waits for a grant put
+	// off to the next entry (pump, lostFresh): the table that wrote the
+	// snapshot has it due at its time + 1, and none other is possible.
+	for k, q := range n.queues {
+		if n.waiterFits(q[0]) {
+			due.collect(n.now+1, duePump, k)
+		}
+	}
+	for i := range due {
+		due[i].init()
+	}
+	n.due = due
+	n.mem = n.recountMemory()
+	return nil
+}
 
+// collect adds (kind, id) at time at to its heap unordered: a restore
+// collects every item, then orders each heap once (init).
+func (q *dueQueue) collect(at int64, kind dueKind, id string) {
+	q[kind-1] = append(q[kind-1], dueItem{at: at, id: id})
+}
+
+// refuse records a snapshot the restore refuses (unless a read error came
+// first) and returns the error that ends it.
+func (d *snapReader) refuse(format string, args ...any) error {
+	d.fail(fmt.Errorf(format, args...))
+	return d.err
+}
+
+// restoreKeys reads the key space: values in strict key order, each
+// lock's session bindings and due times.
+func (n *Table) restoreKeys(d *snapReader, due *dueQueue) error {
 	nk := d.count()
 	n.keys = make(map[string]*Value, capHint(nk))
 	due[dueHold-1] = make(dueHeap, 0, capHint(nk))
@@ -664,7 +701,7 @@ func (n *Table) restoreFrom(d *snapReader) error {
 	for i := 0; i < nk && d.err == nil; i++ {
 		kb = append(kb[:0], d.raw()...)
 		if i > 0 && string(kb) <= prev {
-			return bad("keys out of order at %q", kb)
+			return d.refuse("keys out of order at %q", kb)
 		}
 		v, k := d.value(kb)
 		if d.err != nil {
@@ -676,60 +713,82 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			v.mem = scanBody(v)
 		}
 		if v.Kind() == KindLock {
-			l := v.lock()
-			n.countLock(v, 1)
-			for j := 0; j < l.numHolders(); j++ {
-				if h := l.holder(j); h.session() != "" {
-					n.sessAddHold(h.session(), k, h.Owner)
-				}
-			}
-			if next := l.nextDeadline(); next != 0 {
-				l.holdDue = next
-				sched(next, dueHold, k)
-			}
-			if d := l.DelayUntil(); d != 0 {
-				sched(d, dueDelay, k)
-			}
+			n.restoreLock(v, k, due)
 		} else if d := v.deadline(); d != 0 {
-			sched(d, dueKey, k)
+			due.collect(d, dueKey, k)
 		}
 	}
+	return nil
+}
 
+// restoreLock binds the holds of lock value v at key k to their sessions
+// and schedules its next lease end and its lock-delay.
+func (n *Table) restoreLock(v *Value, k string, due *dueQueue) {
+	l := v.lock()
+	n.countLock(v, 1)
+	for j := 0; j < l.numHolders(); j++ {
+		if h := l.holder(j); h.session() != "" {
+			n.sessAddHold(h.session(), k, h.Owner)
+		}
+	}
+	if next := l.nextDeadline(); next != 0 {
+		l.holdDue = next
+		due.collect(next, dueHold, k)
+	}
+	if d := l.DelayUntil(); d != 0 {
+		due.collect(d, dueDelay, k)
+	}
+}
+
+// restoreWaiters reads the waiters and binds them to their sessions.
+func (n *Table) restoreWaiters(d *snapReader, due *dueQueue) error {
 	nw := d.count()
 	n.waiters = make(map[string]*Waiter, capHint(nw))
 	for i := 0; i < nw && d.err == nil; i++ {
-		w := &Waiter{ID: d.str()}
-		kc := d.count()
-		for j := 0; j < kc && d.err == nil; j++ {
-			w.Keys = append(w.Keys, d.str())
-		}
-		w.Owner = d.str()
-		w.Mode = Mode(d.uvarint())
-		w.Permits = int(d.varint())
-		w.TTL = d.varint()
-		w.Deadline = d.varint()
-		w.Session = d.str()
-		w.Reentrant = d.uvarint() != 0
-		w.LockDelay = d.varint()
-		w.MaxHold = d.varint()
-		w.Enqueued = d.uvarint()
-		if d.version >= snapVersionV4 {
-			w.Queued = d.varint()
-			w.Meta = d.meta()
-		}
+		w := d.waiter()
 		if d.err != nil {
 			break
 		}
 		if w.Mode > Semaphore || len(w.Keys) == 0 || n.waiters[w.ID] != nil {
-			return bad("bad waiter %q", w.ID)
+			return d.refuse("bad waiter %q", w.ID)
 		}
 		n.waiters[w.ID] = w
 		if w.Session != "" {
 			n.sessAddWaiter(w.Session, w.ID)
 		}
-		sched(w.Deadline, dueWaiter, w.ID)
+		due.collect(w.Deadline, dueWaiter, w.ID)
 	}
+	return nil
+}
 
+// waiter decodes one waiter; the fields after Enqueued came with
+// snapVersionV4.
+func (d *snapReader) waiter() *Waiter {
+	w := &Waiter{ID: d.str()}
+	kc := d.count()
+	for j := 0; j < kc && d.err == nil; j++ {
+		w.Keys = append(w.Keys, d.str())
+	}
+	w.Owner = d.str()
+	w.Mode = Mode(d.uvarint())
+	w.Permits = int(d.varint())
+	w.TTL = d.varint()
+	w.Deadline = d.varint()
+	w.Session = d.str()
+	w.Reentrant = d.uvarint() != 0
+	w.LockDelay = d.varint()
+	w.MaxHold = d.varint()
+	w.Enqueued = d.uvarint()
+	if d.version >= snapVersionV4 {
+		w.Queued = d.varint()
+		w.Meta = d.meta()
+	}
+	return w
+}
+
+// restoreQueues reads each key's queue of waiters and checks that the
+// queues hold every waiter on each of its keys, once.
+func (n *Table) restoreQueues(d *snapReader, _ *dueQueue) error {
 	nq := d.count()
 	n.queues = make(map[string][]*Waiter, capHint(nq))
 	queued := 0
@@ -741,12 +800,12 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			id := d.str()
 			w := n.waiters[id]
 			if w == nil || !slices.Contains(w.Keys, k) || slices.Contains(q, w) {
-				return bad("queue %q: bad waiter %q", k, id)
+				return d.refuse("queue %q: bad waiter %q", k, id)
 			}
 			q = append(q, w)
 		}
 		if len(q) == 0 || n.queues[k] != nil {
-			return bad("bad queue %q", k)
+			return d.refuse("bad queue %q", k)
 		}
 		n.queues[k] = q
 		queued += len(q)
@@ -756,34 +815,48 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		total += len(w.Keys)
 	}
 	if d.err == nil && queued != total {
-		return bad("waiters and queues disagree")
+		return d.refuse("waiters and queues disagree")
 	}
+	return nil
+}
 
+// restoreSessions reads the sessions and checks that every hold and
+// waiter bound to one names a session read.
+func (n *Table) restoreSessions(d *snapReader, due *dueQueue) error {
 	ns := d.count()
 	n.sessions = make(map[string]*Session, capHint(ns))
 	for i := 0; i < ns && d.err == nil; i++ {
 		s := &Session{ID: d.str(), TTL: d.varint(), Deadline: d.varint()}
 		n.sessions[s.ID] = s
-		sched(s.Deadline, dueSession, s.ID)
+		due.collect(s.Deadline, dueSession, s.ID)
 	}
 	for id := range n.sessHolds {
 		if n.sessions[id] == nil && d.err == nil {
-			return bad("hold bound to unknown session %q", id)
+			return d.refuse("hold bound to unknown session %q", id)
 		}
 	}
 	for id := range n.sessWaiters {
 		if n.sessions[id] == nil && d.err == nil {
-			return bad("waiter bound to unknown session %q", id)
+			return d.refuse("waiter bound to unknown session %q", id)
 		}
 	}
+	return nil
+}
 
+// restoreFences reads the fence registry.
+func (n *Table) restoreFences(d *snapReader, _ *dueQueue) error {
 	nf := d.count()
 	n.fences = make(map[string]uint64, capHint(nf))
 	for i := 0; i < nf && d.err == nil; i++ {
 		k := d.str()
 		n.fences[k] = d.uvarint()
 	}
+	return nil
+}
 
+// restoreRequestIDs reads the remembered request ids, oldest first, and
+// schedules the expiry of the oldest.
+func (n *Table) restoreRequestIDs(d *snapReader, due *dueQueue) error {
 	nr := d.count()
 	x := &n.reqs
 	x.init(capHint(nr))
@@ -797,23 +870,28 @@ func (n *Table) restoreFrom(d *snapReader) error {
 			break
 		}
 		if code > uint64(len(errCodes)) || flags > uint64(reqGranted|reqQueued|reqReleased) || count < 0 || count > maxHoldCount {
-			return bad("request id %q: bad error code %d, flags %d or count %d", e.id, code, flags, count)
+			return d.refuse("request id %q: bad error code %d, flags %d or count %d", e.id, code, flags, count)
 		}
 		e.count = int32(count)
 		e.err, e.flags = uint8(code), uint8(flags)
 		if len(x.fifo) > 0 && e.expires < x.fifo[len(x.fifo)-1].expires {
-			return bad("request id %q out of order", e.id)
+			return d.refuse("request id %q out of order", e.id)
 		}
 		before := x.len()
 		if x.add(e); x.len() == before {
-			return bad("request id %q twice", e.id)
+			return d.refuse("request id %q twice", e.id)
 		}
 	}
 	if e := x.oldest(); e != nil {
 		x.due = e.expires
-		sched(x.due, dueReqID, "")
+		due.collect(x.due, dueReqID, "")
 	}
+	return nil
+}
 
+// restoreTombstones reads the recent owners of released keys (the
+// lock-delay tombstones); a key with none is dropped.
+func (n *Table) restoreTombstones(d *snapReader, due *dueQueue) error {
 	nt := d.count()
 	n.tombs = make(map[string]tombstone, capHint(nt))
 	for i := 0; i < nt && d.err == nil; i++ {
@@ -828,24 +906,8 @@ func (n *Table) restoreFrom(d *snapReader) error {
 		}
 		tb.due = tb.minUntil()
 		n.tombs[k] = tb
-		sched(tb.due, dueTombstone, k)
+		due.collect(tb.due, dueTombstone, k)
 	}
-	if d.err != nil {
-		return d.err
-	}
-	// A queue whose head fits but was not granted waits for a grant put
-	// off to the next entry (pump, lostFresh): the table that wrote the
-	// snapshot has it due at its time + 1, and none other is possible.
-	for k, q := range n.queues {
-		if n.waiterFits(q[0]) {
-			sched(n.now+1, duePump, k)
-		}
-	}
-	for i := range due {
-		due[i].init()
-	}
-	n.due = due
-	n.mem = n.recountMemory()
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/wire"
 )
 
 // Users and permissions. With Config.Users set, every request
@@ -21,37 +22,37 @@ import (
 // missing here needs admin, so a new route cannot be open by accident;
 // TestRoutePermissions walks the routes.
 var routeCategories = map[string]auth.Category{
-	"POST " + PathAcquire:                       auth.Write,
-	"POST " + PathTry:                           auth.Write,
-	"POST " + PathRelease:                       auth.Write, // "force": admin, checked by the handler
-	"POST " + PathExtend:                        auth.Write,
-	"GET " + PathLocks:                          auth.Read,
-	"GET " + PathLockPrefix + "{key...}":        auth.Read,
-	"POST " + PathSessions:                      auth.Write,
-	"PUT " + PathSessions + "/{id}/keepalive":   auth.Write,
-	"POST " + PathSessions + "/{id}/keepalive":  auth.Write,
-	"DELETE " + PathSessions + "/{id}":          auth.Write,
-	"POST " + PathElections + "{name}/campaign": auth.Write,
-	"POST " + PathElections + "{name}/resign":   auth.Write,
-	"POST " + PathElections + "{name}/proclaim": auth.Write,
-	"GET " + PathElections + "{name}/observe":   auth.Read,
-	"POST " + PathFenceCheck:                    auth.Write,
-	"GET " + PathStatus:                         auth.Read,
-	"POST " + PathMembers:                       auth.Admin,
-	"DELETE " + PathMembers + "/{id}":           auth.Admin,
-	"POST " + PathTransferLeader:                auth.Admin,
-	"GET " + PathSnapshot:                       auth.Admin,
-	"POST " + PathClusterUpgrade:                auth.Admin,
-	"GET " + PathMetrics:                        auth.Read,
-	"/":                                         0, // the JSON 404
+	"POST " + wire.PathAcquire:                       auth.Write,
+	"POST " + wire.PathTry:                           auth.Write,
+	"POST " + wire.PathRelease:                       auth.Write, // "force": admin, checked by the handler
+	"POST " + wire.PathExtend:                        auth.Write,
+	"GET " + wire.PathLocks:                          auth.Read,
+	"GET " + wire.PathLockPrefix + "{key...}":        auth.Read,
+	"POST " + wire.PathSessions:                      auth.Write,
+	"PUT " + wire.PathSessions + "/{id}/keepalive":   auth.Write,
+	"POST " + wire.PathSessions + "/{id}/keepalive":  auth.Write,
+	"DELETE " + wire.PathSessions + "/{id}":          auth.Write,
+	"POST " + wire.PathElections + "{name}/campaign": auth.Write,
+	"POST " + wire.PathElections + "{name}/resign":   auth.Write,
+	"POST " + wire.PathElections + "{name}/proclaim": auth.Write,
+	"GET " + wire.PathElections + "{name}/observe":   auth.Read,
+	"POST " + wire.PathFenceCheck:                    auth.Write,
+	"GET " + wire.PathStatus:                         auth.Read,
+	"POST " + wire.PathMembers:                       auth.Admin,
+	"DELETE " + wire.PathMembers + "/{id}":           auth.Admin,
+	"POST " + wire.PathTransferLeader:                auth.Admin,
+	"GET " + wire.PathSnapshot:                       auth.Admin,
+	"POST " + wire.PathClusterUpgrade:                auth.Admin,
+	"GET " + wire.PathMetrics:                        auth.Read,
+	"/":                                              0, // the JSON 404
 
 	// The dashboard's data (dashboard.go); its page is public.
-	"GET " + PathLockPrefix + "{key}" + PathHistory: auth.Read,
-	"GET " + PathActivity:                           auth.Read,
-	"GET " + PathClusterView:                        auth.Read,
-	"GET " + PathLocksByAge:                         auth.Read,
-	"GET " + PathUILocks:                            auth.Read,
-	"POST " + PathForceRelease:                      auth.Admin,
+	"GET " + wire.PathLockPrefix + "{key}" + wire.PathHistory: auth.Read,
+	"GET " + wire.PathActivity:                                auth.Read,
+	"GET " + wire.PathClusterView:                             auth.Read,
+	"GET " + wire.PathLocksByAge:                              auth.Read,
+	"GET " + wire.PathUILocks:                                 auth.Read,
+	"POST " + wire.PathForceRelease:                           auth.Admin,
 }
 
 type userKey struct{}
@@ -144,10 +145,10 @@ func (a strAddr) Network() string { return "tcp" }
 func (a strAddr) String() string  { return string(a) }
 
 // challenge asks for Basic credentials on a 401, except from the
-// dashboard's page (HeaderUI), which shows its own login form: the
+// dashboard's page (wire.HeaderUI), which shows its own login form: the
 // browser's prompt would pop up on every poll.
 func challenge(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(HeaderUI) == "" {
+	if r.Header.Get(wire.HeaderUI) == "" {
 		w.Header().Set("WWW-Authenticate", `Basic realm="locknode"`)
 	}
 }

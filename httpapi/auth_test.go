@@ -16,6 +16,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 const testUsers = `
@@ -33,36 +34,36 @@ type routeSample struct {
 // routeSamples: a request for every route, its keys in the namespace
 // app:*. A route without a sample fails TestRoutePermissions.
 var routeSamples = map[string]routeSample{
-	"POST " + httpapi.PathAcquire:                       {"POST", httpapi.PathAcquire, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000, WaitMs: 1}},
-	"POST " + httpapi.PathTry:                           {"POST", httpapi.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
-	"POST " + httpapi.PathRelease:                       {"POST", httpapi.PathRelease, api.ReleaseRequest{Key: "app:k", Owner: "o"}},
-	"POST " + httpapi.PathExtend:                        {"POST", httpapi.PathExtend, api.ExtendRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
-	"GET " + httpapi.PathLocks:                          {"GET", httpapi.PathLocks, nil},
-	"GET " + httpapi.PathLockPrefix + "{key...}":        {"GET", httpapi.PathLockPrefix + "app:k", nil},
-	"POST " + httpapi.PathSessions:                      {"POST", httpapi.PathSessions, httpapi.SessionRequest{TTLMs: 1000}},
-	"PUT " + httpapi.PathSessions + "/{id}/keepalive":   {"PUT", httpapi.PathSessions + "/s1/keepalive", nil},
-	"POST " + httpapi.PathSessions + "/{id}/keepalive":  {"POST", httpapi.PathSessions + "/s1/keepalive", nil},
-	"DELETE " + httpapi.PathSessions + "/{id}":          {"DELETE", httpapi.PathSessions + "/s1", nil},
-	"POST " + httpapi.PathElections + "{name}/campaign": {"POST", httpapi.PathElections + "app:e/campaign", httpapi.CampaignRequest{Value: "v", Session: "s1"}},
-	"POST " + httpapi.PathElections + "{name}/resign":   {"POST", httpapi.PathElections + "app:e/resign", httpapi.ResignRequest{Value: "v", Token: "t"}},
-	"POST " + httpapi.PathElections + "{name}/proclaim": {"POST", httpapi.PathElections + "app:e/proclaim", httpapi.ProclaimRequest{Value: "v", Token: "t", NewValue: "w"}},
-	"GET " + httpapi.PathElections + "{name}/observe":   {"GET", httpapi.PathElections + "app:e/observe", nil},
-	"POST " + httpapi.PathFenceCheck:                    {"POST", httpapi.PathFenceCheck, httpapi.FenceCheckRequest{Resource: "app:k", Token: 1}},
-	"GET " + httpapi.PathStatus:                         {"GET", httpapi.PathStatus, nil},
-	"POST " + httpapi.PathMembers:                       {"POST", httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
-	"DELETE " + httpapi.PathMembers + "/{id}":           {"DELETE", httpapi.PathMembers + "/n9", nil},
-	"POST " + httpapi.PathClusterUpgrade:                {"POST", httpapi.PathClusterUpgrade, nil},
-	"POST " + httpapi.PathTransferLeader:                {"POST", httpapi.PathTransferLeader, api.TransferRequest{ID: "n2"}},
-	"GET " + httpapi.PathMetrics:                        {"GET", httpapi.PathMetrics, nil},
-	"GET " + httpapi.PathSnapshot:                       {"GET", httpapi.PathSnapshot, nil},
-	"/":                                                 {"GET", "/nope", nil},
+	"POST " + wire.PathAcquire:                       {"POST", wire.PathAcquire, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000, WaitMs: 1}},
+	"POST " + wire.PathTry:                           {"POST", wire.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
+	"POST " + wire.PathRelease:                       {"POST", wire.PathRelease, api.ReleaseRequest{Key: "app:k", Owner: "o"}},
+	"POST " + wire.PathExtend:                        {"POST", wire.PathExtend, api.ExtendRequest{Key: "app:k", Owner: "o", TTLMs: 1000}},
+	"GET " + wire.PathLocks:                          {"GET", wire.PathLocks, nil},
+	"GET " + wire.PathLockPrefix + "{key...}":        {"GET", wire.PathLockPrefix + "app:k", nil},
+	"POST " + wire.PathSessions:                      {"POST", wire.PathSessions, wire.SessionRequest{TTLMs: 1000}},
+	"PUT " + wire.PathSessions + "/{id}/keepalive":   {"PUT", wire.PathSessions + "/s1/keepalive", nil},
+	"POST " + wire.PathSessions + "/{id}/keepalive":  {"POST", wire.PathSessions + "/s1/keepalive", nil},
+	"DELETE " + wire.PathSessions + "/{id}":          {"DELETE", wire.PathSessions + "/s1", nil},
+	"POST " + wire.PathElections + "{name}/campaign": {"POST", wire.PathElections + "app:e/campaign", wire.CampaignRequest{Value: "v", Session: "s1"}},
+	"POST " + wire.PathElections + "{name}/resign":   {"POST", wire.PathElections + "app:e/resign", wire.ResignRequest{Value: "v", Token: "t"}},
+	"POST " + wire.PathElections + "{name}/proclaim": {"POST", wire.PathElections + "app:e/proclaim", wire.ProclaimRequest{Value: "v", Token: "t", NewValue: "w"}},
+	"GET " + wire.PathElections + "{name}/observe":   {"GET", wire.PathElections + "app:e/observe", nil},
+	"POST " + wire.PathFenceCheck:                    {"POST", wire.PathFenceCheck, wire.FenceCheckRequest{Resource: "app:k", Token: 1}},
+	"GET " + wire.PathStatus:                         {"GET", wire.PathStatus, nil},
+	"POST " + wire.PathMembers:                       {"POST", wire.PathMembers, wire.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}},
+	"DELETE " + wire.PathMembers + "/{id}":           {"DELETE", wire.PathMembers + "/n9", nil},
+	"POST " + wire.PathClusterUpgrade:                {"POST", wire.PathClusterUpgrade, nil},
+	"POST " + wire.PathTransferLeader:                {"POST", wire.PathTransferLeader, api.TransferRequest{ID: "n2"}},
+	"GET " + wire.PathMetrics:                        {"GET", wire.PathMetrics, nil},
+	"GET " + wire.PathSnapshot:                       {"GET", wire.PathSnapshot, nil},
+	"/":                                              {"GET", "/nope", nil},
 
-	"GET " + httpapi.PathLockPrefix + "{key}" + httpapi.PathHistory: {"GET", httpapi.PathLockPrefix + "app:k" + httpapi.PathHistory, nil},
-	"GET " + httpapi.PathActivity:                                   {"GET", httpapi.PathActivity, nil},
-	"GET " + httpapi.PathClusterView:                                {"GET", httpapi.PathClusterView, nil},
-	"GET " + httpapi.PathLocksByAge:                                 {"GET", httpapi.PathLocksByAge, nil},
-	"GET " + httpapi.PathUILocks:                                    {"GET", httpapi.PathUILocks, nil},
-	"POST " + httpapi.PathForceRelease:                              {"POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
+	"GET " + wire.PathLockPrefix + "{key}" + wire.PathHistory: {"GET", wire.PathLockPrefix + "app:k" + wire.PathHistory, nil},
+	"GET " + wire.PathActivity:                                {"GET", wire.PathActivity, nil},
+	"GET " + wire.PathClusterView:                             {"GET", wire.PathClusterView, nil},
+	"GET " + wire.PathLocksByAge:                              {"GET", wire.PathLocksByAge, nil},
+	"GET " + wire.PathUILocks:                                 {"GET", wire.PathUILocks, nil},
+	"POST " + wire.PathForceRelease:                           {"POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:k", Reason: "stuck"}},
 }
 
 func usersHandler(t *testing.T) (*httptest.Server, *auth.Audit) {
@@ -131,7 +132,7 @@ func send(t *testing.T, srv *httptest.Server, user, pass string, s routeSample) 
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if s.path == httpapi.PathElections+"app:e/observe" && resp.StatusCode == 200 {
+	if s.path == wire.PathElections+"app:e/observe" && resp.StatusCode == 200 {
 		return 200, "" // a stream: do not wait for it to end
 	}
 	body, _ := io.ReadAll(resp.Body)
@@ -208,11 +209,11 @@ func TestEmptyUserIsDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := newServer(t, httpapitest.NewFake(), httpapi.Config{Users: auth.NewStoreFrom(us, nil)})
-	status := routeSample{"GET", httpapi.PathStatus, nil}
+	status := routeSample{"GET", wire.PathStatus, nil}
 	if st, body := send(t, srv, "", "", status); st != http.StatusUnauthorized {
 		t.Fatalf("no credentials: %d %s", st, body)
 	}
-	req, _ := http.NewRequest("GET", srv.URL+httpapi.PathStatus, nil)
+	req, _ := http.NewRequest("GET", srv.URL+wire.PathStatus, nil)
 	req.SetBasicAuth("", "dp")
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -228,11 +229,11 @@ func TestEmptyUserIsDefault(t *testing.T) {
 // "force" it needs admin, and it is audited.
 func TestForceReleaseNeedsAdmin(t *testing.T) {
 	srv, audit := usersHandler(t)
-	try := routeSample{"POST", httpapi.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 60000}}
+	try := routeSample{"POST", wire.PathTry, api.AcquireRequest{Key: "app:k", Owner: "o", TTLMs: 60000}}
 	if st, body := send(t, srv, "w", "wp", try); st != 200 {
 		t.Fatalf("try: %d %s", st, body)
 	}
-	force := routeSample{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: "app:k", Force: true}}
+	force := routeSample{"POST", wire.PathRelease, api.ReleaseRequest{Key: "app:k", Force: true}}
 	if st, _ := send(t, srv, "w", "wp", force); st != http.StatusForbidden {
 		t.Fatalf("forced release by a write user: %d", st)
 	}
@@ -255,7 +256,7 @@ func TestListFiltered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st, body := send(t, srv, "r", "rp", routeSample{"GET", httpapi.PathLocks, nil})
+	st, body := send(t, srv, "r", "rp", routeSample{"GET", wire.PathLocks, nil})
 	var res api.ListResult
 	if err := json.Unmarshal([]byte(body), &res); st != 200 || err != nil || len(res.Locks) != 2 {
 		t.Fatalf("list: %d %s", st, body)
@@ -271,7 +272,7 @@ func TestListFiltered(t *testing.T) {
 // ask without them, and they say only whether the node serves.
 func TestProbesNeedNoCredentials(t *testing.T) {
 	srv, _ := usersHandler(t)
-	for _, path := range []string{httpapi.PathLivez, httpapi.PathReadyz} {
+	for _, path := range []string{wire.PathLivez, wire.PathReadyz} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
@@ -282,13 +283,13 @@ func TestProbesNeedNoCredentials(t *testing.T) {
 		}
 	}
 	// Anything else still needs them.
-	resp, err := http.Get(srv.URL + httpapi.PathStatus)
+	resp, err := http.Get(srv.URL + wire.PathStatus)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
-		t.Fatalf("%s without credentials: %d, want 401", httpapi.PathStatus, resp.StatusCode)
+		t.Fatalf("%s without credentials: %d, want 401", wire.PathStatus, resp.StatusCode)
 	}
 }
 
@@ -299,11 +300,11 @@ func TestElectionKeysRefusedByLockRoutes(t *testing.T) {
 	srv, _ := usersHandler(t)
 	const key = api.ElectionPrefix + "app:e"
 	for _, r := range []routeSample{
-		{"POST", httpapi.PathTry, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000}},
-		{"POST", httpapi.PathAcquire, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000, WaitMs: 1}},
-		{"POST", httpapi.PathAcquire, api.AcquireRequest{Keys: []string{"app:k", key}, Owner: "o", TTLMs: 60000, WaitMs: 1}},
-		{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: key, Owner: "o"}},
-		{"POST", httpapi.PathExtend, api.ExtendRequest{Key: key, Owner: "o", TTLMs: 60000}},
+		{"POST", wire.PathTry, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000}},
+		{"POST", wire.PathAcquire, api.AcquireRequest{Key: key, Owner: "o", TTLMs: 60000, WaitMs: 1}},
+		{"POST", wire.PathAcquire, api.AcquireRequest{Keys: []string{"app:k", key}, Owner: "o", TTLMs: 60000, WaitMs: 1}},
+		{"POST", wire.PathRelease, api.ReleaseRequest{Key: key, Owner: "o"}},
+		{"POST", wire.PathExtend, api.ExtendRequest{Key: key, Owner: "o", TTLMs: 60000}},
 	} {
 		for _, u := range [][2]string{{"w", "wp"}, {"all", "allp"}} {
 			if st, body := send(t, srv, u[0], u[1], r); st != http.StatusForbidden || !strings.Contains(body, "election") {
@@ -311,7 +312,7 @@ func TestElectionKeysRefusedByLockRoutes(t *testing.T) {
 			}
 		}
 	}
-	force := routeSample{"POST", httpapi.PathRelease, api.ReleaseRequest{Key: key, Force: true}}
+	force := routeSample{"POST", wire.PathRelease, api.ReleaseRequest{Key: key, Force: true}}
 	// Nothing holds it here: the fake answers not held, past the guard.
 	if st, body := send(t, srv, "all", "allp", force); st != http.StatusNotFound {
 		t.Fatalf("forced release of an election's lock by an admin: %d %s, want the lock's answer", st, body)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // instant answers TryAcquire and Release at once: benchmarks through it
@@ -47,8 +48,8 @@ func BenchmarkServerCycle(b *testing.B) {
 		return []byte("POST " + path + " HTTP/1.1\r\nHost: " + host + "\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: " +
 			strconv.Itoa(len(body)) + "\r\nContent-Type: application/json\r\nAccept-Encoding: gzip\r\n\r\n" + body)
 	}
-	try := req(httpapi.PathTry, `{"key":"bench","owner":"owner-token-0123456789","ttl_ms":10000,"request_id":"0123456789abcdef0123456789abcdef"}`)
-	rel := req(httpapi.PathRelease, `{"key":"bench","owner":"owner-token-0123456789","request_id":"fedcba9876543210fedcba9876543210"}`)
+	try := req(wire.PathTry, `{"key":"bench","owner":"owner-token-0123456789","ttl_ms":10000,"request_id":"0123456789abcdef0123456789abcdef"}`)
+	rel := req(wire.PathRelease, `{"key":"bench","owner":"owner-token-0123456789","request_id":"fedcba9876543210fedcba9876543210"}`)
 	br := bufio.NewReader(conn)
 	roundTrip := func(r []byte) {
 		if _, err := conn.Write(r); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/ui"
+	"github.com/locknode/locknode/wire"
 )
 
 // The dashboard: its page at /ui/ (package ui, embedded in the binary)
@@ -21,16 +22,6 @@ import (
 // routes every client uses. The page's assets are public, like any
 // binary's; its data routes take the same credentials and permissions as
 // the rest of the API, so a user sees only the keys its patterns allow.
-
-// Dashboard routes.
-const (
-	PathUI           = "/ui/"
-	PathHistory      = "/history"             // after PathLockPrefix + escaped key
-	PathActivity     = "/v1/ui/activity"      // GET: api.Activity
-	PathClusterView  = "/v1/ui/cluster"       // GET: api.ClusterView
-	PathForceRelease = "/v1/ui/force-release" // POST api.ForceReleaseRequest: admin
-	HeaderUI         = "X-Locknode-Dashboard" // set by the page: answer 401 without a browser login prompt
-)
 
 // peerStatusTimeout bounds one member's status call of the cluster view,
 // and peerStatusBytes its answer.
@@ -60,21 +51,21 @@ type PeerLister interface {
 
 // mountDashboard adds the dashboard's routes to mux.
 func (s *server) mountDashboard(mux *routeMux) {
-	mux.Handle("GET "+PathUI, http.StripPrefix(PathUI, ui.Handler()))
-	mux.Handle("GET /ui", http.RedirectHandler(PathUI, http.StatusFound))
-	mux.Handle("GET /{$}", http.RedirectHandler(PathUI, http.StatusFound))
-	mux.HandleFunc("GET "+PathLockPrefix+"{key}"+PathHistory, s.lockGet)
-	mux.HandleFunc("GET "+PathActivity, s.activity)
-	mux.HandleFunc("GET "+PathClusterView, s.clusterView)
-	mux.HandleFunc("GET "+PathLocksByAge, s.locksByAge)
-	mux.HandleFunc("GET "+PathUILocks, s.uiLocks)
-	mux.HandleFunc("POST "+PathForceRelease, s.forceRelease)
+	mux.Handle("GET "+wire.PathUI, http.StripPrefix(wire.PathUI, ui.Handler()))
+	mux.Handle("GET /ui", http.RedirectHandler(wire.PathUI, http.StatusFound))
+	mux.Handle("GET /{$}", http.RedirectHandler(wire.PathUI, http.StatusFound))
+	mux.HandleFunc("GET "+wire.PathLockPrefix+"{key}"+wire.PathHistory, s.lockGet)
+	mux.HandleFunc("GET "+wire.PathActivity, s.activity)
+	mux.HandleFunc("GET "+wire.PathClusterView, s.clusterView)
+	mux.HandleFunc("GET "+wire.PathLocksByAge, s.locksByAge)
+	mux.HandleFunc("GET "+wire.PathUILocks, s.uiLocks)
+	mux.HandleFunc("POST "+wire.PathForceRelease, s.forceRelease)
 }
 
 // publicPath reports whether a GET of path is one of the dashboard's
 // public routes (its assets and the redirects to them).
 func publicPath(path string) bool {
-	return path == "/" || path == "/ui" || strings.HasPrefix(path, PathUI)
+	return path == "/" || path == "/ui" || strings.HasPrefix(path, wire.PathUI)
 }
 
 // history answers a lock's recent grants (the key's path rules are in
@@ -180,7 +171,7 @@ func (s *server) clusterView(w http.ResponseWriter, r *http.Request) {
 		// Ends when the call returns, within ctx's peerStatusTimeout.
 		go func() {
 			defer wg.Done()
-			nv.Status, nv.Error = s.peerStatus(ctx, scheme+"://"+nv.HTTPAddr+PathStatus, r.Header.Get("Authorization"))
+			nv.Status, nv.Error = s.peerStatus(ctx, scheme+"://"+nv.HTTPAddr+wire.PathStatus, r.Header.Get("Authorization"))
 		}()
 	}
 	wg.Wait()

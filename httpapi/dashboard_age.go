@@ -6,12 +6,6 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
-// PathLocksByAge lists held locks ordered by the age of their oldest
-// hold: GET ?prefix=&order=oldest|newest&offset=&limit=&stale= →
-// api.AgeList. The dashboard's listing (PathUILocks) does this and more;
-// this route stays for the callers that use it.
-const PathLocksByAge = "/v1/ui/locks-by-age"
-
 // MaxAgeSorted bounds the locks one age-ordered listing reads and sorts:
 // past it the request is refused, and a narrower prefix answers.
 const MaxAgeSorted = 10000

@@ -8,6 +8,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestLocksByAge: the age order holds across pages (offset paging over
@@ -28,7 +29,7 @@ func TestLocksByAge(t *testing.T) {
 		var all []api.LockInfo
 		for off := 0; ; {
 			var page api.AgeList
-			st, raw := ns.get(t, "", "", httpapi.PathLocksByAge+"?prefix=age/&limit=7&order="+order+"&offset="+fmt.Sprint(off), &page)
+			st, raw := ns.get(t, "", "", wire.PathLocksByAge+"?prefix=age/&limit=7&order="+order+"&offset="+fmt.Sprint(off), &page)
 			if st != 200 {
 				t.Fatalf("%s offset %d: %d %.200s", order, off, st, raw)
 			}
@@ -64,16 +65,16 @@ func TestLocksByAge(t *testing.T) {
 	}
 
 	for _, bad := range []string{"order=age", "offset=-1", "limit=5000", "offset=x"} {
-		if st, raw := ns.get(t, "", "", httpapi.PathLocksByAge+"?"+bad, nil); st != 400 {
+		if st, raw := ns.get(t, "", "", wire.PathLocksByAge+"?"+bad, nil); st != 400 {
 			t.Errorf("%s: %d %.200s, want 400", bad, st, raw)
 		}
 	}
 
-	if st, raw := ns.get(t, "", "", httpapi.PathLocksByAge+"?prefix="+url.QueryEscape("bulk/"), nil); st != 400 {
+	if st, raw := ns.get(t, "", "", wire.PathLocksByAge+"?prefix="+url.QueryEscape("bulk/"), nil); st != 400 {
 		t.Fatalf("%d held locks under bulk/: %d %.200s, want a refusal", 2*httpapi.MaxAgeSorted, st, raw)
 	}
 	var hot api.AgeList
-	if st, raw := ns.get(t, "", "", httpapi.PathLocksByAge+"?prefix=hot/", &hot); st != 200 || hot.Total != 2*httpapi.MaxAgeSorted/100 {
+	if st, raw := ns.get(t, "", "", wire.PathLocksByAge+"?prefix=hot/", &hot); st != 200 || hot.Total != 2*httpapi.MaxAgeSorted/100 {
 		t.Fatalf("hot/: %d %+v %.200s", st, hot.Total, raw)
 	}
 }

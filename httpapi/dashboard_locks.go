@@ -10,15 +10,6 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
-// PathUILocks is the dashboard's lock listing: GET
-// ?prefix=&state=&owner=&meta=&order=&offset=&limit=&stale= →
-// api.LockPage, one page of the locks that match with the totals of all
-// of them. state is one of api.LockStates; owner an exact holder owner;
-// meta (repeatable) "name=value" or "name", all on one holder; order
-// key (default), oldest or newest (age of the oldest hold, free locks
-// last).
-const PathUILocks = "/v1/ui/locks"
-
 // MaxUIScan bounds the keys one key-ordered listing reads: past it the
 // answer is marked partial (totals of the keys read), and a narrower
 // prefix gives exact ones. An age order must read every match and keeps

@@ -12,6 +12,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // queueWaiter queues owner on key behind its holder and waits until the
@@ -87,7 +88,7 @@ func TestUILocks(t *testing.T) {
 	list := func(t *testing.T, user, query string) api.LockPage {
 		t.Helper()
 		var p api.LockPage
-		if st, raw := ns.get(t, user, user+"p", httpapi.PathUILocks+"?stale=true&"+query, &p); st != 200 {
+		if st, raw := ns.get(t, user, user+"p", wire.PathUILocks+"?stale=true&"+query, &p); st != 200 {
 			t.Fatalf("%s as %s: %d %s", query, user, st, raw)
 		}
 		return p
@@ -183,12 +184,12 @@ func TestUILocks(t *testing.T) {
 		{"stale=maybe", "not a boolean"},
 		{"owner=" + strings.Repeat("o", 1000), "over the limit"},
 	} {
-		st, raw := ns.get(t, "wide", "widep", httpapi.PathUILocks+"?"+bad.query, nil)
+		st, raw := ns.get(t, "wide", "widep", wire.PathUILocks+"?"+bad.query, nil)
 		if st != 400 || !strings.Contains(raw, bad.says) {
 			t.Errorf("%s: %d %s, want 400 saying %q", bad.query, st, raw, bad.says)
 		}
 	}
-	if st, _ := ns.get(t, "", "", httpapi.PathUILocks, nil); st != 401 {
+	if st, _ := ns.get(t, "", "", wire.PathUILocks, nil); st != 401 {
 		t.Errorf("without credentials: %d, want 401", st)
 	}
 }
@@ -200,14 +201,14 @@ func TestUILocksPartial(t *testing.T) {
 	ns := startNodeServer(t, httpapi.Config{})
 	fillLocks(t, ns.node, 5000)
 	var p, hot api.LockPage
-	if st, raw := ns.get(t, "", "", httpapi.PathUILocks+"?stale=true&limit=10", &p); st != 200 {
+	if st, raw := ns.get(t, "", "", wire.PathUILocks+"?stale=true&limit=10", &p); st != 200 {
 		t.Fatalf("%d %.300s", st, raw)
 	}
 	if !p.Partial || p.Total != 2000 || p.Totals.Held != 2000 || len(p.Locks) != 10 {
 		t.Fatalf("partial %v total %d totals %+v, %d locks; want partial, 2000 read", p.Partial, p.Total, p.Totals, len(p.Locks))
 	}
 	// A narrower prefix is read whole: exact totals.
-	if st, raw := ns.get(t, "", "", httpapi.PathUILocks+"?stale=true&prefix=hot/", &hot); st != 200 || hot.Partial || hot.Total != 50 {
+	if st, raw := ns.get(t, "", "", wire.PathUILocks+"?stale=true&prefix=hot/", &hot); st != 200 || hot.Partial || hot.Total != 50 {
 		t.Fatalf("hot/: %d partial %v total %d %.200s", st, hot.Partial, hot.Total, raw)
 	}
 }
@@ -221,7 +222,7 @@ func BenchmarkUILocks100k(b *testing.B) {
 		b.Run(q, func(b *testing.B) {
 			for b.Loop() {
 				var page api.LockPage
-				if st, raw := ns.get(b, "", "", httpapi.PathUILocks+"?stale=true&"+q, &page); st != 200 || page.Total == 0 && q != "state=contended&limit=50" {
+				if st, raw := ns.get(b, "", "", wire.PathUILocks+"?stale=true&"+q, &page); st != 200 || page.Total == 0 && q != "state=contended&limit=50" {
 					b.Fatalf("%d %.200s", st, raw)
 				}
 			}

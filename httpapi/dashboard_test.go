@@ -20,6 +20,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // nodeServer is a real single-node cluster behind the HTTP API.
@@ -73,7 +74,7 @@ func (ns *nodeServer) post(t *testing.T, user, pass, path string, body, out any)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+	req.Header.Set("Content-Type", wire.ContentTypeJSON)
 	if user != "" {
 		req.SetBasicAuth(user, pass)
 	}
@@ -97,7 +98,7 @@ func do(t testing.TB, c *http.Client, req *http.Request, out any) (int, string) 
 }
 
 func historyPath(key string) string {
-	return httpapi.PathLockPrefix + url.PathEscape(key) + httpapi.PathHistory
+	return wire.PathLockPrefix + url.PathEscape(key) + wire.PathHistory
 }
 
 func TestDashboardHistoryRoute(t *testing.T) {
@@ -133,7 +134,7 @@ func TestDashboardHistoryRoute(t *testing.T) {
 	}
 	// An inspect of a key ending in /history is still an inspect.
 	var li api.LockInfo
-	if st, raw := ns.get(t, "", "", httpapi.PathLockPrefix+url.PathEscape("x/history"), &li); st != 200 || li.Key != "x/history" {
+	if st, raw := ns.get(t, "", "", wire.PathLockPrefix+url.PathEscape("x/history"), &li); st != 200 || li.Key != "x/history" {
 		t.Fatalf("inspect x/history: %d %s", st, raw)
 	}
 	// A key never granted: an empty list, not null.
@@ -145,7 +146,7 @@ func TestDashboardHistoryRoute(t *testing.T) {
 		t.Fatalf("long key: %d %s", st, raw)
 	}
 	var a api.Activity
-	if st, raw := ns.get(t, "", "", httpapi.PathActivity, &a); st != 200 || a.Node != "n1" || len(a.Samples) != int(cluster.DefaultActivityWindow/time.Second) {
+	if st, raw := ns.get(t, "", "", wire.PathActivity, &a); st != 200 || a.Node != "n1" || len(a.Samples) != int(cluster.DefaultActivityWindow/time.Second) {
 		t.Fatalf("activity: %d %.200s", st, raw)
 	}
 	grants := 0
@@ -160,7 +161,7 @@ func TestDashboardHistoryRoute(t *testing.T) {
 		t.Fatalf("activity wait buckets %q, want %q", got, want)
 	}
 	var cv api.ClusterView
-	if st, raw := ns.get(t, "", "", httpapi.PathClusterView, &cv); st != 200 || len(cv.Nodes) != 1 || !cv.Nodes[0].Self || cv.Nodes[0].Status == nil || cv.Nodes[0].Status.Leader != "n1" {
+	if st, raw := ns.get(t, "", "", wire.PathClusterView, &cv); st != 200 || len(cv.Nodes) != 1 || !cv.Nodes[0].Self || cv.Nodes[0].Status == nil || cv.Nodes[0].Status.Leader != "n1" {
 		t.Fatalf("cluster view: %d %s", st, raw)
 	}
 }
@@ -205,14 +206,14 @@ func TestDashboardPermissions(t *testing.T) {
 	if st, _ := ns.get(t, "", "", "/ui/../v1/locks", nil); st == 200 {
 		t.Fatal("a path through /ui/ reached the data without credentials")
 	}
-	for _, p := range []string{httpapi.PathLocks, httpapi.PathActivity, httpapi.PathClusterView, historyPath("app:1")} {
+	for _, p := range []string{wire.PathLocks, wire.PathActivity, wire.PathClusterView, historyPath("app:1")} {
 		if st, _ := ns.get(t, "", "", p, nil); st != http.StatusUnauthorized {
 			t.Errorf("%s without credentials: %d", p, st)
 		}
 	}
 	// The page's requests get no browser login prompt.
-	req, _ := http.NewRequest(http.MethodGet, ns.srv.URL+httpapi.PathLocks, nil)
-	req.Header.Set(httpapi.HeaderUI, "1")
+	req, _ := http.NewRequest(http.MethodGet, ns.srv.URL+wire.PathLocks, nil)
+	req.Header.Set(wire.HeaderUI, "1")
 	resp, err := ns.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func TestDashboardPermissions(t *testing.T) {
 
 	// A user sees the keys its patterns allow.
 	var page api.ListResult
-	if st, raw := ns.get(t, "r", "rp", httpapi.PathLocks+"?stale=true", &page); st != 200 || len(page.Locks) != 2 || page.Locks[0].Key != "app:1" || page.Locks[1].Key != "app:2" {
+	if st, raw := ns.get(t, "r", "rp", wire.PathLocks+"?stale=true", &page); st != 200 || len(page.Locks) != 2 || page.Locks[0].Key != "app:1" || page.Locks[1].Key != "app:2" {
 		t.Fatalf("reader's list: %d %s", st, raw)
 	}
 	tests := []struct {
@@ -234,13 +235,13 @@ func TestDashboardPermissions(t *testing.T) {
 	}{
 		{"history inside the patterns", "r", "rp", "GET", historyPath("app:1"), nil, 200},
 		{"history outside", "r", "rp", "GET", historyPath("other:1"), nil, 403},
-		{"reader force-releases", "r", "rp", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "stuck"}, 403},
-		{"writer force-releases", "w", "wp", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "stuck"}, 403},
-		{"admin outside the patterns", "a", "ap", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "other:1", Reason: "stuck"}, 403},
-		{"admin without a reason", "a", "ap", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1"}, 400},
-		{"admin with a control character", "a", "ap", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "a\nb"}, 400},
-		{"admin with a long reason", "a", "ap", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: strings.Repeat("r", 300)}, 400},
-		{"admin", "a", "ap", "POST", httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "worker host died"}, 200},
+		{"reader force-releases", "r", "rp", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "stuck"}, 403},
+		{"writer force-releases", "w", "wp", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "stuck"}, 403},
+		{"admin outside the patterns", "a", "ap", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "other:1", Reason: "stuck"}, 403},
+		{"admin without a reason", "a", "ap", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1"}, 400},
+		{"admin with a control character", "a", "ap", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "a\nb"}, 400},
+		{"admin with a long reason", "a", "ap", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: strings.Repeat("r", 300)}, 400},
+		{"admin", "a", "ap", "POST", wire.PathForceRelease, api.ForceReleaseRequest{Key: "app:1", Reason: "worker host died"}, 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +290,7 @@ func TestDashboardListLarge(t *testing.T) {
 	start := time.Now()
 	for {
 		var page api.ListResult
-		st, raw := ns.get(t, "", "", httpapi.PathLocks+"?stale=true&limit=100&prefix=hot/&after="+url.QueryEscape(after), &page)
+		st, raw := ns.get(t, "", "", wire.PathLocks+"?stale=true&limit=100&prefix=hot/&after="+url.QueryEscape(after), &page)
 		if st != 200 {
 			t.Fatalf("page: %d %.200s", st, raw)
 		}
@@ -351,7 +352,7 @@ func BenchmarkDashboardListPage100k(b *testing.B) {
 		b.Run(q, func(b *testing.B) {
 			for b.Loop() {
 				var page api.ListResult
-				if st, raw := ns.get(b, "", "", httpapi.PathLocks+"?stale=true&"+q, &page); st != 200 || len(page.Locks) == 0 {
+				if st, raw := ns.get(b, "", "", wire.PathLocks+"?stale=true&"+q, &page); st != 200 || len(page.Locks) == 0 {
 					b.Fatalf("%d %.200s", st, raw)
 				}
 			}

@@ -11,8 +11,11 @@
 //
 // # Routes
 //
-// Bodies are JSON (api types unless noted); durations are integer
-// milliseconds. Every non-2xx answer is an api.ErrorBody. The reference
+// Paths, the request types that are not api types (SessionRequest,
+// CampaignRequest, ...) and the errors of the HTTP layer (ErrBodyTooLarge,
+// ...) are in package wire, shared with the client. Bodies are JSON (api
+// types unless noted); durations are integer milliseconds. Every non-2xx
+// answer is an api.ErrorBody. The reference
 // for clients is the OpenAPI 3.1 document openapi.json, served at
 // GET /v1/openapi.json and generated from these types by
 // internal/openapigen (go generate); its tests fail when a route served
@@ -74,8 +77,8 @@
 //
 // # Errors
 //
-// One table (errors.go) maps api sentinels to status and code, used both
-// ways (StatusOf on the server, ErrorOf in the client):
+// One table (package wire) maps api sentinels to status and code, used
+// both ways (wire.StatusOf on the server, wire.ErrorOf in the client):
 //
 //	423 locked, lock_delay                     ErrLocked, ErrLockDelay
 //	409 not_owner, stale_fence, conflict,      ErrNotOwner, ErrStaleFence, ErrConflict,

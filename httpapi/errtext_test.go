@@ -11,6 +11,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // internalText finds what a client must never read in an error: the name
@@ -31,7 +32,7 @@ func TestErrorBodiesNameTheCause(t *testing.T) {
 	fake := httpapitest.NewFake()
 	t.Cleanup(func() { fake.Close() })
 	srv := newServer(t, fake, httpapi.Config{})
-	if st, eb := call(t, srv, "POST", httpapi.PathAcquire, api.AcquireRequest{Key: "k", Owner: "worker-1", TTLMs: 60000}, nil); st != 200 {
+	if st, eb := call(t, srv, "POST", wire.PathAcquire, api.AcquireRequest{Key: "k", Owner: "worker-1", TTLMs: 60000}, nil); st != 200 {
 		t.Fatalf("setup: %d %+v", st, eb)
 	}
 	for _, c := range []struct {
@@ -41,25 +42,25 @@ func TestErrorBodiesNameTheCause(t *testing.T) {
 		code               string
 		want               []string // substrings of the message, in order
 	}{
-		{"ttl as a string", "POST", httpapi.PathAcquire, `{"key":"k","owner":"o","ttl_ms":"5s"}`, 400, api.CodeBadRequest,
+		{"ttl as a string", "POST", wire.PathAcquire, `{"key":"k","owner":"o","ttl_ms":"5s"}`, 400, api.CodeBadRequest,
 			[]string{"field ttl_ms: want a whole number of milliseconds, not a string"}},
-		{"keys as a string", "POST", httpapi.PathAcquire, `{"keys":"k","owner":"o","ttl_ms":5}`, 400, api.CodeBadRequest,
+		{"keys as a string", "POST", wire.PathAcquire, `{"keys":"k","owner":"o","ttl_ms":5}`, 400, api.CodeBadRequest,
 			[]string{"field keys: want an array of strings"}},
-		{"reentrant as a number", "POST", httpapi.PathTry, `{"key":"k","owner":"o","ttl_ms":5,"reentrant":1}`, 400, api.CodeBadRequest,
+		{"reentrant as a number", "POST", wire.PathTry, `{"key":"k","owner":"o","ttl_ms":5,"reentrant":1}`, 400, api.CodeBadRequest,
 			[]string{"field reentrant: want true or false, not a number"}},
-		{"an array body", "POST", httpapi.PathAcquire, `[1]`, 400, api.CodeBadRequest, []string{"must be a JSON object, not an array"}},
-		{"cut short", "POST", httpapi.PathAcquire, `{"key":"k"`, 400, api.CodeBadRequest, []string{"not valid JSON", "ends early"}},
-		{"syntax", "POST", httpapi.PathAcquire, `{"key":"k",,}`, 400, api.CodeBadRequest, []string{"not valid JSON", "at byte"}},
-		{"unknown field", "POST", httpapi.PathAcquire, `{"key":"k","owner":"o","ttl_ms":5,"bogus":1}`, 400, api.CodeBadRequest, []string{`unknown field "bogus"`}},
-		{"unknown mode", "POST", httpapi.PathAcquire, `{"key":"k","owner":"o","ttl_ms":5,"mode":"read"}`, 400, api.CodeBadRequest,
+		{"an array body", "POST", wire.PathAcquire, `[1]`, 400, api.CodeBadRequest, []string{"must be a JSON object, not an array"}},
+		{"cut short", "POST", wire.PathAcquire, `{"key":"k"`, 400, api.CodeBadRequest, []string{"not valid JSON", "ends early"}},
+		{"syntax", "POST", wire.PathAcquire, `{"key":"k",,}`, 400, api.CodeBadRequest, []string{"not valid JSON", "at byte"}},
+		{"unknown field", "POST", wire.PathAcquire, `{"key":"k","owner":"o","ttl_ms":5,"bogus":1}`, 400, api.CodeBadRequest, []string{`unknown field "bogus"`}},
+		{"unknown mode", "POST", wire.PathAcquire, `{"key":"k","owner":"o","ttl_ms":5,"mode":"read"}`, 400, api.CodeBadRequest,
 			[]string{`unknown mode "read"`, api.ModeExclusive, api.ModeShared, api.ModeSemaphore}},
-		{"held", "POST", httpapi.PathTry, api.AcquireRequest{Key: "k", Owner: "w2", TTLMs: 1000}, 423, api.CodeLocked,
+		{"held", "POST", wire.PathTry, api.AcquireRequest{Key: "k", Owner: "w2", TTLMs: 1000}, 423, api.CodeLocked,
 			[]string{"held by another owner", `holder "worker-1", fence `}},
-		{"not the owner", "POST", httpapi.PathRelease, api.ReleaseRequest{Key: "k", Owner: "w2"}, 409, api.CodeNotOwner, []string{"not the owner", `"k"`}},
-		{"not held", "POST", httpapi.PathRelease, api.ReleaseRequest{Key: "free", Owner: "w2"}, 404, api.CodeNotHeld, []string{"not held", `"free"`}},
-		{"no such lock", "GET", httpapi.PathLockPrefix + "nokey", nil, 404, api.CodeNotFound, []string{`"nokey"`}},
-		{"over the ttl limit", "POST", httpapi.PathAcquire, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1 << 40}, 400, api.CodeLimit, []string{"ttl_ms", "over the limit of"}},
-		{"semaphore conflict", "POST", httpapi.PathAcquire, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 5, Mode: api.ModeSemaphore, Permits: 2}, 409, "", []string{"conflicting lock parameters"}},
+		{"not the owner", "POST", wire.PathRelease, api.ReleaseRequest{Key: "k", Owner: "w2"}, 409, api.CodeNotOwner, []string{"not the owner", `"k"`}},
+		{"not held", "POST", wire.PathRelease, api.ReleaseRequest{Key: "free", Owner: "w2"}, 404, api.CodeNotHeld, []string{"not held", `"free"`}},
+		{"no such lock", "GET", wire.PathLockPrefix + "nokey", nil, 404, api.CodeNotFound, []string{`"nokey"`}},
+		{"over the ttl limit", "POST", wire.PathAcquire, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 1 << 40}, 400, api.CodeLimit, []string{"ttl_ms", "over the limit of"}},
+		{"semaphore conflict", "POST", wire.PathAcquire, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 5, Mode: api.ModeSemaphore, Permits: 2}, 409, "", []string{"conflicting lock parameters"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st, eb := call(t, srv, c.method, c.path, c.body, nil)
@@ -96,7 +97,7 @@ func TestTryNamesTheHolderToReaders(t *testing.T) {
 		{"w", "wp", false}, // +@write only: may take the lock, not see who holds it
 		{"all", "allp", true},
 	} {
-		st, body := send(t, srv, c.user, c.pass, routeSample{"POST", httpapi.PathTry, api.AcquireRequest{Key: "app:k", Owner: "x", TTLMs: 1000}})
+		st, body := send(t, srv, c.user, c.pass, routeSample{"POST", wire.PathTry, api.AcquireRequest{Key: "app:k", Owner: "x", TTLMs: 1000}})
 		if st != http.StatusLocked {
 			t.Fatalf("%s: %d %s", c.user, st, body)
 		}
@@ -113,7 +114,7 @@ func TestTryNamesTheHolderToReaders(t *testing.T) {
 // The texts of every error the HTTP layer itself refuses with carry no
 // package names once rendered for a client.
 func TestOwnErrorsRenderCleanly(t *testing.T) {
-	for _, err := range []error{httpapi.ErrBodyTooLarge, httpapi.ErrBodyTimeout, httpapi.ErrTooManyConns, httpapi.ErrContentType,
+	for _, err := range []error{wire.ErrBodyTooLarge, wire.ErrBodyTimeout, wire.ErrTooManyConns, wire.ErrContentType,
 		api.ErrLocked, api.ErrNotOwner, api.ErrNotHeld, api.ErrNotFound, api.ErrWaitTimeout, api.ErrNoLeader, api.ErrBadRequest,
 		api.ErrSessionExpired, api.ErrStaleFence, api.ErrConflict, api.ErrLimit, api.ErrCancelled, api.ErrLockDelay, api.ErrMaxHold,
 		api.ErrOutOfMemory, api.ErrUnauthorized, api.ErrForbidden} {

@@ -16,6 +16,7 @@ import (
 	"github.com/locknode/locknode/httpapi/httpapitest"
 	"github.com/locknode/locknode/internal/netguard"
 	"github.com/locknode/locknode/internal/netguard/netguardtest"
+	"github.com/locknode/locknode/wire"
 )
 
 // guardedServer serves l as cmd/locknode does, on ln, and returns the
@@ -96,8 +97,8 @@ func TestHTTPMaxConnsPerAddr(t *testing.T) {
 	}
 	c := dialHTTP(t, addr)
 	st, eb := c.answer(t, 10*time.Second)
-	if st != http.StatusServiceUnavailable || eb.Code != httpapi.CodeTooManyConns || !strings.Contains(eb.Message, "2 open from this address") {
-		t.Fatalf("third connection: %d %+v, want 503 %s from this address", st, eb, httpapi.CodeTooManyConns)
+	if st != http.StatusServiceUnavailable || eb.Code != wire.CodeTooManyConns || !strings.Contains(eb.Message, "2 open from this address") {
+		t.Fatalf("third connection: %d %+v, want 503 %s from this address", st, eb, wire.CodeTooManyConns)
 	}
 	if !c.closed(t, 10*time.Second) {
 		t.Fatal("refused connection left open")

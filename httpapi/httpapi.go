@@ -22,6 +22,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/wire"
 )
 
 // Defaults of the Config fields that are zero.
@@ -170,42 +171,42 @@ func New(l api.Locker, cfg Config) http.Handler {
 	}
 	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l), peerClient: newPeerClient(cfg.PeerTLS)}
 	mux := newRouteMux()
-	mux.HandleFunc("POST "+PathAcquire, s.acquire)
-	mux.HandleFunc("POST "+PathTry, s.try)
-	mux.HandleFunc("POST "+PathRelease, s.release)
-	mux.HandleFunc("POST "+PathExtend, s.extend)
-	mux.HandleFunc("GET "+PathLocks, s.list)
+	mux.HandleFunc("POST "+wire.PathAcquire, s.acquire)
+	mux.HandleFunc("POST "+wire.PathTry, s.try)
+	mux.HandleFunc("POST "+wire.PathRelease, s.release)
+	mux.HandleFunc("POST "+wire.PathExtend, s.extend)
+	mux.HandleFunc("GET "+wire.PathLocks, s.list)
 	// Inspect and history (dashboard.go) take the key as the rest of the
 	// path; lockGet tells them apart (keypath.go).
-	mux.HandleFunc("GET "+PathLockPrefix+"{key...}", s.lockGet)
-	mux.HandleFunc("POST "+PathSessions, s.openSession)
-	mux.HandleFunc("PUT "+PathSessions+"/{id}/keepalive", s.keepAlive)
-	mux.HandleFunc("POST "+PathSessions+"/{id}/keepalive", s.keepAlive)
-	mux.HandleFunc("DELETE "+PathSessions+"/{id}", s.closeSession)
-	mux.HandleFunc("POST "+PathElections+"{name}/campaign", s.campaign)
-	mux.HandleFunc("POST "+PathElections+"{name}/resign", s.resign)
-	mux.HandleFunc("POST "+PathElections+"{name}/proclaim", s.proclaim)
-	mux.HandleFunc("GET "+PathElections+"{name}/observe", s.observe)
-	mux.HandleFunc("POST "+PathFenceCheck, s.fenceCheck)
-	mux.HandleFunc("GET "+PathStatus, s.status)
-	mux.HandleFunc("GET "+PathLivez, s.livez)
-	mux.HandleFunc("GET "+PathReadyz, s.readyz)
-	mux.HandleFunc("GET "+PathOpenAPI, s.openAPI)
+	mux.HandleFunc("GET "+wire.PathLockPrefix+"{key...}", s.lockGet)
+	mux.HandleFunc("POST "+wire.PathSessions, s.openSession)
+	mux.HandleFunc("PUT "+wire.PathSessions+"/{id}/keepalive", s.keepAlive)
+	mux.HandleFunc("POST "+wire.PathSessions+"/{id}/keepalive", s.keepAlive)
+	mux.HandleFunc("DELETE "+wire.PathSessions+"/{id}", s.closeSession)
+	mux.HandleFunc("POST "+wire.PathElections+"{name}/campaign", s.campaign)
+	mux.HandleFunc("POST "+wire.PathElections+"{name}/resign", s.resign)
+	mux.HandleFunc("POST "+wire.PathElections+"{name}/proclaim", s.proclaim)
+	mux.HandleFunc("GET "+wire.PathElections+"{name}/observe", s.observe)
+	mux.HandleFunc("POST "+wire.PathFenceCheck, s.fenceCheck)
+	mux.HandleFunc("GET "+wire.PathStatus, s.status)
+	mux.HandleFunc("GET "+wire.PathLivez, s.livez)
+	mux.HandleFunc("GET "+wire.PathReadyz, s.readyz)
+	mux.HandleFunc("GET "+wire.PathOpenAPI, s.openAPI)
 	if m, ok := l.(Membership); ok {
-		mux.HandleFunc("POST "+PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
-		mux.HandleFunc("DELETE "+PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
+		mux.HandleFunc("POST "+wire.PathMembers, func(w http.ResponseWriter, r *http.Request) { s.addMember(w, r, m) })
+		mux.HandleFunc("DELETE "+wire.PathMembers+"/{id}", func(w http.ResponseWriter, r *http.Request) { s.removeMember(w, r, m) })
 	}
 	if lt, ok := l.(LeaderTransferer); ok {
-		mux.HandleFunc("POST "+PathTransferLeader, func(w http.ResponseWriter, r *http.Request) { s.transferLeader(w, r, lt) })
+		mux.HandleFunc("POST "+wire.PathTransferLeader, func(w http.ResponseWriter, r *http.Request) { s.transferLeader(w, r, lt) })
 	}
 	if u, ok := l.(Upgrader); ok {
-		mux.HandleFunc("POST "+PathClusterUpgrade, func(w http.ResponseWriter, r *http.Request) { s.upgrade(w, r, u) })
+		mux.HandleFunc("POST "+wire.PathClusterUpgrade, func(w http.ResponseWriter, r *http.Request) { s.upgrade(w, r, u) })
 	}
 	if sn, ok := l.(Snapshotter); ok {
-		mux.HandleFunc("GET "+PathSnapshot, func(w http.ResponseWriter, r *http.Request) { s.snapshot(w, r, sn) })
+		mux.HandleFunc("GET "+wire.PathSnapshot, func(w http.ResponseWriter, r *http.Request) { s.snapshot(w, r, sn) })
 	}
 	if cfg.Metrics != nil {
-		mux.Handle("GET "+PathMetrics, cfg.Metrics)
+		mux.Handle("GET "+wire.PathMetrics, cfg.Metrics)
 	}
 	s.mountDashboard(mux)
 	// Everything else answers a JSON 404, so clients only ever parse one
@@ -239,7 +240,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// orchestrators ask without credentials.
 	// The dashboard's page is public too: its data comes from routes
 	// that check credentials.
-	if r.Method == http.MethodGet && (r.URL.Path == PathLivez || r.URL.Path == PathReadyz || r.URL.Path == PathOpenAPI || publicPath(r.URL.Path)) {
+	if r.Method == http.MethodGet && (r.URL.Path == wire.PathLivez || r.URL.Path == wire.PathReadyz || r.URL.Path == wire.PathOpenAPI || publicPath(r.URL.Path)) {
 		rt.mux.ServeHTTP(w, r)
 		return
 	}
@@ -263,7 +264,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !isJSON(r.Header["Content-Type"]) {
-		rt.s.fail(w, r, fmt.Errorf("%w: got %q", ErrContentType, r.Header.Get("Content-Type")))
+		rt.s.fail(w, r, fmt.Errorf("%w: got %q", wire.ErrContentType, r.Header.Get("Content-Type")))
 		return
 	}
 	if r.ContentLength != 0 { // a body follows (-1: chunked)
@@ -271,16 +272,16 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && r.URL.RawPath == "" {
 		switch r.URL.Path {
-		case PathTry:
+		case wire.PathTry:
 			rt.s.try(w, r)
 			return
-		case PathRelease:
+		case wire.PathRelease:
 			rt.s.release(w, r)
 			return
-		case PathAcquire:
+		case wire.PathAcquire:
 			rt.s.acquire(w, r)
 			return
-		case PathExtend:
+		case wire.PathExtend:
 			rt.s.extend(w, r)
 			return
 		}
@@ -299,17 +300,17 @@ func isJSON(h []string) bool {
 	if len(h) != 1 {
 		return false
 	}
-	if h[0] == ContentTypeJSON { // the common case, without parsing
+	if h[0] == wire.ContentTypeJSON { // the common case, without parsing
 		return true
 	}
 	mt, _, err := mime.ParseMediaType(h[0])
-	return err == nil && mt == ContentTypeJSON
+	return err == nil && mt == wire.ContentTypeJSON
 }
 
 // fastRoute reports whether ServeHTTP sends path (of a POST) straight to
 // its handler.
 func fastRoute(path string) bool {
-	return path == PathTry || path == PathRelease || path == PathAcquire || path == PathExtend
+	return path == wire.PathTry || path == wire.PathRelease || path == wire.PathAcquire || path == wire.PathExtend
 }
 
 // ---- locks ----
@@ -507,7 +508,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 // ---- sessions ----
 
 func (s *server) openSession(w http.ResponseWriter, r *http.Request) {
-	var req SessionRequest
+	var req wire.SessionRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -531,7 +532,7 @@ func (s *server) closeSession(w http.ResponseWriter, r *http.Request) {
 // ---- elections ----
 
 func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
-	var req CampaignRequest
+	var req wire.CampaignRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -548,7 +549,7 @@ func (s *server) campaign(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) resign(w http.ResponseWriter, r *http.Request) {
-	var req ResignRequest
+	var req wire.ResignRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -564,7 +565,7 @@ func (s *server) resign(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) proclaim(w http.ResponseWriter, r *http.Request) {
-	var req ProclaimRequest
+	var req wire.ProclaimRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -592,7 +593,7 @@ func (s *server) observe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", ContentTypeNDJSON)
+	w.Header().Set("Content-Type", wire.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	// Flush the header now: the client learns the stream is open before
 	// the first change.
@@ -623,14 +624,14 @@ type Membership interface {
 }
 
 // ForcedMembership is the optional side of a Membership that adds a
-// voter without checking that it answers (MemberRequest.Force);
+// voter without checking that it answers (wire.MemberRequest.Force);
 // cluster.Node implements it.
 type ForcedMembership interface {
 	AddVoterForce(ctx context.Context, id, addr string) error
 }
 
 func (s *server) addMember(w http.ResponseWriter, r *http.Request, m Membership) {
-	var req MemberRequest
+	var req wire.MemberRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -671,7 +672,7 @@ func errText(err error) string {
 // ---- misc ----
 
 func (s *server) fenceCheck(w http.ResponseWriter, r *http.Request) {
-	var req FenceCheckRequest
+	var req wire.FenceCheckRequest
 	if !s.decode(w, r, &req) {
 		return
 	}
@@ -756,9 +757,9 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		var tooBig *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooBig):
-			s.fail(w, r, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, tooBig.Limit))
+			s.fail(w, r, fmt.Errorf("%w: over %d bytes", wire.ErrBodyTooLarge, tooBig.Limit))
 		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.fail(w, r, fmt.Errorf("%w: %v", ErrBodyTimeout, s.cfg.BodyTimeout))
+			s.fail(w, r, fmt.Errorf("%w: %v", wire.ErrBodyTimeout, s.cfg.BodyTimeout))
 		default:
 			s.fail(w, r, fmt.Errorf("%w: reading body: %v", api.ErrBadRequest, err))
 		}
@@ -770,7 +771,7 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	setReadDeadline(w, time.Time{})
 	// The fast path copies every string it keeps, so b can go back to
 	// the pool; so does encoding/json.
-	if DecodeJSON(b, v) {
+	if wire.DecodeJSON(b, v) {
 		return true
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -853,7 +854,7 @@ func (s *server) replyEmpty(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := StatusOf(err)
+	status, code := wire.StatusOf(err)
 	log := s.cfg.Logger.Debug
 	if status >= 500 {
 		log = s.cfg.Logger.Warn
@@ -868,12 +869,12 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // jsonContentType is the Content-Type header value of every JSON answer,
 // shared: net/http copies handler headers before writing them and never
 // changes a value slice.
-var jsonContentType = []string{ContentTypeJSON}
+var jsonContentType = []string{wire.ContentTypeJSON}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := replyPool.Get().(*[]byte)
 	defer replyPool.Put(buf)
-	b, ok := AppendJSON((*buf)[:0], v)
+	b, ok := wire.AppendJSON((*buf)[:0], v)
 	if !ok {
 		var err error
 		b, err = json.Marshal(v)

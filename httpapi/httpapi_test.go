@@ -19,6 +19,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // call sends a JSON body (a string is sent verbatim) and decodes the answer
@@ -42,7 +43,7 @@ func call(t *testing.T, srv *httptest.Server, method, path string, body any, out
 		t.Fatal(err)
 	}
 	if method != http.MethodGet {
-		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+		req.Header.Set("Content-Type", wire.ContentTypeJSON)
 	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -79,7 +80,7 @@ func TestRoutesEndToEnd(t *testing.T) {
 	})
 
 	var sess api.SessionInfo
-	if st, eb := call(t, srv, "POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 60000}, &sess); st != 200 || sess.ID == "" {
+	if st, eb := call(t, srv, "POST", "/v1/sessions", wire.SessionRequest{TTLMs: 60000}, &sess); st != 200 || sess.ID == "" {
 		t.Fatalf("open session: %d %+v %+v", st, eb, sess)
 	}
 	for _, m := range []string{"PUT", "POST"} {
@@ -137,31 +138,31 @@ func TestRoutesEndToEnd(t *testing.T) {
 	}
 
 	var fr api.FenceResult
-	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 2}, &fr); st != 200 || !fr.OK || fr.Highest != 2 {
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", wire.FenceCheckRequest{Resource: "db", Token: 2}, &fr); st != 200 || !fr.OK || fr.Highest != 2 {
 		t.Fatalf("fence check 2: %d %+v", st, fr)
 	}
-	if st, _ := call(t, srv, "POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "db", Token: 1}, &fr); st != 200 || fr.OK || fr.Highest != 2 {
+	if st, _ := call(t, srv, "POST", "/v1/fence/check", wire.FenceCheckRequest{Resource: "db", Token: 1}, &fr); st != 200 || fr.OK || fr.Highest != 2 {
 		t.Fatalf("fence check 1: %d %+v", st, fr)
 	}
 
 	var ld api.Leader
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/campaign", httpapi.CampaignRequest{Value: "me", Session: sess.ID}, &ld); st != 200 || ld.Value != "me" || ld.Election != "e1" {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/campaign", wire.CampaignRequest{Value: "me", Session: sess.ID}, &ld); st != 200 || ld.Value != "me" || ld.Election != "e1" {
 		t.Fatalf("campaign: %d %+v %+v", st, eb, ld)
 	}
 	if ld.Token == "" {
 		t.Fatalf("campaign answered no token: %+v", ld)
 	}
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "other", Token: ld.Token}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", wire.ResignRequest{Value: "other", Token: ld.Token}, nil); st != 409 || eb.Code != api.CodeNotOwner {
 		t.Fatalf("resign by stranger: %d %+v", st, eb)
 	}
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", wire.ResignRequest{Value: "me"}, nil); st != 409 || eb.Code != api.CodeNotOwner {
 		t.Fatalf("resign without the token: %d %+v", st, eb)
 	}
 	var pl api.Leader
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/proclaim", httpapi.ProclaimRequest{Value: "me", Token: ld.Token, NewValue: "me2"}, &pl); st != 200 || pl.Value != "me2" || pl.Fence != ld.Fence {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/proclaim", wire.ProclaimRequest{Value: "me", Token: ld.Token, NewValue: "me2"}, &pl); st != 200 || pl.Value != "me2" || pl.Fence != ld.Fence {
 		t.Fatalf("proclaim: %d %+v %+v", st, eb, pl)
 	}
-	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", httpapi.ResignRequest{Value: "me2", Token: ld.Token}, nil); st != 204 {
+	if st, eb := call(t, srv, "POST", "/v1/elections/e1/resign", wire.ResignRequest{Value: "me2", Token: ld.Token}, nil); st != 204 {
 		t.Fatalf("resign: %d %+v", st, eb)
 	}
 
@@ -227,16 +228,16 @@ func TestErrorMapping(t *testing.T) {
 		{"POST", "/v1/locks/extend", api.ExtendRequest{Key: "k", Owner: "o", TTLMs: 1000}},
 		{"GET", "/v1/locks/k", nil},
 		{"GET", "/v1/locks", nil},
-		{"POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 1000}},
+		{"POST", "/v1/sessions", wire.SessionRequest{TTLMs: 1000}},
 		{"PUT", "/v1/sessions/s/keepalive", nil},
 		{"DELETE", "/v1/sessions/s", nil},
-		{"POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v", Session: "s"}},
-		{"POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v", Token: "t"}},
-		{"POST", "/v1/elections/e/proclaim", httpapi.ProclaimRequest{Value: "v", Token: "t", NewValue: "w"}},
+		{"POST", "/v1/elections/e/campaign", wire.CampaignRequest{Value: "v", Session: "s"}},
+		{"POST", "/v1/elections/e/resign", wire.ResignRequest{Value: "v", Token: "t"}},
+		{"POST", "/v1/elections/e/proclaim", wire.ProclaimRequest{Value: "v", Token: "t", NewValue: "w"}},
 		{"GET", "/v1/elections/e/observe", nil},
-		{"POST", "/v1/fence/check", httpapi.FenceCheckRequest{Resource: "r", Token: 1}},
+		{"POST", "/v1/fence/check", wire.FenceCheckRequest{Resource: "r", Token: 1}},
 		{"GET", "/v1/status", nil},
-		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n", Address: "a:1"}},
+		{"POST", "/v1/members", wire.MemberRequest{ID: "n", Address: "a:1"}},
 		{"DELETE", "/v1/members/n", nil},
 	}
 	for _, c := range cases {
@@ -250,13 +251,13 @@ func TestErrorMapping(t *testing.T) {
 				}
 				checkClientText(t, r.method+" "+r.path, eb.Message)
 			}
-			if got := httpapi.ErrorOf(c.code); c.code != api.CodeInternal && got == nil {
+			if got := wire.ErrorOf(c.code); c.code != api.CodeInternal && got == nil {
 				t.Errorf("ErrorOf(%q) = nil", c.code)
 			}
 			// The client maps the code back to a sentinel the server maps
 			// to the same status and code: the table round-trips.
-			if back := httpapi.ErrorOf(c.code); back != nil {
-				if st, code := httpapi.StatusOf(back); st != c.status || code != c.code {
+			if back := wire.ErrorOf(c.code); back != nil {
+				if st, code := wire.StatusOf(back); st != c.status || code != c.code {
 					t.Errorf("round trip of %q: %d %s", c.code, st, code)
 				}
 			}
@@ -407,7 +408,7 @@ func TestLongPoll(t *testing.T) {
 		go func() {
 			body := `{"key":"k","owner":"d","ttl_ms":1000,"wait_ms":60000}`
 			req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/locks/acquire", strings.NewReader(body))
-			req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+			req.Header.Set("Content-Type", wire.ContentTypeJSON)
 			resp, err := srv.Client().Do(req)
 			if err == nil {
 				resp.Body.Close()
@@ -430,7 +431,7 @@ func TestObserveStreams(t *testing.T) {
 	fake := httpapitest.NewFake()
 	srv := newServer(t, fake, httpapi.Config{})
 	var sess api.SessionInfo
-	call(t, srv, "POST", "/v1/sessions", httpapi.SessionRequest{TTLMs: 60000}, &sess)
+	call(t, srv, "POST", "/v1/sessions", wire.SessionRequest{TTLMs: 60000}, &sess)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -440,7 +441,7 @@ func TestObserveStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != httpapi.ContentTypeNDJSON {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != wire.ContentTypeNDJSON {
 		t.Fatalf("observe: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	lines := bufio.NewScanner(resp.Body)
@@ -461,15 +462,15 @@ func TestObserveStreams(t *testing.T) {
 	}
 	// Campaign now, see it streamed.
 	var ld api.Leader
-	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v1", Session: sess.ID}, &ld)
+	call(t, srv, "POST", "/v1/elections/e/campaign", wire.CampaignRequest{Value: "v1", Session: sess.ID}, &ld)
 	if l := next(); l.Value != "v1" || l.Election != "e" || l.Token != "" {
 		t.Fatalf("second line %+v", l)
 	}
-	call(t, srv, "POST", "/v1/elections/e/resign", httpapi.ResignRequest{Value: "v1", Token: ld.Token}, nil)
+	call(t, srv, "POST", "/v1/elections/e/resign", wire.ResignRequest{Value: "v1", Token: ld.Token}, nil)
 	if l := next(); l.Value != "" {
 		t.Fatalf("after resign %+v", l)
 	}
-	call(t, srv, "POST", "/v1/elections/e/campaign", httpapi.CampaignRequest{Value: "v2", Session: sess.ID}, nil)
+	call(t, srv, "POST", "/v1/elections/e/campaign", wire.CampaignRequest{Value: "v2", Session: sess.ID}, nil)
 	if l := next(); l.Value != "v2" {
 		t.Fatalf("fourth line %+v", l)
 	}
@@ -496,10 +497,10 @@ func TestMembership(t *testing.T) {
 		status       int
 		code         string
 	}{
-		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""},
-		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""}, // idempotent
-		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n4", Address: "10.0.0.9:7000"}, 409, api.CodeConflict},
-		{"POST", "/v1/members", httpapi.MemberRequest{ID: "n5"}, 400, api.CodeBadRequest},
+		{"POST", "/v1/members", wire.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""},
+		{"POST", "/v1/members", wire.MemberRequest{ID: "n4", Address: "10.0.0.4:7000"}, 204, ""}, // idempotent
+		{"POST", "/v1/members", wire.MemberRequest{ID: "n4", Address: "10.0.0.9:7000"}, 409, api.CodeConflict},
+		{"POST", "/v1/members", wire.MemberRequest{ID: "n5"}, 400, api.CodeBadRequest},
 		{"POST", "/v1/members", `{"id":"n5","addr":"x"}`, 400, api.CodeBadRequest},
 		{"DELETE", "/v1/members/n9", nil, 404, api.CodeNotFound},
 	}
@@ -524,7 +525,7 @@ func TestMembership(t *testing.T) {
 
 	// A Locker without membership serves no member routes.
 	plain := newServer(t, lockerOnly{fake}, httpapi.Config{})
-	if got, eb := call(t, plain, "POST", "/v1/members", httpapi.MemberRequest{ID: "n", Address: "a:1"}, nil); got != 404 || eb.Code != api.CodeNotFound {
+	if got, eb := call(t, plain, "POST", "/v1/members", wire.MemberRequest{ID: "n", Address: "a:1"}, nil); got != 404 || eb.Code != api.CodeNotFound {
 		t.Fatalf("members on a plain Locker: %d %+v", got, eb)
 	}
 }
@@ -538,14 +539,14 @@ func TestChunkedBodies(t *testing.T) {
 	post := func(body string) (*http.Response, []byte) {
 		t.Helper()
 		// Hiding the reader's type hides its length: the request is chunked.
-		req, err := http.NewRequest("POST", srv.URL+httpapi.PathTry, struct{ io.Reader }{strings.NewReader(body)})
+		req, err := http.NewRequest("POST", srv.URL+wire.PathTry, struct{ io.Reader }{strings.NewReader(body)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if req.ContentLength != 0 || req.TransferEncoding != nil {
 			t.Fatalf("request has a declared length %d", req.ContentLength)
 		}
-		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+		req.Header.Set("Content-Type", wire.ContentTypeJSON)
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -575,10 +576,10 @@ func TestHotRoutesEscapedAndOtherMethods(t *testing.T) {
 		t.Fatalf("escaped try: %d %+v", st, eb)
 	}
 	var res api.ReleaseResult
-	if st, eb := call(t, srv, "POST", httpapi.PathRelease, `{"key":"esc","owner":"o"}`, &res); st != 200 || !res.Released {
+	if st, eb := call(t, srv, "POST", wire.PathRelease, `{"key":"esc","owner":"o"}`, &res); st != 200 || !res.Released {
 		t.Fatalf("release: %d %+v %+v", st, eb, res)
 	}
-	st, eb := call(t, srv, "GET", httpapi.PathTry, nil, nil)
+	st, eb := call(t, srv, "GET", wire.PathTry, nil, nil)
 	if st < 400 || st >= 500 || eb.Code == "" {
 		t.Fatalf("GET on a POST route: %d %+v", st, eb)
 	}
@@ -620,20 +621,20 @@ func TestWritesNeedJSON(t *testing.T) {
 	fake := httpapitest.NewFake()
 	srv := newServer(t, fake, httpapi.Config{})
 	routes := []struct{ method, path, body string }{
-		{"POST", httpapi.PathAcquire, `{"key":"k","owner":"o","ttl_ms":60000}`},
-		{"POST", httpapi.PathTry, `{"key":"k","owner":"o","ttl_ms":60000}`},
-		{"POST", httpapi.PathRelease, `{"key":"k","force":true}`},
-		{"POST", httpapi.PathExtend, `{"key":"k","owner":"o","ttl_ms":60000}`},
-		{"POST", httpapi.PathSessions, `{"ttl_ms":60000}`},
-		{"POST", httpapi.PathSessions + "/s/keepalive", ``},
-		{"PUT", httpapi.PathSessions + "/s/keepalive", ``},
-		{"DELETE", httpapi.PathSessions + "/s", ``},
-		{"POST", httpapi.PathElections + "e/campaign", `{"value":"v","session":"s"}`},
-		{"POST", httpapi.PathElections + "e/resign", `{"value":"v","token":"t"}`},
-		{"POST", httpapi.PathFenceCheck, `{"resource":"r","token":1}`},
+		{"POST", wire.PathAcquire, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", wire.PathTry, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", wire.PathRelease, `{"key":"k","force":true}`},
+		{"POST", wire.PathExtend, `{"key":"k","owner":"o","ttl_ms":60000}`},
+		{"POST", wire.PathSessions, `{"ttl_ms":60000}`},
+		{"POST", wire.PathSessions + "/s/keepalive", ``},
+		{"PUT", wire.PathSessions + "/s/keepalive", ``},
+		{"DELETE", wire.PathSessions + "/s", ``},
+		{"POST", wire.PathElections + "e/campaign", `{"value":"v","session":"s"}`},
+		{"POST", wire.PathElections + "e/resign", `{"value":"v","token":"t"}`},
+		{"POST", wire.PathFenceCheck, `{"resource":"r","token":1}`},
 		{"POST", "/v1/locks/%74ry", `{"key":"k","owner":"o","ttl_ms":60000}`},
-		{"POST", httpapi.PathMembers, `{"id":"x","address":"127.0.0.1:1"}`},
-		{"DELETE", httpapi.PathMembers + "/x", ``},
+		{"POST", wire.PathMembers, `{"id":"x","address":"127.0.0.1:1"}`},
+		{"DELETE", wire.PathMembers + "/x", ``},
 	}
 	calls := func() int {
 		n := 0
@@ -689,8 +690,8 @@ func TestWritesNeedJSON(t *testing.T) {
 					t.Fatal("a refused request reached the Locker")
 				}
 				var eb api.ErrorBody
-				if resp.StatusCode != ct.want || json.Unmarshal(raw, &eb) != nil || eb.Code != httpapi.CodeUnsupportedMediaType {
-					t.Fatalf("got %d %s, want %d with code %q", resp.StatusCode, raw, ct.want, httpapi.CodeUnsupportedMediaType)
+				if resp.StatusCode != ct.want || json.Unmarshal(raw, &eb) != nil || eb.Code != wire.CodeUnsupportedMediaType {
+					t.Fatalf("got %d %s, want %d with code %q", resp.StatusCode, raw, ct.want, wire.CodeUnsupportedMediaType)
 				}
 			})
 		}

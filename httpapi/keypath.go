@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/wire"
 )
 
 // Keys in paths. GET /v1/locks/{key} (inspect) and GET
@@ -28,8 +29,8 @@ import (
 
 // Patterns of the two routes that carry a key in their path.
 const (
-	lockKeyPattern     = "GET " + PathLockPrefix + "{key...}"
-	lockHistoryPattern = "GET " + PathLockPrefix + "{key}" + PathHistory
+	lockKeyPattern     = "GET " + wire.PathLockPrefix + "{key...}"
+	lockHistoryPattern = "GET " + wire.PathLockPrefix + "{key}" + wire.PathHistory
 )
 
 // lockGet serves both key routes: the mux sends a single-segment key with
@@ -48,14 +49,14 @@ func (s *server) lockGet(w http.ResponseWriter, r *http.Request) {
 	s.inspect(w, r, key)
 }
 
-// lockPathKey returns the key of an escaped path under PathLockPrefix
+// lockPathKey returns the key of an escaped path under wire.PathLockPrefix
 // and whether the path asks the key's history.
 func lockPathKey(escaped string) (key string, history bool, err error) {
-	rest := strings.TrimPrefix(escaped, PathLockPrefix)
+	rest := strings.TrimPrefix(escaped, wire.PathLockPrefix)
 	if i := strings.LastIndexByte(rest, '/'); i > 0 {
 		// Each raw segment is decoded on its own, as the mux matches them,
 		// so "/%68istory" is "/history" too.
-		if last, err := url.PathUnescape(rest[i+1:]); err == nil && last == PathHistory[1:] {
+		if last, err := url.PathUnescape(rest[i+1:]); err == nil && last == wire.PathHistory[1:] {
 			rest, history = rest[:i], true
 		}
 	}
@@ -66,11 +67,11 @@ func lockPathKey(escaped string) (key string, history bool, err error) {
 	return key, history, nil
 }
 
-// checkLockPath refuses a path under PathLockPrefix with a raw segment
+// checkLockPath refuses a path under wire.PathLockPrefix with a raw segment
 // that is empty, "." or "..": a client, a proxy or the mux would clean
 // it into another path, so its key would become another key.
 func checkLockPath(escaped string) error {
-	rest, ok := strings.CutPrefix(escaped, PathLockPrefix)
+	rest, ok := strings.CutPrefix(escaped, wire.PathLockPrefix)
 	if !ok || rest == "" {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestKeysInPaths: inspect and history find a key with slashes whether
@@ -59,7 +60,7 @@ func TestKeysInPaths(t *testing.T) {
 		{"a/b/", "", false},
 		{"a//history", "", false},
 	} {
-		path := httpapi.PathLockPrefix + c.path
+		path := wire.PathLockPrefix + c.path
 		if c.key == "" {
 			st, raw := ns.get(t, "", "", path, nil)
 			if st != http.StatusBadRequest || !strings.Contains(raw, "%2F") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/internal/netguard"
+	"github.com/locknode/locknode/wire"
 )
 
 // NewServer returns the http.Server for h (the handler New returns) with
@@ -132,7 +133,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		}
 		release, ok := l.perAddr.Acquire(c.RemoteAddr())
 		if !ok {
-			l.refuse(c, fmt.Sprintf("%v: %d open from this address", ErrTooManyConns, l.perAddr.Max()), "per_addr")
+			l.refuse(c, fmt.Sprintf("%v: %d open from this address", wire.ErrTooManyConns, l.perAddr.Max()), "per_addr")
 			continue
 		}
 		if l.open.Add(1) <= l.max {
@@ -140,7 +141,7 @@ func (l *LimitedListener) Accept() (net.Conn, error) {
 		}
 		l.open.Add(-1)
 		release()
-		l.refuse(c, fmt.Sprintf("%v: %d open", ErrTooManyConns, l.max), "max_conns")
+		l.refuse(c, fmt.Sprintf("%v: %d open", wire.ErrTooManyConns, l.max), "max_conns")
 	}
 }
 
@@ -174,13 +175,13 @@ func (l *LimitedListener) refuse(c net.Conn, msg, limit string) {
 
 // overCapacityAnswer is the whole HTTP response a refused connection gets.
 func overCapacityAnswer(msg string) []byte {
-	body, _ := AppendJSON(nil, &api.ErrorBody{
-		Code:    CodeTooManyConns,
+	body, _ := wire.AppendJSON(nil, &api.ErrorBody{
+		Code:    wire.CodeTooManyConns,
 		Message: msg,
 	})
 	body = append(body, '\n')
 	return []byte("HTTP/1.1 503 Service Unavailable\r\n" +
-		"Content-Type: " + ContentTypeJSON + "\r\n" +
+		"Content-Type: " + wire.ContentTypeJSON + "\r\n" +
 		"Retry-After: 1\r\n" +
 		"Connection: close\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + string(body))

@@ -8,6 +8,7 @@ import (
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
 	"github.com/locknode/locknode/locktest"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestLimits: the shared limits cases (locktest.RequestCases) over HTTP:
@@ -26,15 +27,15 @@ func TestLimits(t *testing.T) {
 			var body any
 			switch {
 			case c.Acquire != nil && c.Wait:
-				path, body = httpapi.PathAcquire, c.Acquire
+				path, body = wire.PathAcquire, c.Acquire
 			case c.Acquire != nil:
-				path, body = httpapi.PathTry, c.Acquire
+				path, body = wire.PathTry, c.Acquire
 			case c.Extend != nil:
-				path, body = httpapi.PathExtend, c.Extend
+				path, body = wire.PathExtend, c.Extend
 			case c.Release != nil:
-				path, body = httpapi.PathRelease, c.Release
+				path, body = wire.PathRelease, c.Release
 			case c.Session != nil:
-				path, body = httpapi.PathSessions, c.Session
+				path, body = wire.PathSessions, c.Session
 			}
 			st, eb := call(t, srv, "POST", path, body, nil)
 			if st != 400 || eb.Code != codes[c.Want] || !strings.Contains(eb.Message, c.Mention) {
@@ -47,22 +48,22 @@ func TestLimits(t *testing.T) {
 			t.Errorf("the Locker's %s was called %d times", m, n)
 		}
 	}
-	if st, _ := call(t, srv, "GET", httpapi.PathLockPrefix+key, nil, nil); st != 404 {
+	if st, _ := call(t, srv, "GET", wire.PathLockPrefix+key, nil, nil); st != 404 {
 		t.Fatalf("inspect %s after refusals: %d", key, st)
 	}
 
 	var l api.Lease
-	if st, eb := call(t, srv, "POST", httpapi.PathTry, api.AcquireRequest{Key: key, Owner: owner, TTLMs: api.DefaultMaxTTLMs}, &l); st != 200 || l.TTLMs != api.DefaultMaxTTLMs {
+	if st, eb := call(t, srv, "POST", wire.PathTry, api.AcquireRequest{Key: key, Owner: owner, TTLMs: api.DefaultMaxTTLMs}, &l); st != 200 || l.TTLMs != api.DefaultMaxTTLMs {
 		t.Fatalf("lease of the longest TTL: %d %+v %+v", st, eb, l)
 	}
 	for _, tok := range []uint64{l.Fence + 1, 18446744073709551615} {
-		st, eb := call(t, srv, "POST", httpapi.PathFenceCheck, api.FenceCheckRequest{Resource: "db", Token: tok}, nil)
+		st, eb := call(t, srv, "POST", wire.PathFenceCheck, api.FenceCheckRequest{Resource: "db", Token: tok}, nil)
 		if st != 400 || eb.Code != api.CodeBadRequest || !strings.Contains(eb.Message, "above the highest fence") {
 			t.Fatalf("fence check %d: %d %+v", tok, st, eb)
 		}
 	}
 	var fr api.FenceResult
-	if st, _ := call(t, srv, "POST", httpapi.PathFenceCheck, api.FenceCheckRequest{Resource: "db", Token: l.Fence}, &fr); st != 200 || !fr.OK || fr.Highest != l.Fence {
+	if st, _ := call(t, srv, "POST", wire.PathFenceCheck, api.FenceCheckRequest{Resource: "db", Token: l.Fence}, &fr); st != 200 || !fr.OK || fr.Highest != l.Fence {
 		t.Fatalf("fence check with the granted fence: %d %+v", st, fr)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // limitedServer serves l the way cmd/locknode does (NewServer on a
@@ -132,7 +133,7 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 		t.Fatalf("an oversized body reached the Locker %d times", n)
 	}
 	// The client maps the answer back to api.ErrLimit.
-	if err := httpapi.ErrorOf(api.CodeLimit); err != api.ErrLimit {
+	if err := wire.ErrorOf(api.CodeLimit); err != api.ErrLimit {
 		t.Fatalf("ErrorOf(limit) = %v", err)
 	}
 	serves(t, addr)
@@ -246,13 +247,13 @@ func TestConnectionCap(t *testing.T) {
 	over := dialHTTP(t, addr)
 	io.WriteString(over.nc, "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n")
 	st, eb := over.answer(t, 10*time.Second)
-	if st != http.StatusServiceUnavailable || eb.Code != httpapi.CodeTooManyConns {
-		t.Fatalf("third connection: %d %+v, want 503 %s", st, eb, httpapi.CodeTooManyConns)
+	if st != http.StatusServiceUnavailable || eb.Code != wire.CodeTooManyConns {
+		t.Fatalf("third connection: %d %+v, want 503 %s", st, eb, wire.CodeTooManyConns)
 	}
 	if !over.closed(t, 10*time.Second) {
 		t.Fatal("the refused connection is still open")
 	}
-	if !errors.Is(httpapi.ErrorOf(eb.Code), httpapi.ErrTooManyConns) || !httpapi.Retryable(st) {
+	if !errors.Is(wire.ErrorOf(eb.Code), wire.ErrTooManyConns) || !wire.Retryable(st) {
 		t.Fatalf("the answer does not map back to ErrTooManyConns or is not retryable")
 	}
 	// The held connections still work; once one closes, a new one is served.

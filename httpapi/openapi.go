@@ -7,10 +7,6 @@ import (
 
 //go:generate go run ../internal/openapigen -o openapi.json
 
-// PathOpenAPI serves the OpenAPI 3.1 document of this API (public, like
-// the probes: it is the same in every binary).
-const PathOpenAPI = "/v1/openapi.json"
-
 // openAPIDoc is the OpenAPI document, generated from the wire types by
 // internal/openapigen (go generate); its tests check it against the
 // routes served and the answers sent.

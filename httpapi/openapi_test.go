@@ -21,6 +21,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // openAPI is the embedded document with its schemas compiled on demand
@@ -159,7 +160,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 		method, path, _ := strings.Cut(r, " ")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, method, ns.srv.URL+fill.Replace(path), strings.NewReader("{}"))
-		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+		req.Header.Set("Content-Type", wire.ContentTypeJSON)
 		resp, err := cl.Do(req)
 		if err != nil {
 			cancel()
@@ -175,8 +176,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 		}
 	}
 	// The document is served as it is embedded.
-	if st, raw := ns.get(t, "", "", httpapi.PathOpenAPI, nil); st != 200 || raw != string(httpapi.OpenAPI()) {
-		t.Errorf("GET %s: %d, %d bytes, want the embedded document", httpapi.PathOpenAPI, st, len(raw))
+	if st, raw := ns.get(t, "", "", wire.PathOpenAPI, nil); st != 200 || raw != string(httpapi.OpenAPI()) {
+		t.Errorf("GET %s: %d, %d bytes, want the embedded document", wire.PathOpenAPI, st, len(raw))
 	}
 }
 
@@ -223,8 +224,8 @@ func TestOpenAPIExamples(t *testing.T) {
 // a request without a required field.
 func TestOpenAPISchemasRefuse(t *testing.T) {
 	o := loadOpenAPI(t)
-	lease := []string{"paths", httpapi.PathAcquire, "post", "responses", "200", "content", httpapi.ContentTypeJSON, "schema"}
-	acquire := []string{"paths", httpapi.PathAcquire, "post", "requestBody", "content", httpapi.ContentTypeJSON, "schema"}
+	lease := []string{"paths", wire.PathAcquire, "post", "responses", "200", "content", wire.ContentTypeJSON, "schema"}
+	acquire := []string{"paths", wire.PathAcquire, "post", "requestBody", "content", wire.ContentTypeJSON, "schema"}
 	if err := o.validate(t, []byte(`{"key":"k","owner":"o","fence":7,"ttl_ms":1000}`), lease...); err != nil {
 		t.Fatalf("a valid lease refused: %v", err)
 	}
@@ -274,7 +275,7 @@ func (rc *recorder) call(method, tmpl, url string, body any, badRequest bool) (i
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = rc.o.validate(t, b, "paths", tmpl, m, "requestBody", "content", httpapi.ContentTypeJSON, "schema")
+		err = rc.o.validate(t, b, "paths", tmpl, m, "requestBody", "content", wire.ContentTypeJSON, "schema")
 		if badRequest != (err != nil) {
 			t.Errorf("%s %s request %s: schema says %v, want invalid=%v", method, tmpl, b, err, badRequest)
 		}
@@ -286,7 +287,7 @@ func (rc *recorder) call(method, tmpl, url string, body any, badRequest bool) (i
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+	req.Header.Set("Content-Type", wire.ContentTypeJSON)
 	resp, err := rc.ns.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +326,7 @@ func (rc *recorder) check(method, tmpl string, resp *http.Response, raw []byte) 
 		}
 	case rc.o.lookup(append(tokens, "schema")...) != nil:
 		lines := [][]byte{raw}
-		if ct == httpapi.ContentTypeNDJSON {
+		if ct == wire.ContentTypeNDJSON {
 			lines = bytes.Split(bytes.TrimSpace(raw), []byte("\n"))
 		}
 		for _, l := range lines {
@@ -360,27 +361,27 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	ns := startNodeServer(t, httpapi.Config{Metrics: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x 1\n") })})
 	rc := &recorder{t: t, o: loadOpenAPI(t), ns: ns, ok: map[string]bool{}}
 	var sess api.SessionInfo
-	st, raw := rc.call("POST", httpapi.PathSessions, httpapi.PathSessions, httpapi.SessionRequest{TTLMs: 10000}, false)
+	st, raw := rc.call("POST", wire.PathSessions, wire.PathSessions, wire.SessionRequest{TTLMs: 10000}, false)
 	if st != 200 || json.Unmarshal(raw, &sess) != nil {
 		t.Fatalf("session: %d %s", st, raw)
 	}
-	sp := httpapi.PathSessions + "/" + sess.ID
-	rc.call("PUT", httpapi.PathSessions+"/{id}/keepalive", sp+"/keepalive", nil, false)
-	rc.call("POST", httpapi.PathSessions+"/{id}/keepalive", sp+"/keepalive", nil, false)
+	sp := wire.PathSessions + "/" + sess.ID
+	rc.call("PUT", wire.PathSessions+"/{id}/keepalive", sp+"/keepalive", nil, false)
+	rc.call("POST", wire.PathSessions+"/{id}/keepalive", sp+"/keepalive", nil, false)
 
 	acq := api.AcquireRequest{Key: "jobs/nightly", Owner: "w1", TTLMs: 30000, RequestID: "r1", Meta: map[string]string{"host": "h1"}, Reentrant: true, MaxHoldMs: 60000}
-	if st, raw := rc.call("POST", httpapi.PathAcquire, httpapi.PathAcquire, acq, false); st != 200 {
+	if st, raw := rc.call("POST", wire.PathAcquire, wire.PathAcquire, acq, false); st != 200 {
 		t.Fatalf("acquire: %d %s", st, raw)
 	}
 	acq.RequestID = "r2"
-	rc.call("POST", httpapi.PathAcquire, httpapi.PathAcquire, acq, false) // reentrant: count 2
-	rc.call("POST", httpapi.PathTry, httpapi.PathTry, api.AcquireRequest{Key: "jobs/nightly", Owner: "w2", TTLMs: 1000}, false)
-	rc.call("POST", httpapi.PathTry, httpapi.PathTry, api.AcquireRequest{Keys: []string{"a/1", "a/2"}, Owner: "w3", TTLMs: 30000, Mode: api.ModeShared}, false)
-	rc.call("POST", httpapi.PathTry, httpapi.PathTry, api.AcquireRequest{Key: "sem", Owner: "w4", Mode: api.ModeSemaphore, Permits: 2, Session: sess.ID, LockDelay: 100}, false)
-	rc.call("POST", httpapi.PathTry, httpapi.PathTry, map[string]any{"key": "k", "owner": "o", "ttl_ms": 1000, "surprise": true}, true)
-	rc.call("POST", httpapi.PathTry, httpapi.PathTry, map[string]any{"key": "k", "ttl_ms": 1000}, true)
-	rc.call("POST", httpapi.PathExtend, httpapi.PathExtend, api.ExtendRequest{Key: "jobs/nightly", Owner: "w1", TTLMs: 30000}, false)
-	rc.call("POST", httpapi.PathExtend, httpapi.PathExtend, api.ExtendRequest{Key: "jobs/nightly", Owner: "nobody", TTLMs: 30000}, false)
+	rc.call("POST", wire.PathAcquire, wire.PathAcquire, acq, false) // reentrant: count 2
+	rc.call("POST", wire.PathTry, wire.PathTry, api.AcquireRequest{Key: "jobs/nightly", Owner: "w2", TTLMs: 1000}, false)
+	rc.call("POST", wire.PathTry, wire.PathTry, api.AcquireRequest{Keys: []string{"a/1", "a/2"}, Owner: "w3", TTLMs: 30000, Mode: api.ModeShared}, false)
+	rc.call("POST", wire.PathTry, wire.PathTry, api.AcquireRequest{Key: "sem", Owner: "w4", Mode: api.ModeSemaphore, Permits: 2, Session: sess.ID, LockDelay: 100}, false)
+	rc.call("POST", wire.PathTry, wire.PathTry, map[string]any{"key": "k", "owner": "o", "ttl_ms": 1000, "surprise": true}, true)
+	rc.call("POST", wire.PathTry, wire.PathTry, map[string]any{"key": "k", "ttl_ms": 1000}, true)
+	rc.call("POST", wire.PathExtend, wire.PathExtend, api.ExtendRequest{Key: "jobs/nightly", Owner: "w1", TTLMs: 30000}, false)
+	rc.call("POST", wire.PathExtend, wire.PathExtend, api.ExtendRequest{Key: "jobs/nightly", Owner: "nobody", TTLMs: 30000}, false)
 
 	// A waiter, to see one in inspect.
 	waited := make(chan struct{})
@@ -388,12 +389,12 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	go func() {
 		defer close(waited)
 		b, _ := json.Marshal(api.AcquireRequest{Key: "jobs/nightly", Owner: "w5", TTLMs: 30000, WaitMs: 10000, Meta: map[string]string{"host": "h5"}})
-		req, _ := http.NewRequest("POST", ns.srv.URL+httpapi.PathAcquire, bytes.NewReader(b))
-		req.Header.Set("Content-Type", httpapi.ContentTypeJSON)
+		req, _ := http.NewRequest("POST", ns.srv.URL+wire.PathAcquire, bytes.NewReader(b))
+		req.Header.Set("Content-Type", wire.ContentTypeJSON)
 		if resp, err := ns.srv.Client().Do(req); err == nil {
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if err := rc.o.validate(t, raw, "paths", httpapi.PathAcquire, "post", "responses", "200", "content", httpapi.ContentTypeJSON, "schema"); resp.StatusCode != 200 || err != nil {
+			if err := rc.o.validate(t, raw, "paths", wire.PathAcquire, "post", "responses", "200", "content", wire.ContentTypeJSON, "schema"); resp.StatusCode != 200 || err != nil {
 				t.Errorf("queued acquire: %d %s: %v", resp.StatusCode, raw, err)
 			}
 		}
@@ -401,7 +402,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var li api.LockInfo
-		_, raw := rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"jobs/nightly", nil, false)
+		_, raw := rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"jobs/nightly", nil, false)
 		if json.Unmarshal(raw, &li) == nil && len(li.Waiters) == 1 {
 			break
 		}
@@ -410,31 +411,31 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, with a deadline
 	}
-	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"jobs%2Fnightly?stale=true", nil, false)
-	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"nothing-here", nil, false)
-	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"a//b", nil, false)
-	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1", Reentrant: true}, false)
-	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"jobs%2Fnightly?stale=true", nil, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"nothing-here", nil, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"a//b", nil, false)
+	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1", Reentrant: true}, false)
+	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)
 	<-waited
-	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)
-	rc.call("GET", httpapi.PathLockPrefix+"{key}"+httpapi.PathHistory, httpapi.PathLockPrefix+"jobs/nightly/history", nil, false)
-	rc.call("GET", httpapi.PathLocks, httpapi.PathLocks+"?prefix=a/&limit=1", nil, false)
-	rc.call("GET", httpapi.PathLocks, httpapi.PathLocks+"?limit=x", nil, false)
-	rc.call("GET", httpapi.PathLocksByAge, httpapi.PathLocksByAge+"?order=newest", nil, false)
-	rc.call("GET", httpapi.PathUILocks, httpapi.PathUILocks+"?state=held&order=oldest&meta=host", nil, false)
-	rc.call("POST", httpapi.PathForceRelease, httpapi.PathForceRelease, api.ForceReleaseRequest{Key: "a/1", Reason: "test"}, false)
-	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "a/2", Force: true}, false)
+	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}"+wire.PathHistory, wire.PathLockPrefix+"jobs/nightly/history", nil, false)
+	rc.call("GET", wire.PathLocks, wire.PathLocks+"?prefix=a/&limit=1", nil, false)
+	rc.call("GET", wire.PathLocks, wire.PathLocks+"?limit=x", nil, false)
+	rc.call("GET", wire.PathLocksByAge, wire.PathLocksByAge+"?order=newest", nil, false)
+	rc.call("GET", wire.PathUILocks, wire.PathUILocks+"?state=held&order=oldest&meta=host", nil, false)
+	rc.call("POST", wire.PathForceRelease, wire.PathForceRelease, api.ForceReleaseRequest{Key: "a/1", Reason: "test"}, false)
+	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "a/2", Force: true}, false)
 
-	rc.call("POST", httpapi.PathFenceCheck, httpapi.PathFenceCheck, httpapi.FenceCheckRequest{Resource: "db", Token: 7}, false)
-	rc.call("POST", httpapi.PathFenceCheck, httpapi.PathFenceCheck, httpapi.FenceCheckRequest{Resource: "db", Token: 3}, false)
+	rc.call("POST", wire.PathFenceCheck, wire.PathFenceCheck, wire.FenceCheckRequest{Resource: "db", Token: 7}, false)
+	rc.call("POST", wire.PathFenceCheck, wire.PathFenceCheck, wire.FenceCheckRequest{Resource: "db", Token: 3}, false)
 
-	el := httpapi.PathElections + "sched"
+	el := wire.PathElections + "sched"
 	var ld api.Leader
-	if st, raw := rc.call("POST", httpapi.PathElections+"{name}/campaign", el+"/campaign", httpapi.CampaignRequest{Value: "a:1", Session: sess.ID}, false); st != 200 || json.Unmarshal(raw, &ld) != nil {
+	if st, raw := rc.call("POST", wire.PathElections+"{name}/campaign", el+"/campaign", wire.CampaignRequest{Value: "a:1", Session: sess.ID}, false); st != 200 || json.Unmarshal(raw, &ld) != nil {
 		t.Fatalf("campaign: %d %s", st, raw)
 	}
-	rc.call("POST", httpapi.PathElections+"{name}/proclaim", el+"/proclaim", httpapi.ProclaimRequest{Value: "a:1", Token: ld.Token, NewValue: "a:2"}, false)
-	rc.call("POST", httpapi.PathElections+"{name}/proclaim", el+"/proclaim", httpapi.ProclaimRequest{Value: "a:2", Token: "wrong", NewValue: "a:3"}, false)
+	rc.call("POST", wire.PathElections+"{name}/proclaim", el+"/proclaim", wire.ProclaimRequest{Value: "a:1", Token: ld.Token, NewValue: "a:2"}, false)
+	rc.call("POST", wire.PathElections+"{name}/proclaim", el+"/proclaim", wire.ProclaimRequest{Value: "a:2", Token: "wrong", NewValue: "a:3"}, false)
 	// Observe: the first line is the current leader.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	req, _ := http.NewRequestWithContext(ctx, "GET", ns.srv.URL+el+"/observe", nil)
@@ -448,29 +449,29 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("observe: %v", err)
 	}
-	rc.check("GET", httpapi.PathElections+"{name}/observe", resp, line)
-	rc.call("POST", httpapi.PathElections+"{name}/resign", el+"/resign", httpapi.ResignRequest{Value: "a:2", Token: ld.Token}, false)
-	rc.call("DELETE", httpapi.PathSessions+"/{id}", sp, nil, false)
-	rc.call("DELETE", httpapi.PathSessions+"/{id}", sp, nil, false)
+	rc.check("GET", wire.PathElections+"{name}/observe", resp, line)
+	rc.call("POST", wire.PathElections+"{name}/resign", el+"/resign", wire.ResignRequest{Value: "a:2", Token: ld.Token}, false)
+	rc.call("DELETE", wire.PathSessions+"/{id}", sp, nil, false)
+	rc.call("DELETE", wire.PathSessions+"/{id}", sp, nil, false)
 
-	rc.call("GET", httpapi.PathStatus, httpapi.PathStatus, nil, false)
-	rc.call("GET", httpapi.PathActivity, httpapi.PathActivity, nil, false)
-	rc.call("GET", httpapi.PathClusterView, httpapi.PathClusterView, nil, false)
-	rc.call("POST", httpapi.PathClusterUpgrade, httpapi.PathClusterUpgrade, nil, false)
-	rc.call("POST", httpapi.PathMembers, httpapi.PathMembers, httpapi.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}, false)
-	rc.call("DELETE", httpapi.PathMembers+"/{id}", httpapi.PathMembers+"/n9", nil, false)
-	rc.call("GET", httpapi.PathLivez, httpapi.PathLivez, nil, false)
-	rc.call("GET", httpapi.PathReadyz, httpapi.PathReadyz, nil, false)
-	rc.call("GET", httpapi.PathMetrics, httpapi.PathMetrics, nil, false)
-	rc.call("GET", httpapi.PathSnapshot, httpapi.PathSnapshot, nil, false)
-	rc.call("GET", httpapi.PathOpenAPI, httpapi.PathOpenAPI, nil, false)
-	rc.call("GET", httpapi.PathUI, httpapi.PathUI, nil, false)
-	rc.call("POST", httpapi.PathTransferLeader, httpapi.PathTransferLeader, api.TransferRequest{ID: "n9"}, false)
+	rc.call("GET", wire.PathStatus, wire.PathStatus, nil, false)
+	rc.call("GET", wire.PathActivity, wire.PathActivity, nil, false)
+	rc.call("GET", wire.PathClusterView, wire.PathClusterView, nil, false)
+	rc.call("POST", wire.PathClusterUpgrade, wire.PathClusterUpgrade, nil, false)
+	rc.call("POST", wire.PathMembers, wire.PathMembers, wire.MemberRequest{ID: "n9", Address: "127.0.0.1:1"}, false)
+	rc.call("DELETE", wire.PathMembers+"/{id}", wire.PathMembers+"/n9", nil, false)
+	rc.call("GET", wire.PathLivez, wire.PathLivez, nil, false)
+	rc.call("GET", wire.PathReadyz, wire.PathReadyz, nil, false)
+	rc.call("GET", wire.PathMetrics, wire.PathMetrics, nil, false)
+	rc.call("GET", wire.PathSnapshot, wire.PathSnapshot, nil, false)
+	rc.call("GET", wire.PathOpenAPI, wire.PathOpenAPI, nil, false)
+	rc.call("GET", wire.PathUI, wire.PathUI, nil, false)
+	rc.call("POST", wire.PathTransferLeader, wire.PathTransferLeader, api.TransferRequest{ID: "n9"}, false)
 	// A transfer needs a second voter: a Locker that hands over at once
 	// gives the successful answer to check.
 	ts := httptest.NewServer(httpapi.New(handsOver{httpapitest.NewFake()}, httpapi.Config{}))
 	defer ts.Close()
-	(&recorder{t: t, o: rc.o, ns: &nodeServer{srv: ts}, ok: rc.ok}).call("POST", httpapi.PathTransferLeader, httpapi.PathTransferLeader, api.TransferRequest{ID: "n2"}, false)
+	(&recorder{t: t, o: rc.o, ns: &nodeServer{srv: ts}, ok: rc.ok}).call("POST", wire.PathTransferLeader, wire.PathTransferLeader, api.TransferRequest{ID: "n2"}, false)
 
 	if len(rc.errs) < 6 {
 		t.Errorf("only %d error answers checked against their status: %q", len(rc.errs), rc.errs)
@@ -481,8 +482,8 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		for m, opv := range item.(map[string]any) {
 			r200, _ := opv.(map[string]any)["responses"].(map[string]any)["200"].(map[string]any)
 			content, _ := r200["content"].(map[string]any)
-			js, _ := content[httpapi.ContentTypeJSON].(map[string]any)
-			if js["schema"] == nil && content[httpapi.ContentTypeNDJSON] == nil {
+			js, _ := content[wire.ContentTypeJSON].(map[string]any)
+			if js["schema"] == nil && content[wire.ContentTypeNDJSON] == nil {
 				continue
 			}
 			if r := strings.ToUpper(m) + " " + path; !rc.ok[r] {

@@ -8,27 +8,9 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/locknode/locknode/wire"
 )
-
-// PathSnapshot streams a consistent snapshot of the whole table (admin
-// only): the backup `locknode snapshot save` writes and `locknode
-// snapshot restore` starts a new cluster from.
-const PathSnapshot = "/v1/snapshot"
-
-// HeaderSnapshotIndex is the response header of GET /v1/snapshot that
-// carries the applied index the snapshot was taken at.
-const HeaderSnapshotIndex = "Locknode-Snapshot-Index"
-
-// HeaderSnapshotTerm is the response header of GET /v1/snapshot that
-// carries the raft term of the entry at the snapshot's index, when the
-// node knows it (absent from a node without raft, or an older one).
-const HeaderSnapshotTerm = "Locknode-Snapshot-Term"
-
-// TrailerSnapshotSHA256 is the HTTP trailer of GET /v1/snapshot: the
-// SHA-256 (hex) of the stream's bytes, computed by the node as it sent
-// them, so that a client can tell a stream damaged on the way from a
-// whole one. It is sent only after the last byte of a whole stream.
-const TrailerSnapshotSHA256 = "Locknode-Snapshot-Sha256"
 
 // Snapshotter is a Locker that can export its state (cluster.Node).
 type Snapshotter interface {
@@ -63,18 +45,18 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request, sn Snapshotter
 		started = true
 		h := w.Header()
 		h.Set("Content-Type", "application/octet-stream")
-		h.Set(HeaderSnapshotIndex, strconv.FormatUint(index, 10))
+		h.Set(wire.HeaderSnapshotIndex, strconv.FormatUint(index, 10))
 		if st, ok := sn.(SnapshotTermer); ok {
 			if term := st.SnapshotTerm(index); term > 0 {
-				h.Set(HeaderSnapshotTerm, strconv.FormatUint(term, 10))
+				h.Set(wire.HeaderSnapshotTerm, strconv.FormatUint(term, 10))
 			}
 		}
-		h.Set("Trailer", TrailerSnapshotSHA256)
+		h.Set("Trailer", wire.TrailerSnapshotSHA256)
 		w.WriteHeader(http.StatusOK)
 	})
 	switch {
 	case err == nil:
-		w.Header().Set(TrailerSnapshotSHA256, hex.EncodeToString(hw.h.Sum(nil)))
+		w.Header().Set(wire.TrailerSnapshotSHA256, hex.EncodeToString(hw.h.Sum(nil)))
 		s.cfg.Logger.Info("snapshot streamed", "user", userName(r), "remote", r.RemoteAddr)
 	case !started:
 		s.fail(w, r, err)

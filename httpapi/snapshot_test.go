@@ -15,6 +15,7 @@ import (
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // cutSnapshotter fails after the stream started.
@@ -32,13 +33,13 @@ func (c cutSnapshotter) WriteSnapshot(ctx context.Context, w io.Writer, start fu
 func TestSnapshotRoute(t *testing.T) {
 	fake := httpapitest.NewFake()
 	srv := newServer(t, fake, httpapi.Config{})
-	resp, err := http.Get(srv.URL + httpapi.PathSnapshot)
+	resp, err := http.Get(srv.URL + wire.PathSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get(httpapi.HeaderSnapshotIndex) != "0" {
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get(wire.HeaderSnapshotIndex) != "0" {
 		t.Fatalf("%d %v %q %v", resp.StatusCode, resp.Header, body, err)
 	}
 	if err := fsm.New(fsm.Config{}).Restore(bytes.NewReader(body)); err != nil {
@@ -46,15 +47,15 @@ func TestSnapshotRoute(t *testing.T) {
 	}
 	// The trailer is the SHA-256 of the bytes sent; a Locker without
 	// raft sends no term.
-	if sum := sha256.Sum256(body); resp.Trailer.Get(httpapi.TrailerSnapshotSHA256) != hex.EncodeToString(sum[:]) {
-		t.Fatalf("trailer %q, the body hashes to %x", resp.Trailer.Get(httpapi.TrailerSnapshotSHA256), sum)
+	if sum := sha256.Sum256(body); resp.Trailer.Get(wire.TrailerSnapshotSHA256) != hex.EncodeToString(sum[:]) {
+		t.Fatalf("trailer %q, the body hashes to %x", resp.Trailer.Get(wire.TrailerSnapshotSHA256), sum)
 	}
-	if v := resp.Header.Get(httpapi.HeaderSnapshotTerm); v != "" {
+	if v := resp.Header.Get(wire.HeaderSnapshotTerm); v != "" {
 		t.Fatalf("term %q from a Locker without raft", v)
 	}
 
 	fake.Fail(api.ErrNoLeader)
-	resp, err = http.Get(srv.URL + httpapi.PathSnapshot)
+	resp, err = http.Get(srv.URL + wire.PathSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,13 +66,13 @@ func TestSnapshotRoute(t *testing.T) {
 	}
 
 	cut := newServer(t, cutSnapshotter{httpapitest.NewFake()}, httpapi.Config{})
-	resp, err = http.Get(cut.URL + httpapi.PathSnapshot)
+	resp, err = http.Get(cut.URL + wire.PathSnapshot)
 	if err != nil {
 		return // cut before the status line got out: as good
 	}
 	_, err = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || err == nil || resp.Trailer.Get(httpapi.TrailerSnapshotSHA256) != "" {
+	if resp.StatusCode != 200 || err == nil || resp.Trailer.Get(wire.TrailerSnapshotSHA256) != "" {
 		t.Fatalf("a cut stream read as whole: %d %v %v", resp.StatusCode, err, resp.Trailer)
 	}
 }

@@ -9,10 +9,6 @@ import (
 	"github.com/locknode/locknode/auth"
 )
 
-// PathTransferLeader is POST: api.TransferRequest -> api.TransferResult.
-// Only the leader takes it; a follower answers 503 naming the leader.
-const PathTransferLeader = PathMembers + "/transfer-leader"
-
 // LeaderTransferer is the optional leadership transfer of a Locker
 // (cluster.Node implements it).
 type LeaderTransferer interface {

@@ -7,12 +7,6 @@ import (
 	"github.com/locknode/locknode/api"
 )
 
-// PathClusterUpgrade activates the highest cluster version every member
-// runs (admin only; docs/UPGRADING.md): POST -> api.UpgradeResult. A
-// member that does not answer makes it fail with 409 (api.ErrConflict)
-// and changes nothing.
-const PathClusterUpgrade = "/v1/cluster/upgrade"
-
 // Upgrader is a Locker that can activate a newer cluster version
 // (cluster.Node).
 type Upgrader interface {

@@ -100,132 +100,156 @@ func stepLock(s lockState, op Op) []lockState {
 	return out
 }
 
+// stepOne returns the states op, with its outcome, may lead to from s;
+// none when the outcome is impossible from s.
 func stepOne(s lockState, op Op) []lockState {
 	switch op.Kind {
 	case OpAcquire, OpTryAcquire:
-		switch op.Outcome {
-		case OK:
-			if n, ok := s.grant(op); ok {
-				return []lockState{n}
-			}
-			return nil
-		case Refused:
-			if op.Reason == ReasonLocked && !s.mayBeHeld() {
-				return nil
-			}
-			return []lockState{s}
-		default:
-			n, _ := s.grant(Op{Owner: op.Owner, TTL: op.TTL})
-			n.Soft = true
-			return []lockState{s, n}
-		}
+		return stepAcquire(s, op)
 	case OpRelease:
-		mine := s.Holder == op.Owner
-		switch op.Outcome {
-		case OK:
-			if !mine || !s.mayBeHeld() {
-				return nil
-			}
-			return []lockState{s.cleared()}
-		case Refused:
-			if mine { // it can only have expired
-				n := s.cleared()
-				n.Now = max(s.Now, s.end())
-				return []lockState{n}
-			}
-			return []lockState{s}
-		default:
-			if mine {
-				return []lockState{s, s.cleared()}
-			}
-			return []lockState{s}
-		}
+		return stepRelease(s, op)
 	case OpExtend:
-		mine := s.Holder == op.Owner
-		ttl := op.TTL.Milliseconds()
-		switch op.Outcome {
-		case OK:
-			if !mine {
-				return nil
-			}
-			if op.Fence != 0 && s.Fence != 0 && op.Fence != s.Fence {
-				return nil
-			}
-			n := s
-			n.Soft = false
-			if op.Fence != 0 {
-				n.Fence = op.Fence
-			}
-			if op.Deadline == 0 {
-				n.DMin = max(s.end(), s.Now+ttl)
-				n.Deadline = 0
-				return []lockState{n}
-			}
-			t := op.Deadline - ttl
-			if t < s.Now || (s.Deadline != 0 && s.Deadline <= t) {
-				return nil
-			}
-			n.Deadline, n.DMin, n.Now = op.Deadline, 0, t
-			return []lockState{n}
-		case Refused:
-			if mine {
-				n := s.cleared()
-				n.Now = max(s.Now, s.end())
-				return []lockState{n}
-			}
-			return []lockState{s}
-		default:
-			if mine {
-				n := s
-				n.DMin = max(s.end(), s.Now+ttl)
-				n.Deadline = 0
-				return []lockState{s, n}
-			}
-			return []lockState{s}
-		}
+		return stepExtend(s, op)
 	case OpGet:
-		if op.Outcome != OK {
-			return []lockState{s}
+		return stepGet(s, op)
+	}
+	return nil
+}
+
+// stepAcquire returns the states an acquire or try-acquire with its
+// outcome may lead to.
+func stepAcquire(s lockState, op Op) []lockState {
+	switch op.Outcome {
+	case OK:
+		if n, ok := s.grant(op); ok {
+			return []lockState{n}
 		}
-		if op.Holder == "" {
-			// The hold, if any, expired by the read's (unknown) time, so
-			// that time, and every later write's, is past its end: a read
-			// must never see as ended a lease that a later write still
-			// finds alive. (A maybe-hold that never was is stepOne's
-			// cleared start, where end() is 0.)
+		return nil
+	case Refused:
+		if op.Reason == ReasonLocked && !s.mayBeHeld() {
+			return nil
+		}
+		return []lockState{s}
+	default:
+		n, _ := s.grant(Op{Owner: op.Owner, TTL: op.TTL})
+		n.Soft = true
+		return []lockState{s, n}
+	}
+}
+
+// stepRelease returns the states a release with its outcome may lead to.
+func stepRelease(s lockState, op Op) []lockState {
+	mine := s.Holder == op.Owner
+	switch op.Outcome {
+	case OK:
+		if !mine || !s.mayBeHeld() {
+			return nil
+		}
+		return []lockState{s.cleared()}
+	case Refused:
+		if mine { // it can only have expired
 			n := s.cleared()
 			n.Now = max(s.Now, s.end())
 			return []lockState{n}
 		}
-		if s.Holder != op.Holder {
+		return []lockState{s}
+	default:
+		if mine {
+			return []lockState{s, s.cleared()}
+		}
+		return []lockState{s}
+	}
+}
+
+// stepExtend returns the states an extend with its outcome may lead to.
+func stepExtend(s lockState, op Op) []lockState {
+	mine := s.Holder == op.Owner
+	ttl := op.TTL.Milliseconds()
+	switch op.Outcome {
+	case OK:
+		if !mine {
 			return nil
 		}
 		if op.Fence != 0 && s.Fence != 0 && op.Fence != s.Fence {
 			return nil
 		}
-		if op.Deadline != 0 && s.Deadline != 0 && op.Deadline != s.Deadline {
-			return nil
-		}
-		if op.ReadTime != 0 && (op.ReadTime < s.Now || (s.Deadline != 0 && s.Deadline <= op.ReadTime)) {
-			return nil
-		}
-		// A hold seen by a read stays Soft: the node may still end it on
-		// its client's behalf (the cancel of a wait whose client gave up
-		// can be applied any time later; chaos seed 14007).
 		n := s
-		if n.Fence == 0 && op.Fence != 0 {
+		n.Soft = false
+		if op.Fence != 0 {
 			n.Fence = op.Fence
-			n.LastFence = max(n.LastFence, op.Fence)
 		}
-		if n.Deadline == 0 && op.Deadline != 0 {
-			if op.Deadline < s.DMin {
-				return nil
-			}
-			n.Deadline, n.DMin = op.Deadline, 0
+		if op.Deadline == 0 {
+			n.DMin = max(s.end(), s.Now+ttl)
+			n.Deadline = 0
+			return []lockState{n}
 		}
+		t := op.Deadline - ttl
+		if t < s.Now || (s.Deadline != 0 && s.Deadline <= t) {
+			return nil
+		}
+		n.Deadline, n.DMin, n.Now = op.Deadline, 0, t
+		return []lockState{n}
+	case Refused:
+		if mine {
+			n := s.cleared()
+			n.Now = max(s.Now, s.end())
+			return []lockState{n}
+		}
+		return []lockState{s}
+	default:
+		if mine {
+			n := s
+			n.DMin = max(s.end(), s.Now+ttl)
+			n.Deadline = 0
+			return []lockState{s, n}
+		}
+		return []lockState{s}
+	}
+}
+
+// stepGet returns the states a read with its outcome is consistent
+// with.
+func stepGet(s lockState, op Op) []lockState {
+	if op.Outcome != OK {
+		return []lockState{s}
+	}
+	if op.Holder == "" {
+		// The hold, if any, expired by the read's (unknown) time, so
+		// that time, and every later write's, is past its end: a read
+		// must never see as ended a lease that a later write still
+		// finds alive. (A maybe-hold that never was is stepOne's
+		// cleared start, where end() is 0.)
+		n := s.cleared()
+		n.Now = max(s.Now, s.end())
 		return []lockState{n}
 	}
-	return nil
+	if s.Holder != op.Holder {
+		return nil
+	}
+	if op.Fence != 0 && s.Fence != 0 && op.Fence != s.Fence {
+		return nil
+	}
+	if op.Deadline != 0 && s.Deadline != 0 && op.Deadline != s.Deadline {
+		return nil
+	}
+	if op.ReadTime != 0 && (op.ReadTime < s.Now || (s.Deadline != 0 && s.Deadline <= op.ReadTime)) {
+		return nil
+	}
+	// A hold seen by a read stays Soft: the node may still end it on
+	// its client's behalf (the cancel of a wait whose client gave up
+	// can be applied any time later; chaos seed 14007).
+	n := s
+	if n.Fence == 0 && op.Fence != 0 {
+		n.Fence = op.Fence
+		n.LastFence = max(n.LastFence, op.Fence)
+	}
+	if n.Deadline == 0 && op.Deadline != 0 {
+		if op.Deadline < s.DMin {
+			return nil
+		}
+		n.Deadline, n.DMin = op.Deadline, 0
+	}
+	return []lockState{n}
 }
 
 // LockModel is the porcupine model of one exclusive lock per key, with

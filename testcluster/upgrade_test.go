@@ -19,7 +19,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // Rolling upgrades between two real binaries (docs/UPGRADING.md): the
@@ -559,7 +559,7 @@ func fetchSnapshot(ctx context.Context, p *ProcCluster, i int) ([]byte, uint64, 
 func readyz(ctx context.Context, p *ProcCluster, i int) bool {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, p.Endpoints()[i]+httpapi.PathReadyz, nil)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, p.Endpoints()[i]+wire.PathReadyz, nil)
 	if err != nil {
 		return false
 	}

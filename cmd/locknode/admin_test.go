@@ -11,6 +11,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 func TestMembersCommand(t *testing.T) {
@@ -53,7 +54,7 @@ func TestMembersCommand(t *testing.T) {
 	// leave removes the node the endpoint names: this one says it is n3.
 	h := httpapi.New(fake, httpapi.Config{})
 	n3 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == httpapi.PathStatus {
+		if r.URL.Path == wire.PathStatus {
 			_ = json.NewEncoder(w).Encode(api.Status{ID: "n3", Leader: "fake"})
 			return
 		}

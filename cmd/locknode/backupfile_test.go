@@ -17,9 +17,9 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
-	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/testcluster"
 	"github.com/locknode/locknode/transport"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestBackupChecksum: a saved backup carries its index, term and a
@@ -197,13 +197,13 @@ func TestBackupSaveTransit(t *testing.T) {
 	// as an older node).
 	serve := func(trailer string) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(httpapi.HeaderSnapshotIndex, fmt.Sprint(idx))
+			w.Header().Set(wire.HeaderSnapshotIndex, fmt.Sprint(idx))
 			if trailer != "" {
-				w.Header().Set("Trailer", httpapi.TrailerSnapshotSHA256)
+				w.Header().Set("Trailer", wire.TrailerSnapshotSHA256)
 			}
 			_, _ = w.Write(raw)
 			if trailer != "" {
-				w.Header().Set(httpapi.TrailerSnapshotSHA256, trailer)
+				w.Header().Set(wire.TrailerSnapshotSHA256, trailer)
 			}
 		}))
 		t.Cleanup(srv.Close)

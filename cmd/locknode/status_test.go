@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/httpapi/httpapitest"
+	"github.com/locknode/locknode/wire"
 )
 
 // leaderless is a node that answers /v1/status without knowing a leader.
 func leaderless(t *testing.T) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != httpapi.PathStatus {
+		if r.URL.Path != wire.PathStatus {
 			http.NotFound(w, r)
 			return
 		}

@@ -280,11 +280,32 @@ func (c *mpCur) value() lua.LValue {
 	if !c.need(1) {
 		return lua.LNil
 	}
+	switch b := c.s[0]; b {
+	case 0xcc, 0xd0, 0xcd, 0xd1, 0xce, 0xd2, 0xcf, 0xd3, 0xca, 0xcb:
+		return c.number(b)
+	case 0xd9, 0xda, 0xdb, 0xdc, 0xdd, 0xde, 0xdf:
+		return c.sized(b)
+	case 0xc0:
+		c.s = c.s[1:]
+		return lua.LNil
+	case 0xc3, 0xc2:
+		c.s = c.s[1:]
+		return lua.LBool(b == 0xc3)
+	default:
+		return c.fixed(b)
+	}
+}
+
+// The big-endian integers after the format byte at c.s[0]; the caller
+// has checked that they are there.
+func (c *mpCur) be16() int    { return int(binary.BigEndian.Uint16([]byte(c.s[1:3]))) }
+func (c *mpCur) be32() uint32 { return binary.BigEndian.Uint32([]byte(c.s[1:5])) }
+func (c *mpCur) be64() uint64 { return binary.BigEndian.Uint64([]byte(c.s[1:9])) }
+
+// number decodes the integer or float of format byte b.
+func (c *mpCur) number(b byte) lua.LValue {
 	s := c.s
-	be16 := func() int { return int(binary.BigEndian.Uint16([]byte(s[1:3]))) }
-	be32 := func() uint32 { return binary.BigEndian.Uint32([]byte(s[1:5])) }
-	be64 := func() uint64 { return binary.BigEndian.Uint64([]byte(s[1:9])) }
-	switch b := s[0]; b {
+	switch b {
 	case 0xcc:
 		if c.need(2) {
 			return c.num(2, float64(s[1]))
@@ -295,92 +316,103 @@ func (c *mpCur) value() lua.LValue {
 		}
 	case 0xcd:
 		if c.need(3) {
-			return c.num(3, float64(be16()))
+			return c.num(3, float64(c.be16()))
 		}
 	case 0xd1:
 		if c.need(3) {
-			return c.num(3, float64(int16(be16())))
+			return c.num(3, float64(int16(c.be16())))
 		}
 	case 0xce:
 		if c.need(5) {
-			return c.num(5, float64(be32()))
+			return c.num(5, float64(c.be32()))
 		}
 	case 0xd2:
 		if c.need(5) {
-			return c.num(5, float64(int32(be32())))
+			return c.num(5, float64(int32(c.be32())))
 		}
 	case 0xcf:
 		if c.need(9) {
-			return c.num(9, float64(be64()))
+			return c.num(9, float64(c.be64()))
 		}
 	case 0xd3:
 		if c.need(9) {
-			return c.num(9, float64(int64(be64())))
+			return c.num(9, float64(int64(c.be64())))
 		}
-	case 0xc0:
-		c.s = s[1:]
-		return lua.LNil
-	case 0xc3, 0xc2:
-		c.s = s[1:]
-		return lua.LBool(b == 0xc3)
 	case 0xca:
 		if c.need(5) {
-			return c.num(5, float64(math.Float32frombits(be32())))
+			return c.num(5, float64(math.Float32frombits(c.be32())))
 		}
 	case 0xcb:
 		if c.need(9) {
-			return c.num(9, math.Float64frombits(be64()))
+			return c.num(9, math.Float64frombits(c.be64()))
 		}
+	}
+	return lua.LNil
+}
+
+// sized decodes the string, array or map of format byte b, whose length
+// follows it in 1, 2 or 4 bytes.
+func (c *mpCur) sized(b byte) lua.LValue {
+	s := c.s
+	switch b {
 	case 0xd9:
 		if c.need(2) {
 			return c.str(2, int(s[1]))
 		}
 	case 0xda:
 		if c.need(3) {
-			return c.str(3, be16())
+			return c.str(3, c.be16())
 		}
 	case 0xdb:
 		if c.need(5) {
-			return c.str(5, int(be32()))
+			return c.str(5, int(c.be32()))
 		}
 	case 0xdc:
 		if c.need(3) {
+			n := c.be16()
 			c.s = s[3:]
-			return c.array(be16())
+			return c.array(n)
 		}
 	case 0xdd:
 		if c.need(5) {
+			n := int(c.be32())
 			c.s = s[5:]
-			return c.array(int(be32()))
+			return c.array(n)
 		}
 	case 0xde:
 		if c.need(3) {
+			n := c.be16()
 			c.s = s[3:]
-			return c.hash(be16())
+			return c.hash(n)
 		}
 	case 0xdf:
 		if c.need(5) {
+			n := int(c.be32())
 			c.s = s[5:]
-			return c.hash(int(be32()))
-		}
-	default:
-		switch {
-		case b&0x80 == 0:
-			return c.num(1, float64(b))
-		case b&0xe0 == 0xe0:
-			return c.num(1, float64(int8(b)))
-		case b&0xe0 == 0xa0:
-			return c.str(1, int(b&0x1f))
-		case b&0xf0 == 0x90:
-			c.s = s[1:]
-			return c.array(int(b & 0xf))
-		case b&0xf0 == 0x80:
-			c.s = s[1:]
-			return c.hash(int(b & 0xf))
-		default:
-			c.err = mpBadFmt
+			return c.hash(n)
 		}
 	}
+	return lua.LNil
+}
+
+// fixed decodes a format byte b that carries its value or length: a
+// small integer, a short string, array or map; else the format is bad.
+func (c *mpCur) fixed(b byte) lua.LValue {
+	switch {
+	case b&0x80 == 0:
+		return c.num(1, float64(b))
+	case b&0xe0 == 0xe0:
+		return c.num(1, float64(int8(b)))
+	case b&0xe0 == 0xa0:
+		return c.str(1, int(b&0x1f))
+	case b&0xf0 == 0x90:
+		c.s = c.s[1:]
+		return c.array(int(b & 0xf))
+	case b&0xf0 == 0x80:
+		c.s = c.s[1:]
+		return c.hash(int(b & 0xf))
+	}
+	c.err = mpBadFmt
 	return lua.LNil
 }
 

@@ -50,79 +50,97 @@ func luaFormat(L *lua.LState) int {
 		if arg > top {
 			luaArgErr(L, arg, "no value")
 		}
-		start := i
-		for i < len(fs) && strings.IndexByte("-+ #0", fs[i]) >= 0 {
-			i++
-		}
-		if i-start >= 6 {
-			L.RaiseError("invalid format (repeated flags)")
-		}
-		i = skipDigits(fs, i, 2)
-		if i < len(fs) && fs[i] == '.' {
-			i = skipDigits(fs, i+1, 2)
-		}
-		if i < len(fs) && fs[i] >= '0' && fs[i] <= '9' {
-			L.RaiseError("invalid format (width or precision too long)")
-		}
+		var spec string
 		var conv byte
-		if i < len(fs) {
-			conv = fs[i]
-		}
-		spec := fs[start:i]
-		switch conv {
-		case 'c':
-			b = append(b, cPad(spec, string([]byte{byte(luaToInt(luaCheckNumber(L, arg)))}))...)
-		case 'd', 'i':
-			b = fmt.Appendf(b, "%"+spec+"d", luaToInt(luaCheckNumber(L, arg)))
-		case 'o', 'u', 'x', 'X':
-			u := luaToUint(luaCheckNumber(L, arg))
-			if u == 0 {
-				spec = strings.ReplaceAll(spec, "#", "") // C prints 0, not 0x0
-			}
-			verb := string(conv)
-			if conv == 'u' {
-				verb = "d"
-			}
-			b = fmt.Appendf(b, "%"+spec+verb, u)
-		case 'e', 'E', 'f', 'g', 'G':
-			f := luaCheckNumber(L, arg)
-			if math.IsInf(f, 0) || math.IsNaN(f) {
-				b = append(b, cNonFinite(spec, conv, f)...)
-				break
-			}
-			if (conv == 'g' || conv == 'G') && !strings.Contains(spec, ".") {
-				spec += ".6" // C's default precision; Go's is "shortest"
-			}
-			b = fmt.Appendf(b, "%"+spec+string(conv), f)
-		case 'q':
-			s, ok := luaCheckString(L, arg)
-			if !ok {
-				luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
-			}
-			L.ChargeMem(4*int64(len(s)) + 2) // "\0" becomes four bytes
-			charged += 4*len(s) + 2
-			b = appendQuoted(b, s)
-		case 's':
-			s, ok := luaCheckString(L, arg)
-			if !ok {
-				luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
-			}
-			L.ChargeMem(int64(len(s)) + 100)
-			charged += len(s) + 100
-			if !strings.Contains(spec, ".") && len(s) >= 100 {
-				b = append(b, s...) // Lua adds long strings whole
-			} else {
-				b = append(b, cPad(spec, s)...)
-			}
-		default:
-			L.RaiseError("invalid option '%%%c' to 'format'", conv)
-		}
+		spec, conv, i = formatSpec(L, fs, i)
+		var more int
+		b, more = appendFormatted(L, b, spec, conv, arg)
+		charged += more
 	}
 	if len(b) > charged {
 		L.ChargeMem(int64(len(b) - charged))
 	}
 	L.Push(lua.LString(b))
 	return 1
+}
+
+// formatSpec reads the flags, width and precision of a conversion that
+// starts at fs[i] (after its '%'): it returns them, the conversion
+// character (0 at the end of fs) and its index.
+func formatSpec(L *lua.LState, fs string, i int) (spec string, conv byte, at int) {
+	start := i
+	for i < len(fs) && strings.IndexByte("-+ #0", fs[i]) >= 0 {
+		i++
+	}
+	if i-start >= 6 {
+		L.RaiseError("invalid format (repeated flags)")
+	}
+	i = skipDigits(fs, i, 2)
+	if i < len(fs) && fs[i] == '.' {
+		i = skipDigits(fs, i+1, 2)
+	}
+	if i < len(fs) && fs[i] >= '0' && fs[i] <= '9' {
+		L.RaiseError("invalid format (width or precision too long)")
+	}
+	if i < len(fs) {
+		conv = fs[i]
+	}
+	return fs[start:i], conv, i
+}
+
+// appendFormatted appends argument arg converted by conv with spec, as C
+// would. charged is what it charged to the script's memory budget before
+// appending (%s and %q, whose length has no bound).
+func appendFormatted(L *lua.LState, b []byte, spec string, conv byte, arg int) (out []byte, charged int) {
+	switch conv {
+	case 'c':
+		b = append(b, cPad(spec, string([]byte{byte(luaToInt(luaCheckNumber(L, arg)))}))...)
+	case 'd', 'i':
+		b = fmt.Appendf(b, "%"+spec+"d", luaToInt(luaCheckNumber(L, arg)))
+	case 'o', 'u', 'x', 'X':
+		u := luaToUint(luaCheckNumber(L, arg))
+		if u == 0 {
+			spec = strings.ReplaceAll(spec, "#", "") // C prints 0, not 0x0
+		}
+		verb := string(conv)
+		if conv == 'u' {
+			verb = "d"
+		}
+		b = fmt.Appendf(b, "%"+spec+verb, u)
+	case 'e', 'E', 'f', 'g', 'G':
+		f := luaCheckNumber(L, arg)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			b = append(b, cNonFinite(spec, conv, f)...)
+			break
+		}
+		if (conv == 'g' || conv == 'G') && !strings.Contains(spec, ".") {
+			spec += ".6" // C's default precision; Go's is "shortest"
+		}
+		b = fmt.Appendf(b, "%"+spec+string(conv), f)
+	case 'q':
+		s, ok := luaCheckString(L, arg)
+		if !ok {
+			luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
+		}
+		L.ChargeMem(4*int64(len(s)) + 2) // "\0" becomes four bytes
+		charged = 4*len(s) + 2
+		b = appendQuoted(b, s)
+	case 's':
+		s, ok := luaCheckString(L, arg)
+		if !ok {
+			luaArgErr(L, arg, "string expected, got "+L.Get(arg).Type().String())
+		}
+		L.ChargeMem(int64(len(s)) + 100)
+		charged = len(s) + 100
+		if !strings.Contains(spec, ".") && len(s) >= 100 {
+			b = append(b, s...) // Lua adds long strings whole
+		} else {
+			b = append(b, cPad(spec, s)...)
+		}
+	default:
+		L.RaiseError("invalid option '%%%c' to 'format'", conv)
+	}
+	return b, charged
 }
 
 func luaArgErr(L *lua.LState, n int, msg string) {

@@ -113,8 +113,7 @@ func newLuaVM() *luaVM {
 	})
 	vm := &luaVM{L: L, ro: map[*lua.LTable]*lua.LTable{}}
 	vm.run.vm = vm
-	r := &vm.run
-	vm.errFn = L.NewFunction(r.errHandler)
+	vm.errFn = L.NewFunction(vm.run.errHandler)
 	vm.null = L.NewUserData()
 
 	for _, lib := range []struct {
@@ -134,9 +133,23 @@ func newLuaVM() *luaVM {
 	for _, name := range luaRemoved {
 		g.RawSetString(name, lua.LNil)
 	}
-	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { tb.RawSetString(name, L.NewFunction(fn)) }
+	vm.setBaseFuncs(g)
+	vm.setMetatableFuncs(g)
+	g.RawSetString(luaForNum, L.NewFunction(luaForNumber))
+	vm.setGlobals(vm.setLibFuncs(g))
+	return vm
+}
 
-	// Base functions that must be deterministic or respect read-only views.
+// setFunc sets tb[name] to the Go function fn.
+func setFunc(L *lua.LState, tb *lua.LTable, name string, fn lua.LGFunction) {
+	tb.RawSetString(name, L.NewFunction(fn))
+}
+
+// setBaseFuncs replaces the base functions that must be deterministic or
+// respect read-only views.
+func (vm *luaVM) setBaseFuncs(g *lua.LTable) {
+	L, r := vm.L, &vm.run
+	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { setFunc(L, tb, name, fn) }
 	set(g, "error", luaError)
 	pcall := g.RawGetString("pcall").(*lua.LFunction)
 	set(g, "pcall", func(L *lua.LState) int {
@@ -194,6 +207,13 @@ func newLuaVM() *luaVM {
 		L.Push(lua.LNil)
 		return 3
 	})
+}
+
+// setMetatableFuncs replaces setmetatable and getmetatable: Lua 5.1's
+// rules, protected metatables, and no metatable seen through a read-only
+// view.
+func (vm *luaVM) setMetatableFuncs(g *lua.LTable) {
+	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { setFunc(vm.L, tb, name, fn) }
 	set(g, "setmetatable", func(L *lua.LState) int {
 		// Lua 5.1: only tables, so the metatables of strings and numbers
 		// (one per type, shared by every script) cannot change.
@@ -236,8 +256,14 @@ func newLuaVM() *luaVM {
 		}
 		return 1
 	})
-	g.RawSetString(luaForNum, L.NewFunction(luaForNumber))
+}
 
+// setLibFuncs replaces the library functions that must be deterministic
+// or respect read-only views, and returns every library the globals
+// show, by name.
+func (vm *luaVM) setLibFuncs(g *lua.LTable) map[string]*lua.LTable {
+	L, r := vm.L, &vm.run
+	set := func(tb *lua.LTable, name string, fn lua.LGFunction) { setFunc(L, tb, name, fn) }
 	tab := g.RawGetString("table").(*lua.LTable)
 	insert := tab.RawGetString("insert").(*lua.LFunction)
 	set(tab, "insert", func(L *lua.LState) int {
@@ -257,11 +283,16 @@ func newLuaVM() *luaVM {
 	set(str, "rep", r.stringRep)
 	set(str, "format", luaFormat)
 	str.RawSetString("__index", lua.LNil) // gopher-lua's string table doubles as its metatable
-
-	// The globals, in sorted order so pairs(_G) is the same everywhere;
-	// each library behind a read-only view.
-	libs := map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib(),
+	return map[string]*lua.LTable{"table": tab, "math": math, "string": str, "redis": vm.redisLib(),
 		"bit": bitLib(L), "cjson": vm.cjsonLib(), "cmsgpack": cmsgpackLib(L), "struct": structLib(L)}
+}
+
+// setGlobals makes the globals scripts see: in sorted order so pairs(_G)
+// is the same everywhere, each library behind a read-only view, and an
+// error for a global that does not exist.
+func (vm *luaVM) setGlobals(libs map[string]*lua.LTable) {
+	L := vm.L
+	g := L.G.Global
 	base := L.NewTable()
 	g.RawSetString("KEYS", lua.LFalse) // placeholders, replaced by begin
 	g.RawSetString("ARGV", lua.LFalse)
@@ -287,7 +318,7 @@ func newLuaVM() *luaVM {
 	vm.strMT = vm.readOnly(shown)
 
 	bm := L.NewTable()
-	set(bm, "__index", func(L *lua.LState) int {
+	setFunc(L, bm, "__index", func(L *lua.LState) int {
 		L.RaiseError("Script attempted to access nonexistent global variable '%s'", L.ToString(2))
 		return 0
 	})
@@ -297,7 +328,6 @@ func newLuaVM() *luaVM {
 	base.RawSetString("_G", vm.env)
 	L.Env = vm.env // functions made by loadstring see the same globals
 	L.G.Global = base
-	return vm
 }
 
 // readOnly returns an empty table that reads through to tb and refuses

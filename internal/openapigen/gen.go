@@ -11,7 +11,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // param is a path or query parameter.
@@ -38,7 +38,7 @@ type op struct {
 	answers                              []answer
 }
 
-const jsonType = httpapi.ContentTypeJSON
+const jsonType = wire.ContentTypeJSON
 
 // The shared parameters.
 var (
@@ -54,134 +54,183 @@ var (
 	pPrefix   = param{"prefix", "query", "string", "Only keys that start with this."}
 )
 
-func ops() []op {
-	lease := api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
-	acq := api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
-	holder := api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
-	info := api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42}
-	leader := api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
-	lastContact := int64(12)
-	status := api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
+// The examples and answers the operations share.
+var (
+	lease  = api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
+	acq    = api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
+	holder = api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
+	info   = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42}
+	leader = api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
+	status = api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
 		Members:   []api.Member{{ID: "n1", Address: "10.0.0.1:7701", Suffrage: "Voter", Leader: true}, {ID: "n2", Address: "10.0.0.2:7701", Suffrage: "Voter", LastContactMs: &lastContact}},
 		FSMTimeMs: 1767225600000, Locks: 1, Keys: 1, HTTPAddr: "10.0.0.1:7700", RESPAddr: "10.0.0.1:6379", ClusterVersion: 1, ClusterVersions: "1..1"}
-	errs := func(codes ...int) []answer {
-		var out []answer
-		for _, c := range codes {
-			out = append(out, answer{status: c})
-		}
-		return out
+	lastContact = int64(12)
+	none        = answer{status: 204, desc: "Done."}
+)
+
+// errs returns the error answers of the given statuses.
+func errs(codes ...int) []answer {
+	var out []answer
+	for _, c := range codes {
+		out = append(out, answer{status: c})
 	}
-	ok := func(body any, desc string) answer { return answer{status: 200, desc: desc, body: body} }
-	none := answer{status: 204, desc: "Done."}
+	return out
+}
+
+// ok returns the 200 answer with body, described by desc.
+func ok(body any, desc string) answer { return answer{status: 200, desc: desc, body: body} }
+
+// ops lists every operation, in the order the document is checked in.
+func ops() []op {
+	var out []op
+	for _, group := range [][]op{lockOps(), sessionOps(), electionOps(), fenceOps(), nodeOps(), adminOps(), dashboardOps()} {
+		out = append(out, group...)
+	}
+	return out
+}
+
+// lockOps returns the lock routes.
+func lockOps() []op {
 	return []op{
-		{method: "POST", path: httpapi.PathAcquire, id: "acquire", perm: auth.Write, tag: "locks", summary: "Take a lock, waiting in line",
+		{method: "POST", path: wire.PathAcquire, id: "acquire", perm: auth.Write, tag: "locks", summary: "Take a lock, waiting in line",
 			desc: "Takes the lock (or all of keys, atomically) for owner, queueing first-in first-out behind its holders for at most wait_ms " +
 				"(0: up to 5 minutes, then 408 wait_timeout; the Go client re-issues). Repeating a request with the same request_id " +
 				"answers the first outcome (exactly once). The answer's fence grows with every grant of the key: pass it to the resource you guard.",
 			req: acq, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 408, 409, 410, 423, 507)...)},
-		{method: "POST", path: httpapi.PathTry, id: "try", perm: auth.Write, tag: "locks", summary: "Take a lock if free",
+		{method: "POST", path: wire.PathTry, id: "try", perm: auth.Write, tag: "locks", summary: "Take a lock if free",
 			desc: "As acquire, without waiting: 423 locked (or lock_delay) when the lock is taken.",
 			req:  api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000}, answers: append([]answer{ok(lease, "The lease.")}, errs(400, 403, 409, 410, 423, 507)...)},
-		{method: "POST", path: httpapi.PathRelease, id: "release", perm: auth.Write, tag: "locks", summary: "Release a hold",
+		{method: "POST", path: wire.PathRelease, id: "release", perm: auth.Write, tag: "locks", summary: "Release a hold",
 			desc: "Ends owner's hold. A plain release ends a reentrant hold whole; reentrant: true takes one count off. " +
 				"force: true (admin) ends whoever holds the key.",
 			req: api.ReleaseRequest{Key: "jobs/nightly", Owner: "worker-1"}, answers: append([]answer{ok(api.ReleaseResult{Released: true}, "What the release did.")}, errs(400, 403, 404, 409)...)},
-		{method: "POST", path: httpapi.PathExtend, id: "extend", perm: auth.Write, tag: "locks", summary: "Renew a lease",
+		{method: "POST", path: wire.PathExtend, id: "extend", perm: auth.Write, tag: "locks", summary: "Renew a lease",
 			req: api.ExtendRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000}, answers: append([]answer{ok(lease, "The renewed lease.")}, errs(400, 403, 404, 409)...)},
-		{method: "GET", path: httpapi.PathLocks, id: "listLocks", perm: auth.Read, tag: "locks", summary: "List locks by prefix, a page at a time",
+		{method: "GET", path: wire.PathLocks, id: "listLocks", perm: auth.Read, tag: "locks", summary: "List locks by prefix, a page at a time",
 			desc: "A user sees only keys its patterns allow; a page may then come back short, and next still continues.",
 			params: []param{pPrefix, {"after", "query", "string", "The last key of the previous page (its next)."},
 				{"limit", "query", "integer", "Locks per page: default 100, at most 10000."}, pStale},
 			answers: append([]answer{ok(api.ListResult{Locks: []api.LockInfo{info}}, "One page.")}, errs(400)...)},
-		{method: "GET", path: httpapi.PathLockPrefix + "{key}", id: "inspect", perm: auth.Read, tag: "locks", summary: "Inspect one lock: holders, waiters, fence",
+		{method: "GET", path: wire.PathLockPrefix + "{key}", id: "inspect", perm: auth.Read, tag: "locks", summary: "Inspect one lock: holders, waiters, fence",
 			params: []param{pKey, pStale}, answers: append([]answer{ok(info, "The lock.")}, errs(400, 403, 404)...)},
-		{method: "GET", path: httpapi.PathLockPrefix + "{key}" + httpapi.PathHistory, id: "history", perm: auth.Read, tag: "locks", summary: "A lock's recent grants",
+		{method: "GET", path: wire.PathLockPrefix + "{key}" + wire.PathHistory, id: "history", perm: auth.Read, tag: "locks", summary: "A lock's recent grants",
 			desc:   "Newest first, as the answering node applied them; kept in memory and bounded, so it starts empty after a restart.",
 			params: []param{pKey},
 			answers: append([]answer{ok(api.History{Key: "jobs/nightly", Entries: []api.HistoryEntry{{Owner: "worker-1", Mode: api.ModeExclusive, Fence: 7, GrantedMs: 1767225600000, End: api.EndHeld}}},
 				"The history.")}, errs(400, 403, 404)...)},
+	}
+}
 
-		{method: "POST", path: httpapi.PathSessions, id: "openSession", perm: auth.Write, tag: "sessions", summary: "Open a session",
+// sessionOps returns the session routes.
+func sessionOps() []op {
+	return []op{
+		{method: "POST", path: wire.PathSessions, id: "openSession", perm: auth.Write, tag: "sessions", summary: "Open a session",
 			desc: "Holds and leaderships taken with a session end when it does: when no keepalive arrives within its TTL, or on close.",
-			req:  httpapi.SessionRequest{TTLMs: 10000}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session.")}, errs(400)...)},
-		{method: "PUT", path: httpapi.PathSessions + "/{id}/keepalive", id: "keepAlive", perm: auth.Write, tag: "sessions", summary: "Keep a session alive",
+			req:  wire.SessionRequest{TTLMs: 10000}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session.")}, errs(400)...)},
+		{method: "PUT", path: wire.PathSessions + "/{id}/keepalive", id: "keepAlive", perm: auth.Write, tag: "sessions", summary: "Keep a session alive",
 			params: []param{pSession}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session, renewed.")}, errs(410)...)},
-		{method: "POST", path: httpapi.PathSessions + "/{id}/keepalive", id: "keepAlivePost", perm: auth.Write, tag: "sessions", summary: "Keep a session alive (as PUT)",
+		{method: "POST", path: wire.PathSessions + "/{id}/keepalive", id: "keepAlivePost", perm: auth.Write, tag: "sessions", summary: "Keep a session alive (as PUT)",
 			params: []param{pSession}, answers: append([]answer{ok(api.SessionInfo{ID: "s-8d2f", TTLMs: 10000}, "The session, renewed.")}, errs(410)...)},
-		{method: "DELETE", path: httpapi.PathSessions + "/{id}", id: "closeSession", perm: auth.Write, tag: "sessions", summary: "Close a session, ending its holds",
+		{method: "DELETE", path: wire.PathSessions + "/{id}", id: "closeSession", perm: auth.Write, tag: "sessions", summary: "Close a session, ending its holds",
 			params: []param{pSession}, answers: append([]answer{none}, errs(410)...)},
+	}
+}
 
-		{method: "POST", path: httpapi.PathElections + "{name}/campaign", id: "campaign", perm: auth.Write, tag: "elections", summary: "Run for leader, waiting until elected",
+// electionOps returns the election routes.
+func electionOps() []op {
+	return []op{
+		{method: "POST", path: wire.PathElections + "{name}/campaign", id: "campaign", perm: auth.Write, tag: "elections", summary: "Run for leader, waiting until elected",
 			desc:   "Blocks until this campaign leads. The answer's token is the campaign's secret, needed to resign or proclaim; observers never see it.",
-			params: []param{pElection}, req: httpapi.CampaignRequest{Value: "host-a:8080", Session: "s-8d2f"},
+			params: []param{pElection}, req: wire.CampaignRequest{Value: "host-a:8080", Session: "s-8d2f"},
 			answers: append([]answer{ok(leader, "This campaign leads.")}, errs(400, 403, 410)...)},
-		{method: "POST", path: httpapi.PathElections + "{name}/resign", id: "resign", perm: auth.Write, tag: "elections", summary: "Step down",
-			params: []param{pElection}, req: httpapi.ResignRequest{Value: "host-a:8080", Token: "c0ffee"}, answers: append([]answer{none}, errs(400, 403, 404, 409)...)},
-		{method: "POST", path: httpapi.PathElections + "{name}/proclaim", id: "proclaim", perm: auth.Write, tag: "elections", summary: "Change the leader's value, keeping leadership and fence",
-			params: []param{pElection}, req: httpapi.ProclaimRequest{Value: "host-a:8080", Token: "c0ffee", NewValue: "host-a:9090"},
+		{method: "POST", path: wire.PathElections + "{name}/resign", id: "resign", perm: auth.Write, tag: "elections", summary: "Step down",
+			params: []param{pElection}, req: wire.ResignRequest{Value: "host-a:8080", Token: "c0ffee"}, answers: append([]answer{none}, errs(400, 403, 404, 409)...)},
+		{method: "POST", path: wire.PathElections + "{name}/proclaim", id: "proclaim", perm: auth.Write, tag: "elections", summary: "Change the leader's value, keeping leadership and fence",
+			params: []param{pElection}, req: wire.ProclaimRequest{Value: "host-a:8080", Token: "c0ffee", NewValue: "host-a:9090"},
 			answers: append([]answer{ok(api.Leader{Election: "scheduler", Value: "host-a:9090", Fence: 3, Token: "c0ffee"}, "The leadership, updated.")}, errs(400, 403, 404, 409)...)},
-		{method: "GET", path: httpapi.PathElections + "{name}/observe", id: "observe", perm: auth.Read, tag: "elections", summary: "Stream the election's leader",
+		{method: "GET", path: wire.PathElections + "{name}/observe", id: "observe", perm: auth.Read, tag: "elections", summary: "Stream the election's leader",
 			desc:   "One JSON Leader (without its token) per line, flushed on every change, first the current one; an empty value and fence 0 while nobody leads. The stream lasts until the client leaves.",
 			params: []param{pElection},
-			answers: append([]answer{{status: 200, desc: "A stream of leaders, one per line.", body: api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3}, ctype: httpapi.ContentTypeNDJSON}},
+			answers: append([]answer{{status: 200, desc: "A stream of leaders, one per line.", body: api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3}, ctype: wire.ContentTypeNDJSON}},
 				errs(403)...)},
+	}
+}
 
-		{method: "POST", path: httpapi.PathFenceCheck, id: "fenceCheck", perm: auth.Write, tag: "locks", summary: "Check a fence token and advance it",
+// fenceOps returns the fence registry's route.
+func fenceOps() []op {
+	return []op{
+		{method: "POST", path: wire.PathFenceCheck, id: "fenceCheck", perm: auth.Write, tag: "locks", summary: "Check a fence token and advance it",
 			desc: "ok is true when token is at least the highest token seen for resource, which then becomes token: a resource that asks before each write refuses a holder whose lease was lost.",
-			req:  httpapi.FenceCheckRequest{Resource: "db/orders", Token: 7}, answers: append([]answer{ok(api.FenceResult{OK: true, Highest: 7}, "The check.")}, errs(400, 403)...)},
+			req:  wire.FenceCheckRequest{Resource: "db/orders", Token: 7}, answers: append([]answer{ok(api.FenceResult{OK: true, Highest: 7}, "The check.")}, errs(400, 403)...)},
+	}
+}
 
-		{method: "GET", path: httpapi.PathStatus, id: "status", perm: auth.Read, tag: "cluster", summary: "This node's view of the cluster",
+// nodeOps returns the routes about the node itself: status, probes,
+// this document, metrics.
+func nodeOps() []op {
+	return []op{
+		{method: "GET", path: wire.PathStatus, id: "status", perm: auth.Read, tag: "cluster", summary: "This node's view of the cluster",
 			answers: []answer{ok(status, "The status.")}},
-		{method: "GET", path: httpapi.PathLivez, id: "livez", tag: "probes", public: true, summary: "Liveness: the process serves HTTP",
+		{method: "GET", path: wire.PathLivez, id: "livez", tag: "probes", public: true, summary: "Liveness: the process serves HTTP",
 			answers: []answer{{status: 200, desc: "ok", ctype: "text/plain"}}},
-		{method: "GET", path: httpapi.PathReadyz, id: "readyz", tag: "probes", public: true, summary: "Readiness: this node can serve requests now",
+		{method: "GET", path: wire.PathReadyz, id: "readyz", tag: "probes", public: true, summary: "Readiness: this node can serve requests now",
 			answers: []answer{{status: 200, desc: "ok", ctype: "text/plain"}, {status: 503, desc: "not ready: and the reason", ctype: "text/plain"}}},
-		{method: "GET", path: httpapi.PathOpenAPI, id: "openapi", tag: "meta", public: true, summary: "This document",
+		{method: "GET", path: wire.PathOpenAPI, id: "openapi", tag: "meta", public: true, summary: "This document",
 			answers: []answer{{status: 200, desc: "The OpenAPI 3.1 document.", ctype: jsonType}}},
-		{method: "GET", path: httpapi.PathMetrics, id: "metrics", perm: auth.Read, tag: "meta", summary: "Prometheus metrics",
+		{method: "GET", path: wire.PathMetrics, id: "metrics", perm: auth.Read, tag: "meta", summary: "Prometheus metrics",
 			desc:    "Served when the node runs with metrics (locknode serve does); needs the read category.",
 			answers: []answer{{status: 200, desc: "Prometheus text format.", ctype: "text/plain"}}},
+	}
+}
 
-		{method: "POST", path: httpapi.PathMembers, id: "addMember", perm: auth.Admin, tag: "cluster", summary: "Add a voter (admin)",
+// adminOps returns the cluster administration routes.
+func adminOps() []op {
+	return []op{
+		{method: "POST", path: wire.PathMembers, id: "addMember", perm: auth.Admin, tag: "cluster", summary: "Add a voter (admin)",
 			desc: "Served on cluster nodes. Without force the leader first checks that address answers the peer handshake.",
-			req:  httpapi.MemberRequest{ID: "n3", Address: "10.0.0.3:7701"}, answers: append([]answer{none}, errs(400, 403, 409, 503)...)},
-		{method: "DELETE", path: httpapi.PathMembers + "/{id}", id: "removeMember", perm: auth.Admin, tag: "cluster", summary: "Remove a member (admin)",
+			req:  wire.MemberRequest{ID: "n3", Address: "10.0.0.3:7701"}, answers: append([]answer{none}, errs(400, 403, 409, 503)...)},
+		{method: "DELETE", path: wire.PathMembers + "/{id}", id: "removeMember", perm: auth.Admin, tag: "cluster", summary: "Remove a member (admin)",
 			params: []param{pMember}, answers: append([]answer{none}, errs(403, 404, 503)...)},
-		{method: "POST", path: httpapi.PathTransferLeader, id: "transferLeader", perm: auth.Admin, tag: "cluster", summary: "Move leadership to a voter, or to raft's pick (admin)",
+		{method: "POST", path: wire.PathTransferLeader, id: "transferLeader", perm: auth.Admin, tag: "cluster", summary: "Move leadership to a voter, or to raft's pick (admin)",
 			desc: "Served by the leader; a follower answers 503 naming the leader's HTTP address. Answers once the new leader is known.",
 			req:  api.TransferRequest{ID: "n2"}, answers: append([]answer{ok(api.TransferResult{Previous: "n1", Leader: "n2"}, "The previous and the new leader.")}, errs(400, 403, 404, 409, 503)...)},
-		{method: "POST", path: httpapi.PathClusterUpgrade, id: "upgrade", perm: auth.Admin, tag: "cluster", summary: "Activate the newest cluster version every member runs (admin)",
+		{method: "POST", path: wire.PathClusterUpgrade, id: "upgrade", perm: auth.Admin, tag: "cluster", summary: "Activate the newest cluster version every member runs (admin)",
 			desc:    "See docs/UPGRADING.md. A member that does not answer makes it fail with 409 and change nothing.",
 			answers: append([]answer{ok(api.UpgradeResult{Before: 1, ClusterVersion: 1, Members: map[string]string{"n1": "1..1"}}, "What was activated.")}, errs(403, 409)...)},
-		{method: "GET", path: httpapi.PathSnapshot, id: "snapshot", perm: auth.Admin, tag: "cluster", summary: "Stream a consistent snapshot (admin)",
-			desc: "The backup locknode snapshot save writes. A stream cut before its end is not whole. After the last byte the node sends the HTTP trailer " + httpapi.TrailerSnapshotSHA256 + ": the SHA-256 (hex) of the stream's bytes, computed as it sent them.",
+		{method: "GET", path: wire.PathSnapshot, id: "snapshot", perm: auth.Admin, tag: "cluster", summary: "Stream a consistent snapshot (admin)",
+			desc: "The backup locknode snapshot save writes. A stream cut before its end is not whole. After the last byte the node sends the HTTP trailer " + wire.TrailerSnapshotSHA256 + ": the SHA-256 (hex) of the stream's bytes, computed as it sent them.",
 			answers: append([]answer{{status: 200, desc: "The snapshot.", ctype: "application/octet-stream",
-				header: map[string]string{httpapi.HeaderSnapshotIndex: "The applied index the snapshot was taken at.",
-					httpapi.HeaderSnapshotTerm: "The raft term of the entry at that index (absent when the node does not know it).",
-					"Trailer":                  "Names the trailer " + httpapi.TrailerSnapshotSHA256 + "."}}}, errs(403)...)},
+				header: map[string]string{wire.HeaderSnapshotIndex: "The applied index the snapshot was taken at.",
+					wire.HeaderSnapshotTerm: "The raft term of the entry at that index (absent when the node does not know it).",
+					"Trailer":               "Names the trailer " + wire.TrailerSnapshotSHA256 + "."}}}, errs(403)...)},
+	}
+}
 
+// dashboardOps returns the dashboard and the data it polls.
+func dashboardOps() []op {
+	return []op{
 		{method: "GET", path: "/", id: "root", tag: "dashboard", public: true, summary: "Redirects to the dashboard",
 			answers: []answer{{status: 302, desc: "To /ui/."}}},
 		{method: "GET", path: "/ui", id: "uiRedirect", tag: "dashboard", public: true, summary: "Redirects to the dashboard",
 			answers: []answer{{status: 302, desc: "To /ui/."}}},
-		{method: "GET", path: httpapi.PathUI, id: "ui", tag: "dashboard", public: true, summary: "The dashboard's page (its assets are served below /ui/)",
+		{method: "GET", path: wire.PathUI, id: "ui", tag: "dashboard", public: true, summary: "The dashboard's page (its assets are served below /ui/)",
 			answers: []answer{{status: 200, desc: "The page.", ctype: "text/html"}}},
-		{method: "GET", path: httpapi.PathActivity, id: "activity", perm: auth.Read, tag: "dashboard", summary: "This node's recent per-second activity",
+		{method: "GET", path: wire.PathActivity, id: "activity", perm: auth.Read, tag: "dashboard", summary: "This node's recent per-second activity",
 			answers: append([]answer{ok(api.Activity{Node: "n1", Samples: []api.ActivitySample{{UnixSec: 1767225600, Grants: 3, Releases: 2}}, WaitBuckets: api.WaitBucketLabels()}, "The samples.")}, errs(404)...)},
-		{method: "GET", path: httpapi.PathClusterView, id: "clusterView", perm: auth.Read, tag: "dashboard", summary: "Every member's status, as this node gathered it",
+		{method: "GET", path: wire.PathClusterView, id: "clusterView", perm: auth.Read, tag: "dashboard", summary: "Every member's status, as this node gathered it",
 			answers: []answer{ok(api.ClusterView{Node: "n1", Nodes: []api.NodeView{{ID: "n1", HTTPAddr: "10.0.0.1:7700", Self: true, Status: &status}, {ID: "n2", HTTPAddr: "10.0.0.2:7700", Error: "status 503: no leader"}}}, "The view.")}},
-		{method: "GET", path: httpapi.PathUILocks, id: "uiLocks", perm: auth.Read, tag: "dashboard", summary: "One page of the locks that match the filters, with totals of all of them",
+		{method: "GET", path: wire.PathUILocks, id: "uiLocks", perm: auth.Read, tag: "dashboard", summary: "One page of the locks that match the filters, with totals of all of them",
 			params: []param{pPrefix, {"owner", "query", "string", "Only locks one of whose holders has this owner."},
 				{"state", "query", "string", "all (default), held, free, waiters (a queue, or a free lock in lock-delay) or contended (held with waiters)."},
 				{"meta", "query", "string", "Repeatable: name=value or name, all matched on one holder's metadata."},
 				{"order", "query", "string", "key (default), oldest or newest."},
 				{"offset", "query", "integer", "Skip this many, 0 to 10000."}, {"limit", "query", "integer", "At most this many, 0 to 1000 (0: the totals only)."}, pStale},
 			answers: append([]answer{ok(api.LockPage{Locks: []api.LockInfo{info}, Total: 1, Totals: api.LockTotals{Locks: 1, Held: 1, Holders: 1}}, "One page and the totals.")}, errs(400)...)},
-		{method: "GET", path: httpapi.PathLocksByAge, id: "locksByAge", perm: auth.Read, tag: "dashboard", summary: "Held locks ordered by the age of their oldest hold",
+		{method: "GET", path: wire.PathLocksByAge, id: "locksByAge", perm: auth.Read, tag: "dashboard", summary: "Held locks ordered by the age of their oldest hold",
 			params: []param{pPrefix, {"order", "query", "string", "oldest (default) or newest."},
 				{"offset", "query", "integer", "Skip this many, 0 to 10000."}, {"limit", "query", "integer", "At most this many, 0 to 1000; default 100."}, pStale},
 			answers: append([]answer{ok(api.AgeList{Locks: []api.LockInfo{info}, Total: 1}, "One page.")}, errs(400)...)},
-		{method: "POST", path: httpapi.PathForceRelease, id: "forceRelease", perm: auth.Admin, tag: "dashboard", summary: "End whoever holds a key, with a reason for the audit log (admin)",
+		{method: "POST", path: wire.PathForceRelease, id: "forceRelease", perm: auth.Admin, tag: "dashboard", summary: "End whoever holds a key, with a reason for the audit log (admin)",
 			req: api.ForceReleaseRequest{Key: "jobs/nightly", Reason: "worker-1 is gone"}, answers: append([]answer{ok(api.ReleaseResult{Released: true}, "What the release did.")}, errs(400, 403)...)},
 	}
 }
@@ -189,16 +238,16 @@ func ops() []op {
 // requestRequired lists the fields the server refuses a request body
 // without (the Validate methods of the api types).
 var requestRequired = map[reflect.Type][]string{
-	reflect.TypeFor[api.AcquireRequest]():        {"owner"},
-	reflect.TypeFor[api.ReleaseRequest]():        {},
-	reflect.TypeFor[api.ExtendRequest]():         {"owner", "ttl_ms"},
-	reflect.TypeFor[httpapi.SessionRequest]():    {"ttl_ms"},
-	reflect.TypeFor[httpapi.CampaignRequest]():   {"value", "session"},
-	reflect.TypeFor[httpapi.ResignRequest]():     {"value", "token"},
-	reflect.TypeFor[httpapi.ProclaimRequest]():   {"value", "token", "new_value"},
-	reflect.TypeFor[httpapi.FenceCheckRequest](): {"resource", "token"},
-	reflect.TypeFor[httpapi.MemberRequest]():     {"id", "address"},
-	reflect.TypeFor[api.ForceReleaseRequest]():   {"key", "reason"},
+	reflect.TypeFor[api.AcquireRequest]():      {"owner"},
+	reflect.TypeFor[api.ReleaseRequest]():      {},
+	reflect.TypeFor[api.ExtendRequest]():       {"owner", "ttl_ms"},
+	reflect.TypeFor[wire.SessionRequest]():     {"ttl_ms"},
+	reflect.TypeFor[wire.CampaignRequest]():    {"value", "session"},
+	reflect.TypeFor[wire.ResignRequest]():      {"value", "token"},
+	reflect.TypeFor[wire.ProclaimRequest]():    {"value", "token", "new_value"},
+	reflect.TypeFor[wire.FenceCheckRequest]():  {"resource", "token"},
+	reflect.TypeFor[wire.MemberRequest]():      {"id", "address"},
+	reflect.TypeFor[api.ForceReleaseRequest](): {"key", "reason"},
 }
 
 // errorStatus describes the error answers by status: which codes each
@@ -229,7 +278,7 @@ var errorCodes = []string{
 	api.CodeLocked, api.CodeNotOwner, api.CodeNotHeld, api.CodeNotFound, api.CodeWaitTimeout, api.CodeNoLeader,
 	api.CodeBadRequest, api.CodeSessionExpired, api.CodeStaleFence, api.CodeConflict, api.CodeLimit, api.CodeCancelled,
 	api.CodeLockDelay, api.CodeMaxHold, api.CodeOutOfMemory, api.CodeInternal, api.CodeUnauthorized, api.CodeForbidden,
-	httpapi.CodeTooManyConns, httpapi.CodeUnsupportedMediaType,
+	wire.CodeTooManyConns, wire.CodeUnsupportedMediaType,
 }
 
 // Generate returns the document, indented, with a final newline.

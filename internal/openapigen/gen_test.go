@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // TestDocumentIsGenerated: the committed httpapi/openapi.json is what
@@ -37,11 +37,11 @@ func TestErrorStatusesNameTheirCodes(t *testing.T) {
 		api.ErrLocked, api.ErrNotOwner, api.ErrNotHeld, api.ErrNotFound, api.ErrWaitTimeout, api.ErrNoLeader,
 		api.ErrBadRequest, api.ErrSessionExpired, api.ErrStaleFence, api.ErrConflict, api.ErrLimit, api.ErrCancelled,
 		api.ErrLockDelay, api.ErrMaxHold, api.ErrOutOfMemory, api.ErrUnauthorized, api.ErrForbidden,
-		httpapi.ErrBodyTooLarge, httpapi.ErrBodyTimeout, httpapi.ErrTooManyConns, httpapi.ErrContentType,
+		wire.ErrBodyTooLarge, wire.ErrBodyTimeout, wire.ErrTooManyConns, wire.ErrContentType,
 		context.Canceled, context.DeadlineExceeded, errors.New("anything else"),
 	}
 	for _, err := range sentinels {
-		status, code := httpapi.StatusOf(err)
+		status, code := wire.StatusOf(err)
 		if !slices.Contains(errorCodes, code) {
 			t.Errorf("%v answers code %q, missing from errorCodes", err, code)
 		}

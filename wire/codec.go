@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"slices"
@@ -225,118 +225,146 @@ func DecodeJSON(data []byte, v any) bool {
 	d := jsonDec{b: data}
 	switch v := v.(type) {
 	case *api.AcquireRequest:
-		var r api.AcquireRequest
-		if !d.object(func(n []byte) bool {
-			switch string(n) {
-			case "key":
-				return d.str(&r.Key)
-			case "owner":
-				return d.str(&r.Owner)
-			case "ttl_ms":
-				return d.int(&r.TTLMs)
-			case "wait_ms":
-				return d.int(&r.WaitMs)
-			case "mode":
-				return d.str(&r.Mode)
-			case "permits":
-				return d.intInt(&r.Permits)
-			case "reentrant":
-				return d.bool(&r.Reentrant)
-			case "session":
-				return d.str(&r.Session)
-			case "request_id":
-				return d.str(&r.RequestID)
-			case "lock_delay_ms":
-				return d.int(&r.LockDelay)
-			case "max_hold_ms":
-				return d.int(&r.MaxHoldMs)
-			case "meta":
-				return d.strMap(&r.Meta)
-			}
-			return false
-		}) {
-			return false
-		}
-		*v = r
+		return d.acquireRequest(v)
 	case *api.ReleaseRequest:
-		var r api.ReleaseRequest
-		if !d.object(func(n []byte) bool {
-			switch string(n) {
-			case "key":
-				return d.str(&r.Key)
-			case "owner":
-				return d.str(&r.Owner)
-			case "reentrant":
-				return d.bool(&r.Reentrant)
-			case "force":
-				return d.bool(&r.Force)
-			case "request_id":
-				return d.str(&r.RequestID)
-			}
-			return false
-		}) {
-			return false
-		}
-		*v = r
+		return d.releaseRequest(v)
 	case *api.ExtendRequest:
-		var r api.ExtendRequest
-		if !d.object(func(n []byte) bool {
-			switch string(n) {
-			case "key":
-				return d.str(&r.Key)
-			case "owner":
-				return d.str(&r.Owner)
-			case "ttl_ms":
-				return d.int(&r.TTLMs)
-			case "request_id":
-				return d.str(&r.RequestID)
-			}
-			return false
-		}) {
-			return false
-		}
-		*v = r
+		return d.extendRequest(v)
 	case *api.Lease:
-		var r api.Lease
-		if !d.object(func(n []byte) bool {
-			switch string(n) {
-			case "key":
-				return d.str(&r.Key)
-			case "owner":
-				return d.str(&r.Owner)
-			case "fence":
-				return d.uint(&r.Fence)
-			case "ttl_ms":
-				return d.int(&r.TTLMs)
-			case "count":
-				return d.intInt(&r.Count)
-			case "deadline_ms":
-				return d.int(&r.Deadline)
-			case "waited_ms":
-				return d.int(&r.WaitedMs)
-			}
-			return false
-		}) {
-			return false
-		}
-		*v = r
+		return d.lease(v)
 	case *api.ReleaseResult:
-		var r api.ReleaseResult
-		if !d.object(func(n []byte) bool {
-			switch string(n) {
-			case "released":
-				return d.bool(&r.Released)
-			case "count":
-				return d.intInt(&r.Count)
-			}
-			return false
-		}) {
-			return false
+		return d.releaseResult(v)
+	}
+	return false
+}
+
+// acquireRequest is DecodeJSON for an api.AcquireRequest.
+func (d *jsonDec) acquireRequest(v *api.AcquireRequest) bool {
+	var r api.AcquireRequest
+	if !d.object(func(n []byte) bool {
+		switch string(n) {
+		case "key":
+			return d.str(&r.Key)
+		case "owner":
+			return d.str(&r.Owner)
+		case "ttl_ms":
+			return d.int(&r.TTLMs)
+		case "wait_ms":
+			return d.int(&r.WaitMs)
+		case "mode":
+			return d.str(&r.Mode)
+		case "permits":
+			return d.intInt(&r.Permits)
+		case "reentrant":
+			return d.bool(&r.Reentrant)
+		case "session":
+			return d.str(&r.Session)
+		case "request_id":
+			return d.str(&r.RequestID)
+		case "lock_delay_ms":
+			return d.int(&r.LockDelay)
+		case "max_hold_ms":
+			return d.int(&r.MaxHoldMs)
+		case "meta":
+			return d.strMap(&r.Meta)
 		}
-		*v = r
-	default:
+		return false
+	}) {
 		return false
 	}
+	*v = r
+	return true
+}
+
+// releaseRequest is DecodeJSON for an api.ReleaseRequest.
+func (d *jsonDec) releaseRequest(v *api.ReleaseRequest) bool {
+	var r api.ReleaseRequest
+	if !d.object(func(n []byte) bool {
+		switch string(n) {
+		case "key":
+			return d.str(&r.Key)
+		case "owner":
+			return d.str(&r.Owner)
+		case "reentrant":
+			return d.bool(&r.Reentrant)
+		case "force":
+			return d.bool(&r.Force)
+		case "request_id":
+			return d.str(&r.RequestID)
+		}
+		return false
+	}) {
+		return false
+	}
+	*v = r
+	return true
+}
+
+// extendRequest is DecodeJSON for an api.ExtendRequest.
+func (d *jsonDec) extendRequest(v *api.ExtendRequest) bool {
+	var r api.ExtendRequest
+	if !d.object(func(n []byte) bool {
+		switch string(n) {
+		case "key":
+			return d.str(&r.Key)
+		case "owner":
+			return d.str(&r.Owner)
+		case "ttl_ms":
+			return d.int(&r.TTLMs)
+		case "request_id":
+			return d.str(&r.RequestID)
+		}
+		return false
+	}) {
+		return false
+	}
+	*v = r
+	return true
+}
+
+// lease is DecodeJSON for an api.Lease.
+func (d *jsonDec) lease(v *api.Lease) bool {
+	var r api.Lease
+	if !d.object(func(n []byte) bool {
+		switch string(n) {
+		case "key":
+			return d.str(&r.Key)
+		case "owner":
+			return d.str(&r.Owner)
+		case "fence":
+			return d.uint(&r.Fence)
+		case "ttl_ms":
+			return d.int(&r.TTLMs)
+		case "count":
+			return d.intInt(&r.Count)
+		case "deadline_ms":
+			return d.int(&r.Deadline)
+		case "waited_ms":
+			return d.int(&r.WaitedMs)
+		}
+		return false
+	}) {
+		return false
+	}
+	*v = r
+	return true
+}
+
+// releaseResult is DecodeJSON for an api.ReleaseResult.
+func (d *jsonDec) releaseResult(v *api.ReleaseResult) bool {
+	var r api.ReleaseResult
+	if !d.object(func(n []byte) bool {
+		switch string(n) {
+		case "released":
+			return d.bool(&r.Released)
+		case "count":
+			return d.intInt(&r.Count)
+		}
+		return false
+	}) {
+		return false
+	}
+	*v = r
 	return true
 }
 

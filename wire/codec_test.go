@@ -1,4 +1,4 @@
-package httpapi_test
+package wire_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/httpapi"
+	"github.com/locknode/locknode/wire"
 )
 
 // codecTypes are the types AppendJSON and DecodeJSON handle; each entry
@@ -175,7 +175,7 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := httpapi.AppendJSON([]byte("prefix"), v)
+		got, ok := wire.AppendJSON([]byte("prefix"), v)
 		plain := !bytes.Contains(want, []byte(`\`))
 		switch {
 		case ok && string(got) != "prefix"+string(want):
@@ -195,13 +195,13 @@ func TestCodecMatchesEncodingJSON(t *testing.T) {
 		}
 		fast := mk()
 		if _, isErrBody := fast.(*api.ErrorBody); isErrBody {
-			if httpapi.DecodeJSON(in, fast) {
+			if wire.DecodeJSON(in, fast) {
 				t.Fatalf("DecodeJSON decoded an ErrorBody, which it does not handle")
 			}
 			continue
 		}
 		before := reflect.ValueOf(fast).Elem().Interface()
-		if !httpapi.DecodeJSON(in, fast) {
+		if !wire.DecodeJSON(in, fast) {
 			if !reflect.DeepEqual(reflect.ValueOf(fast).Elem().Interface(), before) {
 				t.Fatalf("DecodeJSON(%s) declined but changed its target", in)
 			}
@@ -246,7 +246,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, mk := range codecTypes {
 			fast := mk()
-			if !httpapi.DecodeJSON(in, fast) {
+			if !wire.DecodeJSON(in, fast) {
 				continue
 			}
 			strict := mk()
@@ -266,7 +266,7 @@ func BenchmarkDecodeAcquire(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var r api.AcquireRequest
-			if !httpapi.DecodeJSON(in, &r) {
+			if !wire.DecodeJSON(in, &r) {
 				b.Fatal("declined")
 			}
 		}
