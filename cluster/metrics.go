@@ -109,12 +109,24 @@ func newMetrics(n *Node) *metrics {
 			Buckets: []float64{0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 60, 300},
 		}),
 	}
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-	}
 	m.reg.MustRegister(
 		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
 		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.lockHold, m.logStore,
+		collectors.NewGoCollector(),
+		// process_cpu_seconds_total, resident memory, open files: what a
+		// node costs its machine (under `locknode dev`, the whole process).
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m.reg.MustRegister(nodeGauges(n, m)...)
+	return m
+}
+
+// nodeGauges are the gauges read from the node when scraped.
+func nodeGauges(n *Node, m *metrics) []prometheus.Collector {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	return []prometheus.Collector{
 		gauge("locknode_apply_batch_max_seconds", "Longest time one batch of applies held the table since the node started.",
 			func() float64 { return float64(m.maxPause.Load()) / 1e9 }),
 		gauge("locknode_cluster_version", "The active cluster version as of the last entry this node applied (docs/UPGRADING.md).",
@@ -150,12 +162,7 @@ func newMetrics(n *Node) *metrics {
 			func() float64 { return float64(n.stats().Memory) }),
 		gauge("locknode_keyspace_max_bytes", "The key space's memory limit in bytes (--max-memory); 0 = none.",
 			func() float64 { return float64(n.maxMemory()) }),
-		collectors.NewGoCollector(),
-		// process_cpu_seconds_total, resident memory, open files: what a
-		// node costs its machine (under `locknode dev`, the whole process).
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return m
+	}
 }
 
 // proposed counts one proposal of op.

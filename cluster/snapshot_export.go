@@ -123,17 +123,9 @@ type RestoreResult struct {
 // the snapshot. On failure dataDir is as it was: a directory the restore
 // created is removed, one that existed is left empty.
 func RestoreSnapshotWith(dataDir string, r io.Reader, peers []Peer, opt RestoreOptions) (res RestoreResult, err error) {
-	if len(peers) == 0 {
-		return res, errors.New("cluster: restore: peers are required")
-	}
-	seen := map[string]bool{}
-	var conf raft.Configuration
-	for _, p := range peers {
-		if p.ID == "" || p.Addr == "" || seen[p.ID] {
-			return res, fmt.Errorf("cluster: restore: bad or repeated peer %q=%q", p.ID, p.Addr)
-		}
-		seen[p.ID] = true
-		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	conf, err := restoreConfiguration(peers)
+	if err != nil {
+		return res, err
 	}
 	if opt.ClockBase < 0 {
 		return res, fmt.Errorf("cluster: restore: clock base %d is negative", opt.ClockBase)
@@ -203,9 +195,37 @@ func RestoreSnapshotWith(dataDir string, r io.Reader, peers []Peer, opt RestoreO
 		write = t.Snapshot
 	}
 
+	if err := storeRestored(dataDir, conf, res.Index, write); err != nil {
+		return res, err
+	}
+	ok = true
+	return res, nil
+}
+
+// restoreConfiguration is the raft configuration of a restored cluster
+// whose voters are peers.
+func restoreConfiguration(peers []Peer) (raft.Configuration, error) {
+	var conf raft.Configuration
+	if len(peers) == 0 {
+		return conf, errors.New("cluster: restore: peers are required")
+	}
+	seen := map[string]bool{}
+	for _, p := range peers {
+		if p.ID == "" || p.Addr == "" || seen[p.ID] {
+			return conf, fmt.Errorf("cluster: restore: bad or repeated peer %q=%q", p.ID, p.Addr)
+		}
+		seen[p.ID] = true
+		conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	}
+	return conf, nil
+}
+
+// storeRestored puts a snapshot at index, written by write, into raft's
+// snapshot store in dataDir, with conf as its configuration.
+func storeRestored(dataDir string, conf raft.Configuration, index uint64, write func(io.Writer) error) error {
 	store, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 1, hclog.NewNullLogger())
 	if err != nil {
-		return res, fmt.Errorf("cluster: restore: snapshot store: %w", err)
+		return fmt.Errorf("cluster: restore: snapshot store: %w", err)
 	}
 	// The transport only encodes the peers into the snapshot's legacy
 	// field; an in-memory one does that without a socket.
@@ -213,19 +233,18 @@ func RestoreSnapshotWith(dataDir string, r io.Reader, peers []Peer, opt RestoreO
 	defer trans.Close()
 	// Term 1: the new cluster's first election is term 2 on every node,
 	// whatever term the old cluster had reached.
-	sink, err := store.Create(raft.SnapshotVersionMax, res.Index, 1, conf, res.Index, trans)
+	sink, err := store.Create(raft.SnapshotVersionMax, index, 1, conf, index, trans)
 	if err != nil {
-		return res, fmt.Errorf("cluster: restore: %w", err)
+		return fmt.Errorf("cluster: restore: %w", err)
 	}
 	if err := write(sink); err != nil {
 		_ = sink.Cancel()
-		return res, fmt.Errorf("cluster: restore: %w", err)
+		return fmt.Errorf("cluster: restore: %w", err)
 	}
 	if err := sink.Close(); err != nil {
-		return res, fmt.Errorf("cluster: restore: %w", err)
+		return fmt.Errorf("cluster: restore: %w", err)
 	}
-	ok = true
-	return res, nil
+	return nil
 }
 
 // firstMissing returns the outermost directory of dir's path that does
