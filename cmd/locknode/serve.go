@@ -14,6 +14,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/redisbridge/mirror"
+	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -267,7 +268,8 @@ through a running member, or are added with "locknode join".`,
 			}
 
 			sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
-			p, err := startProc(sctx, procConfig{
+			version, commit := buildVersion()
+			p, err := server.Start(sctx, server.Config{
 				Cluster:       cfg,
 				HTTPAddr:      *httpAddr,
 				RESPAddr:      *respAddr,
@@ -276,9 +278,11 @@ through a running member, or are added with "locknode join".`,
 				Mirror:        mirror,
 				TLS:           tlsSet.client,
 				Logger:        log,
-				Limits:        limits,
+				Limits:        limits.server(),
 				Users:         users,
 				Audit:         audit,
+				Version:       version,
+				Commit:        commit,
 			})
 			cancel()
 			var np *transport.NotPeerError
@@ -302,7 +306,7 @@ through a running member, or are added with "locknode join".`,
 			}
 			stopReload := watchSIGHUP(log, reloads)
 			defer stopReload()
-			fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
+			fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.Node().Addr())
 			<-ctx.Done()
 			log.Info("shutting down")
 			if err := p.Close(); err != nil {

@@ -1,4 +1,7 @@
-package main
+// Package server assembles one locknode node: it is the one place where
+// the raft node, the HTTP API, the RESP bridge, the mirror, the limits, the
+// metrics, the audit and readiness are wired together from a Config.
+package server
 
 import (
 	"context"
@@ -20,8 +23,8 @@ import (
 	"github.com/locknode/locknode/redisbridge/mirror"
 )
 
-// procConfig is everything one node process serves.
-type procConfig struct {
+// Config is everything one node process serves.
+type Config struct {
 	Cluster  cluster.Config
 	HTTPAddr string // listen address of the HTTP API and /metrics
 	RESPAddr string // listen address of the Redis protocol bridge
@@ -38,16 +41,28 @@ type procConfig struct {
 	Logger hclog.Logger
 	// Limits are the HTTP and RESP servers' connection and buffer limits
 	// (zero fields: the packages' defaults).
-	Limits parsedLimits
+	Limits Limits
 	// Users, when set, authenticates every HTTP and RESP request.
 	Users *auth.Store
 	// Audit logs and counts forced releases, membership changes and
 	// refused requests (nil: not audited).
 	Audit *auth.Audit
+	// Version and Commit describe the running binary: /status's release
+	// and the labels of locknode_build_info.
+	Version, Commit string
 }
 
-// proc is one running node with its HTTP and RESP servers and mirror.
-type proc struct {
+// Limits are the HTTP and RESP servers' connection and buffer limits
+// (only their limit fields are read) and the shared throttle of failed
+// authentications (Logger unset).
+type Limits struct {
+	HTTP         httpapi.Config
+	RESP         redisbridge.Config
+	AuthThrottle auth.ThrottleConfig
+}
+
+// Server is one running node with its HTTP and RESP servers and mirror.
+type Server struct {
 	node       *cluster.Node
 	httpLn     net.Listener
 	httpSrv    *http.Server
@@ -72,8 +87,8 @@ type proc struct {
 
 // startProc starts the node and, once it runs, its mirror and servers.
 // ctx bounds the start-up (joining a cluster).
-func startProc(ctx context.Context, pc procConfig) (*proc, error) {
-	p := &proc{log: pc.Logger}
+func Start(ctx context.Context, pc Config) (*Server, error) {
+	p := &Server{log: pc.Logger}
 	var err error
 	// Listen first so a port that is taken fails before raft starts, and
 	// so the node can advertise the ports actually bound.
@@ -108,7 +123,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 		return nil, err
 	}
 	adv := pc.Cluster.Advertised
-	if err := p.node.Metrics().Register(buildInfo()); err != nil {
+	if err := p.node.Metrics().Register(buildInfo(pc.Version, pc.Commit)); err != nil {
 		p.Close()
 		return nil, fmt.Errorf("build info metric: %w", err)
 	}
@@ -167,7 +182,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit
-	release, _ := buildVersion()
+	release := pc.Version
 	hc.Extra = func(s *api.Status) {
 		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
 		s.Release = release
@@ -245,7 +260,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 
 // respPeers returns the RESP addresses of the members that answer
 // (cluster.Node.PeerAddrs), this node included, for SENTINEL and INFO.
-func (p *proc) respPeers() []string {
+func (p *Server) respPeers() []string {
 	// A member never asked before is waited for at most this long; known
 	// ones answer from the node's cache.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -299,7 +314,7 @@ func isWildcard(host string) bool {
 // retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a
 // listener that stopped for good (netguard.ErrStopped), the error naming
 // the port ("resp: ...", "http: ...", "peer: ..."). For readiness.
-func (p *proc) ListenerErr() error {
+func (p *Server) ListenerErr() error {
 	if p.resp != nil {
 		if err := p.resp.ListenerErr(); err != nil {
 			return err
@@ -316,26 +331,33 @@ func (p *proc) ListenerErr() error {
 	return nil
 }
 
-func (p *proc) HTTPAddr() string { return p.httpLn.Addr().String() }
-func (p *proc) RESPAddr() string { return p.respLn.Addr().String() }
+// Node is the raft node the servers serve.
+func (p *Server) Node() *cluster.Node { return p.node }
+
+// CancelRequests ends the context of every HTTP request in flight, so a
+// blocking acquire stops waiting; the servers keep running.
+func (p *Server) CancelRequests() { p.cancelRequests() }
+
+func (p *Server) HTTPAddr() string { return p.httpLn.Addr().String() }
+func (p *Server) RESPAddr() string { return p.respLn.Addr().String() }
 
 // Close stops the servers (in-flight requests get a few seconds), then
 // the mirror, then the node (gracefully: a leader hands over first).
-func (p *proc) Close() error {
-	return p.stop(p.node.Close)
+func (p *Server) Close() error {
+	return p.Stop(p.node.Close)
 }
 
-// stop is Close with the node's own stop: Node.Close hands leadership
+// Stop is Close with the node's own stop: Node.Close hands leadership
 // over first; Node.Kill does not (dev stops every node at once, so there
 // is no one to hand over to).
-func (p *proc) stop(stopNode func() error) error {
-	p.stopServers()
+func (p *Server) Stop(stopNode func() error) error {
+	p.StopServers()
 	return stopNode()
 }
 
-// stopServers stops the RESP and HTTP servers (in-flight HTTP requests
+// StopServers stops the RESP and HTTP servers (in-flight HTTP requests
 // get a few seconds) and the mirror, leaving the node running.
-func (p *proc) stopServers() {
+func (p *Server) StopServers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if p.resp != nil {
