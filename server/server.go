@@ -1,68 +1,25 @@
-// Package server assembles one locknode node: it is the one place where
-// the raft node, the HTTP API, the RESP bridge, the mirror, the limits, the
-// metrics, the audit and readiness are wired together from a Config.
 package server
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
 	"github.com/locknode/locknode/redisbridge/mirror"
 )
 
-// Config is everything one node process serves.
-type Config struct {
-	Cluster  cluster.Config
-	HTTPAddr string // listen address of the HTTP API and /metrics
-	RESPAddr string // listen address of the Redis protocol bridge
-	// HTTPAdvertise and RESPAdvertise are the addresses other members
-	// hand to clients (SENTINEL, INFO); default: the bound address, with
-	// the raft address's host when bound to a wildcard.
-	HTTPAdvertise string
-	RESPAdvertise string
-	// Mirror, when set, mirrors the lock table into that Redis (every
-	// node runs a mirror; only the leader's writes).
-	Mirror *mirror.Config
-	// TLS, when set, serves HTTP (https) and RESP over TLS with it.
-	TLS    *tls.Config
-	Logger hclog.Logger
-	// Limits are the HTTP and RESP servers' connection and buffer limits
-	// (zero fields: the packages' defaults).
-	Limits Limits
-	// Users, when set, authenticates every HTTP and RESP request.
-	Users *auth.Store
-	// Audit logs and counts forced releases, membership changes and
-	// refused requests (nil: not audited).
-	Audit *auth.Audit
-	// Version and Commit describe the running binary: /status's release
-	// and the labels of locknode_build_info.
-	Version, Commit string
-}
-
-// Limits are the HTTP and RESP servers' connection and buffer limits
-// (only their limit fields are read) and the shared throttle of failed
-// authentications (Logger unset).
-type Limits struct {
-	HTTP         httpapi.Config
-	RESP         redisbridge.Config
-	AuthThrottle auth.ThrottleConfig
-}
-
 // Server is one running node with its HTTP and RESP servers and mirror.
 type Server struct {
+	cfg        Config
 	node       *cluster.Node
 	httpLn     net.Listener
 	httpSrv    *http.Server
@@ -83,303 +40,219 @@ type Server struct {
 	ready     readiness
 	httpState listenerState
 	respState listenerState
+
+	stopOnce sync.Once
 }
 
-// startProc starts the node and, once it runs, its mirror and servers.
-// ctx bounds the start-up (joining a cluster).
-func Start(ctx context.Context, pc Config) (*Server, error) {
-	p := &Server{log: pc.Logger}
-	var err error
-	// Listen first so a port that is taken fails before raft starts, and
-	// so the node can advertise the ports actually bound.
-	if p.httpLn, err = net.Listen("tcp", pc.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("http listen: %w", err)
+// Start starts the node and, once it runs, its mirror and servers, then
+// joins the cluster when Cluster.Join is set. ctx bounds the start-up
+// (joining a cluster); the node runs until Close or Kill. On an error,
+// whatever was started is stopped again and nothing stays listening.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if p.respLn, err = net.Listen("tcp", pc.RESPAddr); err != nil {
-		p.httpLn.Close()
-		return nil, fmt.Errorf("resp listen: %w", err)
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	if err := s.listen(cfg); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	if pc.TLS != nil {
-		// The handshake runs on each connection's first read, in its own
-		// goroutine (bounded by ReadHeaderTimeout on HTTP).
-		p.httpLn = tls.NewListener(p.httpLn, pc.TLS)
-		p.respLn = tls.NewListener(p.respLn, pc.TLS)
+	tr, err := peerTransport(cfg)
+	if err != nil {
+		s.closeListeners()
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	raftHost := raftAdvertiseHost(pc.Cluster)
-	pc.Cluster.Advertised = cluster.ClientAddrs{
-		HTTP: advertiseAddr(pc.HTTPAdvertise, p.httpLn.Addr(), raftHost),
-		RESP: advertiseAddr(pc.RESPAdvertise, p.respLn.Addr(), raftHost),
+	if tr != nil {
+		cfg.Cluster.Transport = tr
 	}
-	// A node process owns its heap: give the snapshot's transient memory
-	// back to the OS (cluster.Config.FreeMemoryAfterSnapshot says why).
-	pc.Cluster.FreeMemoryAfterSnapshot = true
+	cfg.Cluster.Advertised = s.clientAddrs(cfg)
 	// Joined below, once the servers run: meanwhile they answer clients
 	// at once (TRYAGAIN, 503) instead of leaving them in the accept queue.
-	join := pc.Cluster.Join
-	pc.Cluster.Join = nil
-	if p.node, err = cluster.Start(ctx, pc.Cluster); err != nil {
-		p.httpLn.Close()
-		p.respLn.Close()
+	join := cfg.Cluster.Join
+	cfg.Cluster.Join = nil
+	if s.node, err = cluster.Start(ctx, cfg.Cluster); err != nil {
+		s.closeListeners()
+		if tr != nil {
+			tr.Close()
+		}
 		return nil, err
 	}
-	adv := pc.Cluster.Advertised
-	if err := p.node.Metrics().Register(buildInfo(pc.Version, pc.Commit)); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("build info metric: %w", err)
+	s.cfg = cfg
+	if err := s.startServing(cfg); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("server: %w", err)
 	}
-	if err := exportRaftMetrics(p.node.Metrics()); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("raft metrics: %w", err)
+	if err := s.node.Join(ctx, join); err != nil {
+		s.Close()
+		return nil, err
 	}
-	for _, c := range pc.Audit.Collectors() {
-		if err := p.node.Metrics().Register(c); err != nil {
-			p.Close()
-			return nil, fmt.Errorf("audit metrics: %w", err)
-		}
-	}
+	return s, nil
+}
 
-	if pc.Mirror != nil {
-		mc := *pc.Mirror
-		mc.Logger = pc.Logger
-		if p.mirror, err = mirror.New(mc, p.node); err != nil {
-			p.Close()
-			return nil, fmt.Errorf("mirror: %w", err)
-		}
-		for _, c := range p.mirror.Collectors() {
-			if err := p.node.Metrics().Register(c); err != nil {
-				p.mirror = nil
-				p.Close()
-				return nil, fmt.Errorf("mirror metrics: %w", err)
-			}
-		}
-		var mctx context.Context
-		mctx, p.mirrorStop = context.WithCancel(context.Background())
-		p.mirrorDone = make(chan struct{})
-		// Ends when Close cancels mctx (Run then returns), or at once if
-		// the mirror cannot start.
-		go func() {
-			defer close(p.mirrorDone)
-			if err := p.mirror.Run(mctx); err != nil {
-				p.log.Error("mirror stopped", "error", err)
-			}
-		}()
+// startServing registers the node's metrics and starts the mirror and
+// the client servers.
+func (s *Server) startServing(cfg Config) error {
+	if err := s.registerMetrics(cfg); err != nil {
+		return err
 	}
-
-	// One throttle for both ports: a source address guessing passwords is
-	// counted across them.
-	tc := pc.Limits.AuthThrottle
-	tc.Logger = pc.Logger.Named("auth")
-	throttle := auth.NewThrottle(tc)
-
-	hc := pc.Limits.HTTP
-	hc.Logger = pc.Logger.Named("http")
-	hc.AuthThrottle = throttle
-	hc.Metrics = promhttp.HandlerFor(p.node.Metrics(), promhttp.HandlerOpts{})
-	p.httpState.addr, p.respState.addr = p.httpLn.Addr().String(), p.respLn.Addr().String()
-	p.ready.add("http", p.httpState.check)
-	p.ready.add("resp", p.respState.check)
-	p.ready.add("", p.node.Ready) // its reasons say "cluster: not ready: ..."
-	hc.Ready = p.ready.ready
-	hc.Registerer = p.node.Metrics()
-	hc.Users, hc.Audit = pc.Users, pc.Audit
-	release := pc.Version
-	hc.Extra = func(s *api.Status) {
-		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
-		s.Release = release
-		if p.mirror != nil {
-			s.Mirror = p.mirror.Status().Map()
-		}
+	if err := s.startMirror(cfg); err != nil {
+		return err
 	}
-	if err := hc.Validate(); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("http: %w", err)
+	throttle := newThrottle(cfg)
+	if s.httpLn != nil {
+		s.httpState.addr = s.httpLn.Addr().String()
+		s.ready.add("http", s.httpState.check)
 	}
-	// No WriteTimeout (NewServer sets none): a blocking acquire long-polls
-	// up to api.MaxWait.
-	p.httpSrv = httpapi.NewServer(httpapi.New(p.node, hc), hc)
-	reqCtx, cancelRequests := context.WithCancel(context.Background())
-	p.cancelRequests = cancelRequests
-	p.httpSrv.BaseContext = func(net.Listener) context.Context { return reqCtx }
-	p.httpLim = httpapi.LimitListener(p.httpLn, hc)
-	p.httpDone = make(chan struct{})
-	// Ends when Close shuts the server down (or the listener is closed
-	// underneath: ListenerErr reports it).
-	go func() {
-		defer close(p.httpDone)
-		err := p.httpSrv.Serve(p.httpLim)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		p.httpState.stop(err)
-		if err != nil {
-			p.log.Error("http server stopped", "error", err)
-		}
-	}()
-
-	rc := pc.Limits.RESP
-	rc.Addr = adv.RESP
-	rc.NodeID = pc.Cluster.ID
-	rc.Logger = pc.Logger.Named("resp")
-	rc.Peers = p.respPeers
-	rc.Users, rc.Audit = pc.Users, pc.Audit
-	rc.AuthThrottle = throttle
-	if p.mirror != nil {
-		rc.ExtraInfo = p.mirror.InfoText
+	if s.respLn != nil {
+		s.respState.addr = s.respLn.Addr().String()
+		s.ready.add("resp", s.respState.check)
 	}
-	if p.resp, err = redisbridge.New(p.node, rc); err != nil {
-		p.Close()
-		return nil, fmt.Errorf("resp: %w", err)
+	s.ready.add("", s.node.Ready) // its reasons say "cluster: not ready: ..."
+	if err := s.startHTTP(cfg, throttle); err != nil {
+		return err
 	}
-	for _, c := range p.resp.Collectors() {
-		if err := p.node.Metrics().Register(c); err != nil {
-			p.Close()
-			return nil, fmt.Errorf("resp metrics: %w", err)
-		}
+	if err := s.startRESP(cfg, throttle); err != nil {
+		return err
 	}
 	// Accepts failing and retried (out of file descriptors) on any of the
-	// three ports; the error names the port. Added once p.resp is set: the
-	// HTTP server already answers probes.
-	p.ready.add("", func(context.Context) error { return p.ListenerErr() })
-	p.respDone = make(chan struct{})
-	// Ends when Close closes the bridge (or the listener is closed
-	// underneath: ListenerErr reports it).
-	go func() {
-		defer close(p.respDone)
-		err := p.resp.Serve(p.respLn)
-		p.respState.stop(err)
-		if err != nil {
-			p.log.Error("resp server stopped", "error", err)
-		}
-	}()
-	if err := p.node.Join(ctx, join); err != nil {
-		p.Close()
-		return nil, err
-	}
-	return p, nil
-}
-
-// respPeers returns the RESP addresses of the members that answer
-// (cluster.Node.PeerAddrs), this node included, for SENTINEL and INFO.
-func (p *Server) respPeers() []string {
-	// A member never asked before is waited for at most this long; known
-	// ones answer from the node's cache.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var out []string
-	for _, a := range p.node.PeerAddrs(ctx) {
-		if a.Reachable && a.RESP != "" {
-			out = append(out, a.RESP)
-		}
-	}
-	return out
-}
-
-// raftAdvertiseHost is the host other nodes reach this node's raft
-// port on, or "" when only a wildcard is known.
-func raftAdvertiseHost(c cluster.Config) string {
-	addr := c.Advertise
-	if addr == "" && c.Transport != nil {
-		addr = c.Transport.Addr().String()
-	}
-	if addr == "" {
-		addr = c.BindAddr
-	}
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil || isWildcard(h) {
-		return ""
-	}
-	return h
-}
-
-// advertiseAddr is explicit if given, else bound; a wildcard host in
-// bound is replaced by host (when known).
-func advertiseAddr(explicit string, bound net.Addr, host string) string {
-	if explicit != "" {
-		return explicit
-	}
-	h, port, err := net.SplitHostPort(bound.String())
-	if err != nil || !isWildcard(h) || host == "" {
-		return bound.String()
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func isWildcard(host string) bool {
-	ip := net.ParseIP(host)
-	return host == "" || (ip != nil && ip.IsUnspecified())
-}
-
-// ListenerErr reports whether the node's three ports accept connections:
-// nil when they do, else the first one's trouble — accepts failing and
-// retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a
-// listener that stopped for good (netguard.ErrStopped), the error naming
-// the port ("resp: ...", "http: ...", "peer: ..."). For readiness.
-func (p *Server) ListenerErr() error {
-	if p.resp != nil {
-		if err := p.resp.ListenerErr(); err != nil {
-			return err
-		}
-	}
-	if p.httpLim != nil {
-		if err := p.httpLim.Err(); err != nil {
-			return err
-		}
-	}
-	if p.node != nil {
-		return p.node.PeerListenerErr()
-	}
+	// three ports; the error names the port. Added once the RESP server
+	// runs: the HTTP server already answers probes.
+	s.ready.add("", func(context.Context) error { return s.ListenerErr() })
 	return nil
 }
 
 // Node is the raft node the servers serve.
-func (p *Server) Node() *cluster.Node { return p.node }
+func (s *Server) Node() *cluster.Node { return s.node }
+
+// HTTPAddr and RESPAddr are the bound addresses of the client ports
+// ("" for a port not served).
+func (s *Server) HTTPAddr() string { return addrOf(s.httpLn) }
+func (s *Server) RESPAddr() string { return addrOf(s.respLn) }
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// ListenerErr reports whether the node's ports accept connections: nil
+// when they do, else the first one's trouble — accepts failing and
+// retried (netguard.ErrAcceptFailing, e.g. out of file descriptors), or a
+// listener that stopped for good (netguard.ErrStopped), the error naming
+// the port ("resp: ...", "http: ...", "peer: ..."). For readiness.
+func (s *Server) ListenerErr() error {
+	if s.resp != nil {
+		if err := s.resp.ListenerErr(); err != nil {
+			return err
+		}
+	}
+	if s.httpLim != nil {
+		if err := s.httpLim.Err(); err != nil {
+			return err
+		}
+	}
+	if s.node != nil {
+		return s.node.PeerListenerErr()
+	}
+	return nil
+}
 
 // CancelRequests ends the context of every HTTP request in flight, so a
 // blocking acquire stops waiting; the servers keep running.
-func (p *Server) CancelRequests() { p.cancelRequests() }
-
-func (p *Server) HTTPAddr() string { return p.httpLn.Addr().String() }
-func (p *Server) RESPAddr() string { return p.respLn.Addr().String() }
-
-// Close stops the servers (in-flight requests get a few seconds), then
-// the mirror, then the node (gracefully: a leader hands over first).
-func (p *Server) Close() error {
-	return p.Stop(p.node.Close)
-}
-
-// Stop is Close with the node's own stop: Node.Close hands leadership
-// over first; Node.Kill does not (dev stops every node at once, so there
-// is no one to hand over to).
-func (p *Server) Stop(stopNode func() error) error {
-	p.StopServers()
-	return stopNode()
-}
-
-// StopServers stops the RESP and HTTP servers (in-flight HTTP requests
-// get a few seconds) and the mirror, leaving the node running.
-func (p *Server) StopServers() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if p.resp != nil {
-		p.resp.Close()
-		<-p.respDone
-	} else {
-		p.respLn.Close()
+func (s *Server) CancelRequests() {
+	if s.cancelRequests != nil {
+		s.cancelRequests()
 	}
-	if p.httpSrv != nil {
-		if err := p.httpSrv.Shutdown(ctx); err != nil {
-			p.httpSrv.Close()
+}
+
+// Close stops the servers (HTTP requests in flight get ShutdownTimeout),
+// then the mirror, then the node (gracefully: a leader hands leadership
+// over first). Only the first Close or Kill acts; later ones return nil.
+func (s *Server) Close() error {
+	return s.stop(true)
+}
+
+// Kill stops the node as a crash would: connections are cut at once, no
+// request in flight is waited for, and the node stops without handing
+// leadership over (cluster.Node.Kill). For tests and for stopping every
+// node of a cluster at once, where there is no one to hand over to.
+func (s *Server) Kill() error {
+	return s.stop(false)
+}
+
+func (s *Server) stop(graceful bool) error {
+	var err error
+	s.stopOnce.Do(func() {
+		if graceful {
+			s.StopServers()
+			err = s.node.Close()
+			return
 		}
-		<-p.httpDone
-	} else {
-		p.httpLn.Close()
+		s.killServers()
+		err = s.node.Kill()
+	})
+	return err
+}
+
+// StopServers stops the RESP and HTTP servers (HTTP requests in flight
+// get ShutdownTimeout) and the mirror, leaving the node running.
+func (s *Server) StopServers() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	s.stopRESP()
+	if s.httpSrv != nil {
+		if err := s.httpSrv.Shutdown(ctx); err != nil {
+			s.httpSrv.Close()
+		}
+		<-s.httpDone
+	} else if s.httpLn != nil {
+		s.httpLn.Close()
 	}
-	if p.cancelRequests != nil {
-		p.cancelRequests()
+	s.CancelRequests()
+	s.stopMirror()
+}
+
+// killServers is StopServers without waiting for requests in flight.
+func (s *Server) killServers() {
+	s.CancelRequests()
+	if s.httpSrv != nil {
+		s.httpSrv.Close()
+		<-s.httpDone
+	} else if s.httpLn != nil {
+		s.httpLn.Close()
 	}
-	// The mirror reads the node; it must be gone before the node closes.
-	if p.mirrorStop != nil {
-		p.mirrorStop()
-		<-p.mirrorDone
+	s.stopRESP()
+	s.stopMirror()
+}
+
+func (s *Server) stopRESP() {
+	if s.resp != nil {
+		s.resp.Close()
+		<-s.respDone
+	} else if s.respLn != nil {
+		s.respLn.Close()
 	}
 }
+
+// stopMirror stops the mirror; it reads the node, so it must be gone
+// before the node closes.
+func (s *Server) stopMirror() {
+	if s.mirrorStop != nil {
+		s.mirrorStop()
+		<-s.mirrorDone
+	}
+}
+
+// cleanClose is err, or nil for the error http.Server.Serve returns on
+// a clean close.
+func cleanClose(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// peerAskTimeout bounds the wait for a member never asked before
+// (respPeers); known ones answer from the node's cache.
+const peerAskTimeout = time.Second

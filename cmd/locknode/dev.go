@@ -299,20 +299,24 @@ temporary directory removed on exit.`,
 				cfg.FSM = fsmCfg
 				cfg.FSM.MaxMemory = maxMemory
 				cfg.Audit = audit
+				// The process owns its heap (cluster.Config.FreeMemoryAfterSnapshot).
+				cfg.FreeMemoryAfterSnapshot = true
 				_ = dashFlags.apply(&cfg) // checked before any node started
 				version, commit := buildVersion()
 				p, err := server.Start(ctx, server.Config{
-					Cluster:  cfg,
-					HTTPAddr: port(*httpBase, i),
-					RESPAddr: port(*respBase, i),
-					Logger:   cfg.Logger,
-					Mirror:   mirror,
-					Limits:   limits.server(),
-					TLS:      clientTLS[i],
-					Users:    users,
-					Audit:    audit,
-					Version:  version,
-					Commit:   commit,
+					Cluster:      cfg,
+					HTTPAddr:     port(*httpBase, i),
+					RESPAddr:     port(*respBase, i),
+					Logger:       cfg.Logger,
+					Mirror:       mirror,
+					HTTP:         limits.HTTP,
+					RESP:         limits.RESP,
+					AuthThrottle: limits.AuthThrottle,
+					TLS:          clientTLS[i],
+					Users:        users,
+					Audit:        audit,
+					Version:      version,
+					Commit:       commit,
 				})
 				if err != nil {
 					fmt.Fprintf(stderr, "locknode dev: node %s: %v\n", cfg.ID, err)

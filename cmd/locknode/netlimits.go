@@ -14,7 +14,6 @@ import (
 	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
 	"github.com/locknode/locknode/redisbridge/resp"
-	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -182,11 +181,6 @@ func (n *netLimits) parse() (parsedLimits, error) {
 		return p, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return p, nil
-}
-
-// server is the limits of the HTTP and RESP ports, for server.Config.
-func (p parsedLimits) server() server.Limits {
-	return server.Limits{HTTP: p.HTTP, RESP: p.RESP, AuthThrottle: p.AuthThrottle}
 }
 
 // applyPeer sets the peer-port limits on a node's config.
