@@ -137,11 +137,11 @@ temporary directory removed on exit.`,
 					return 2
 				}
 			}
-			memPlan.apply(log)
-			gcPlan.apply(log)
+			memPlan.Apply(log)
+			gcPlan.Apply(log)
 			// dev starts the tuner at once: its nodes share one heap and start
 			// one after another, so there is no single restore to wait for.
-			stopGCTuner := gcPlan.startTuner()
+			stopGCTuner := gcPlan.StartTuner()
 			defer stopGCTuner()
 			if *pprofAddr != "" {
 				pp, err := startPprof(*pprofAddr, log)

@@ -176,9 +176,9 @@ func serveNode(ctx context.Context, stdout, stderr io.Writer, f *serveFlags) int
 		return 2
 	}
 	log := st.log
-	st.memPlan.apply(log)
-	st.gcPlan.apply(log)
-	st.procsPlan.apply(log)
+	st.memPlan.Apply(log)
+	st.gcPlan.Apply(log)
+	st.procsPlan.Apply(log)
 	// pprof first: a restore or join that takes long is worth profiling.
 	if *f.pprofAddr != "" {
 		pp, err := startPprof(*f.pprofAddr, log)
@@ -202,7 +202,7 @@ func serveNode(ctx context.Context, stdout, stderr io.Writer, f *serveFlags) int
 		fmt.Fprintln(stderr, "locknode serve:", err)
 		return 1
 	}
-	stopGCTuner := st.gcPlan.startTuner()
+	stopGCTuner := st.gcPlan.StartTuner()
 	defer stopGCTuner()
 	if st.cfg.Users == nil && (beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr())) {
 		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/internal/proctune"
 	"github.com/locknode/locknode/server"
 )
 
@@ -41,9 +42,9 @@ type serveFlags struct {
 type serveSetup struct {
 	cfg       server.Config
 	log       hclog.Logger
-	memPlan   memLimitPlan
-	gcPlan    gcPercentPlan
-	procsPlan gomaxprocsPlan
+	memPlan   proctune.MemLimitPlan
+	gcPlan    proctune.GCPercentPlan
+	procsPlan proctune.GOMAXPROCSPlan
 	reloads   []reloadFunc // re-read on SIGHUP
 }
 
@@ -73,7 +74,7 @@ func (f *serveFlags) setup(stderr io.Writer) (*serveSetup, error) {
 	if st.memPlan, st.gcPlan, ok = planRuntime("locknode serve", stderr, *f.pprofAddr, *f.memLimit, *f.gcPct); !ok {
 		return nil, errReported
 	}
-	if st.procsPlan, err = gomaxprocs(*f.procs); err != nil {
+	if st.procsPlan, err = proctune.GOMAXPROCS(*f.procs); err != nil {
 		return nil, fmt.Errorf("--gomaxprocs: %w", err)
 	}
 	tlsSet, err := f.tlsFlags.build(*f.id)
