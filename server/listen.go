@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 
@@ -16,12 +17,12 @@ import (
 func (s *Server) listen(cfg Config) error {
 	var err error
 	if cfg.HTTPAddr != "" {
-		if s.httpLn, err = cfg.Listen("tcp", cfg.HTTPAddr); err != nil {
+		if s.httpLn, err = listenOn(cfg, cfg.HTTPAddr); err != nil {
 			return fmt.Errorf("http listen: %w", err)
 		}
 	}
 	if cfg.RESPAddr != "" {
-		if s.respLn, err = cfg.Listen("tcp", cfg.RESPAddr); err != nil {
+		if s.respLn, err = listenOn(cfg, cfg.RESPAddr); err != nil {
 			s.closeListeners()
 			return fmt.Errorf("resp listen: %w", err)
 		}
@@ -37,6 +38,19 @@ func (s *Server) listen(cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// errNoListener: a Config.Listen returned neither a listener nor an
+// error.
+var errNoListener = errors.New("server: Config.Listen returned no listener")
+
+// listenOn is cfg.Listen on a TCP address, refusing a nil listener.
+func listenOn(cfg Config, addr string) (net.Listener, error) {
+	ln, err := cfg.Listen("tcp", addr)
+	if err == nil && ln == nil {
+		err = fmt.Errorf("%s: %w", addr, errNoListener)
+	}
+	return ln, err
 }
 
 // closeListeners closes the client listeners that no server owns yet.
@@ -61,7 +75,7 @@ func peerTransport(cfg Config) (*transport.Transport, error) {
 	if bind == "" {
 		bind = cluster.DefaultConfig().BindAddr
 	}
-	ln, err := cfg.Listen("tcp", bind)
+	ln, err := listenOn(cfg, bind)
 	if err != nil {
 		return nil, fmt.Errorf("peer listen on %s: %w", bind, err)
 	}

@@ -204,6 +204,25 @@ func TestListenFailureClosesEverything(t *testing.T) {
 	}
 }
 
+// A Listen that returns neither a listener nor an error fails Start
+// clearly instead of panicking.
+func TestListenNilListener(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.HTTPAddr, cfg.RESPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Cluster.ID, cfg.Cluster.DataDir, cfg.Cluster.Bootstrap = "n1", t.TempDir(), true
+	cfg.Listen = func(network, addr string) (net.Listener, error) { return nil, nil }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Start(ctx, cfg)
+	if err == nil {
+		s.Close()
+		t.Fatal("Start succeeded without listeners")
+	}
+	if !errors.Is(err, errNoListener) {
+		t.Fatalf("Start: %v; want errNoListener", err)
+	}
+}
+
 // Close and Kill may both be called, in any order, more than once; only
 // the first acts, and the node is stopped afterwards.
 func TestCloseKillOnce(t *testing.T) {
