@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,8 +16,8 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
-	"github.com/locknode/locknode/httpapi"
 	"github.com/locknode/locknode/redisbridge"
+	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -64,8 +64,7 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	nodes  []*cluster.Node
-	https  []*http.Server
-	resps  []*redisbridge.Server
+	srvs   []*server.Server // each node with its HTTP and RESP servers
 	paused []bool
 }
 
@@ -86,8 +85,7 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 		t: t, opts: opts, tlog: &testLog{t: t},
 		net:    newFaultNet(n, opts.Seed),
 		nodes:  make([]*cluster.Node, n),
-		https:  make([]*http.Server, n),
-		resps:  make([]*redisbridge.Server, n),
+		srvs:   make([]*server.Server, n),
 		paused: make([]bool, n),
 	}
 	// Registered first, so it runs last: no t.Log after the nodes are gone.
@@ -169,40 +167,41 @@ func (c *Cluster) start(i int) error {
 	cfg.Clock = c.clocks[i]
 	cfg.Logger = c.log
 	cfg.StorageFaults = c.disks[i].hook
-	node, err := cluster.Start(context.Background(), cfg)
+	sc := server.Config{
+		Cluster: cfg,
+		RESP:    redisbridge.Config{RequestTimeout: 10 * time.Second},
+		Logger:  c.log.With("node", nodeID(i)),
+		Listen:  c.listen(i),
+	}
+	if !c.opts.NoHTTP {
+		sc.HTTPAddr = c.httpLn[i].addr()
+	}
+	if !c.opts.NoRESP {
+		sc.RESPAddr = c.respLn[i].addr()
+	}
+	srv, err := server.Start(context.Background(), sc)
 	if err != nil {
 		tr.Close()
 		return err
 	}
 	c.mu.Lock()
-	c.nodes[i] = node
+	c.nodes[i], c.srvs[i] = srv.Node(), srv
 	c.mu.Unlock()
-	if !c.opts.NoHTTP {
-		h := httpapi.New(node, httpapi.Config{Logger: c.log.Named("http").With("node", nodeID(i)), Ready: node.Ready})
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-		ln := c.httpLn[i].attach()
-		c.mu.Lock()
-		c.https[i] = srv
-		c.mu.Unlock()
-		// Ends when Crash or shutdown closes the server.
-		go func() { _ = srv.Serve(ln) }()
-	}
-	if !c.opts.NoRESP {
-		rs, err := redisbridge.New(node, redisbridge.Config{
-			Addr: c.respLn[i].addr(), NodeID: nodeID(i), Logger: c.log.Named("resp").With("node", nodeID(i)),
-			RequestTimeout: 10 * time.Second,
-		})
-		if err != nil {
-			return err
-		}
-		ln := c.respLn[i].attach()
-		c.mu.Lock()
-		c.resps[i] = rs
-		c.mu.Unlock()
-		// Ends when Crash or shutdown closes the server.
-		go func() { _ = rs.Serve(ln) }()
-	}
 	return nil
+}
+
+// listen hands node i's servers the stable listener of the address
+// they ask for, so a restarted node serves on the same ports.
+func (c *Cluster) listen(i int) func(network, addr string) (net.Listener, error) {
+	return func(_, addr string) (net.Listener, error) {
+		switch addr {
+		case c.httpLn[i].addr():
+			return c.httpLn[i].attach(), nil
+		case c.respLn[i].addr():
+			return c.respLn[i].attach(), nil
+		}
+		return nil, fmt.Errorf("testcluster: node %s has no listener on %s", nodeID(i), addr)
+	}
 }
 
 // stop takes node i down without a clean shutdown: its links are cut
@@ -212,18 +211,12 @@ func (c *Cluster) stop(i int) {
 	c.clocks[i].setPaused(false)
 	c.net.setPaused(i, false)
 	c.mu.Lock()
-	node, hs, rs := c.nodes[i], c.https[i], c.resps[i]
-	c.nodes[i], c.https[i], c.resps[i] = nil, nil, nil
+	srv := c.srvs[i]
+	c.nodes[i], c.srvs[i] = nil, nil
 	c.paused[i] = false
 	c.mu.Unlock()
-	if hs != nil {
-		hs.Close()
-	}
-	if rs != nil {
-		rs.Close()
-	}
-	if node != nil {
-		if err := node.Kill(); err != nil {
+	if srv != nil {
+		if err := srv.Kill(); err != nil {
 			c.log.Warn("kill", "node", nodeID(i), "error", err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/internal/tlsutil"
+	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -136,11 +137,11 @@ temporary directory removed on exit.`,
 					return 2
 				}
 			}
-			memPlan.apply(log)
-			gcPlan.apply(log)
+			memPlan.Apply(log)
+			gcPlan.Apply(log)
 			// dev starts the tuner at once: its nodes share one heap and start
 			// one after another, so there is no single restore to wait for.
-			stopGCTuner := gcPlan.startTuner()
+			stopGCTuner := gcPlan.StartTuner()
 			defer stopGCTuner()
 			if *pprofAddr != "" {
 				pp, err := startPprof(*pprofAddr, log)
@@ -257,13 +258,13 @@ temporary directory removed on exit.`,
 				}
 			}
 
-			procs := make([]*proc, 0, *nodes)
+			procs := make([]*server.Server, 0, *nodes)
 			defer func() {
 				quiet.phase.Store(devStopping)
 				// The whole cluster stops: no leadership hand-over, the
 				// leader first so no follower campaigns meanwhile.
 				for i, p := range procs {
-					if p.node.IsLeader() {
+					if p.Node().IsLeader() {
 						procs[0], procs[i] = procs[i], procs[0]
 					}
 				}
@@ -272,14 +273,14 @@ temporary directory removed on exit.`,
 				// their waits leave the queues through the log and the
 				// servers stop at once; only then do the nodes go.
 				for _, p := range procs {
-					p.cancelRequests()
+					p.CancelRequests()
 				}
 				for _, p := range procs {
-					p.stopServers()
+					p.StopServers()
 				}
 				for _, p := range procs {
-					if err := p.node.Kill(); err != nil {
-						fmt.Fprintf(stderr, "locknode dev: stopping %s: %v\n", p.node.ID(), err)
+					if err := p.Node().Kill(); err != nil {
+						fmt.Fprintf(stderr, "locknode dev: stopping %s: %v\n", p.Node().ID(), err)
 					}
 				}
 				if len(procs) > 0 {
@@ -298,17 +299,24 @@ temporary directory removed on exit.`,
 				cfg.FSM = fsmCfg
 				cfg.FSM.MaxMemory = maxMemory
 				cfg.Audit = audit
+				// The process owns its heap (cluster.Config.FreeMemoryAfterSnapshot).
+				cfg.FreeMemoryAfterSnapshot = true
 				_ = dashFlags.apply(&cfg) // checked before any node started
-				p, err := startProc(ctx, procConfig{
-					Cluster:  cfg,
-					HTTPAddr: port(*httpBase, i),
-					RESPAddr: port(*respBase, i),
-					Logger:   cfg.Logger,
-					Mirror:   mirror,
-					Limits:   limits,
-					TLS:      clientTLS[i],
-					Users:    users,
-					Audit:    audit,
+				version, commit := buildVersion()
+				p, err := server.Start(ctx, server.Config{
+					Cluster:      cfg,
+					HTTPAddr:     port(*httpBase, i),
+					RESPAddr:     port(*respBase, i),
+					Logger:       cfg.Logger,
+					Mirror:       mirror,
+					HTTP:         limits.HTTP,
+					RESP:         limits.RESP,
+					AuthThrottle: limits.AuthThrottle,
+					TLS:          clientTLS[i],
+					Users:        users,
+					Audit:        audit,
+					Version:      version,
+					Commit:       commit,
 				})
 				if err != nil {
 					fmt.Fprintf(stderr, "locknode dev: node %s: %v\n", cfg.ID, err)
@@ -325,7 +333,7 @@ temporary directory removed on exit.`,
 			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			for _, p := range procs {
-				if err := p.node.WaitLeader(wctx); err != nil {
+				if err := p.Node().WaitLeader(wctx); err != nil {
 					fmt.Fprintf(stderr, "locknode dev: no leader: %v\n", err)
 					return 1
 				}
@@ -343,12 +351,18 @@ temporary directory removed on exit.`,
 	return cmd
 }
 
+// devAddrs are a node's client addresses (a *server.Server).
+type devAddrs interface {
+	HTTPAddr() string
+	RESPAddr() string
+}
+
 // printDevConnect tells how to reach a `dev --tls` or `dev --users`
 // cluster: with the throwaway CA, and with a user's credentials, which
 // dev cannot know (a users file may hold only hashes), so the commands
 // read them from LOCKNODE_USER and LOCKNODE_PASSWORD, the variables the
 // CLI itself reads.
-func printDevConnect(w io.Writer, dt *devTLS, useTLS bool, usersFile string, users *auth.Store, p *proc) {
+func printDevConnect(w io.Writer, dt *devTLS, useTLS bool, usersFile string, users *auth.Store, p devAddrs) {
 	rh, rp, _ := net.SplitHostPort(p.RESPAddr())
 	scheme, curlTLS, redisTLS, cliTLS := "http", "", "", ""
 	if useTLS {

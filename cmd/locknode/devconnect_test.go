@@ -130,7 +130,7 @@ func TestPrintDevConnectUsersPlain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{httpLn: listenLoopback(t), respLn: listenLoopback(t)}
+	p := listenAddrs{listenLoopback(t), listenLoopback(t)}
 	var out strings.Builder
 	printDevConnect(&out, nil, false, path, users, p)
 	_, rport, _ := net.SplitHostPort(p.RESPAddr())
@@ -158,3 +158,10 @@ func listenLoopback(t *testing.T) net.Listener {
 	t.Cleanup(func() { ln.Close() })
 	return ln
 }
+
+// listenAddrs are the addresses of two listeners, as a node's HTTP and
+// RESP addresses.
+type listenAddrs struct{ http, resp net.Listener }
+
+func (a listenAddrs) HTTPAddr() string { return a.http.Addr().String() }
+func (a listenAddrs) RESPAddr() string { return a.resp.Addr().String() }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,11 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/locknode/locknode/cluster"
-	"github.com/locknode/locknode/internal/netguard"
 )
 
 // TestFitCaps: caps that fit the fd limit stay; caps that do not are
@@ -205,28 +200,4 @@ func TestServeUnderLowFDLimit(t *testing.T) {
 	if s := stderr(); strings.Contains(s, "resp server stopped") || strings.Contains(s, "http server stopped") || strings.Contains(s, "listener stopped") {
 		t.Fatalf("a listener stopped during the flood:\n%s", lastLines(s, 20))
 	}
-}
-
-// TestProcListenerErr: a node's ListenerErr is nil while its three ports
-// accept, and names the RESP port once its listener is closed underneath
-// (the hook readiness reports "listener down" with).
-func TestProcListenerErr(t *testing.T) {
-	cfg := cluster.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.BindAddr, cfg.Bootstrap = "n1", t.TempDir(), "127.0.0.1:0", true
-	cfg.Logger = hclog.NewNullLogger()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	p, err := startProc(ctx, procConfig{Cluster: cfg, HTTPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: cfg.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.ListenerErr(); err != nil {
-		t.Fatalf("ListenerErr of a serving node = %v", err)
-	}
-	p.respLn.Close()
-	waitFor(t, 10*time.Second, "the RESP listener reported down", func() (bool, string) {
-		err := p.ListenerErr()
-		return errors.Is(err, netguard.ErrStopped) && strings.HasPrefix(err.Error(), "resp:"), fmt.Sprint(err)
-	})
 }

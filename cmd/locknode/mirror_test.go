@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -226,26 +225,6 @@ func TestDevSentinelPeers(t *testing.T) {
 		if err != nil || !strings.Contains(info, "cluster_members:3\r\n") {
 			t.Errorf("INFO locknode on %s: %q %v", m[1], info, err)
 		}
-	}
-}
-
-func TestAdvertiseAddr(t *testing.T) {
-	tcp := func(s string) net.Addr { a, _ := net.ResolveTCPAddr("tcp", s); return a }
-	cases := []struct {
-		name, explicit, bound, host, want string
-	}{
-		{"bound", "", "127.0.0.1:6379", "10.0.0.1", "127.0.0.1:6379"},
-		{"explicit wins", "db.example:6379", "0.0.0.0:6379", "10.0.0.1", "db.example:6379"},
-		{"wildcard takes raft host", "", "0.0.0.0:6379", "10.0.0.1", "10.0.0.1:6379"},
-		{"ipv6 wildcard", "", "[::]:6379", "fd00::1", "[fd00::1]:6379"},
-		{"wildcard, no host known", "", "0.0.0.0:6379", "", "0.0.0.0:6379"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := advertiseAddr(c.explicit, tcp(c.bound), c.host); got != c.want {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
-		})
 	}
 }
 

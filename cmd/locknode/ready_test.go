@@ -1,121 +1,14 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"io"
-	"net/http"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	flag "github.com/spf13/pflag"
 
 	"github.com/locknode/locknode/cluster"
 )
-
-// readyz is one GET /readyz: status and body.
-func readyz(t *testing.T, httpAddr string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/readyz", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func waitReadyz(t *testing.T, httpAddr string, want int, what string) string {
-	t.Helper()
-	var body string
-	waitFor(t, 20*time.Second, what, func() (bool, string) {
-		var code int
-		code, body = readyz(t, httpAddr)
-		return code == want, body
-	})
-	return body
-}
-
-// A node process whose RESP listener stopped accepting answers /readyz
-// 503 naming the listener, though the node itself is fine.
-func TestReadyzListenerStopped(t *testing.T) {
-	cfg := cluster.DefaultConfig()
-	cfg.ID, cfg.DataDir, cfg.Bootstrap = "n1", t.TempDir(), true
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := startProc(ctx, procConfig{
-		Cluster: cfg, HTTPAddr: "127.0.0.1:0", RESPAddr: "127.0.0.1:0", Logger: hclog.NewNullLogger(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	waitReadyz(t, p.HTTPAddr(), http.StatusOK, "ready")
-
-	respAddr := p.RESPAddr()
-	// The accept loop returns as on an accept error it does not retry.
-	p.respLn.Close()
-	body := waitReadyz(t, p.HTTPAddr(), http.StatusServiceUnavailable, "503 after the RESP listener died")
-	if !strings.Contains(body, "resp: "+respAddr+": listener stopped accepting connections") {
-		t.Fatalf("503 body %q does not name the RESP listener", body)
-	}
-	if strings.Contains(body, "cluster:") {
-		t.Fatalf("503 body %q blames the node, which is fine", body)
-	}
-}
-
-// The readiness of a process is every check's: the reason names each
-// failing one, and a check that passes again makes it ready again.
-func TestReadinessChecks(t *testing.T) {
-	var r readiness
-	var aDown, bDown atomic.Bool
-	errA, errB := errors.New("a is down"), errors.New("b is down")
-	r.add("a", func(context.Context) error {
-		if aDown.Load() {
-			return errA
-		}
-		return nil
-	})
-	r.add("b", func(context.Context) error {
-		if bDown.Load() {
-			return errB
-		}
-		return nil
-	})
-	ctx := context.Background()
-	if err := r.ready(ctx); err != nil {
-		t.Fatal(err)
-	}
-	bDown.Store(true)
-	if err := r.ready(ctx); err == nil || err.Error() != "b: b is down" || !errors.Is(err, errB) {
-		t.Fatalf("one down: %v", err)
-	}
-	aDown.Store(true)
-	if err := r.ready(ctx); err == nil || err.Error() != "a: a is down; b: b is down" || !errors.Is(err, errA) {
-		t.Fatalf("both down: %v", err)
-	}
-	aDown.Store(false)
-	bDown.Store(false)
-	if err := r.ready(ctx); err != nil {
-		t.Fatalf("healed: %v", err)
-	}
-
-	var l listenerState
-	l.addr = "127.0.0.1:6379"
-	if err := l.check(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l.stop(errors.New("accept: too many open files"))
-	if err := l.check(ctx); !errors.Is(err, errListenerStopped) || !strings.Contains(err.Error(), "too many open files") {
-		t.Fatalf("stopped listener: %v", err)
-	}
-}
 
 func TestReadyFlags(t *testing.T) {
 	tests := []struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -11,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/redisbridge/mirror"
+	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -94,223 +95,44 @@ through a running member, or are added with "locknode join".`,
 	}
 	fs := cmd.Flags()
 	fs.SortFlags = false
-	id := fs.String("id", envDefault("LOCKNODE_ID", ""), "node id, unique in the cluster (required)")
-	data := fs.String("data", envDefault("LOCKNODE_DATA", ""), "data directory (required)")
-	raftAddr := fs.String("raft-addr", envDefault("LOCKNODE_RAFT_ADDR", "127.0.0.1:7000"), "raft and node-to-node listen address")
-	advertise := fs.String("advertise", envDefault("LOCKNODE_ADVERTISE", ""), "raft address other nodes dial (default: --raft-addr)")
-	httpAddr := fs.String("http-addr", envDefault("LOCKNODE_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API and /metrics listen address")
-	respAddr := fs.String("resp-addr", envDefault("LOCKNODE_RESP_ADDR", "127.0.0.1:6379"), "Redis protocol listen address")
+	f := &serveFlags{}
+	f.id = fs.String("id", envDefault("LOCKNODE_ID", ""), "node id, unique in the cluster (required)")
+	f.data = fs.String("data", envDefault("LOCKNODE_DATA", ""), "data directory (required)")
+	f.raftAddr = fs.String("raft-addr", envDefault("LOCKNODE_RAFT_ADDR", "127.0.0.1:7000"), "raft and node-to-node listen address")
+	f.advertise = fs.String("advertise", envDefault("LOCKNODE_ADVERTISE", ""), "raft address other nodes dial (default: --raft-addr)")
+	f.httpAddr = fs.String("http-addr", envDefault("LOCKNODE_HTTP_ADDR", "127.0.0.1:8080"), "HTTP API and /metrics listen address")
+	f.respAddr = fs.String("resp-addr", envDefault("LOCKNODE_RESP_ADDR", "127.0.0.1:6379"), "Redis protocol listen address")
 	bootstrapDef, _ := strconv.ParseBool(envDefault("LOCKNODE_BOOTSTRAP", "false"))
-	bootstrap := fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
-	peers := fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
-	join := fs.String("join", envDefault("LOCKNODE_JOIN", ""), "raft addresses (not HTTP) of running members to join through: host:port,...; meanwhile clients are answered TRYAGAIN / 503")
-	joinTimeout := fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
-	httpAdvertise := fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
-	respAdvertise := fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
-	mirrorURL := fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
-	logLevel := fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
-	logFormat := fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
-	pprofAddr := fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
-	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage)
-	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
-	dataFreeWarn := fs.String("data-free-warn", envDefault("LOCKNODE_DATA_FREE_WARN", ""), dataFreeWarnUsage)
-	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
-	procs := fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
-	reqLimits := addLimitFlags(fs)
-	scripts := addScriptFlags(fs)
-	scriptLim := addScriptLimitFlags(fs)
-	limitFlags := addNetLimitFlags(fs)
-	tlsFlags := addServerTLSFlags(fs)
-	dashFlags := addDashboardFlags(fs)
-	readyFl := addReadyFlags(fs)
-	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
+	f.bootstrap = fs.Bool("bootstrap", bootstrapDef, "create a new cluster (with --peers, or alone) if the data directory is empty")
+	f.peers = fs.String("peers", envDefault("LOCKNODE_PEERS", ""), "initial voters for --bootstrap: id=host:port,... (this node included)")
+	f.join = fs.String("join", envDefault("LOCKNODE_JOIN", ""), "raft addresses (not HTTP) of running members to join through: host:port,...; meanwhile clients are answered TRYAGAIN / 503")
+	f.joinTimeout = fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
+	f.httpAdvertise = fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
+	f.respAdvertise = fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
+	f.mirrorURL = fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
+	f.logLevel = fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
+	f.logFormat = fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
+	f.pprofAddr = fs.String("pprof", envDefault("LOCKNODE_PPROF", ""), "serve net/http/pprof on this host:port, its own listener (default: off)")
+	f.maxMem = fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage)
+	f.memLimit = fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage)
+	f.dataFreeWarn = fs.String("data-free-warn", envDefault("LOCKNODE_DATA_FREE_WARN", ""), dataFreeWarnUsage)
+	f.gcPct = fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage)
+	f.procs = fs.String("gomaxprocs", envDefault("LOCKNODE_GOMAXPROCS", ""), gomaxprocsUsage)
+	f.reqLimits = addLimitFlags(fs)
+	f.scripts = addScriptFlags(fs)
+	f.scriptLim = addScriptLimitFlags(fs)
+	f.limitFlags = addNetLimitFlags(fs)
+	f.tlsFlags = addServerTLSFlags(fs)
+	f.dashFlags = addDashboardFlags(fs)
+	f.readyFl = addReadyFlags(fs)
+	f.waiterLease = fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
-	clusterUpgrade := fs.String("cluster-upgrade", envDefault("LOCKNODE_CLUSTER_UPGRADE", "auto"), clusterUpgradeUsage)
-	usersFile := fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
+	f.clusterUpgrade = fs.String("cluster-upgrade", envDefault("LOCKNODE_CLUSTER_UPGRADE", "auto"), clusterUpgradeUsage)
+	f.usersFile = fs.String("users", envDefault("LOCKNODE_USERS", ""), "users file (Redis ACL syntax): every HTTP and RESP request authenticates and is checked against its user's permissions; re-read on SIGHUP (default: open, no users)")
 	insecurePeerDef, _ := strconv.ParseBool(envDefault("LOCKNODE_INSECURE_PEER", "false"))
-	insecurePeer := fs.Bool("insecure-peer", insecurePeerDef, insecurePeerUsage)
+	f.insecurePeer = fs.Bool("insecure-peer", insecurePeerDef, insecurePeerUsage)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-		return exitWith(func() int {
-			limits, err := limitFlags.parse()
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			log, err := newFormattedLogger(stderr, *logLevel, *logFormat)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if err := checkServeFlags(*id, *data, *bootstrap, *peers, *join); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			pl, err := parsePeers(*peers)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve: --peers:", err)
-				return 2
-			}
-			mirror, err := parseMirrorFlag(*mirrorURL)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve: --mirror:", err)
-				return 2
-			}
-			if len(pl) > 0 && !*bootstrap {
-				fmt.Fprintln(stderr, "locknode serve: --peers only makes sense with --bootstrap")
-				return 2
-			}
-			memPlan, gcPlan, ok := planRuntime("locknode serve", stderr, *pprofAddr, *memLimit, *gcPct)
-			if !ok {
-				return 2
-			}
-			procsPlan, err := gomaxprocs(*procs)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve: --gomaxprocs:", err)
-				return 2
-			}
-			tlsSet, err := tlsFlags.build(*id)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if tlsSet.mirror != nil {
-				if mirror == nil {
-					fmt.Fprintln(stderr, "locknode serve: --mirror-cacert, --mirror-cert and --mirror-key need --mirror")
-					return 2
-				}
-				mirror.TLS = tlsSet.mirror
-			}
-
-			cfg := cluster.DefaultConfig()
-			if cfg.FSM.MaxMemory, err = parseMaxMemory(*maxMem); err != nil {
-				fmt.Fprintln(stderr, "locknode serve: --max-memory:", err)
-				return 2
-			}
-			if cfg.DataFreeWarn, err = parseDataFreeWarn(*dataFreeWarn); err != nil {
-				fmt.Fprintln(stderr, "locknode serve: --data-free-warn:", err)
-				return 2
-			}
-			cfg.ID = *id
-			cfg.DataDir = *data
-			cfg.BindAddr = *raftAddr
-			cfg.Advertise = *advertise
-			cfg.Bootstrap = *bootstrap
-			cfg.Peers = pl
-			cfg.Join = splitList(*join)
-			cfg.Logger = log
-			if cfg.WaiterLease, err = time.ParseDuration(*waiterLease); err != nil || cfg.WaiterLease == 0 {
-				fmt.Fprintf(stderr, "locknode serve: --waiter-lease %q: want a duration, positive or negative (off)\n", *waiterLease)
-				return 2
-			}
-			if cfg.ManualUpgrade, err = parseClusterUpgrade(*clusterUpgrade); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if err := reqLimits.apply(&cfg.FSM); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if err := scripts.apply(&cfg.FSM); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if err := scriptLim.apply(&cfg.FSM); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			fitFDLimit(&limits, 1, log, log.Warn)
-			limits.applyPeer(&cfg)
-			if err := dashFlags.apply(&cfg); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if err := readyFl.apply(&cfg); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
-			if err := cfg.Validate(); err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-
-			audit := auth.NewAudit(log.Named("audit"))
-			var users *auth.Store
-			if *usersFile != "" {
-				if users, err = auth.NewStore(*usersFile, audit); err != nil {
-					fmt.Fprintln(stderr, "locknode serve: --users:", err)
-					return 2
-				}
-			}
-			peerWarn, err := peerSecurity(cfg.BindAddr, cfg.PeerServerTLS != nil, users != nil, *insecurePeer)
-			if err != nil {
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 2
-			}
-			if peerWarn != "" {
-				log.Warn(peerWarn, "raft_addr", cfg.BindAddr)
-			}
-			cfg.Audit = audit
-
-			memPlan.apply(log)
-			gcPlan.apply(log)
-			procsPlan.apply(log)
-			// pprof first: a restore or join that takes long is worth profiling.
-			var pp *pprofServer
-			if *pprofAddr != "" {
-				if pp, err = startPprof(*pprofAddr, log); err != nil {
-					fmt.Fprintln(stderr, "locknode serve: --pprof:", err)
-					return 1
-				}
-				defer pp.Close()
-			}
-
-			sctx, cancel := context.WithTimeout(ctx, *joinTimeout)
-			p, err := startProc(sctx, procConfig{
-				Cluster:       cfg,
-				HTTPAddr:      *httpAddr,
-				RESPAddr:      *respAddr,
-				HTTPAdvertise: *httpAdvertise,
-				RESPAdvertise: *respAdvertise,
-				Mirror:        mirror,
-				TLS:           tlsSet.client,
-				Logger:        log,
-				Limits:        limits,
-				Users:         users,
-				Audit:         audit,
-			})
-			cancel()
-			var np *transport.NotPeerError
-			switch {
-			case errors.As(err, &np):
-				fmt.Fprintf(stderr, "locknode serve: --join %s: that is %s; --join takes a member's raft address (--raft-addr / --advertise); it answered %q\n",
-					np.Addr, np.What(), np.Answer)
-				return 1
-			case err != nil:
-				fmt.Fprintln(stderr, "locknode serve:", err)
-				return 1
-			}
-			stopGCTuner := gcPlan.startTuner()
-			defer stopGCTuner()
-			reloads := tlsSet.reloads
-			if users != nil {
-				reloads = append(reloads, reloadFunc{"users", users.Reload})
-			} else if beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr()) {
-				log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
-					"http", p.HTTPAddr(), "resp", p.RESPAddr())
-			}
-			stopReload := watchSIGHUP(log, reloads)
-			defer stopReload()
-			fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", cfg.ID, p.HTTPAddr(), p.RESPAddr(), p.node.Addr())
-			<-ctx.Done()
-			log.Info("shutting down")
-			if err := p.Close(); err != nil {
-				fmt.Fprintln(stderr, "locknode serve: close:", err)
-				return 1
-			}
-			return 0
-		}())
+		return exitWith(serveNode(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f))
 	}
 	return cmd
 }
@@ -341,4 +163,59 @@ func checkServeFlags(id, data string, bootstrap bool, peers, join string) error 
 		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// serveNode runs one node until ctx ends and returns serve's exit code.
+func serveNode(ctx context.Context, stdout, stderr io.Writer, f *serveFlags) int {
+	st, err := f.setup(stderr)
+	switch {
+	case errors.Is(err, errReported):
+		return 2
+	case err != nil:
+		fmt.Fprintln(stderr, "locknode serve:", err)
+		return 2
+	}
+	log := st.log
+	st.memPlan.Apply(log)
+	st.gcPlan.Apply(log)
+	st.procsPlan.Apply(log)
+	// pprof first: a restore or join that takes long is worth profiling.
+	if *f.pprofAddr != "" {
+		pp, err := startPprof(*f.pprofAddr, log)
+		if err != nil {
+			fmt.Fprintln(stderr, "locknode serve: --pprof:", err)
+			return 1
+		}
+		defer pp.Close()
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, *f.joinTimeout)
+	p, err := server.Start(sctx, st.cfg)
+	cancel()
+	var np *transport.NotPeerError
+	switch {
+	case errors.As(err, &np):
+		fmt.Fprintf(stderr, "locknode serve: --join %s: that is %s; --join takes a member's raft address (--raft-addr / --advertise); it answered %q\n",
+			np.Addr, np.What(), np.Answer)
+		return 1
+	case err != nil:
+		fmt.Fprintln(stderr, "locknode serve:", err)
+		return 1
+	}
+	stopGCTuner := st.gcPlan.StartTuner()
+	defer stopGCTuner()
+	if st.cfg.Users == nil && (beyondLoopback(p.HTTPAddr()) || beyondLoopback(p.RESPAddr())) {
+		log.Warn("HTTP or RESP listens beyond loopback without --users: anyone who reaches the port can take, release and force-release any lock",
+			"http", p.HTTPAddr(), "resp", p.RESPAddr())
+	}
+	stopReload := watchSIGHUP(log, st.reloads)
+	defer stopReload()
+	fmt.Fprintf(stdout, "node %s http=%s resp=%s raft=%s\n", st.cfg.Cluster.ID, p.HTTPAddr(), p.RESPAddr(), p.Node().Addr())
+	<-ctx.Done()
+	log.Info("shutting down")
+	if err := p.Close(); err != nil {
+		fmt.Fprintln(stderr, "locknode serve: close:", err)
+		return 1
+	}
+	return 0
 }

@@ -566,7 +566,7 @@ func TestPrintDevConnectTLS(t *testing.T) {
 		t.Cleanup(func() { ln.Close() })
 		return ln
 	}
-	p := &proc{httpLn: listen(), respLn: listen()}
+	p := listenAddrs{listen(), listen()}
 	var out strings.Builder
 	printDevConnect(&out, &devTLS{caFile: "/d/tls/ca.crt"}, true, "", nil, p)
 	_, rport, _ := net.SplitHostPort(p.RESPAddr())

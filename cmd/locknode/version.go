@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/locknode/locknode/cluster"
@@ -75,17 +74,4 @@ func buildVersion() (version, commit string) {
 // versionText is what version and --version print.
 func versionText(version, commit string) string {
 	return fmt.Sprintf("locknode %s\ncommit %s\ncluster versions %s\n%s %s/%s\n", version, commit, cluster.LocalVersions(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-// buildInfo is locknode_build_info: 1, labelled with what this binary is,
-// so dashboards can tell which version each node runs.
-func buildInfo() prometheus.Collector {
-	v, c := buildVersion()
-	g := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "locknode_build_info",
-		Help:        "Always 1; the labels say which build this node runs.",
-		ConstLabels: prometheus.Labels{"version": v, "commit": c, "goversion": runtime.Version()},
-	})
-	g.Set(1)
-	return g
 }

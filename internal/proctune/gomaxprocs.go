@@ -1,4 +1,4 @@
-package main
+package proctune
 
 import (
 	"fmt"
@@ -26,11 +26,8 @@ import (
 // and peak memory and the 16-worker tail latency are worse
 // (bench/results/tuning.md#gomaxprocs).
 
-const gomaxprocsUsage = "Go Ps (threads running Go code at once): a number, or 0 for Go's default (the CPUs available); " +
-	"1 cuts CPU per request where several nodes share 2 CPUs. GOMAXPROCS, if set, wins"
-
-// gomaxprocsPlan is what gomaxprocsPlan.apply will do.
-type gomaxprocsPlan struct {
+// GOMAXPROCSPlan is what GOMAXPROCSPlan.Apply will do.
+type GOMAXPROCSPlan struct {
 	procs   int  // 0: leave the runtime's setting alone
 	fromEnv bool // GOMAXPROCS is set: leave the runtime's setting alone
 	flagSet bool
@@ -40,40 +37,40 @@ type gomaxprocsPlan struct {
 // empty) and GOMAXPROCS (the runtime already applied a positive one; it
 // wins). A
 // malformed flag is an error even when GOMAXPROCS wins.
-func planGOMAXPROCS(flagVal, env string) (gomaxprocsPlan, error) {
-	var p gomaxprocsPlan
+func planGOMAXPROCS(flagVal, env string) (GOMAXPROCSPlan, error) {
+	var p GOMAXPROCSPlan
 	if s := strings.TrimSpace(flagVal); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 0 || v > 4096 {
-			return gomaxprocsPlan{}, fmt.Errorf("gomaxprocs %q: want a whole number from 0 to 4096", s)
+			return GOMAXPROCSPlan{}, fmt.Errorf("GOMAXPROCS %q: want a whole number from 0 to 4096", s)
 		}
-		p = gomaxprocsPlan{procs: v, flagSet: true}
+		p = GOMAXPROCSPlan{procs: v, flagSet: true}
 	}
 	// The runtime takes GOMAXPROCS only when it is a positive number
 	// (it ignores 0, "auto" and the like), and so does this.
 	if v, err := strconv.Atoi(env); err == nil && v > 0 {
-		p = gomaxprocsPlan{fromEnv: true, flagSet: p.flagSet}
+		p = GOMAXPROCSPlan{fromEnv: true, flagSet: p.flagSet}
 	}
 	return p, nil
 }
 
-// gomaxprocs plans the number of Ps from the flag and GOMAXPROCS.
-func gomaxprocs(flagVal string) (gomaxprocsPlan, error) {
+// GOMAXPROCS plans the number of Ps from the flag and GOMAXPROCS.
+func GOMAXPROCS(flagVal string) (GOMAXPROCSPlan, error) {
 	return planGOMAXPROCS(flagVal, os.Getenv("GOMAXPROCS"))
 }
 
-// apply sets the planned number of Ps and logs it.
-func (p gomaxprocsPlan) apply(log hclog.Logger) {
+// Apply sets the planned number of Ps and logs it.
+func (p GOMAXPROCSPlan) Apply(log hclog.Logger) {
 	switch {
 	case p.fromEnv:
 		if p.flagSet {
-			log.Warn("GOMAXPROCS is set and wins over --gomaxprocs", "GOMAXPROCS", os.Getenv("GOMAXPROCS"))
+			log.Warn("GOMAXPROCS is set and wins over --GOMAXPROCS", "GOMAXPROCS", os.Getenv("GOMAXPROCS"))
 		}
-		log.Info("gomaxprocs", "procs", runtime.GOMAXPROCS(0), "source", "GOMAXPROCS")
+		log.Info("GOMAXPROCS", "procs", runtime.GOMAXPROCS(0), "source", "GOMAXPROCS")
 	case p.procs == 0:
-		log.Info("gomaxprocs", "procs", runtime.GOMAXPROCS(0), "source", "go")
+		log.Info("GOMAXPROCS", "procs", runtime.GOMAXPROCS(0), "source", "go")
 	default:
 		runtime.GOMAXPROCS(p.procs)
-		log.Info("gomaxprocs", "procs", p.procs, "source", "flag", "cpus", runtime.NumCPU())
+		log.Info("GOMAXPROCS", "procs", p.procs, "source", "flag", "cpus", runtime.NumCPU())
 	}
 }

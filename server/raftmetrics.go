@@ -1,6 +1,7 @@
-package main
+package server
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -48,4 +49,16 @@ func exportRaftMetrics(reg prometheus.Registerer) error {
 		return raftSinkErr
 	}
 	return reg.Register(raftSink)
+}
+
+// buildInfo is locknode_build_info: 1, labelled with what this binary is,
+// so dashboards can tell which version each node runs.
+func buildInfo(version, commit string) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "locknode_build_info",
+		Help:        "Always 1; the labels say which build this node runs.",
+		ConstLabels: prometheus.Labels{"version": version, "commit": commit, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
 }

@@ -1,0 +1,150 @@
+package proctune
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// The Go GC target (GOGC) locknode uses by default: "auto", a GC
+// percentage that shrinks as the live heap grows, so the heap's headroom
+// over the live data stays near AutoGCHeadroom instead of growing with
+// the table. A node's heap is almost all long-lived lock table: at
+// GOGC=100 it doubles the resident set of a large table, and a fixed
+// lower percentage costs throughput while the table is small; a headroom
+// in bytes keeps Go's 100 % for small tables and collects after a fixed
+// amount of allocation for large ones (bench/results/tuning.md#gc-percent).
+const (
+	AutoGCHeadroom   = 20 << 20
+	AutoGCMinPercent = 10  // never collect more often than at 10 % growth
+	AutoGCMaxPercent = 100 // never hold more than Go's default would
+	autoGCEvery      = 500 * time.Millisecond
+)
+
+// GCPercentPlan is what GCPercentPlan.Apply will do.
+type GCPercentPlan struct {
+	auto    bool
+	percent int  // when !auto; -1: off
+	fromEnv bool // GOGC is set: leave the runtime's setting alone
+	flagSet bool
+}
+
+// planGCPercent decides the GC target from the flag value (may be
+// empty) and GOGC (the runtime already applied it; it wins). A malformed
+// flag is an error even when GOGC wins.
+func planGCPercent(flagVal, gogc string) (GCPercentPlan, error) {
+	p := GCPercentPlan{auto: true}
+	switch s := strings.TrimSpace(flagVal); s {
+	case "", "auto":
+		p.flagSet = s != ""
+	case "off":
+		p = GCPercentPlan{percent: -1, flagSet: true}
+	default:
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 || v > 10000 {
+			return GCPercentPlan{}, fmt.Errorf("gc percent %q: want auto, a whole number from 1 to 10000, or off", s)
+		}
+		p = GCPercentPlan{percent: v, flagSet: true}
+	}
+	p.fromEnv = gogc != ""
+	return p, nil
+}
+
+// GCPercent plans the GC target from the flag and GOGC.
+func GCPercent(flagVal string) (GCPercentPlan, error) {
+	return planGCPercent(flagVal, os.Getenv("GOGC"))
+}
+
+// Apply sets a fixed planned GC percentage and logs the plan; the auto
+// tuner is started by StartTuner.
+func (p GCPercentPlan) Apply(log hclog.Logger) {
+	switch {
+	case p.fromEnv:
+		if p.flagSet {
+			log.Warn("GOGC is set and wins over --gc-percent", "GOGC", os.Getenv("GOGC"))
+		}
+		log.Info("gc percent", "percent", os.Getenv("GOGC"), "source", "GOGC")
+	case p.auto:
+		log.Info("gc percent", "percent", "auto", "headroom", AutoGCHeadroom, "min", AutoGCMinPercent, "max", AutoGCMaxPercent)
+	default:
+		debug.SetGCPercent(p.percent)
+		log.Info("gc percent", "percent", p.percent, "source", "flag")
+	}
+}
+
+// StartTuner starts the auto tuner if that is the plan; the returned
+// func stops it. serve calls it once the node has started: a restore of
+// the table at start grows the live heap from nothing, and collecting it
+// at the tuner's low percentages would only slow the restore (Go's 100 %
+// applies until then; the heap is trimmed at the first collection
+// after).
+func (p GCPercentPlan) StartTuner() (stop func()) {
+	if !p.auto || p.fromEnv {
+		return func() {}
+	}
+	return startGCTuner(autoGCEvery, liveHeap, debug.SetGCPercent)
+}
+
+// autoGCPercent is the GC percentage that lets a heap with live bytes
+// grow by about headroom before the next collection, within [lo, hi].
+func autoGCPercent(live, headroom uint64, lo, hi int) int {
+	if live == 0 {
+		return hi
+	}
+	p := headroom * 100 / live
+	switch {
+	case p < uint64(lo):
+		return lo
+	case p > uint64(hi):
+		return hi
+	}
+	return int(p)
+}
+
+// liveHeap is the heap marked live by the last collection.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// startGCTuner sets the GC percentage from the live heap now and every
+// interval after, through set (debug.SetGCPercent; tests pass a fake),
+// until the returned func is called. The live heap changes only at a
+// collection, and a collection's goal uses the percentage current when
+// it is computed, so polling is enough: a table that grows between two
+// polls is collected at most one cycle late by the older percentage.
+func startGCTuner(every time.Duration, live func() uint64, set func(int) int) (stop func()) {
+	last := autoGCPercent(live(), AutoGCHeadroom, AutoGCMinPercent, AutoGCMaxPercent)
+	set(last)
+	done, exited := make(chan struct{}), make(chan struct{})
+	// Ends when stop closes done.
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if p := autoGCPercent(live(), AutoGCHeadroom, AutoGCMinPercent, AutoGCMaxPercent); p != last {
+				set(p)
+				last = p
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-exited }) }
+}
