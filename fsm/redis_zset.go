@@ -140,6 +140,11 @@ func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply
 		}
 		if added+updated > 0 {
 			t.touch(c, key, v)
+			if incr {
+				c.notify(NotifyZincr, key)
+			} else {
+				c.notify(NotifyZadd, key)
+			}
 		}
 	}
 	if incr {
@@ -166,7 +171,7 @@ func (t *Table) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
 }
 
 func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	return removeMembers(t, c, args, KindZSet, func(v *Value) map[string]float64 { return v.ZSet })
+	return removeMembers(t, c, args, KindZSet, NotifyZrem, func(v *Value) map[string]float64 { return v.ZSet })
 }
 
 func cmdZcard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -374,7 +379,7 @@ func cmdZremrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		}
 	}
 	if n > 0 {
-		t.emptied(c, key, v, len(v.ZSet))
+		t.emptied(c, key, v, len(v.ZSet), NotifyZremByScore)
 	}
 	return reply.NewInt(n)
 }
