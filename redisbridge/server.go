@@ -33,12 +33,12 @@ type Server struct {
 	commands map[string]*command
 	users    *auth.Store // nil: no authentication
 
-	hub    *hub
-	trk    *tracker
-	arity  arityTable
-	stats  *cmdStats
-	slow   *slowlog
-	scans  *scanCache
+	hub   *hub
+	trk   *tracker
+	arity arityTable
+	stats *cmdStats
+	slow  *slowlog
+	scans *scanCache
 	// notify is notify-keyspace-events (notifyFlags), read on the apply
 	// path without a lock.
 	notify atomic.Uint32
