@@ -33,6 +33,7 @@ func TestKeyspaceEventsOfRedisCommands(t *testing.T) {
 		{[]string{"SET", "s", "5", "NX"}, ""},
 		{[]string{"SET", "s", "5", "PXAT", "1"}, "set:s expire:s expired:s"},
 		{[]string{"SET", "gone", "1", "XX"}, ""},
+		{[]string{"SET", "gone", "1", "PXAT", "1"}, "new:gone set:gone expire:gone expired:gone"},
 		{[]string{"INCR", "n"}, "new:n incrby:n"},
 		{[]string{"DECRBY", "n", "3"}, "incrby:n"},
 		{[]string{"INCRBYFLOAT", "n", "1.5"}, "incrbyfloat:n"},

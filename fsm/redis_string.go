@@ -240,6 +240,9 @@ func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, dea
 	}
 	if deadline != 0 && deadline <= c.now {
 		t.del(c, key, ReasonExpired)
+		if old == nil {
+			c.notify(NotifyNew, key)
+		}
 		c.notify(NotifySet, key)
 		if expire {
 			c.notify(NotifyExpire, key)
