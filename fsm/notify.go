@@ -2,10 +2,10 @@ package fsm
 
 // Keyspace notifications: the events Redis 7 publishes on
 // __keyspace@0__:<key> and __keyevent@0__:<event> (notify.c), emitted as
-// EvKeyspace in the order the entry causes them. They are output of the
-// entry, like EvPublish: every replica emits the same ones for the same
-// entry, and the RESP bridge of each node filters them by its own
-// notify-keyspace-events. Which commands emit which names follows Redis'
+// EvKeyspace in the order the entry causes them, while SetKeyspaceEvents
+// is on. They are output of the entry, never state: a replica that emits
+// them emits the same ones for the same entry, and the RESP bridge of
+// each node filters them by its own notify-keyspace-events. Which commands emit which names follows Redis'
 // table (docs/redis.md "Keyspace notifications"); the lock side is:
 //
 //   - a hold begins (native acquire, a waiter granted, SET NX): "set",
@@ -49,9 +49,18 @@ const (
 	NotifyLrem        = "lrem"
 )
 
+// SetKeyspaceEvents turns the EvKeyspace events of the entries applied
+// from now on on or off (default off). They are output, never state: the
+// table changes alike either way, so replicas may differ in this setting
+// (a node turns it on while its RESP bridge has subscribers to
+// notifications). Off, an entry allocates nothing for them.
+func (t *Table) SetKeyspaceEvents(on bool) { t.keyspaceEvents = on }
+
 // notify emits the keyspace event name for key.
 func (c *applyCtx) notify(name, key string) {
-	c.emit(Event{Kind: EvKeyspace, Key: key, Message: name})
+	if c.keyspace {
+		c.emit(Event{Kind: EvKeyspace, Key: key, Message: name})
+	}
 }
 
 // holdEndEvent is the keyspace event of a hold that ended with reason.

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,7 @@ func keyspaceEvents(r Result) string {
 // TestKeyspaceNotificationsVsRedis compares the wire).
 func TestKeyspaceEventsOfRedisCommands(t *testing.T) {
 	r := newRT(t)
+	r.t.SetKeyspaceEvents(true)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -81,6 +83,7 @@ func TestKeyspaceEventsOfRedisCommands(t *testing.T) {
 // removes it.
 func TestKeyspaceEventsOfHolds(t *testing.T) {
 	r := newRT(t)
+	r.t.SetKeyspaceEvents(true)
 	step := func(cmd *Command, want string) {
 		t.Helper()
 		if got := keyspaceEvents(r.apply(cmd)); got != want {
@@ -105,4 +108,58 @@ func TestKeyspaceEventsOfHolds(t *testing.T) {
 	step(&Command{Op: OpAcquire, Key: "q", Owner: "a", TTL: 5000}, "new:q set:q expire:q")
 	step(&Command{Op: OpAcquire, Key: "q", Owner: "b", TTL: 5000, Wait: 10000, ReqID: "w1"}, "")
 	step(&Command{Op: OpRelease, Key: "q", Owner: "a"}, "del:q new:q set:q expire:q")
+}
+
+// TestKeyspaceEventsOfSessions: a hold bound to a session ends as expired
+// when the session runs out, as del when it is closed.
+func TestKeyspaceEventsOfSessions(t *testing.T) {
+	r := newRT(t)
+	r.t.SetKeyspaceEvents(true)
+	step := func(cmd *Command, want string) {
+		t.Helper()
+		if got := keyspaceEvents(r.apply(cmd)); got != want {
+			t.Errorf("op %d: events %q, want %q", cmd.Op, got, want)
+		}
+	}
+	step(&Command{Op: OpSessionOpen, Session: "s1", TTL: 1000}, "")
+	step(&Command{Op: OpAcquire, Key: "a", Owner: "o", Session: "s1"}, "new:a set:a")
+	step(&Command{Op: OpSessionClose, Session: "s1"}, "del:a")
+	step(&Command{Op: OpSessionOpen, Session: "s2", TTL: 1000}, "")
+	step(&Command{Op: OpAcquire, Key: "b", Owner: "o", Session: "s2"}, "new:b set:b")
+	r.now += 1000
+	step(&Command{Op: OpTick}, "expired:b")
+}
+
+// TestKeyspaceEventsOff: by default (and once turned off) no EvKeyspace
+// is emitted, and the table changes alike.
+func TestKeyspaceEventsOff(t *testing.T) {
+	on, off := newRT(t), newRT(t)
+	on.t.SetKeyspaceEvents(true)
+	for _, args := range [][]string{{"SET", "a", "1", "PX", "100"}, {"HSET", "h", "f", "v"}, {"DEL", "h"}} {
+		if got := keyspaceEvents(off.apply(&Command{Op: OpRedis, Args: bargs(args...)})); got != "" {
+			t.Errorf("%q with events off: %q", args, got)
+		}
+		on.apply(&Command{Op: OpRedis, Args: bargs(args...)})
+	}
+	if g := keyspaceEvents(off.apply(&Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 100})); g != "" {
+		t.Errorf("acquire with events off: %q", g)
+	}
+	on.apply(&Command{Op: OpAcquire, Key: "k", Owner: "o", TTL: 100})
+	on.t.SetKeyspaceEvents(false)
+	on.now += 100
+	off.now += 100
+	if g := keyspaceEvents(on.apply(&Command{Op: OpTick})); g != "" {
+		t.Errorf("expiry after turning events off: %q", g)
+	}
+	off.apply(&Command{Op: OpTick})
+	var a, b bytes.Buffer
+	if err := on.t.Snapshot(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.t.Snapshot(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("the tables differ with events on and off")
+	}
 }

@@ -144,6 +144,41 @@ var notifyClass = map[string]notifyFlags{
 	fsm.NotifyLrem:        notifyList,
 }
 
+// keyspaceEventer is a Backend whose applied entries carry fsm.EvKeyspace
+// only while asked to (cluster.Node, cluster.Local): a node without
+// notifications pays nothing for them.
+type keyspaceEventer interface {
+	WantKeyspaceEvents() (done func())
+}
+
+// setNotify sets notify-keyspace-events, and asks the Backend for the
+// keyspace events while the flags select any: K or E and a class.
+func (s *Server) setNotify(f notifyFlags) {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	s.notify.Store(uint32(f))
+	want := f&(notifyKeyspace|notifyKeyevent) != 0 && f&^(notifyKeyspace|notifyKeyevent|notifyKeyMiss) != 0
+	switch {
+	case want && s.notifyDone == nil:
+		if ke, ok := s.b.(keyspaceEventer); ok {
+			s.notifyDone = ke.WantKeyspaceEvents()
+		}
+	case !want && s.notifyDone != nil:
+		s.notifyDone()
+		s.notifyDone = nil
+	}
+}
+
+// stopNotify ends the demand for keyspace events (Close).
+func (s *Server) stopNotify() {
+	s.notifyMu.Lock()
+	defer s.notifyMu.Unlock()
+	if s.notifyDone != nil {
+		s.notifyDone()
+		s.notifyDone = nil
+	}
+}
+
 // Channel prefixes: locknode has one database, 0.
 const (
 	keyspacePrefix = "__keyspace@0__:"

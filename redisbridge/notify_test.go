@@ -9,6 +9,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -304,4 +305,39 @@ func TestClusterKeyspaceSubscriberOnFollower(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(start, "set", "expire", "del")
+}
+
+// TestKeyspaceEventsOnDemand: the backend's entries carry keyspace events
+// only while the bridge's flags select some (K or E and a class), and no
+// longer once the server is closed.
+func TestKeyspaceEventsOnDemand(t *testing.T) {
+	s, b := testServer(t, Config{})
+	c := dialRaw(t, s)
+	ctx := context.Background()
+	has := func() bool {
+		t.Helper()
+		r, err := b.Apply(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), []byte("k"), []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Events {
+			if e.Kind == fsm.EvKeyspace {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		flags string
+		want  bool
+	}{{"", false}, {"KEA", true}, {"A", false}, {"Em", false}, {"E$", true}, {"", false}, {"Kx", true}} {
+		c.do("CONFIG", "SET", "notify-keyspace-events", tc.flags)
+		if got := has(); got != tc.want {
+			t.Errorf("flags %q: events %v, want %v", tc.flags, got, tc.want)
+		}
+	}
+	s.Close()
+	if has() {
+		t.Error("events after Close")
+	}
 }

@@ -40,9 +40,12 @@ type Server struct {
 	slow  *slowlog
 	scans *scanCache
 	// notify is notify-keyspace-events (notifyFlags), read on the apply
-	// path without a lock.
-	notify atomic.Uint32
-	cancel func() // Backend subscription
+	// path without a lock; setNotify changes it under notifyMu, and
+	// notifyDone ends the Backend's keyspace events (nil: not asked).
+	notify     atomic.Uint32
+	notifyMu   sync.Mutex
+	notifyDone func()
+	cancel     func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
 	cancelBase context.CancelFunc
@@ -95,7 +98,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		started:   time.Now(),
 	}
 	nf, _ := parseNotifyFlags(cfg.NotifyKeyspaceEvents) // Validate checked it
-	s.notify.Store(uint32(nf))
+	s.setNotify(nf)
 	s.users = cfg.Users
 	if s.users == nil && cfg.Password != "" {
 		s.users = auth.NewStoreFrom(auth.RequirePass(cfg.Password), nil)
@@ -285,6 +288,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.cancel()
+	s.stopNotify()
 	return nil
 }
 

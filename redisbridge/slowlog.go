@@ -310,7 +310,7 @@ func configSet(c *conn, args [][]byte) {
 		}
 	}
 	if setNotify {
-		c.s.notify.Store(uint32(notify))
+		c.s.setNotify(notify)
 	}
 	c.w.WriteStatus("OK")
 }
