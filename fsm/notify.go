@@ -5,8 +5,9 @@ package fsm
 // EvKeyspace in the order the entry causes them, while SetKeyspaceEvents
 // is on. They are output of the entry, never state: a replica that emits
 // them emits the same ones for the same entry, and the RESP bridge of
-// each node filters them by its own notify-keyspace-events. Which commands emit which names follows Redis'
-// table (docs/redis.md "Keyspace notifications"); the lock side is:
+// each node filters them by its own notify-keyspace-events. Which
+// commands emit which names follows Redis' table (docs/redis.md
+// "Keyspace notifications"); the lock side is:
 //
 //   - a hold begins (native acquire, a waiter granted, SET NX): "set",
 //     then "expire" when the hold has a deadline; a key created for it
@@ -52,8 +53,8 @@ const (
 // SetKeyspaceEvents turns the EvKeyspace events of the entries applied
 // from now on on or off (default off). They are output, never state: the
 // table changes alike either way, so replicas may differ in this setting
-// (a node turns it on while its RESP bridge has subscribers to
-// notifications). Off, an entry allocates nothing for them.
+// (a node turns it on while its RESP bridge's notify-keyspace-events
+// selects any). Off, an entry allocates nothing for them.
 func (t *Table) SetKeyspaceEvents(on bool) { t.keyspaceEvents = on }
 
 // notify emits the keyspace event name for key.

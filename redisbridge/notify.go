@@ -38,9 +38,6 @@ const (
 		notifyExpired | notifyEvicted | notifyStream | notifyModule
 )
 
-// errNotifyFlags is Redis' CONFIG SET refusal of a bad class character.
-const errNotifyFlags = "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
-
 // parseNotifyFlags is keyspaceEventsStringToFlags; ok is false when s
 // holds a character that names no class.
 func parseNotifyFlags(s string) (f notifyFlags, ok bool) {

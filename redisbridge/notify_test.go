@@ -70,7 +70,7 @@ func TestConfigSetNotify(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{[]string{"CONFIG", "SET", "notify-keyspace-events", "Kq"}, errNotifyFlags},
+		{[]string{"CONFIG", "SET", "notify-keyspace-events", "Kq"}, msgNotifyFlags},
 		{[]string{"CONFIG", "SET", "notify-keyspace-events", "KEA", "slowlog-max-len", "x"}, "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len')"},
 		{[]string{"CONFIG", "SET", "notify-keyspace-events", "KEA", "NOTIFY-KEYSPACE-EVENTS", "K"}, "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - duplicate parameter"},
 		{[]string{"CONFIG", "SET", "notify-keyspace-events", "KEA", "x"}, "ERR syntax error"},

@@ -293,7 +293,7 @@ func configSet(c *conn, args [][]byte) {
 		if param == "notify-keyspace-events" {
 			f, ok := parseNotifyFlags(string(args[i+1]))
 			if !ok {
-				c.w.WriteError(errNotifyFlags)
+				c.w.WriteError(msgNotifyFlags)
 				return
 			}
 			notify, setNotify = f, true
