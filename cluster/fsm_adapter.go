@@ -44,6 +44,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	n.mu.Lock()
 	held := time.Now()
+	n.table.SetKeyspaceEvents(n.keyspace.on())
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue

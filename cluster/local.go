@@ -108,6 +108,8 @@ type Local struct {
 
 	eventHub
 	reqSeq atomic.Uint64
+	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
+	keyspace keyspaceDemand
 
 	kick      chan struct{}
 	closeOnce sync.Once
@@ -181,6 +183,7 @@ func (l *Local) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error)
 	// The table's time never moves back, whatever the clock does.
 	c.Time = max(l.now(), l.table.Now())
 	idx := l.table.AppliedIndex() + 1
+	l.table.SetKeyspaceEvents(l.keyspace.on())
 	r := l.table.ApplyBytes(idx, c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))))
 	l.mu.Unlock()
 	if len(r.Events) > 0 {

@@ -124,6 +124,9 @@ type Node struct {
 	demands commitDemands
 	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
 
+	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
+	keyspace keyspaceDemand
+
 	reqPrefix string
 	reqSeq    atomic.Uint64
 

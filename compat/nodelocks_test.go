@@ -52,3 +52,26 @@ func TestNodeLockLibraries(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeRedisKeyspaceLoss: a node-redis 5 worker holding a lock (SET NX
+// PX through the leader) learns from keyspace notifications on a follower
+// that its lease expired (not before it ended), and that someone deleted
+// the key (testdata/nodelocks/keyspace.cjs).
+func TestNodeRedisKeyspaceLoss(t *testing.T) {
+	node := needProgram(t, "node")
+	mods := nodeModulesOf(t, "testdata/nodelocks", "redis-semaphore")
+	script, err := filepath.Abs("testdata/nodelocks/keyspace.cjs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := newCluster(t, 3)
+	lead := tc.leader(10 * time.Second)
+	env := append(os.Environ(), "NODE_PATH="+mods)
+	c := startChild(t, "node-redis keyspace", filepath.Dir(script), env, node, script,
+		tc.resp[lead], tc.resp[(lead+1)%3], uniq("noderedis-ks"))
+	for _, step := range []string{"expired", "deleted"} {
+		c.expect("ok "+step, 30*time.Second)
+	}
+	c.expect("done", 10*time.Second)
+	c.finish(10 * time.Second)
+}

@@ -81,3 +81,23 @@ func TestRedisPyLock(t *testing.T) {
 		waiter.finish(10 * time.Second)
 	})
 }
+
+// TestRedisPyKeyspaceLoss: a redis-py worker holding a lock (redis.lock.Lock
+// through one node) learns from keyspace notifications on another node
+// that its lease expired (not before it ended), and that someone deleted
+// the key.
+func TestRedisPyKeyspaceLoss(t *testing.T) {
+	py := python(t)
+	prog, err := filepath.Abs("testdata/redispy_keyspace.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := newCluster(t, 3)
+	lead := tc.leader(10 * time.Second)
+	c := startChild(t, "redispy keyspace", "", nil, py, prog, tc.resp[lead], tc.resp[(lead+1)%3], uniq("redispy-ks"))
+	for _, step := range []string{"expired", "deleted"} {
+		c.expect("ok "+step, 30*time.Second)
+	}
+	c.expect("done", 10*time.Second)
+	c.finish(10 * time.Second)
+}

@@ -35,7 +35,9 @@
 //  6. Deliver Result.Events: EvGranted and EvWaitEnded complete the
 //     requests blocked on a waiter (by WaiterID = the acquire's ReqID) on
 //     the node that holds them; EvReleased/EvChanged feed watchers and the
-//     Redis mirror. Events are never replayed by the exactly-once cache.
+//     Redis mirror; EvKeyspace are Redis keyspace notifications (notify.go)
+//     for the RESP bridge. Events are never replayed by the exactly-once
+//     cache.
 //  7. Only after the entry is committed and applied tell a client
 //     "granted", "released" or "extended".
 //  8. Stop applying when Halted is set (an entry or snapshot of a cluster

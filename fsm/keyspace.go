@@ -26,11 +26,21 @@ func (t *Table) getAt(key string, now int64) *Value {
 // kept only for its waiters or lock-delay is dropped silently), bumps the
 // version and schedules v's deadline.
 func (t *Table) put(ctx *applyCtx, key string, v *Value) {
+	t.putValue(ctx, key, v, t.keys[key] == nil)
+}
+
+// putValue is put; isNew says whether the key is new to the key space
+// (the "new" keyspace event): SET over a lock it force-released first
+// replaces a key that existed.
+func (t *Table) putValue(ctx *applyCtx, key string, v *Value, isNew bool) {
 	if old := t.keys[key]; old != nil {
 		t.mem -= valueBytes(key, old)
 		if old.Kind() == KindLock {
 			t.countLock(old, -1)
 		}
+	}
+	if isNew {
+		ctx.notify(NotifyNew, key)
 	}
 	t.mem += valueBytes(key, v)
 	v.Version = ctx.index
@@ -43,6 +53,7 @@ func (t *Table) put(ctx *applyCtx, key string, v *Value) {
 
 // putLock stores the new lock v at key, where nothing is.
 func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
+	ctx.notify(NotifyNew, key)
 	v.Version = ctx.index
 	t.keys[key] = v
 	t.mem += valueBytes(key, v)
@@ -239,6 +250,7 @@ func (t *Table) expireDue(ctx *applyCtx) {
 		case dueKey:
 			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
 				t.del(ctx, it.id, ReasonExpired)
+				ctx.notify(NotifyExpired, it.id)
 			}
 		case dueHold:
 			t.expireHolds(ctx, it.id)

@@ -360,6 +360,7 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 						old.Deadline = d
 						old.Extended = ctx.now
 						t.scheduleHold(key, l, d)
+						ctx.notify(NotifyExpire, key)
 					}
 				}
 				t.touch(ctx, key, v)
@@ -390,8 +391,10 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	} else {
 		h.Deadline = capAt(ctx.now+w.TTL, hardLimit)
 	}
+	ctx.notify(NotifySet, key)
 	if h.Deadline != 0 {
 		t.scheduleHold(key, l, h.Deadline)
+		ctx.notify(NotifyExpire, key)
 	}
 	return h
 }

@@ -9,10 +9,17 @@ import "slices"
 // Lock-delay applies when the hold was lost (expiry, session loss), never
 // after a clean release. The caller settles the key afterwards.
 func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
+	t.endHoldAs(ctx, key, l, i, reason, holdEndEvent(reason))
+}
+
+// endHoldAs is endHold with the keyspace event to emit (PEXPIRE in the
+// past ends holds as expired, yet Redis calls that a "del").
+func (t *Table) endHoldAs(ctx *applyCtx, key string, l *Lock, i int, reason Reason, event string) {
 	h := l.removeHolder(i)
 	t.nHolds--
 	t.mem -= holdBytes(&h)
 	t.holdGone(ctx, key, &h, reason)
+	ctx.notify(event, key)
 	if d := h.lockDelay(); (reason == ReasonExpired || reason == ReasonSession) && d > 0 {
 		if until := ctx.now + d; until > l.DelayUntil() {
 			l.setDelayUntil(until)
@@ -204,6 +211,9 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 		}
 		h.Extended = ctx.now
 		t.touch(ctx, k, v)
+		if h.Deadline != 0 {
+			ctx.notify(NotifyExpire, k)
+		}
 		t.foldHold(&r, i, h)
 	}
 	return r

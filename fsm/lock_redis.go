@@ -178,7 +178,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	l := v.lock()
 	if at <= ctx.now {
 		for l.numHolders() > 0 {
-			t.endHold(ctx, key, l, 0, ReasonExpired)
+			t.endHoldAs(ctx, key, l, 0, ReasonExpired, NotifyDel)
 		}
 		t.settle(ctx, key)
 		return
@@ -190,6 +190,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 		t.scheduleHold(key, l, h.Deadline)
 	}
 	t.touch(ctx, key, v)
+	ctx.notify(NotifyExpire, key)
 }
 
 // redisReleaseByToken is compare-and-delete on a lock: true if token held

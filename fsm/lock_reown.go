@@ -53,5 +53,7 @@ func (t *Table) reown(ctx *applyCtx, cmd *Command) Result {
 	h.Owner = newOwner
 	t.mem += grow
 	t.touch(ctx, cmd.Key, v)
+	// The key's value as GET reads it (the holder's token) was replaced.
+	ctx.notify(NotifySet, cmd.Key)
 	return Result{Granted: true, Fence: h.Fence, Deadline: t.holdDeadline(h), Count: int(h.Count)}
 }

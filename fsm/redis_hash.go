@@ -37,11 +37,14 @@ func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply,
 	return v, reply.Reply{}, true
 }
 
-// emptied deletes key when its collection became empty, as Redis does;
-// otherwise it marks it changed.
-func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
+// emptied emits event (the removal's keyspace event), then deletes key
+// when its collection became empty ("del"), as Redis does; otherwise it
+// marks it changed.
+func (t *Table) emptied(c *applyCtx, key string, v *Value, n int, event string) {
+	c.notify(event, key)
 	if n == 0 {
 		t.del(c, key, ReasonForced)
+		c.notify(NotifyDel, key)
 		return
 	}
 	t.touch(c, key, v)
@@ -50,7 +53,7 @@ func (t *Table) emptied(c *applyCtx, key string, v *Value, n int) {
 // removeMembers is HDEL, SREM and ZREM: it deletes the named members from
 // the collection coll picks out of the kind-typed value at args[1], replies
 // how many were present, and deletes the key when that emptied it.
-func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, coll func(*Value) map[string]V) reply.Reply {
+func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, event string, coll func(*Value) map[string]V) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, kind)
 	if bad {
@@ -69,7 +72,7 @@ func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, coll 
 		}
 	}
 	if n > 0 {
-		t.emptied(c, key, v, len(m))
+		t.emptied(c, key, v, len(m), event)
 	}
 	return reply.NewInt(n)
 }
@@ -150,6 +153,7 @@ func (t *Table) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
 		}
 	}
 	t.touch(c, key, v)
+	c.notify(NotifyHset, key)
 	if status {
 		return reply.OK
 	}
@@ -206,6 +210,7 @@ func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	}
 	t.hsetField(v, args[2], args[3])
 	t.touch(c, key, v)
+	c.notify(NotifyHset, key)
 	return reply.NewInt(1)
 }
 
@@ -257,11 +262,12 @@ func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	}
 	t.hsetField(v, args[2], val)
 	t.touch(c, key, v)
+	c.notify(NotifyHincrby, key)
 	return reply.NewInt(cur)
 }
 
 func cmdHdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	return removeMembers(t, c, args, KindHash, func(v *Value) map[string][]byte { return v.Hash })
+	return removeMembers(t, c, args, KindHash, NotifyHdel, func(v *Value) map[string][]byte { return v.Hash })
 }
 
 func cmdHlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -350,6 +356,7 @@ func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	}
 	if n > 0 {
 		t.touch(c, key, v)
+		c.notify(NotifySadd, key)
 	}
 	return reply.NewInt(n)
 }
@@ -366,7 +373,7 @@ func hasAll[V any](m map[string]V, members [][]byte) bool {
 }
 
 func cmdSrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	return removeMembers(t, c, args, KindSet, func(v *Value) map[string]struct{} { return v.Set })
+	return removeMembers(t, c, args, KindSet, NotifySrem, func(v *Value) map[string]struct{} { return v.Set })
 }
 
 func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {

@@ -37,6 +37,11 @@ func (t *Table) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
 		}
 	}
 	t.touch(c, key, v)
+	if head {
+		c.notify(NotifyLpush, key)
+	} else {
+		c.notify(NotifyRpush, key)
+	}
 	return reply.NewInt(int64(len(v.List)))
 }
 
@@ -91,7 +96,11 @@ func (t *Table) pop(c *applyCtx, args [][]byte, head bool) reply.Reply {
 		}
 		r = bulkArray(out)
 	}
-	t.emptied(c, key, v, len(v.List))
+	event := NotifyRpop
+	if head {
+		event = NotifyLpop
+	}
+	t.emptied(c, key, v, len(v.List), event)
 	return r
 }
 
@@ -211,7 +220,7 @@ func cmdLrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		}
 	}
 	v.List = out
-	t.emptied(c, key, v, len(v.List))
+	t.emptied(c, key, v, len(v.List), NotifyLrem)
 	return reply.NewInt(removed)
 }
 

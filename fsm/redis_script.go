@@ -371,6 +371,7 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 			t.redisReleaseByToken(ctx, key, token)
 		} else {
 			t.del(ctx, key, ReasonForced)
+			ctx.notify(NotifyDel, key)
 		}
 	case famCAPE, famCAPE1:
 		at := ctx.now + ms
@@ -378,6 +379,7 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 			t.redisLockExpire(ctx, key, at)
 		} else {
 			t.setDeadline(ctx, key, v, at)
+			ctx.notify(NotifyExpire, key)
 		}
 	}
 	return reply.NewInt(1), true

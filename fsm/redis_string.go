@@ -181,6 +181,7 @@ func (t *Table) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
 		case sc.hasExp && sc.at-c.now > t.cfg.MaxTTL:
 			return t.leaseOverLimit(sc.at - c.now), true
 		case sc.hasExp && sc.at > c.now:
+			c.notify(NotifySet, sc.key)
 			t.redisLockExpire(c, sc.key, sc.at)
 			return sc.okReply, true
 		case sc.keepTTL:
@@ -249,7 +250,7 @@ func (t *Table) setStore(c *applyCtx, sc *setCall) reply.Reply {
 	if t.overMemory() && (deadline == 0 || deadline > c.now) && t.stringGrows(sc.key, len(sc.val)) {
 		return oomReply
 	}
-	t.storeString(c, sc.key, v, sc.val, deadline)
+	t.storeString(c, sc.key, v, sc.val, deadline, sc.hasExp)
 	return sc.okReply
 }
 
@@ -262,16 +263,31 @@ func (t *Table) stringGrows(key string, n int) bool {
 
 // storeString replaces whatever is at key (old, as looked up) with the
 // string val. A lock there is force-released first, so its waiters see
-// the key taken by a foreign value.
-func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, deadline int64) {
+// the key taken by a foreign value. It emits "set", then "expire" when
+// expire is set (SET's EX/PX/EXAT/PXAT); a deadline already past deletes
+// the key at once, which Redis 7 reports as the key set, given its expiry
+// and expired.
+func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, deadline int64, expire bool) {
 	if old != nil && old.Kind() == KindLock {
 		t.del(c, key, ReasonForced)
 	}
 	if deadline != 0 && deadline <= c.now {
 		t.del(c, key, ReasonExpired)
+		if old == nil {
+			c.notify(NotifyNew, key)
+		}
+		c.notify(NotifySet, key)
+		if expire {
+			c.notify(NotifyExpire, key)
+		}
+		c.notify(NotifyExpired, key)
 		return
 	}
-	t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: bytes.Clone(val), expireAt: deadline}})
+	t.putValue(c, key, &Value{valueData: &valueData{kind: KindString, Str: bytes.Clone(val), expireAt: deadline}}, old == nil)
+	c.notify(NotifySet, key)
+	if expire {
+		c.notify(NotifyExpire, key)
+	}
 }
 
 func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -280,6 +296,7 @@ func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		key := string(k)
 		if t.lookup(c, key) != nil {
 			t.del(c, key, ReasonForced)
+			c.notify(NotifyDel, key)
 			n++
 		}
 	}
@@ -325,6 +342,7 @@ func cmdDelex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		}
 	}
 	t.del(c, key, ReasonForced)
+	c.notify(NotifyDel, key)
 	return reply.NewInt(1)
 }
 
@@ -413,6 +431,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 	}
 	if when <= c.now {
 		t.del(c, key, ReasonForced)
+		c.notify(NotifyDel, key)
 		return reply.NewInt(1)
 	}
 	if v.Kind() == KindLock {
@@ -423,6 +442,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 		return reply.NewInt(1)
 	}
 	t.setDeadline(c, key, v, when)
+	c.notify(NotifyExpire, key)
 	return reply.NewInt(1)
 }
 
@@ -461,6 +481,7 @@ func cmdPersist(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		return reply.NewInt(0)
 	}
 	t.setDeadline(c, key, v, 0)
+	c.notify(NotifyPersist, key)
 	return reply.NewInt(1)
 }
 
@@ -569,7 +590,7 @@ func cmdMset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		return oomReply
 	}
 	for i, k := range keys {
-		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0)
+		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0, false)
 	}
 	return reply.OK
 }
@@ -591,7 +612,7 @@ func cmdMsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		return oomReply // every key is new
 	}
 	for i, k := range keys {
-		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0)
+		t.storeString(c, k, t.lookup(c, k), args[2+2*i], 0, false)
 	}
 	return reply.NewInt(1)
 }
@@ -651,12 +672,14 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 		t.mem += int64(len(s) - len(v.Str))
 		v.Str = s
 		t.touch(c, key, v)
+		c.notify(NotifyIncrby, key)
 		return reply.NewInt(cur)
 	}
 	if r, ok := t.canCreate(key); !ok {
 		return r
 	}
 	t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: s}})
+	c.notify(NotifyIncrby, key)
 	return reply.NewInt(cur)
 }
 

@@ -46,6 +46,7 @@ func cmdGetdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		r = reply.NewBulk(s)
 	}
 	t.del(c, key, ReasonForced)
+	c.notify(NotifyDel, key)
 	return r
 }
 
@@ -63,6 +64,7 @@ func cmdAppend(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 			return oomReply
 		}
 		t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: append([]byte(nil), add...)}})
+		c.notify(NotifyAppend, key)
 		return reply.NewInt(int64(len(add)))
 	}
 	if v.Kind() != KindString {
@@ -81,6 +83,7 @@ func cmdAppend(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	t.mem += int64(len(add))
 	v.Str = s
 	t.touch(c, key, v)
+	c.notify(NotifyAppend, key)
 	return reply.NewInt(int64(n))
 }
 
@@ -196,6 +199,7 @@ func cmdIncrbyfloat(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 			return oomReply
 		}
 		t.put(c, key, &Value{valueData: &valueData{kind: KindString, Str: s}})
+		c.notify(NotifyIncrbyFloat, key)
 		return reply.NewBulk(string(s))
 	}
 	if len(s) > len(v.Str) && t.overMemory() {
@@ -204,6 +208,7 @@ func cmdIncrbyfloat(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	t.mem += int64(len(s) - len(v.Str))
 	v.Str = s
 	t.touch(c, key, v)
+	c.notify(NotifyIncrbyFloat, key)
 	return reply.NewBulk(string(s))
 }
 
@@ -276,6 +281,7 @@ func cmdGetex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	case o.anyExp() && at <= c.now:
 		// Only EXAT/PXAT can name a time already past: the key goes.
 		t.del(c, key, ReasonForced)
+		c.notify(NotifyDel, key)
 	case o.anyExp() && v.Kind() == KindLock:
 		if at-c.now > t.cfg.MaxTTL {
 			return t.leaseOverLimit(at - c.now)
@@ -283,9 +289,11 @@ func cmdGetex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		t.redisLockExpire(c, key, at)
 	case o.anyExp():
 		t.setDeadline(c, key, v, at)
+		c.notify(NotifyExpire, key)
 	case o.persist && v.Kind() != KindLock && v.deadline() != 0:
 		// A lock's lease cannot be made endless: PERSIST leaves it.
 		t.setDeadline(c, key, v, 0)
+		c.notify(NotifyPersist, key)
 	}
 	return out
 }

@@ -187,6 +187,11 @@ func (t *Table) zaddPairs(c *applyCtx, key string, v *Value, pairs [][]byte, sco
 	}
 	if res.added+res.updated > 0 {
 		t.touch(c, key, v)
+		if o.incr {
+			c.notify(NotifyZincr, key)
+		} else {
+			c.notify(NotifyZadd, key)
+		}
 	}
 	return res, true
 }
@@ -203,7 +208,7 @@ func (t *Table) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
 }
 
 func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
-	return removeMembers(t, c, args, KindZSet, func(v *Value) map[string]float64 { return v.ZSet })
+	return removeMembers(t, c, args, KindZSet, NotifyZrem, func(v *Value) map[string]float64 { return v.ZSet })
 }
 
 func cmdZcard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
@@ -411,7 +416,7 @@ func cmdZremrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		}
 	}
 	if n > 0 {
-		t.emptied(c, key, v, len(v.ZSet))
+		t.emptied(c, key, v, len(v.ZSet), NotifyZremByScore)
 	}
 	return reply.NewInt(n)
 }

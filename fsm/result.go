@@ -82,6 +82,12 @@ const (
 	// EvRestored: the whole table was replaced from a snapshot (no Key);
 	// the node emits it, never Apply.
 	EvRestored
+	// EvKeyspace: a Redis keyspace notification: Message is the event's
+	// name as Redis spells it ("set", "del", "expire", "expired", "new",
+	// "hset" ...) and Key its key, in the order the entry produced them
+	// (notify.go). Local output for the RESP bridge's
+	// notify-keyspace-events; nothing in the table depends on it.
+	EvKeyspace
 )
 
 // Reason says why a hold ended.

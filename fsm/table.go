@@ -511,6 +511,8 @@ type applyCtx struct {
 	keysOnly   bool
 	inScript   bool
 	scriptKeys [][]byte
+	// keyspace: emit EvKeyspace (Table.SetKeyspaceEvents).
+	keyspace bool
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -546,6 +548,9 @@ type Table struct {
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
+
+	// keyspaceEvents: Apply emits EvKeyspace (SetKeyspaceEvents).
+	keyspaceEvents bool
 
 	// reqs are the remembered results by request id, in the order they
 	// were remembered (= expiry order): exactly-once (dedupe.go).
@@ -716,7 +721,8 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		t.now = cmd.Time
 	}
 	ctx := &t.actx
-	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], lostFresh: ctx.lostFresh[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly}
+	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], lostFresh: ctx.lostFresh[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly,
+		keyspace: t.keyspaceEvents}
 	t.expireDue(ctx)
 
 	if refuse != nil {

@@ -417,7 +417,8 @@ func cmdConfig(c *conn, args [][]byte) {
 	slower, maxLen := c.s.slow.get()
 	params = append(params,
 		[2]string{"slowlog-log-slower-than", strconv.FormatInt(slower, 10)},
-		[2]string{"slowlog-max-len", strconv.Itoa(maxLen)})
+		[2]string{"slowlog-max-len", strconv.Itoa(maxLen)},
+		[2]string{"notify-keyspace-events", notifyFlags(c.s.notify.Load()).String()})
 	var out [][2]string
 	for _, p := range params {
 		for _, pat := range args[2:] {

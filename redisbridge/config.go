@@ -122,6 +122,11 @@ type Config struct {
 	// SlowlogMaxLen: how many SLOWLOG entries are kept, newest first.
 	// Default 128 (Redis' slowlog-max-len); CONFIG SET changes it.
 	SlowlogMaxLen int
+	// NotifyKeyspaceEvents is this node's notify-keyspace-events at start,
+	// in Redis' letters ("KEA", "Egx" ...): which keyspace notifications
+	// its subscribers receive. Default "" (none), as Redis; CONFIG SET
+	// notify-keyspace-events changes it at run time, on this node only.
+	NotifyKeyspaceEvents string
 }
 
 // Defaults.
@@ -257,6 +262,9 @@ func (c Config) Validate() error {
 		return errors.New("redisbridge: config: timeouts must not be negative")
 	case c.MaxArgs != 0 && c.MaxArgs < 8:
 		return errors.New("redisbridge: config: MaxArgs must be at least 8")
+	}
+	if _, ok := parseNotifyFlags(c.NotifyKeyspaceEvents); !ok {
+		return fmt.Errorf("redisbridge: config: NotifyKeyspaceEvents %q: a character names no event class (use Ag$lshzxeKEtmdn)", c.NotifyKeyspaceEvents)
 	}
 	for _, r := range c.Version {
 		if r != '.' && (r < '0' || r > '9') {

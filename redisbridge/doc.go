@@ -60,6 +60,11 @@
 // expiry, or a native lock operation invalidates on every node. They are
 // queued like pub/sub messages and count towards the same output limits.
 //
+// Keyspace notifications (notify.go) come the same way, from the applied
+// entries' fsm.EvKeyspace events: each node publishes those its
+// notify-keyspace-events selects to its own subscribers, through the
+// pub/sub hub, so a subscriber on any node sees every change.
+//
 // Choices that differ from a single Redis server, all deliberate:
 //
 //   - Every node accepts every command; writes are forwarded to the leader

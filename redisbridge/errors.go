@@ -61,6 +61,9 @@ const (
 	msgBadRequest  = "ERR bad request"
 	msgWrongType   = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	msgOOM         = fsm.OOMText // Redis' own words, without detail
+
+	// CONFIG SET's refusal of a bad notify-keyspace-events letter.
+	msgNotifyFlags = "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid event class character. Use 'Ag$lshzxeKEtmdn'."
 )
 
 // errorTexts maps the errors a Backend returns to wire text; the first

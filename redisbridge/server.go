@@ -33,13 +33,19 @@ type Server struct {
 	commands map[string]*command
 	users    *auth.Store // nil: no authentication
 
-	hub    *hub
-	trk    *tracker
-	arity  arityTable
-	stats  *cmdStats
-	slow   *slowlog
-	scans  *scanCache
-	cancel func() // Backend subscription
+	hub   *hub
+	trk   *tracker
+	arity arityTable
+	stats *cmdStats
+	slow  *slowlog
+	scans *scanCache
+	// notify is notify-keyspace-events (notifyFlags), read on the apply
+	// path without a lock; setNotify changes it under notifyMu, and
+	// notifyDone ends the Backend's keyspace events (nil: not asked).
+	notify     atomic.Uint32
+	notifyMu   sync.Mutex
+	notifyDone func()
+	cancel     func() // Backend subscription
 
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
 	cancelBase context.CancelFunc
@@ -91,6 +97,8 @@ func New(b Backend, cfg Config) (*Server, error) {
 		conns:     make(map[*conn]struct{}),
 		started:   time.Now(),
 	}
+	nf, _ := parseNotifyFlags(cfg.NotifyKeyspaceEvents) // Validate checked it
+	s.setNotify(nf)
 	s.users = cfg.Users
 	if s.users == nil && cfg.Password != "" {
 		s.users = auth.NewStoreFrom(auth.RequirePass(cfg.Password), nil)
@@ -280,6 +288,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.cancel()
+	s.stopNotify()
 	return nil
 }
 
@@ -288,9 +297,20 @@ func (s *Server) Close() error {
 // invalidations for tracking clients.
 func (s *Server) onApplied(index uint64, events []fsm.Event) {
 	s.trk.onApplied(index, events)
+	nf := notifyFlags(s.notify.Load())
+	if nf&(notifyKeyspace|notifyKeyevent) == 0 || !s.hub.active() {
+		// Redis sends nothing without K or E; and no subscriber, no
+		// channel names to build.
+		nf = 0
+	}
 	for i := range events {
-		if ev := &events[i]; ev.Kind == fsm.EvPublish {
+		switch ev := &events[i]; ev.Kind {
+		case fsm.EvPublish:
 			s.hub.publish(ev.Channel, ev.Message)
+		case fsm.EvKeyspace:
+			if nf != 0 {
+				s.notifyKeyspace(nf, ev)
+			}
 		}
 	}
 }

@@ -266,23 +266,51 @@ func (l *slowlog) set(param, value string) string {
 }
 
 // configSet serves CONFIG SET param value [param value ...]: the slowlog
-// parameters alone, this node's, not persisted. Every pair is checked
-// before any is applied, as Redis does.
+// parameters and notify-keyspace-events, this node's, not persisted.
+// Every pair is checked before any is applied, as Redis does, so a
+// refused CONFIG SET changes nothing.
 func configSet(c *conn, args [][]byte) {
-	if len(args) < 4 || len(args)%2 != 0 {
+	if len(args) < 4 {
 		c.w.WriteError(errArity("config|set"))
+		return
+	}
+	if len(args)%2 != 0 {
+		c.w.WriteError(msgSyntax)
 		return
 	}
 	l := c.s.slow
 	probe := newSlowlog(0, 0)
+	seen := make(map[string]bool, (len(args)-2)/2)
+	var notify notifyFlags
+	setNotify := false
 	for i := 2; i < len(args); i += 2 {
-		if msg := probe.set(strings.ToLower(string(args[i])), string(args[i+1])); msg != "" {
+		param := strings.ToLower(string(args[i]))
+		if seen[param] {
+			c.w.WriteError("ERR CONFIG SET failed (possibly related to argument '" + param + "') - duplicate parameter")
+			return
+		}
+		seen[param] = true
+		if param == "notify-keyspace-events" {
+			f, ok := parseNotifyFlags(string(args[i+1]))
+			if !ok {
+				c.w.WriteError(msgNotifyFlags)
+				return
+			}
+			notify, setNotify = f, true
+			continue
+		}
+		if msg := probe.set(param, string(args[i+1])); msg != "" {
 			c.w.WriteError(msg)
 			return
 		}
 	}
 	for i := 2; i < len(args); i += 2 {
-		l.set(strings.ToLower(string(args[i])), string(args[i+1]))
+		if param := strings.ToLower(string(args[i])); param != "notify-keyspace-events" {
+			l.set(param, string(args[i+1]))
+		}
+	}
+	if setNotify {
+		c.s.setNotify(notify)
 	}
 	c.w.WriteStatus("OK")
 }

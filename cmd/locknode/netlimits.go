@@ -26,6 +26,9 @@ type netLimits struct {
 	respMaxClients, respTimeout, respMaxBulkLen, respMaxMultibulkLen *string
 	respMaxCommandBytes, respPubSubLimit                             *string
 	respTrackingMaxKeys                                              *string
+	// respNotifyKeyspaceEvents is no limit but a RESP setting that
+	// CONFIG SET also changes; it travels in the same redisbridge.Config.
+	respNotifyKeyspaceEvents *string
 
 	peerHandshakeTimeout, peerMaxConns *string
 
@@ -59,13 +62,14 @@ func addNetLimitFlags(fs *flag.FlagSet) *netLimits {
 		httpMaxHeaderBytes: f("http-max-header-bytes", "64KiB", "largest HTTP request header; 431 past it"),
 		httpMaxBodyBytes:   f("http-max-body-bytes", "1MiB", "largest HTTP request body; 413 past it"),
 
-		respMaxClients:      f("resp-max-clients", strconv.Itoa(redisbridge.DefaultMaxConns), "most RESP client connections (Redis maxclients); one past it gets -ERR max number of clients reached"),
-		respTimeout:         f("resp-timeout", "0", "close a RESP connection idle this long, subscribers exempt (Redis timeout); 0: never"),
-		respMaxBulkLen:      f("resp-max-bulk-len", "16MiB", "largest RESP argument (Redis proto-max-bulk-len); -ERR Protocol error: invalid bulk length and close past it"),
-		respMaxMultibulkLen: f("resp-max-multibulk-len", strconv.Itoa(resp.DefaultMaxArgs), "most arguments in one RESP command; -ERR Protocol error: invalid multibulk length and close past it"),
-		respMaxCommandBytes: f("resp-max-command-bytes", "64MiB", "largest RESP command (all its arguments); a protocol error and close past it"),
-		respTrackingMaxKeys: f("resp-tracking-table-max-keys", strconv.Itoa(redisbridge.DefaultTrackingTableMaxKeys), "most keys a node remembers for client-side caching (Redis tracking-table-max-keys), and most BCAST prefixes; past it a key is evicted with an invalidation to its readers, and CLIENT TRACKING ... BCAST with new prefixes is refused"),
-		respPubSubLimit:     f("resp-pubsub-limit", "32MiB 8MiB 60s", "pending output of a subscriber that does not read: HARD SOFT SECONDS (Redis client-output-buffer-limit pubsub); disconnected at once past HARD, or past SOFT for longer than SECONDS; 0 for no limit"),
+		respMaxClients:           f("resp-max-clients", strconv.Itoa(redisbridge.DefaultMaxConns), "most RESP client connections (Redis maxclients); one past it gets -ERR max number of clients reached"),
+		respTimeout:              f("resp-timeout", "0", "close a RESP connection idle this long, subscribers exempt (Redis timeout); 0: never"),
+		respMaxBulkLen:           f("resp-max-bulk-len", "16MiB", "largest RESP argument (Redis proto-max-bulk-len); -ERR Protocol error: invalid bulk length and close past it"),
+		respMaxMultibulkLen:      f("resp-max-multibulk-len", strconv.Itoa(resp.DefaultMaxArgs), "most arguments in one RESP command; -ERR Protocol error: invalid multibulk length and close past it"),
+		respMaxCommandBytes:      f("resp-max-command-bytes", "64MiB", "largest RESP command (all its arguments); a protocol error and close past it"),
+		respTrackingMaxKeys:      f("resp-tracking-table-max-keys", strconv.Itoa(redisbridge.DefaultTrackingTableMaxKeys), "most keys a node remembers for client-side caching (Redis tracking-table-max-keys), and most BCAST prefixes; past it a key is evicted with an invalidation to its readers, and CLIENT TRACKING ... BCAST with new prefixes is refused"),
+		respNotifyKeyspaceEvents: f("resp-notify-keyspace-events", "", "keyspace notifications this node's RESP subscribers receive, in Redis' notify-keyspace-events letters (e.g. KEA, Kgx$); CONFIG SET notify-keyspace-events changes it at run time; empty: none"),
+		respPubSubLimit:          f("resp-pubsub-limit", "32MiB 8MiB 60s", "pending output of a subscriber that does not read: HARD SOFT SECONDS (Redis client-output-buffer-limit pubsub); disconnected at once past HARD, or past SOFT for longer than SECONDS; 0 for no limit"),
 
 		peerHandshakeTimeout: f("peer-handshake-timeout", transport.DefaultHandshakeTimeout.String(), "time an accepted peer-port connection has to deliver its first whole request; closed past it"),
 		peerMaxConns:         f("peer-max-conns", strconv.Itoa(transport.DefaultMaxConns), "most accepted peer-port connections open at once; one past it is closed"),
@@ -150,6 +154,10 @@ func (n *netLimits) parse() (parsedLimits, error) {
 	size("resp-max-command-bytes", *n.respMaxCommandBytes, &b)
 	p.RESP.MaxRequestBytes = int(b)
 	count("resp-tracking-table-max-keys", *n.respTrackingMaxKeys, &p.RESP.TrackingTableMaxKeys)
+	p.RESP.NotifyKeyspaceEvents = *n.respNotifyKeyspaceEvents
+	if err := (redisbridge.Config{NotifyKeyspaceEvents: p.RESP.NotifyKeyspaceEvents}).Validate(); err != nil {
+		fail("resp-notify-keyspace-events", fmt.Errorf("%q: a letter names no event class (use Ag$lshzxeKEtmdn)", p.RESP.NotifyKeyspaceEvents))
+	}
 	if err := parsePubSubLimit(*n.respPubSubLimit, &p.RESP); err != nil {
 		fail("resp-pubsub-limit", err)
 	}
