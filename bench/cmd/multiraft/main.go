@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -405,6 +406,11 @@ func idleRun(ctx context.Context, o options, dir string, groups int, profile str
 	b := takeSample(ctx, c)
 	secs := b.at.Sub(a.at).Seconds()
 	n := float64(o.nodes)
+	// The heap left by the previous configuration is returned first, so
+	// the resident size is this configuration's.
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	rep.add(record{Type: "run", Phase: "idle", Config: idleConfigName(groups, profile), Round: round, Metrics: map[string]float64{
 		"groups":                     float64(groups),
 		"cpu_cores_per_node":         (b.cpu - a.cpu).Seconds() / secs / n,
@@ -414,6 +420,7 @@ func idleRun(ctx context.Context, o options, dir string, groups int, profile str
 		"write_bytes_per_s_per_node": float64(b.wchar-a.wchar) / secs / n,
 		"ticks_per_s":                float64(b.ticks-a.ticks) / secs,
 		"rss_mib_process":            float64(rssKiB()) / 1024,
+		"heap_inuse_mib_process":     float64(ms.HeapInuse) / (1 << 20),
 		"goroutines_process":         float64(runtime.NumGoroutine()),
 		"start_s":                    started.Seconds(),
 		"loadavg_1m":                 loadavg1(),

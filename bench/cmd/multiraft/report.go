@@ -51,7 +51,7 @@ func markdown(o options, recs []record) string {
 	if has(recs, "idle") {
 		fmt.Fprintf(&b, "## Idle groups (settle %s, window %s)\n\n", o.settle, o.window)
 		b.WriteString("Per node: the process's CPU divided by the nodes; every node stores every entry of its groups.\n\n")
-		b.WriteString("| configuration | CPU cores per node | × 1 group, same timings | × 1 group, default | log entries/s per node | log writes (fsyncs)/s per node | disk bytes/s per node | write(2) bytes/s per node | RSS MiB (process) | goroutines | runs |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("| configuration | CPU cores per node | × 1 group, same timings | × 1 group, default | log entries/s per node | log writes (fsyncs)/s per node | disk bytes/s per node | write(2) bytes/s per node | RSS MiB (process) | heap in use MiB | goroutines | runs |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		def, _ := median(recs, "idle", idleConfigName(o.idleGroups[0], "default"), "cpu_cores_per_node")
 		for _, q := range o.profiles {
 			base, _ := median(recs, "idle", idleConfigName(o.idleGroups[0], q), "cpu_cores_per_node")
@@ -67,6 +67,7 @@ func markdown(o options, recs []record) string {
 				wb, _ := median(recs, "idle", name, "write_bytes_per_s_per_node")
 				rss, _ := median(recs, "idle", name, "rss_mib_process")
 				gr, _ := median(recs, "idle", name, "goroutines_process")
+				heap, _ := median(recs, "idle", name, "heap_inuse_mib_process")
 				ratio, rdef := "—", "—"
 				if base > 0 {
 					ratio = fmt.Sprintf("%.1f×", cpu/base)
@@ -74,7 +75,7 @@ func markdown(o options, recs []record) string {
 				if def > 0 {
 					rdef = fmt.Sprintf("%.1f×", cpu/def)
 				}
-				fmt.Fprintf(&b, "| %s | %.4f | %s | %s | %.1f | %.1f | %s | %s | %.0f | %.0f | %d |\n", name, cpu, ratio, rdef, ent, lw, bytes(db), bytes(wb), rss, gr, n)
+				fmt.Fprintf(&b, "| %s | %.4f | %s | %s | %.1f | %.1f | %s | %s | %.0f | %.0f | %.0f | %d |\n", name, cpu, ratio, rdef, ent, lw, bytes(db), bytes(wb), rss, heap, gr, n)
 			}
 		}
 		b.WriteString("\n")
