@@ -159,3 +159,39 @@ func (c *Cluster) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// SpreadLeaders moves group g's leadership to node g mod nodes, as a
+// multi-group deployment balances leaders across its nodes.
+func (c *Cluster) SpreadLeaders(ctx context.Context) error {
+	for g, nodes := range c.Groups {
+		want := nodes[g%len(nodes)]
+		for {
+			l, err := c.Leader(ctx, g)
+			if err != nil {
+				return err
+			}
+			if l == want {
+				break
+			}
+			if _, err := l.TransferLeadership(ctx, want.ID()); err != nil {
+				// The leader changed under us, or raft refused for now:
+				// look again until ctx ends.
+				if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+					return fmt.Errorf("multiraft: group %d: leadership to %s: %w", g, want.ID(), err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -48,7 +48,8 @@ type options struct {
 	settle     time.Duration
 	window     time.Duration
 	tpGroups   []int
-	workers    int
+	workers    []int
+	spread     bool
 	duration   time.Duration
 	warmup     time.Duration
 	rounds     int
@@ -70,7 +71,9 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 5*time.Second, "idle phase: time after every group has a leader before measuring")
 	flag.DurationVar(&o.window, "window", 10*time.Second, "idle phase: measured window")
 	flag.StringVar(&tp, "tp-groups", "1,2,4", "throughput phase: groups the workers' keys are spread over (the cluster runs the largest)")
-	flag.IntVar(&o.workers, "workers", 64, "throughput phase: workers, each cycling its own lock")
+	var workers string
+	flag.StringVar(&workers, "workers", "64,256", "throughput phase: worker counts, each worker cycling its own lock")
+	flag.BoolVar(&o.spread, "spread-leaders", true, "throughput phase: move group g's leadership to node g mod nodes first")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "throughput phase: measured window per run")
 	flag.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "throughput phase: unmeasured warm-up per run")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; every configuration runs once per round, alternating; medians are reported")
@@ -93,8 +96,11 @@ func main() {
 	if o.tpGroups, err = intList(tp); err != nil {
 		fatal(fmt.Errorf("-tp-groups: %w", err))
 	}
-	if o.rounds < 1 || o.nodes < 1 || o.workers < 1 {
-		fatal(errors.New("-rounds, -nodes and -workers must be at least 1"))
+	if o.workers, err = intListMax(workers, 1<<16); err != nil {
+		fatal(fmt.Errorf("-workers: %w", err))
+	}
+	if o.rounds < 1 || o.nodes < 1 {
+		fatal(errors.New("-rounds and -nodes must be at least 1"))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -108,15 +114,17 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-func intList(s string) ([]int, error) {
+func intList(s string) ([]int, error) { return intListMax(s, maxGroups) }
+
+func intListMax(s string, limit int) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f == "" {
 			continue
 		}
 		v, err := strconv.Atoi(f)
-		if err != nil || v < 1 || v > maxGroups {
-			return nil, fmt.Errorf("%q: want numbers 1..%d", f, maxGroups)
+		if err != nil || v < 1 || v > limit {
+			return nil, fmt.Errorf("%q: want numbers 1..%d", f, limit)
 		}
 		out = append(out, v)
 	}
@@ -316,6 +324,11 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	rep := &report{}
 	rep.add(record{Type: "meta", Meta: collectMeta(o)})
+	probe, err := probeFsync(dir, []int{1, 3, 6, 12}, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	rep.add(record{Type: "fsync", Metrics: probe})
 
 	phases := strings.Split(o.phases, ",")
 	for _, p := range phases {
@@ -466,21 +479,32 @@ func throughputPhase(ctx context.Context, o options, dir string, logger hclog.Lo
 		_ = c.Close()
 		_ = os.RemoveAll(d)
 	}()
+	if o.spread {
+		if err := c.SpreadLeaders(sctx); err != nil {
+			return err
+		}
+	}
 	for round := 1; round <= o.rounds; round++ {
-		for _, g := range o.tpGroups {
-			if err := throughputRun(ctx, o, c, g, round, rep); err != nil {
-				return err
+		for _, w := range o.workers {
+			for _, g := range o.tpGroups {
+				if err := throughputRun(ctx, o, c, g, w, round, rep); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
-// throughputRun runs o.workers workers, worker w cycling lock "w<w>"
+func tpConfigName(groups, workers int) string {
+	return fmt.Sprintf("%d groups, %d workers", groups, workers)
+}
+
+// throughputRun runs workers workers, worker w cycling lock "w<w>"
 // (acquire, release) on group w mod groups, through that group's leader,
 // for o.warmup and then o.duration, counting the cycles that ended in
 // the measured window.
-func throughputRun(ctx context.Context, o options, c *Cluster, groups, round int, rep *report) error {
+func throughputRun(ctx context.Context, o options, c *Cluster, groups, workers, round int, rep *report) error {
 	leaders := make([]*cluster.Node, groups)
 	var where []string
 	for g := range leaders {
@@ -496,7 +520,7 @@ func throughputRun(ctx context.Context, o options, c *Cluster, groups, round int
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for w := 0; w < o.workers; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		// Ends when wctx is cancelled (end of the window) after finishing
 		// its cycle.
@@ -540,13 +564,14 @@ func throughputRun(ctx context.Context, o options, c *Cluster, groups, round int
 	secs := b.at.Sub(a.at).Seconds()
 	cyc := float64(cycles.Load())
 	entries := float64(b.entries - a.entries)
-	rep.add(record{Type: "run", Phase: "throughput", Config: fmt.Sprintf("%d groups", groups), Round: round, Errors: errs.Load(), Leaders: where, Metrics: map[string]float64{
+	rep.add(record{Type: "run", Phase: "throughput", Config: tpConfigName(groups, workers), Round: round, Errors: errs.Load(), Leaders: where, Metrics: map[string]float64{
 		"groups":                float64(groups),
-		"workers":               float64(o.workers),
+		"workers":               float64(workers),
 		"cycles_per_s":          cyc / secs,
 		"entries_per_s":         entries / secs,
 		"entries_per_log_write": entries * float64(o.nodes) / max1(float64(b.logWrites-a.logWrites)),
 		"cpu_cores_process":     (b.cpu - a.cpu).Seconds() / secs,
+		"cpu_us_per_cycle":      (b.cpu - a.cpu).Seconds() * 1e6 / max1(cyc),
 		"log_writes_per_s_all":  float64(b.logWrites-a.logWrites) / secs,
 		"loadavg_1m":            loadavg1(),
 	}})

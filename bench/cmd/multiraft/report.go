@@ -47,6 +47,15 @@ func markdown(o options, recs []record) string {
 	fmt.Fprintf(&b, "- machine: %s cores, %s, kernel %s, %s; load average %s at the start, %s at the end\n",
 		meta["nproc"], meta["cpu_model"], meta["kernel"], meta["go"], meta["loadavg"], end["loadavg"])
 	fmt.Fprintf(&b, "- %d nodes in one process, log store %s, medians of %d rounds (configurations alternate within a round)\n\n", o.nodes, meta["log_store"], o.rounds)
+	for _, r := range recs {
+		if r.Type == "fsync" {
+			b.WriteString("Disk under the data directories: 4 KiB append + fdatasync pairs per second, all writers together, each on its own file:\n\n| writers | 1 | 3 | 6 | 12 |\n|---|---|---|---|---|\n|  fsyncs/s |")
+			for _, k := range []int{1, 3, 6, 12} {
+				fmt.Fprintf(&b, " %.0f |", r.Metrics[fmt.Sprintf("fsyncs_per_s_%d_writers", k)])
+			}
+			b.WriteString("\n\n")
+		}
+	}
 
 	if has(recs, "idle") {
 		fmt.Fprintf(&b, "## Idle groups (settle %s, window %s)\n\n", o.settle, o.window)
@@ -81,33 +90,36 @@ func markdown(o options, recs []record) string {
 		b.WriteString("\n")
 	}
 	if has(recs, "throughput") {
-		fmt.Fprintf(&b, "## Uncontended acquire/release, %d workers (warm-up %s, window %s)\n\n", o.workers, o.warmup, o.duration)
-		b.WriteString("One cluster running the largest number of groups; worker w cycles its own lock on group w mod N through that group's leader (in process).\n\n")
-		b.WriteString("| groups used | cycles/s (median) | × 1 group | runs | log entries/s | entries per log write | CPU cores (process) | log writes/s (all nodes) | errors |\n|---|---|---|---|---|---|---|---|---|\n")
-		base, _ := median(recs, "throughput", fmt.Sprintf("%d groups", o.tpGroups[0]), "cycles_per_s")
-		for _, g := range o.tpGroups {
-			name := fmt.Sprintf("%d groups", g)
-			cyc, n := median(recs, "throughput", name, "cycles_per_s")
-			if n == 0 {
-				continue
-			}
-			ent, _ := median(recs, "throughput", name, "entries_per_s")
-			cpe, _ := median(recs, "throughput", name, "entries_per_log_write")
-			cpu, _ := median(recs, "throughput", name, "cpu_cores_process")
-			lw, _ := median(recs, "throughput", name, "log_writes_per_s_all")
-			var runs []string
-			var errs int64
-			for _, r := range recs {
-				if r.Type == "run" && r.Phase == "throughput" && r.Config == name {
-					runs = append(runs, fmt.Sprintf("%.0f", r.Metrics["cycles_per_s"]))
-					errs += r.Errors
+		fmt.Fprintf(&b, "## Uncontended acquire/release (warm-up %s, window %s)\n\n", o.warmup, o.duration)
+		b.WriteString("One cluster running the largest number of groups (leaders spread: group g on node g mod nodes, unless -spread-leaders=false); worker w cycles its own lock on group w mod N through that group's leader (in process).\n\n")
+		b.WriteString("| groups used, workers | cycles/s (median) | × 1 group | runs | log entries/s | entries per log write | CPU cores (process) | CPU µs per cycle | log writes/s (all nodes) | errors |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, w := range o.workers {
+			base, _ := median(recs, "throughput", tpConfigName(o.tpGroups[0], w), "cycles_per_s")
+			for _, g := range o.tpGroups {
+				name := tpConfigName(g, w)
+				cyc, n := median(recs, "throughput", name, "cycles_per_s")
+				if n == 0 {
+					continue
 				}
+				ent, _ := median(recs, "throughput", name, "entries_per_s")
+				cpe, _ := median(recs, "throughput", name, "entries_per_log_write")
+				cpu, _ := median(recs, "throughput", name, "cpu_cores_process")
+				us, _ := median(recs, "throughput", name, "cpu_us_per_cycle")
+				lw, _ := median(recs, "throughput", name, "log_writes_per_s_all")
+				var runs []string
+				var errs int64
+				for _, r := range recs {
+					if r.Type == "run" && r.Phase == "throughput" && r.Config == name {
+						runs = append(runs, fmt.Sprintf("%.0f", r.Metrics["cycles_per_s"]))
+						errs += r.Errors
+					}
+				}
+				ratio := "—"
+				if base > 0 {
+					ratio = fmt.Sprintf("%.2f×", cyc/base)
+				}
+				fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %.0f | %.1f | %.2f | %.0f | %.0f | %d |\n", name, cyc, ratio, strings.Join(runs, ", "), ent, cpe, cpu, us, lw, errs)
 			}
-			ratio := "—"
-			if base > 0 {
-				ratio = fmt.Sprintf("%.2f×", cyc/base)
-			}
-			fmt.Fprintf(&b, "| %d | %.0f | %s | %s | %.0f | %.1f | %.2f | %.0f | %d |\n", g, cyc, ratio, strings.Join(runs, ", "), ent, cpe, cpu, lw, errs)
 		}
 		b.WriteString("\nLeaders per run (group:node): ")
 		var ls []string
