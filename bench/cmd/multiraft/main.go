@@ -102,6 +102,11 @@ func main() {
 	if o.rounds < 1 || o.nodes < 1 {
 		fatal(errors.New("-rounds and -nodes must be at least 1"))
 	}
+	switch o.logLevel {
+	case "off", "error", "warn", "info", "debug", "trace":
+	default:
+		fatal(fmt.Errorf("-log-level %q: want off, error, warn, info, debug or trace", o.logLevel))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -153,7 +158,7 @@ func baseConfig(logStore string) cluster.Config {
 // and the deadline check.
 func quiescedConfig(logStore string) cluster.Config {
 	c := baseConfig(logStore)
-	c.HeartbeatTimeout = 3 * time.Second // the fork heartbeats every HT/5: 600 ms
+	c.HeartbeatTimeout = 3 * time.Second // the fork heartbeats every HT/5 to 2·HT/5: 0.6-1.2 s
 	c.ElectionTimeout = 3 * time.Second
 	c.LeaderLeaseTimeout = 2 * time.Second // must outlast the heartbeat period
 	c.CommitTimeout = time.Second
@@ -164,8 +169,8 @@ func quiescedConfig(logStore string) cluster.Config {
 	return c
 }
 
-// deepConfig slows an idle group further: a heartbeat every 2 s, an
-// empty AppendEntries every 5 s; a dead leader is noticed only after
+// deepConfig slows an idle group further: a heartbeat every 2-4 s, an
+// empty AppendEntries every 5-10 s; a dead leader is noticed only after
 // 10-20 s, which is what a group relying on raft's own heartbeats for
 // failure detection pays for each step down in idle cost.
 func deepConfig(logStore string) cluster.Config {
@@ -312,7 +317,11 @@ func (r *report) add(rec record) {
 
 func run(ctx context.Context, o options) (err error) {
 	dir := o.dir
-	if dir == "" {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	} else {
 		if dir, err = os.MkdirTemp("", "multiraft-"); err != nil {
 			return err
 		}
@@ -397,6 +406,9 @@ func idleConfigName(groups int, profile string) string {
 
 func idleRun(ctx context.Context, o options, dir string, groups int, profile string, round int, logger hclog.Logger, rep *report) error {
 	cfg := func(int) cluster.Config { return profiles[profile](o.logStore) }
+	if err := checkFreeSpace(filepath.Dir(dir), groups*o.nodes); err != nil {
+		return err
+	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	start := time.Now()
