@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test upgrade-test bench bench-compare lattrace lint fuzz chaos soak
+.PHONY: all build run test upgrade-test bench bench-compare lattrace lint fuzz chaos soak multiraft
 
 all: lint build test
 
@@ -68,6 +68,16 @@ bench-compare:
 SOAK ?= 30m
 soak:
 	cd bench && $(GO) run ./cmd/lockbench -soak $(SOAK) $(BENCHFLAGS)
+
+# N raft groups of the real node over one peer listener per node (3 nodes
+# in one process): the CPU and log cost of 1, 16 and 64 idle groups with
+# the product's timings and slower ones, and acquire/release throughput
+# through 1, 2 and 4 groups of one cluster, medians of 3 (about 12
+# minutes on 2 cores; docs/SCALING.md). Results:
+# bench/results/multiraft-DATE.{md,jsonl}. Its listener test runs in
+# `make test` with bench's unit tests.
+multiraft:
+	cd bench && $(GO) run ./cmd/multiraft $(BENCHFLAGS)
 
 # Where one acknowledged write's time goes: nodes built with -tags lattrace
 # timestamp each stage of every entry's commit path during a 1-worker
