@@ -74,6 +74,7 @@ var errorTable = []errorMapping{
 	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, api.CodeLimit},
 	{ErrBodyTimeout, http.StatusRequestTimeout, api.CodeBadRequest},
 	{ErrTooManyConns, http.StatusServiceUnavailable, CodeTooManyConns},
+	{ErrTooManyWatchers, http.StatusServiceUnavailable, CodeTooManyWatchers},
 }
 
 // StatusOf returns the HTTP status and wire code for err: the first
