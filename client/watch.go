@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,7 +43,7 @@ func (c *Client) Watch(ctx context.Context, key string) (<-chan api.LockInfo, er
 	if err := c.cfg.Limits.CheckKey(key); err != nil {
 		return nil, err
 	}
-	first, err := c.watchQuery(ctx, key, 0, 0)
+	first, err := c.watchRead(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +94,25 @@ func (c *Client) Watch(ctx context.Context, key string) (<-chan api.LockInfo, er
 	return out, nil
 }
 
-// watchQuery is one blocking query: key's state once its index is above
-// index or wait passes (index 0: at once).
-func (c *Client) watchQuery(ctx context.Context, key string, index uint64, wait time.Duration) (api.LockInfo, error) {
-	path := httpapi.PathLockPrefix + escapeKey(key) + "?index=" + strconv.FormatUint(index, 10)
-	if wait > 0 {
-		path += "&wait=" + wait.String()
+// watchRead reads key's state and index at once (a plain read, which
+// answers a free key 404 with its index).
+func (c *Client) watchRead(ctx context.Context, key string) (api.LockInfo, error) {
+	var info api.LockInfo
+	var idx uint64
+	_, err := c.do(ctx, call{op: "watch", method: http.MethodGet, path: httpapi.PathLockPrefix + escapeKey(key), out: &info, index: &idx})
+	if errors.Is(err, api.ErrNotFound) {
+		return api.FreeLock(key, idx), nil
 	}
+	if info.State == "" {
+		info.State = api.StateOf(info)
+	}
+	return info, err
+}
+
+// watchQuery is one blocking query: key's state once its index is above
+// index or wait passes.
+func (c *Client) watchQuery(ctx context.Context, key string, index uint64, wait time.Duration) (api.LockInfo, error) {
+	path := httpapi.PathLockPrefix + escapeKey(key) + "?index=" + strconv.FormatUint(index, 10) + "&wait=" + wait.String()
 	var info api.LockInfo
 	// The server may add up to wait/16 of jitter.
 	_, err := c.do(ctx, call{op: "watch", method: http.MethodGet, path: path, wait: wait + wait/16, out: &info})

@@ -131,16 +131,15 @@ func (r *watchRec) changed(index uint64) {
 }
 
 // index returns the change index of key (prefix: of any key starting
-// with it): exact when it has a record, the floor otherwise; at least 1,
-// so that 0 always means "answer at once".
+// with it): exact when it has a record, the floor otherwise; 0 while
+// this replica has applied no change at all.
 func (w *keyWatches) index(key string, prefix bool) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	idx := w.floor
 	if r := w.recs(prefix)[key]; r != nil {
-		idx = r.last
+		return r.last
 	}
-	return max(idx, 1)
+	return w.floor
 }
 
 func (w *keyWatches) recs(prefix bool) map[string]*watchRec {
@@ -172,7 +171,7 @@ func (w *keyWatches) wait(ctx context.Context, stop <-chan struct{}, key string,
 	r.n++
 	w.waiting.Add(1)
 	var err error
-	for max(r.last, 1) <= index {
+	for r.last <= index {
 		if err = ctx.Err(); err != nil {
 			break
 		}
@@ -196,7 +195,7 @@ func (w *keyWatches) wait(ctx context.Context, stop <-chan struct{}, key string,
 		}
 		w.mu.Lock()
 	}
-	last := max(r.last, 1)
+	last := r.last
 	if last > index {
 		err = nil
 	}

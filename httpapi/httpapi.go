@@ -493,7 +493,7 @@ func (s *server) inspect(w http.ResponseWriter, r *http.Request, key string) {
 	if !s.allowKeys(w, r, auth.Read, key) {
 		return
 	}
-	if bq.has && !s.block(w, r, bq, func(ctx context.Context) error {
+	if bq.has && !s.block(w, r, bq, s.changes.KeyIndex(key), func(ctx context.Context) error {
 		_, err := s.changes.WaitKeyChange(ctx, key, bq.index)
 		return err
 	}) {
@@ -514,7 +514,7 @@ func (s *server) inspect(w http.ResponseWriter, r *http.Request, key string) {
 	if info.Index != 0 {
 		idx = info.Index
 	}
-	setIndex(w, idx)
+	s.setIndex(w, idx)
 	s.reply(w, r, info, err)
 }
 
@@ -543,7 +543,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if bq.has && !s.block(w, r, bq, func(ctx context.Context) error {
+	if bq.has && !s.block(w, r, bq, s.changes.PrefixIndex(req.Prefix), func(ctx context.Context) error {
 		_, err := s.changes.WaitPrefixChange(ctx, req.Prefix, bq.index)
 		return err
 	}) {
@@ -557,7 +557,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	if res.Index == 0 {
 		res.Index = idx
 	}
-	setIndex(w, res.Index)
+	s.setIndex(w, res.Index)
 	// A user sees only its namespace; a page may come back short, Next
 	// still continues after the last lock read.
 	res.Locks = visible(r, res.Locks)

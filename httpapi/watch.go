@@ -96,9 +96,14 @@ func parseBlocking(r *http.Request) (blockingQuery, error) {
 
 // block holds a blocking query until wait reports the change or the
 // query's wait (plus up to 1/16 of it, so watchers that started together
-// spread out) passes. It reports false when the request must not go on:
-// refused (answered) or its client gone (nobody to answer).
-func (s *server) block(w http.ResponseWriter, r *http.Request, q blockingQuery, wait func(ctx context.Context) error) bool {
+// spread out) passes. A query whose index is already behind current
+// goes on at once, and is not a watcher. It reports
+// false when the request must not go on: refused (answered) or its
+// client gone (nobody to answer).
+func (s *server) block(w http.ResponseWriter, r *http.Request, q blockingQuery, current uint64, wait func(ctx context.Context) error) bool {
+	if current > q.index {
+		return true
+	}
 	if n := s.watchers.Add(1); s.cfg.MaxWatchers > 0 && n > int64(s.cfg.MaxWatchers) {
 		s.watchers.Add(-1)
 		w.Header().Set("Retry-After", "1")
@@ -118,9 +123,9 @@ func (s *server) block(w http.ResponseWriter, r *http.Request, q blockingQuery, 
 	return r.Context().Err() == nil
 }
 
-// setIndex sets HeaderIndex (0: not known, no header).
-func setIndex(w http.ResponseWriter, index uint64) {
-	if index > 0 {
+// setIndex sets HeaderIndex when the Locker keeps change indexes.
+func (s *server) setIndex(w http.ResponseWriter, index uint64) {
+	if s.changes != nil {
 		w.Header().Set(HeaderIndex, strconv.FormatUint(index, 10))
 	}
 }
