@@ -412,6 +412,11 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	}
 	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"jobs%2Fnightly?stale=true", nil, false)
 	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"nothing-here", nil, false)
+	// Blocking queries from index 0 answer at once: keys have changed.
+	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"jobs%2Fnightly?index=0&wait=10s", nil, false)
+	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"nothing-here?index=0&wait=10s", nil, false)
+	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"nothing-here?index=x", nil, false)
+	rc.call("GET", httpapi.PathLocks, httpapi.PathLocks+"?prefix=jobs/&index=0&wait=10s", nil, false)
 	rc.call("GET", httpapi.PathLockPrefix+"{key}", httpapi.PathLockPrefix+"a//b", nil, false)
 	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1", Reentrant: true}, false)
 	rc.call("POST", httpapi.PathRelease, httpapi.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)
