@@ -229,6 +229,12 @@ func New(l api.Locker, cfg Config) http.Handler {
 	rt := &router{s: s, mux: mux}
 	if cfg.Registerer != nil {
 		m, err := newRouteMetrics(cfg.Registerer)
+		if err == nil {
+			err = cfg.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "locknode_http_watchers",
+				Help: "Blocking queries (GET /v1/locks... with index) waiting now; --max-watchers bounds them.",
+			}, func() float64 { return float64(s.watchers.Load()) }))
+		}
 		if err != nil {
 			panic(fmt.Errorf("httpapi: registering metrics: %w", err))
 		}

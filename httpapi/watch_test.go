@@ -18,6 +18,11 @@ import (
 	"github.com/locknode/locknode/testcluster"
 )
 
+var (
+	_ httpapi.ChangeWaiter = (*cluster.Node)(nil)
+	_ httpapi.ChangeWaiter = (*cluster.Local)(nil)
+)
+
 // watchAnswer is one answer to a lock read.
 type watchAnswer struct {
 	status int
