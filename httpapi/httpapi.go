@@ -169,8 +169,9 @@ type server struct {
 
 	peerClient *http.Client // the dashboard's cluster view (dashboard.go)
 
-	changes  ChangeWaiter // the Locker's, when it has one (watch.go)
-	watchers atomic.Int64 // blocking queries waiting (watch.go)
+	changes  ChangeWaiter              // the Locker's, when it has one (watch.go)
+	watchers atomic.Int64              // blocking queries waiting (watch.go)
+	reads    sharedReads[api.LockInfo] // blocking queries' answers (watchread.go)
 }
 
 // New returns the HTTP handler of the lock API served by l. It panics only
@@ -505,22 +506,33 @@ func (s *server) inspect(w http.ResponseWriter, r *http.Request, key string) {
 	}) {
 		return
 	}
-	var idx uint64
-	if s.changes != nil {
-		idx = s.changes.KeyIndex(key) // before the read: the state is at least as new
+	read := func(ctx context.Context) (api.LockInfo, error) {
+		var idx uint64
+		if s.changes != nil {
+			idx = s.changes.KeyIndex(key) // before the read: the state is at least as new
+		}
+		info, err := s.l.Inspect(ctx, key, api.ReadOptions{Stale: stale})
+		if err == nil && info.Index == 0 {
+			info.Index = idx
+		}
+		if errors.Is(err, api.ErrNotFound) {
+			if bq.has {
+				// A watcher is told the lock is free, with the index of that.
+				return api.FreeLock(key, idx), nil
+			}
+			info.Index = idx // the 404's header
+		}
+		return info, err
 	}
-	info, err := s.l.Inspect(r.Context(), key, api.ReadOptions{Stale: stale})
-	if err == nil && info.Index == 0 {
-		info.Index = idx
+	var info api.LockInfo
+	if bq.has {
+		info, err = s.reads.do(r.Context(), readKey{key: key, stale: stale}, read)
+	} else {
+		info, err = read(r.Context())
 	}
-	if bq.has && errors.Is(err, api.ErrNotFound) {
-		// A watcher is told the lock is free, with the index of that.
-		info, err = api.FreeLock(key, idx), nil
+	if err == nil || errors.Is(err, api.ErrNotFound) {
+		s.setIndex(w, info.Index)
 	}
-	if info.Index != 0 {
-		idx = info.Index
-	}
-	s.setIndex(w, idx)
 	s.reply(w, r, info, err)
 }
 
