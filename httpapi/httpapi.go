@@ -557,6 +557,10 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	if err == nil && bq.has && s.changes == nil {
 		err = errNoBlocking
 	}
+	if err == nil && bq.has && len(req.Prefix) > s.lim.MaxKeyBytes {
+		// It matches no key; a watcher would only hold its bytes.
+		err = fmt.Errorf("%w: a blocking query's prefix of %d bytes is longer than a key (%d)", api.ErrLimit, len(req.Prefix), s.lim.MaxKeyBytes)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -268,6 +269,15 @@ func TestBlockingQueryLimits(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("list ?%s: %d, want 400", q, resp.StatusCode)
 		}
+	}
+	lreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+httpapi.PathLocks+"?index=1&prefix="+strings.Repeat("p", 513), nil)
+	resp, err := http.DefaultClient.Do(lreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a blocking list with a prefix longer than any key: %d, want 400", resp.StatusCode)
 	}
 	if l.KeyWatchers() != 0 {
 		t.Fatalf("watchers = %d after the bad queries", l.KeyWatchers())
