@@ -112,7 +112,7 @@ func TestWatchEmbedded(t *testing.T) {
 	if first.State != api.StateFree {
 		t.Fatalf("first %+v", first)
 	}
-	if _, err := l.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 200}); err != nil {
+	if _, err := l.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "o", TTLMs: 2000}); err != nil {
 		t.Fatal(err)
 	}
 	held := nextState(t, ch, api.StateHeld, first.Index)
