@@ -41,12 +41,13 @@ func main() {
 		keys     = flag.Int("keys", 1, "spread the watchers over this many keys (the change hits the first)")
 		idle     = flag.Duration("idle", 10*time.Second, "window to measure the node's CPU while nothing changes")
 		rounds   = flag.Int("rounds", 6, "changes of the watched lock (take, release, ...)")
+		count    = flag.Int("nodes", 1, "cluster size; with more than 1 the watchers park on a follower")
 		bin      = flag.String("bin", "", "locknode binary (default: go build ../cmd/locknode)")
 		extra    = flag.String("node-args", "", "more arguments for locknode serve, space-separated (e.g. --pprof 127.0.0.1:6060)")
 	)
 	flag.Parse()
 	nodeArgs = strings.Fields(*extra)
-	if err := run(*watchers, *keys, *idle, *rounds, *bin); err != nil {
+	if err := run(*watchers, *keys, *idle, *rounds, *bin, *count); err != nil {
 		fmt.Fprintln(os.Stderr, "watchbench:", err)
 		os.Exit(1)
 	}
@@ -97,11 +98,14 @@ const hz = 100.0
 
 type node struct {
 	cmd  *exec.Cmd
+	id   string
 	base string
 	dir  string
 }
 
-func startNode(bin string) (*node, error) {
+// startCluster starts count nodes bootstrapped as one cluster and waits
+// until each is ready.
+func startCluster(bin string, count int) ([]*node, error) {
 	dir, err := os.MkdirTemp("", "watchbench-")
 	if err != nil {
 		return nil, err
@@ -115,40 +119,77 @@ func startNode(bin string) (*node, error) {
 			return nil, fmt.Errorf("building locknode: %w", err)
 		}
 	}
-	raft, httpAddr := freePort(), freePort()
-	args := []string{"serve", "--id", "n1", "--data", filepath.Join(dir, "n1"), "--raft-addr", raft,
-		"--http-addr", httpAddr, "--resp-addr", freePort(), "--bootstrap", "--peers", "n1=" + raft,
-		"--max-watchers", "0", "--http-max-conns", "19000", "--resp-max-clients", "100", "--http-max-conns-per-addr", "0", "--log-level", "warn"}
-	args = append(args, nodeArgs...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	rafts := make([]string, count)
+	peers := make([]string, count)
+	for i := range count {
+		rafts[i] = freePort()
+		peers[i] = fmt.Sprintf("n%d=%s", i+1, rafts[i])
 	}
-	fmt.Printf("node: %s %s\n", bin, strings.Join(args, " "))
-	n := &node{cmd: cmd, base: "http://" + httpAddr, dir: dir}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(n.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return n, nil
-			}
-		}
-		if time.Now().After(deadline) {
+	var nodes []*node
+	stopAll := func() {
+		for _, n := range nodes {
 			n.stop()
-			return nil, fmt.Errorf("node not ready within 30s")
 		}
-		time.Sleep(50 * time.Millisecond)
+		_ = os.RemoveAll(dir)
 	}
+	for i := range count {
+		id, httpAddr := fmt.Sprintf("n%d", i+1), freePort()
+		args := []string{"serve", "--id", id, "--data", filepath.Join(dir, id), "--raft-addr", rafts[i],
+			"--http-addr", httpAddr, "--resp-addr", freePort(), "--bootstrap", "--peers", strings.Join(peers, ","),
+			"--max-watchers", "0", "--http-max-conns", "19000", "--resp-max-clients", "100", "--http-max-conns-per-addr", "0", "--log-level", "warn"}
+		args = append(args, nodeArgs...)
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			stopAll()
+			return nil, err
+		}
+		fmt.Printf("node: %s %s\n", bin, strings.Join(args, " "))
+		nodes = append(nodes, &node{cmd: cmd, id: id, base: "http://" + httpAddr, dir: dir})
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for _, n := range nodes {
+		for {
+			resp, err := http.Get(n.base + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				stopAll()
+				return nil, fmt.Errorf("node %s not ready within 60s", n.id)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nodes, nil
+}
+
+// leaderOf returns the index in nodes of the leader nodes[0] knows.
+func leaderOf(nodes []*node) (int, error) {
+	resp, err := http.Get(nodes[0].base + "/v1/status")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var st api.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return 0, err
+	}
+	for i, n := range nodes {
+		if n.id == st.Leader {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no leader known (%q)", st.Leader)
 }
 
 func (n *node) stop() {
 	_ = n.cmd.Process.Kill()
 	_ = n.cmd.Wait()
-	_ = os.RemoveAll(n.dir)
 }
 
 // gauge reads one metric's value from /metrics.
@@ -188,13 +229,29 @@ type answer struct {
 	index uint64
 }
 
-func run(watchers, keys int, idle time.Duration, rounds int, bin string) error {
-	n, err := startNode(bin)
+func run(watchers, keys int, idle time.Duration, rounds int, bin string, count int) error {
+	nodes, err := startCluster(bin, count)
 	if err != nil {
 		return err
 	}
-	defer n.stop()
-	pid := n.cmd.Process.Pid
+	defer func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+		_ = os.RemoveAll(nodes[0].dir)
+	}()
+	li, err := leaderOf(nodes)
+	if err != nil {
+		return err
+	}
+	// The watchers park on a follower when there is one; the changes go
+	// to the leader.
+	n, leader := nodes[li], nodes[li]
+	if count > 1 {
+		n = nodes[(li+1)%count]
+	}
+	pid, lpid := n.cmd.Process.Pid, leader.cmd.Process.Pid
+	fmt.Printf("watchers on %s, changes through %s (leader)\n", n.id, leader.id)
 
 	tr := &http.Transport{MaxIdleConnsPerHost: watchers + 100, IdleConnTimeout: 0, DisableCompression: true}
 	wc := &http.Client{Transport: tr}
@@ -273,12 +330,14 @@ func run(watchers, keys int, idle time.Duration, rounds int, bin string) error {
 		op               string
 		p50, p99, max    time.Duration
 		first            time.Duration
-		cpu              float64 // node CPU seconds for the round
+		cpu              float64 // the watchers' node's CPU seconds for the round
+		lcpu             float64 // the leader's
 		commit, reparked time.Duration
 	}
 	var results []roundResult
 	for r := range rounds {
 		c0, _ := cpuTicks(pid)
+		l0, _ := cpuTicks(lpid)
 		op := "take"
 		path := "/v1/locks/try"
 		body := `{"key":"watched/0","owner":"bench","ttl_ms":600000}`
@@ -286,7 +345,7 @@ func run(watchers, keys int, idle time.Duration, rounds int, bin string) error {
 			op, path, body = "release", "/v1/locks/release", `{"key":"watched/0","owner":"bench"}`
 		}
 		sent := time.Now()
-		resp, err := ctl.Post(n.base+path, "application/json", strings.NewReader(body))
+		resp, err := ctl.Post(leader.base+path, "application/json", strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -311,20 +370,25 @@ func run(watchers, keys int, idle time.Duration, rounds int, bin string) error {
 		}
 		reparked := time.Since(sent)
 		c1, _ := cpuTicks(pid)
+		l1, _ := cpuTicks(lpid)
 		slices.Sort(lat)
 		results = append(results, roundResult{op: op, first: lat[0], p50: lat[len(lat)/2], p99: lat[len(lat)*99/100], max: lat[len(lat)-1],
-			cpu: float64(c1-c0) / hz, commit: commit, reparked: reparked})
+			cpu: float64(c1-c0) / hz, lcpu: float64(l1-l0) / hz, commit: commit, reparked: reparked})
 	}
 	cancel()
 	tr.CloseIdleConnections()
 
 	fmt.Printf("\nnode CPU while idle, %v window: %.4f cores without watchers, %.4f cores with %d watchers parked\n", idle, base0, busy, watchers)
 	fmt.Printf("\n%d watchers on the changed key; latency from sending the change to each watcher's answer:\n\n", onKey0)
-	fmt.Println("| round | change | change answered | first | p50 | p99 | max | all re-parked | node CPU for the round |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| round | change | change answered | first | p50 | p99 | max | all re-parked | node CPU for the round | leader CPU (on a follower) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 	for i, r := range results {
-		fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %s | %.2f s |\n", i+1, r.op, ms(r.commit), ms(r.first), ms(r.p50), ms(r.p99), ms(r.max), ms(r.reparked), r.cpu)
+		lc := "—"
+		if pid != lpid {
+			lc = fmt.Sprintf("%.2f s", r.lcpu)
+		}
+		fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %s | %.2f s | %s |\n", i+1, r.op, ms(r.commit), ms(r.first), ms(r.p50), ms(r.p99), ms(r.max), ms(r.reparked), r.cpu, lc)
 	}
 	return nil
 }
