@@ -183,6 +183,47 @@ type LockInfo struct {
 	LockDelayMs  int64    `json:"lock_delay_remaining_ms,omitempty"`
 	TTLMs        int64    `json:"ttl_ms"` // remaining on the key; -1 none
 	AppliedIndex uint64   `json:"applied_index"`
+	// State is StateHeld, StateFree or StateValue (StateOf).
+	State string `json:"state,omitempty"`
+	// Index is the index of the key's last change as the answering node
+	// knows it (blocking queries, Watch): a later change of the key has a
+	// larger one. It may be above the change's own index (never below),
+	// so a watcher may wake without a change, never miss one. 0: not
+	// known (an implementation without change indexes).
+	Index uint64 `json:"index,omitempty"`
+}
+
+// StateValue is LockInfo.State of a key that holds a Redis value, not a
+// lock; a lock's state is StateHeld (one or more holds) or StateFree (no
+// hold: nothing at the key, only waiters, or lock-delay).
+const StateValue = "value"
+
+// StateOf returns the state li describes.
+func StateOf(li LockInfo) string {
+	switch {
+	case len(li.Holders) > 0:
+		return StateHeld
+	case li.Kind != "" && li.Kind != "lock" && li.Kind != "none":
+		return StateValue
+	}
+	return StateFree
+}
+
+// FreeLock is the LockInfo of a key with nothing at it, as blocking
+// queries and Watch answer it (Inspect answers ErrNotFound).
+func FreeLock(key string, index uint64) LockInfo {
+	return LockInfo{Key: key, Kind: "none", Holders: []Holder{}, Waiters: []Waiter{}, TTLMs: -1, State: StateFree, Index: index}
+}
+
+// LockWatcher is implemented by client.Client, cluster.Node and
+// cluster.Local (it is not part of Locker).
+type LockWatcher interface {
+	// Watch sends key's state at once and then after each change, until
+	// ctx ends; the channel is closed then. A state not yet received when
+	// the next one arrives is replaced: a slow reader sees the latest,
+	// not every step. It returns an error only for a request that can
+	// never succeed (a bad key, no permission).
+	Watch(ctx context.Context, key string) (<-chan LockInfo, error)
 }
 
 // ReadOptions choose the consistency of a read.
@@ -205,6 +246,9 @@ type ListRequest struct {
 type ListResult struct {
 	Locks []LockInfo `json:"locks"`
 	Next  string     `json:"next,omitempty"` // pass as After; empty at the end
+	// Index is the index of the last change of any key under the prefix
+	// as the answering node knows it (see LockInfo.Index); 0: not known.
+	Index uint64 `json:"index,omitempty"`
 }
 
 // SessionInfo describes a session.

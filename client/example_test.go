@@ -43,3 +43,35 @@ func Example() {
 	// second try: true
 	// after unlock: released
 }
+
+func ExampleClient_Watch() {
+	node := httptest.NewServer(httpapi.New(httpapitest.NewFake(), httpapi.Config{}))
+	defer node.Close()
+	c, err := client.New(client.Config{Endpoints: []string{node.URL}})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the watch (before node.Close: defers run last first)
+
+	// A standby watches the lock it does not hold.
+	states, err := c.Watch(ctx, "reports/nightly")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("now:", (<-states).State)
+
+	l, err := c.TryLock(ctx, "reports/nightly")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("then:", (<-states).State)
+	if err := l.Unlock(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("then:", (<-states).State)
+	// Output:
+	// now: free
+	// then: held
+	// then: free
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -63,6 +64,7 @@ type call struct {
 	body   func() any    // nil: no body
 	wait   time.Duration // > 0: a long poll; the attempt may last this long plus RequestTimeout
 	out    any           // decoded from a 2xx JSON answer; nil: ignored
+	index  *uint64       // set from the answer's wire.HeaderIndex, any status; nil: ignored
 }
 
 // do runs a call with fail-over and retries. It returns the send time of
@@ -218,6 +220,9 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	}
 	if err != nil {
 		return err
+	}
+	if cl.index != nil {
+		*cl.index, _ = strconv.ParseUint(resp.Header.Get(wire.HeaderIndex), 10, 64)
 	}
 	if resp.StatusCode == http.StatusBadRequest && bytes.Contains(body, plainToTLS) {
 		return &ConnError{Endpoint: ep.raw, Cause: ConnNeedsHTTPS, Err: errors.New(string(bytes.TrimSpace(body)))}

@@ -24,12 +24,17 @@ type eventHub struct {
 	// demand counts the other requests waiting for this replica's
 	// applies (commitDemand).
 	demand atomic.Int32
+
+	// watches holds the keys' change indexes and their watchers
+	// (keywatch.go).
+	watches *keyWatches
 }
 
 func newEventHub() eventHub {
 	return eventHub{
 		waiters: make(map[string]chan waiterEvent),
 		subs:    make(map[uint64]func(uint64, []fsm.Event)),
+		watches: newKeyWatches(),
 	}
 }
 
@@ -44,6 +49,7 @@ type waiterEvent struct {
 // events. It never blocks: waiter channels have room for their one
 // outcome.
 func (h *eventHub) dispatch(index uint64, events []fsm.Event) {
+	h.watches.applied(index, events)
 	h.waitMu.Lock()
 	for _, e := range events {
 		if e.Kind != fsm.EvGranted && e.Kind != fsm.EvWaitEnded {
@@ -126,8 +132,11 @@ func (h *eventHub) commitDemand() (done func()) {
 	return func() { h.demand.Add(-1) }
 }
 
-// wantsApplies reports whether a local waiter or a commitDemand request
-// waits for this replica's applies.
+// wantsApplies reports whether a local waiter, a commitDemand request or
+// a key watcher waits for this replica's applies.
 func (h *eventHub) wantsApplies() bool {
-	return h.nwaiters.Load() > 0 || h.demand.Load() > 0
+	return h.nwaiters.Load() > 0 || h.demand.Load() > 0 || h.watches.watchers() > 0
 }
+
+// keyWatches is the replica's change-index registry (replica).
+func (h *eventHub) keyWatches() *keyWatches { return h.watches }

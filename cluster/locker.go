@@ -328,6 +328,8 @@ func (s *lockService) Inspect(ctx context.Context, key string, opts api.ReadOpti
 	}
 	var info api.LockInfo
 	var ierr error
+	// Before the read: the state answered is at least as new as its index.
+	idx := s.KeyIndex(key)
 	err := s.r.Read(ctx, opts.Stale, func(t *fsm.Table, now int64) {
 		li, err := t.Inspect(key, now)
 		if err != nil {
@@ -339,6 +341,7 @@ func (s *lockService) Inspect(ctx context.Context, key string, opts api.ReadOpti
 	if err != nil {
 		return api.LockInfo{}, err
 	}
+	info.Index = idx
 	return info, ierr
 }
 
@@ -351,7 +354,7 @@ func (s *lockService) List(ctx context.Context, req api.ListRequest) (api.ListRe
 	if limit == 0 {
 		limit = 100
 	}
-	var out api.ListResult
+	out := api.ListResult{Index: s.PrefixIndex(req.Prefix)} // before the read, as Inspect
 	err := s.r.Read(ctx, req.Stale, func(t *fsm.Table, now int64) {
 		infos, next := t.List(req.Prefix, req.After, limit, now)
 		out.Locks = make([]api.LockInfo, 0, len(infos))
@@ -410,6 +413,7 @@ func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
 		}
 		out.Waiters = append(out.Waiters, aw)
 	}
+	out.State = api.StateOf(out)
 	return out
 }
 

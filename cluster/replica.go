@@ -50,6 +50,8 @@ type replica interface {
 	openHandoff(cmd *fsm.Command)
 	// observeWait records how long a granted acquire waited, in seconds.
 	observeWait(seconds float64)
+	// keyWatches is the keys' change indexes and watchers (eventHub).
+	keyWatches() *keyWatches
 }
 
 var (

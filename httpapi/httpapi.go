@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -101,6 +102,11 @@ type Config struct {
 	// Audit receives forced releases and membership changes and counts
 	// refused requests. Nil: not audited.
 	Audit *auth.Audit
+	// MaxWatchers bounds the blocking queries (GET /v1/locks... with
+	// ?index=) waiting on this node at once; one past it is answered 503
+	// too_many_watchers. Default DefaultMaxWatchers (10,000); negative:
+	// none.
+	MaxWatchers int
 	// PeerTLS configures the calls the dashboard's cluster view makes to
 	// the other members' HTTPS API (their GET /v1/status) when this node
 	// serves HTTPS. Nil: the system's roots.
@@ -148,6 +154,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnsPerAddr == 0 {
 		c.MaxConnsPerAddr = DefaultMaxConnsPerAddr
 	}
+	if c.MaxWatchers == 0 {
+		c.MaxWatchers = DefaultMaxWatchers
+	}
 	if c.AuthThrottle == nil && c.Users != nil {
 		c.AuthThrottle = auth.NewThrottle(auth.ThrottleConfig{Logger: c.Logger})
 	}
@@ -160,6 +169,10 @@ type server struct {
 	lim api.Limits // the Locker's (api.LimitsOf): every request is validated with them
 
 	peerClient *http.Client // the dashboard's cluster view (dashboard.go)
+
+	changes  ChangeWaiter              // the Locker's, when it has one (watch.go)
+	watchers atomic.Int64              // blocking queries waiting (watch.go)
+	reads    sharedReads[api.LockInfo] // blocking queries' answers (watchread.go)
 }
 
 // New returns the HTTP handler of the lock API served by l. It panics only
@@ -170,6 +183,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 		panic(err)
 	}
 	s := &server{l: l, cfg: cfg.withDefaults(), lim: api.LimitsOf(l), peerClient: newPeerClient(cfg.PeerTLS)}
+	s.changes, _ = l.(ChangeWaiter)
 	mux := newRouteMux()
 	mux.HandleFunc("POST "+wire.PathAcquire, s.acquire)
 	mux.HandleFunc("POST "+wire.PathTry, s.try)
@@ -217,6 +231,12 @@ func New(l api.Locker, cfg Config) http.Handler {
 	rt := &router{s: s, mux: mux}
 	if cfg.Registerer != nil {
 		m, err := newRouteMetrics(cfg.Registerer)
+		if err == nil {
+			err = cfg.Registerer.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "locknode_http_watchers",
+				Help: "Blocking queries (GET /v1/locks... with index) waiting now; --max-watchers bounds them.",
+			}, func() float64 { return float64(s.watchers.Load()) }))
+		}
 		if err != nil {
 			panic(fmt.Errorf("httpapi: registering metrics: %w", err))
 		}
@@ -470,10 +490,50 @@ func (s *server) inspect(w http.ResponseWriter, r *http.Request, key string) {
 		s.fail(w, r, err)
 		return
 	}
+	bq, err := parseBlocking(r)
+	if err == nil && bq.has && s.changes == nil {
+		err = errNoBlocking
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if !s.allowKeys(w, r, auth.Read, key) {
 		return
 	}
-	info, err := s.l.Inspect(r.Context(), key, api.ReadOptions{Stale: stale})
+	if bq.has && !s.block(w, r, bq, s.changes.KeyIndex(key), func(ctx context.Context) error {
+		_, err := s.changes.WaitKeyChange(ctx, key, bq.index)
+		return err
+	}) {
+		return
+	}
+	read := func(ctx context.Context) (api.LockInfo, error) {
+		var idx uint64
+		if s.changes != nil {
+			idx = s.changes.KeyIndex(key) // before the read: the state is at least as new
+		}
+		info, err := s.l.Inspect(ctx, key, api.ReadOptions{Stale: stale})
+		if err == nil && info.Index == 0 {
+			info.Index = idx
+		}
+		if errors.Is(err, api.ErrNotFound) {
+			if bq.has {
+				// A watcher is told the lock is free, with the index of that.
+				return api.FreeLock(key, idx), nil
+			}
+			info.Index = idx // the 404's header
+		}
+		return info, err
+	}
+	var info api.LockInfo
+	if bq.has {
+		info, err = s.reads.do(r.Context(), readKey{key: key, stale: stale}, read)
+	} else {
+		info, err = read(r.Context())
+	}
+	if err == nil || errors.Is(err, api.ErrNotFound) {
+		s.setIndex(w, info.Index)
+	}
 	s.reply(w, r, info, err)
 }
 
@@ -491,11 +551,36 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		req.Stale, err = boolParam(r, "stale")
 	}
+	var bq blockingQuery
+	if err == nil {
+		bq, err = parseBlocking(r)
+	}
+	if err == nil && bq.has && s.changes == nil {
+		err = errNoBlocking
+	}
+	if err == nil && bq.has && len(req.Prefix) > s.lim.MaxKeyBytes {
+		// It matches no key; a watcher would only hold its bytes.
+		err = fmt.Errorf("%w: a blocking query's prefix of %d bytes is longer than a key (%d)", api.ErrLimit, len(req.Prefix), s.lim.MaxKeyBytes)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if bq.has && !s.block(w, r, bq, s.changes.PrefixIndex(req.Prefix), func(ctx context.Context) error {
+		_, err := s.changes.WaitPrefixChange(ctx, req.Prefix, bq.index)
+		return err
+	}) {
+		return
+	}
+	var idx uint64
+	if s.changes != nil {
+		idx = s.changes.PrefixIndex(req.Prefix) // before the read, as inspect
+	}
 	res, err := s.l.List(r.Context(), req)
+	if res.Index == 0 {
+		res.Index = idx
+	}
+	s.setIndex(w, res.Index)
 	// A user sees only its namespace; a page may come back short, Next
 	// still continues after the last lock read.
 	res.Locks = visible(r, res.Locks)

@@ -34,7 +34,7 @@ func newRouteMetrics(reg prometheus.Registerer) (*routeMetrics, error) {
 		}, []string{"route", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "locknode_http_request_duration_seconds",
-			Help:    "Time from a request's header to its answer, by route pattern (blocking acquires include their wait).",
+			Help:    "Time from a request's header to its answer, by route pattern (blocking acquires and blocking queries include their wait).",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route"}),
 		cache: make(map[routeCode]prometheus.Counter),

@@ -413,6 +413,11 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	}
 	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"jobs%2Fnightly?stale=true", nil, false)
 	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"nothing-here", nil, false)
+	// Blocking queries from index 0 answer at once: keys have changed.
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"jobs%2Fnightly?index=0&wait=10s", nil, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"nothing-here?index=0&wait=10s", nil, false)
+	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"nothing-here?index=x", nil, false)
+	rc.call("GET", wire.PathLocks, wire.PathLocks+"?prefix=jobs/&index=0&wait=10s", nil, false)
 	rc.call("GET", wire.PathLockPrefix+"{key}", wire.PathLockPrefix+"a//b", nil, false)
 	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1", Reentrant: true}, false)
 	rc.call("POST", wire.PathRelease, wire.PathRelease, api.ReleaseRequest{Key: "jobs/nightly", Owner: "w1"}, false)

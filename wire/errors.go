@@ -26,6 +26,14 @@ var (
 // CodeTooManyConns is the wire code of ErrTooManyConns.
 const CodeTooManyConns = "too_many_connections"
 
+// ErrTooManyWatchers refuses a blocking query while
+// httpapi.Config.MaxWatchers others wait on this node (503, code
+// "too_many_watchers"); another node may have room.
+var ErrTooManyWatchers = errors.New("httpapi: too many blocking queries waiting")
+
+// CodeTooManyWatchers is ErrTooManyWatchers' wire code.
+const CodeTooManyWatchers = "too_many_watchers"
+
 // ErrContentType refuses a request that may change something but does
 // not say Content-Type: application/json (415).
 var ErrContentType = errors.New("httpapi: write requests need Content-Type: application/json")
@@ -72,6 +80,7 @@ var errorTable = []errorMapping{
 	{ErrBodyTooLarge, http.StatusRequestEntityTooLarge, api.CodeLimit},
 	{ErrBodyTimeout, http.StatusRequestTimeout, api.CodeBadRequest},
 	{ErrTooManyConns, http.StatusServiceUnavailable, CodeTooManyConns},
+	{ErrTooManyWatchers, http.StatusServiceUnavailable, CodeTooManyWatchers},
 }
 
 // StatusOf returns the HTTP status and wire code for err: the first

@@ -34,6 +34,11 @@ const (
 // snapshot restore` starts a new cluster from.
 const PathSnapshot = "/v1/snapshot"
 
+// HeaderIndex is the answer header that carries the change index of a
+// lock read (api.LockInfo.Index, api.ListResult.Index); a blocking query
+// sends it back as ?index=.
+const HeaderIndex = "X-Locknode-Index"
+
 // HeaderSnapshotIndex is the response header of GET /v1/snapshot that
 // carries the applied index the snapshot was taken at.
 const HeaderSnapshotIndex = "Locknode-Snapshot-Index"

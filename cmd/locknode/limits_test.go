@@ -45,6 +45,9 @@ func TestNetLimitFlagDefaults(t *testing.T) {
 		r.TrackingTableMaxKeys != d.TrackingTableMaxKeys:
 		t.Errorf("RESP defaults differ from the package's: %+v", r)
 	}
+	if h.MaxWatchers != httpapi.DefaultMaxWatchers {
+		t.Errorf("--max-watchers default %d differs from the package's", h.MaxWatchers)
+	}
 	if h.MaxConnsPerAddr != httpapi.DefaultMaxConnsPerAddr || r.MaxConnsPerAddr != d.MaxConnsPerAddr || r.AuthTimeout != d.AuthTimeout {
 		t.Errorf("per-address caps or auth timeout differ from the packages': %d %d %v", h.MaxConnsPerAddr, r.MaxConnsPerAddr, r.AuthTimeout)
 	}
@@ -97,6 +100,11 @@ func TestNetLimitFlags(t *testing.T) {
 		{"per-address env", nil, map[string]string{"LOCKNODE_RESP_MAX_CLIENTS_PER_ADDR": "3", "LOCKNODE_HTTP_MAX_CONNS_PER_ADDR": "4"},
 			func(p parsedLimits) bool { return p.RESP.MaxConnsPerAddr == 3 && p.HTTP.MaxConnsPerAddr == 4 }, ""},
 		{"bad per-address cap", []string{"--http-max-conns-per-addr", "-2"}, nil, nil, "--http-max-conns-per-addr"},
+		{"max watchers", nil, map[string]string{"LOCKNODE_MAX_WATCHERS": "50"},
+			func(p parsedLimits) bool { return p.HTTP.MaxWatchers == 50 }, ""},
+		{"max watchers 0 is none", []string{"--max-watchers", "0"}, nil,
+			func(p parsedLimits) bool { return p.HTTP.MaxWatchers < 0 }, ""},
+		{"bad max watchers", []string{"--max-watchers", "many"}, nil, nil, "--max-watchers"},
 		{"auth timeout", []string{"--resp-auth-timeout", "3s"}, nil,
 			func(p parsedLimits) bool { return p.RESP.AuthTimeout == 3*time.Second }, ""},
 		{"auth timeout 0 is never", nil, map[string]string{"LOCKNODE_RESP_AUTH_TIMEOUT": "0"},

@@ -22,6 +22,7 @@ import (
 type netLimits struct {
 	httpMaxConns, httpHeaderTimeout, httpBodyTimeout, httpIdleTimeout *string
 	httpMaxHeaderBytes, httpMaxBodyBytes                              *string
+	maxWatchers                                                       *string
 
 	respMaxClients, respTimeout, respMaxBulkLen, respMaxMultibulkLen *string
 	respMaxCommandBytes, respPubSubLimit                             *string
@@ -61,6 +62,7 @@ func addNetLimitFlags(fs *flag.FlagSet) *netLimits {
 		httpIdleTimeout:    f("http-idle-timeout", "2m", "close a keep-alive HTTP connection idle this long"),
 		httpMaxHeaderBytes: f("http-max-header-bytes", "64KiB", "largest HTTP request header; 431 past it"),
 		httpMaxBodyBytes:   f("http-max-body-bytes", "1MiB", "largest HTTP request body; 413 past it"),
+		maxWatchers:        f("max-watchers", strconv.Itoa(httpapi.DefaultMaxWatchers), "most HTTP blocking queries (GET /v1/locks...?index=) waiting at once; one past it is answered 503 too_many_watchers; 0: no limit"),
 
 		respMaxClients:           f("resp-max-clients", strconv.Itoa(redisbridge.DefaultMaxConns), "most RESP client connections (Redis maxclients); one past it gets -ERR max number of clients reached"),
 		respTimeout:              f("resp-timeout", "0", "close a RESP connection idle this long, subscribers exempt (Redis timeout); 0: never"),
@@ -174,6 +176,7 @@ func (n *netLimits) parse() (parsedLimits, error) {
 		count(flag, s, dst)
 	}
 	countOrNone("http-max-conns-per-addr", *n.httpMaxConnsPerAddr, &p.HTTP.MaxConnsPerAddr)
+	countOrNone("max-watchers", *n.maxWatchers, &p.HTTP.MaxWatchers)
 	countOrNone("resp-max-clients-per-addr", *n.respMaxClientsPerAddr, &p.RESP.MaxConnsPerAddr)
 	dur("resp-auth-timeout", *n.respAuthTimeout, true, &p.RESP.AuthTimeout)
 	if p.RESP.AuthTimeout == 0 {

@@ -285,3 +285,20 @@ func (f *Fake) RemoveServer(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("%w: member %s", api.ErrNotFound, id)
 }
+
+// KeyIndex, PrefixIndex, WaitKeyChange and WaitPrefixChange serve
+// blocking queries (httpapi.ChangeWaiter) from the Local's change indexes.
+func (f *Fake) KeyIndex(key string) uint64 { return f.l.KeyIndex(key) }
+
+// PrefixIndex: see KeyIndex.
+func (f *Fake) PrefixIndex(prefix string) uint64 { return f.l.PrefixIndex(prefix) }
+
+// WaitKeyChange: see KeyIndex.
+func (f *Fake) WaitKeyChange(ctx context.Context, key string, index uint64) (uint64, error) {
+	return f.l.WaitKeyChange(ctx, key, index)
+}
+
+// WaitPrefixChange: see KeyIndex.
+func (f *Fake) WaitPrefixChange(ctx context.Context, prefix string, index uint64) (uint64, error) {
+	return f.l.WaitPrefixChange(ctx, prefix, index)
+}

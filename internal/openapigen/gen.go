@@ -52,6 +52,10 @@ var (
 	pElection = param{"name", "path", "string", "The election's name, percent-encoded as one path segment (a \"/\" as %2F). Its lock is the key election/{name}: key patterns and permissions apply to that key."}
 	pMember   = param{"id", "path", "string", "The member's id."}
 	pPrefix   = param{"prefix", "query", "string", "Only keys that start with this."}
+	pIndex    = param{"index", "query", "integer", "A blocking query: wait until the index of the last change (the " + wire.HeaderIndex + " of an earlier answer) is above this, " +
+		"or wait passes, then answer the current state. 0 waits for the first change. A watcher may wake without a change, never miss one. " +
+		"Past --max-watchers waiting on the node: 503 too_many_watchers."}
+	pWait = param{"wait", "query", "string", "With index: the longest wait, a duration such as 30s or 5m (default 5m, at most 10m); the node adds up to 1/16 of it at random."}
 )
 
 // The examples and answers the operations share.
@@ -59,7 +63,8 @@ var (
 	lease  = api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
 	acq    = api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
 	holder = api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
-	info   = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42}
+	info   = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42, State: api.StateHeld, Index: 40}
+	indexHeader = map[string]string{wire.HeaderIndex: "The index of the last change of what the answer shows, as this node knows it (a 404 of a free key carries it too)."}
 	leader = api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
 	status = api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
 		Members:   []api.Member{{ID: "n1", Address: "10.0.0.1:7701", Suffrage: "Voter", Leader: true}, {ID: "n2", Address: "10.0.0.2:7701", Suffrage: "Voter", LastContactMs: &lastContact}},
@@ -109,10 +114,11 @@ func lockOps() []op {
 		{method: "GET", path: wire.PathLocks, id: "listLocks", perm: auth.Read, tag: "locks", summary: "List locks by prefix, a page at a time",
 			desc: "A user sees only keys its patterns allow; a page may then come back short, and next still continues.",
 			params: []param{pPrefix, {"after", "query", "string", "The last key of the previous page (its next)."},
-				{"limit", "query", "integer", "Locks per page: default 100, at most 10000."}, pStale},
-			answers: append([]answer{ok(api.ListResult{Locks: []api.LockInfo{info}}, "One page.")}, errs(400)...)},
+				{"limit", "query", "integer", "Locks per page: default 100, at most 10000."}, pStale, pIndex, pWait},
+			answers: append([]answer{{status: 200, desc: "One page; index is the last change of any key under the prefix.", body: api.ListResult{Locks: []api.LockInfo{info}, Index: 40}, header: indexHeader}}, errs(400, 503)...)},
 		{method: "GET", path: wire.PathLockPrefix + "{key}", id: "inspect", perm: auth.Read, tag: "locks", summary: "Inspect one lock: holders, waiters, fence",
-			params: []param{pKey, pStale}, answers: append([]answer{ok(info, "The lock.")}, errs(400, 403, 404)...)},
+			desc:   "With index, a blocking query (docs/http-api.md, blocking queries): a key with nothing at it then answers 200 with state free instead of 404.",
+			params: []param{pKey, pStale, pIndex, pWait}, answers: append([]answer{{status: 200, desc: "The lock.", body: info, header: indexHeader}}, errs(400, 403, 404, 503)...)},
 		{method: "GET", path: wire.PathLockPrefix + "{key}" + wire.PathHistory, id: "history", perm: auth.Read, tag: "locks", summary: "A lock's recent grants",
 			desc:   "Newest first, as the answering node applied them; kept in memory and bounded, so it starts empty after a restart.",
 			params: []param{pKey},
@@ -261,7 +267,7 @@ var errorStatus = map[int]string{
 	409: "not_owner: another owner (or token) holds it; stale_fence; conflict: parameters that differ from the lock's (mode, permits); max_hold: the hold reached its max hold.",
 	410: "session_expired: the session is unknown or expired.",
 	423: "locked: another owner holds it; lock_delay: the key is in lock-delay.",
-	503: "no_leader: no leader reachable now; too_many_connections: the node is at its connection limit. Retry on another node with the same request_id.",
+	503: "no_leader: no leader reachable now; too_many_connections: the node is at its connection limit; too_many_watchers: the node has --max-watchers blocking queries waiting. Retry on another node with the same request_id.",
 	507: "out_of_memory: the key space is over its memory limit; releases still work.",
 }
 
@@ -278,7 +284,7 @@ var errorCodes = []string{
 	api.CodeLocked, api.CodeNotOwner, api.CodeNotHeld, api.CodeNotFound, api.CodeWaitTimeout, api.CodeNoLeader,
 	api.CodeBadRequest, api.CodeSessionExpired, api.CodeStaleFence, api.CodeConflict, api.CodeLimit, api.CodeCancelled,
 	api.CodeLockDelay, api.CodeMaxHold, api.CodeOutOfMemory, api.CodeInternal, api.CodeUnauthorized, api.CodeForbidden,
-	wire.CodeTooManyConns, wire.CodeUnsupportedMediaType,
+	wire.CodeTooManyConns, wire.CodeUnsupportedMediaType, wire.CodeTooManyWatchers,
 }
 
 // Generate returns the document, indented, with a final newline.
