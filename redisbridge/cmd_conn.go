@@ -15,6 +15,13 @@ import (
 
 func cmdOK(c *conn, _ [][]byte) { c.w.WriteStatus("OK") }
 
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
 // PING [message]; in RESP2 subscribe mode the reply is ["pong", message]
 // (StackExchange.Redis checks it on its subscription connection).
 func cmdPing(c *conn, args [][]byte) {
@@ -149,7 +156,11 @@ func cmdHello(c *conn, args [][]byte) {
 	c.w.WriteBulkString("id")
 	c.w.WriteInt(c.id)
 	c.w.WriteBulkString("mode")
-	c.w.WriteBulkString("standalone")
+	if c.s.cfg.Cluster {
+		c.w.WriteBulkString("cluster")
+	} else {
+		c.w.WriteBulkString("standalone")
+	}
 	c.w.WriteBulkString("role")
 	c.w.WriteBulkString("master")
 	c.w.WriteBulkString("modules")
@@ -305,9 +316,13 @@ func cmdInfo(c *conn, args [][]byte) {
 	}
 	_, port := splitHostPort(c.selfAddr())
 	uptime := int64(time.Since(c.s.started) / time.Second)
+	mode, enabled := "standalone", "0"
+	if c.s.cfg.Cluster {
+		mode, enabled = "cluster", "1"
+	}
 	section("Server",
 		"redis_version:"+c.s.cfg.Version,
-		"redis_mode:standalone",
+		"redis_mode:"+mode,
 		"os:locknode",
 		"arch_bits:64",
 		"run_id:"+c.s.cfg.RunID,
@@ -342,6 +357,7 @@ func cmdInfo(c *conn, args [][]byte) {
 		"connected_slaves:0",
 		"master_failover_state:no-failover",
 	)
+	section("Cluster", "cluster_enabled:"+enabled)
 	if all || want["keyspace"] {
 		if lines, ok := c.keyspaceInfo(); ok {
 			section("Keyspace", lines...)
@@ -412,7 +428,7 @@ func cmdConfig(c *conn, args [][]byte) {
 		{"slave-read-only", "yes"},
 		{"timeout", timeout},
 		{"appendonly", "no"},
-		{"cluster-enabled", "no"},
+		{"cluster-enabled", yesNo(c.s.cfg.Cluster)},
 	}
 	slower, maxLen := c.s.slow.get()
 	params = append(params,
@@ -433,8 +449,6 @@ func cmdConfig(c *conn, args [][]byte) {
 		c.w.WriteBulkString(p[1])
 	}
 }
-
-func cmdCluster(c *conn, _ [][]byte) { c.w.WriteError(msgNoCluster) }
 
 // COMMAND, COMMAND COUNT, COMMAND DOCS/INFO: minimal. COUNT is the number
 // of commands this bridge registers itself (data commands of the FSM are

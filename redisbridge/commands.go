@@ -45,6 +45,7 @@ func commandTable() map[string]*command {
 		{"reset", 1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdReset},
 		{"readonly", 1, 0, connAccess, cmdOK},
 		{"readwrite", 1, 0, connAccess, cmdOK},
+		{"asking", 1, 0, connAccess, cmdAsking},
 		{"wait", 3, 0, connAccess, cmdWait},
 		{"waitaof", 4, 0, connAccess, cmdWaitAOF},
 		{"sentinel", -2, 0, need(auth.Read), cmdSentinel},

@@ -302,12 +302,18 @@ func (c *conn) dispatch(args [][]byte) {
 		c.w.WriteError(msg)
 		return
 	}
+	slot, msg := c.crossSlot(cmd, name, args)
+	if msg != "" {
+		c.tx.abort()
+		c.w.WriteError(msg)
+		return
+	}
 	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
 		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
 	if c.tx.active && cmd.flags&flagTx == 0 {
-		c.queue(cmd, name, args)
+		c.queue(cmd, name, args, slot)
 		return
 	}
 	start := time.Now()

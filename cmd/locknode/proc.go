@@ -30,6 +30,9 @@ type procConfig struct {
 	// the raft address's host when bound to a wildcard.
 	HTTPAdvertise string
 	RESPAdvertise string
+	// RESPCluster turns on the bridge's Redis Cluster interface
+	// (redisbridge.Config.Cluster).
+	RESPCluster bool
 	// Mirror, when set, mirrors the lock table into that Redis (every
 	// node runs a mirror; only the leader's writes).
 	Mirror *mirror.Config
@@ -206,6 +209,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	rc.NodeID = pc.Cluster.ID
 	rc.Logger = pc.Logger.Named("resp")
 	rc.Peers = p.respPeers
+	rc.Cluster, rc.Members = pc.RESPCluster, p.respMembers
 	rc.Users, rc.Audit = pc.Users, pc.Audit
 	rc.AuthThrottle = throttle
 	if p.mirror != nil {
@@ -255,6 +259,18 @@ func (p *proc) respPeers() []string {
 		if a.Reachable && a.RESP != "" {
 			out = append(out, a.RESP)
 		}
+	}
+	return out
+}
+
+// respMembers describes every member of the raft configuration
+// (cluster.Node.PeerAddrs) for the bridge's Cluster interface.
+func (p *proc) respMembers() []redisbridge.Member {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out []redisbridge.Member
+	for _, a := range p.node.PeerAddrs(ctx) {
+		out = append(out, redisbridge.Member{ID: a.ID, RESP: a.RESP, Raft: a.Raft, Reachable: a.Reachable})
 	}
 	return out
 }
