@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/locknode/locknode/auth"
 )
 
 // The Redis Cluster interface (Config.Cluster). One raft group is one
@@ -15,15 +17,19 @@ import (
 // address, its replicas the other reachable members. Cluster clients
 // (go-redis ClusterClient, rueidis, redis-py RedisCluster, ioredis
 // Cluster) read the topology from CLUSTER SLOTS or SHARDS and send every
-// command to the master; after a leader change they refresh it on a
-// connection error.
+// keyed command to the master.
 //
-// A follower never answers MOVED: it serves every command itself,
-// forwarding writes to the leader as on a standalone node, so a client
-// whose topology is stale still gets the right answer, one hop later,
-// and no node has to know the new master before it can answer (a MOVED
-// during an election would point at nobody). docs/redis.md "Redis
-// Cluster clients" says which client does what.
+// A follower answers a keyed command with MOVED <slot> <leader>, as a
+// Redis replica does, when it knows a reachable leader with an address;
+// a connection that sent READONLY has its reads served (linearizably)
+// where it sent them. That is how rueidis and redis-py, which never
+// refresh their topology on a timer, learn that the leader moved while
+// the old one still answers (a leadership transfer, a restarted node):
+// served by forwarding, they would stay on a follower indefinitely.
+// Without a known leader (an election) the node serves the command
+// itself: it forwards once a leader exists, or answers TRYAGAIN, and
+// never points a client at nobody. docs/redis.md "Redis Cluster clients"
+// says which client does what.
 //
 // Node IDs are 40 hex digits derived from the raft server id, so they
 // are stable across restarts and the same on every node. Epochs are the
@@ -410,6 +416,95 @@ func cmdAsking(c *conn, _ [][]byte) {
 		return
 	}
 	c.w.WriteStatus("OK")
+}
+
+// cmdReadonly: READONLY lets this connection's reads run on a follower
+// in cluster mode (instead of MOVED); outside it, a no-op.
+func cmdReadonly(c *conn, _ [][]byte) {
+	c.readonly = true
+	c.w.WriteStatus("OK")
+}
+
+func cmdReadwrite(c *conn, _ [][]byte) {
+	c.readonly = false
+	c.w.WriteStatus("OK")
+}
+
+// leaderLookup is a Backend that names the raft leader without building
+// a whole Status (*cluster.Node): the MOVED check runs per command.
+type leaderLookup interface {
+	Leader() (id, addr string)
+}
+
+// memberCacheTTL is how long the MOVED check reuses Config.Members'
+// answer: reading the raft configuration takes a trip through raft's
+// main loop, too much per command; a new leader is found by id at once,
+// only its address comes from the cache.
+const memberCacheTTL = time.Second
+
+// memberCache holds Config.Members' last answer for the MOVED check.
+type memberCache struct {
+	mu   sync.Mutex
+	at   time.Time
+	list []Member
+}
+
+func (s *Server) cachedMembers() []Member {
+	mc := &s.members
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	if s.cfg.Members != nil && (mc.list == nil || time.Since(mc.at) >= memberCacheTTL) {
+		mc.list, mc.at = s.cfg.Members(), time.Now()
+	}
+	return mc.list
+}
+
+// leaderRESP returns the RESP address of the raft leader when another
+// member leads and is reachable with a known address; ok false when this
+// node leads, or no such leader is known (the node then serves).
+func (s *Server) leaderRESP() (addr string, ok bool) {
+	var id string
+	if l, isL := s.b.(leaderLookup); isL {
+		id, _ = l.Leader()
+	} else {
+		ctx, cancel := context.WithTimeout(s.baseCtx, time.Second)
+		st, err := s.b.Status(ctx)
+		cancel()
+		if err != nil {
+			return "", false
+		}
+		id = st.Leader
+	}
+	if id == "" || id == s.cfg.NodeID {
+		return "", false
+	}
+	for _, m := range s.cachedMembers() {
+		if m.ID == id && m.Reachable && m.RESP != "" {
+			return m.RESP, true
+		}
+	}
+	return "", false
+}
+
+// moved returns the MOVED reply for a keyed command on a follower in
+// cluster mode (reads of a READONLY connection excepted), else "".
+func (c *conn) moved(cmd *command, name string, args [][]byte) string {
+	if !c.s.cfg.Cluster || len(args) < 2 {
+		return ""
+	}
+	addr, ok := c.s.leaderRESP()
+	if !ok {
+		return ""
+	}
+	acc := cmd.acl
+	if acc == nil {
+		acc = dataAccess
+	}
+	a := acc(name, args)
+	if len(a.keys) == 0 || (c.readonly && a.cat == auth.Read) {
+		return ""
+	}
+	return "MOVED " + strconv.Itoa(keySlot(a.keys[0])) + " " + addr
 }
 
 // crossSlot returns msgCrossSlot when cluster mode is on and the keys

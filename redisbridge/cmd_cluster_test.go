@@ -28,6 +28,12 @@ func (b *leaderBackend) set(leader string, term uint64) {
 	b.leader, b.term = leader, term
 }
 
+func (b *leaderBackend) Leader() (id, addr string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.leader, ""
+}
+
 func (b *leaderBackend) Status(ctx context.Context) (api.Status, error) {
 	st, err := b.fakeBackend.Status(ctx)
 	b.mu.Lock()
@@ -223,7 +229,8 @@ func TestClusterTopology(t *testing.T) {
 // TestClusterHostileInput: bad arguments get Redis' errors and change
 // nothing; the connection keeps working.
 func TestClusterHostileInput(t *testing.T) {
-	s, _ := clusterServer(t, true)
+	s, b := clusterServer(t, true)
+	b.set("n2", 7)
 	c := dialRaw(t, s)
 	for _, tc := range []struct {
 		args []string
@@ -266,7 +273,8 @@ func TestClusterHostileInput(t *testing.T) {
 // TestClusterKeysInSlot: COUNTKEYSINSLOT and GETKEYSINSLOT see the keys
 // of one slot, GETKEYSINSLOT at most count of them.
 func TestClusterKeysInSlot(t *testing.T) {
-	s, _ := clusterServer(t, true)
+	s, b := clusterServer(t, true)
+	b.set("n2", 7)
 	c := dialRaw(t, s)
 	for _, k := range []string{"{t}1", "{t}2", "{t}3", "other"} {
 		if v := c.do("SET", k, "v"); v.Str != "OK" {
@@ -292,7 +300,8 @@ func TestClusterKeysInSlot(t *testing.T) {
 // blocks over keys of different slots answer CROSSSLOT and change
 // nothing; over one slot (hash tags) they run.
 func TestClusterCrossSlot(t *testing.T) {
-	s, _ := clusterServer(t, true)
+	s, b := clusterServer(t, true)
+	b.set("n2", 7)
 	c := dialRaw(t, s)
 	cross := func(args ...string) {
 		t.Helper()
@@ -354,5 +363,58 @@ func TestClusterCrossSlot(t *testing.T) {
 	}
 	if n, err := rc.Exists(ctx, "p1").Result(); err != nil || n != 0 {
 		t.Errorf("pipelined cross-slot MSET applied")
+	}
+}
+
+// TestClusterMoved: a follower answers keyed commands MOVED to the
+// leader's address (reads too, unless READONLY), serves keyless ones,
+// and serves everything itself while no reachable leader is known.
+func TestClusterMoved(t *testing.T) {
+	s, b := clusterServer(t, false)
+	c := dialRaw(t, s)
+	moved := func(args ...string) {
+		t.Helper()
+		key := args[1]
+		if args[0] == "EVAL" {
+			key = args[3]
+		}
+		want := "MOVED " + fmt.Sprint(keySlot([]byte(key))) + " 10.0.0.1:6379"
+		if v := c.do(args...); v.Type != '-' || v.Str != want {
+			t.Errorf("%q = %v, want %q", args, v, want)
+		}
+	}
+	moved("SET", "k", "v")
+	moved("GET", "k")
+	moved("LOCK.ACQUIRE", "k", "10000", "me")
+	moved("EVAL", "return 1", "1", "k")
+	// CROSSSLOT comes first, as in Redis.
+	if v := c.do("MSET", "x", "1", "y", "2"); v.Str != msgCrossSlot {
+		t.Errorf("MSET across slots on a follower = %v", v)
+	}
+	for _, args := range [][]string{{"PING"}, {"CLUSTER", "INFO"}, {"EVAL", "return 1", "0"}, {"DBSIZE"}} {
+		if v := c.do(args...); v.Type == '-' {
+			t.Errorf("keyless %q = %v", args, v)
+		}
+	}
+	// READONLY: reads are served here, writes still move.
+	c.do("READONLY")
+	if v := c.do("GET", "k"); v.Type == '-' {
+		t.Errorf("GET after READONLY = %v", v)
+	}
+	moved("SET", "k", "v")
+	c.do("READWRITE")
+	moved("GET", "k")
+	// A keyed command queued in MULTI moves and aborts the block.
+	c.do("MULTI")
+	moved("SET", "k", "v")
+	if v := c.do("EXEC"); !strings.HasPrefix(v.Str, "EXECABORT") {
+		t.Errorf("EXEC after MOVED while queueing = %v", v)
+	}
+	// The leader unreachable (n3), unknown, or this node: served here.
+	for _, leader := range []string{"n3", "", "n2"} {
+		b.set(leader, 9)
+		if v := c.do("SET", "k", leader); v.Str != "OK" {
+			t.Errorf("leader %q: SET = %v, want it served", leader, v)
+		}
 	}
 }

@@ -41,8 +41,11 @@ type conn struct {
 	listed    atomic.Pointer[listedInfo]
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
-	nameBuf   [32]byte
-	quit      bool
+	// readonly: READONLY was sent; in cluster mode a follower then serves
+	// this connection's reads instead of answering MOVED.
+	readonly bool
+	nameBuf  [32]byte
+	quit     bool
 	// wdl is the write deadline last set on nc (under wmu): flush moves it
 	// only when less than WriteTimeout is left.
 	wdl time.Time
@@ -303,6 +306,9 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	slot, msg := c.crossSlot(cmd, name, args)
+	if msg == "" {
+		msg = c.moved(cmd, name, args)
+	}
 	if msg != "" {
 		c.tx.abort()
 		c.w.WriteError(msg)

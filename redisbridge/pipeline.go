@@ -65,7 +65,7 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 		return false // dispatch refuses it, in order
 	}
 	if tc := c.s.commands[c.lowerName(args[0])]; c.s.cfg.Cluster {
-		if _, msg := c.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" {
+		if _, msg := c.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
 			return false // dispatch refuses it, in order
 		}
 	}
