@@ -418,3 +418,82 @@ func TestClusterMoved(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandInfo: COMMAND lists every command with Redis' key positions
+// (as redis-py's RedisCluster reads them), and COMMAND GETKEYS answers
+// from the same key functions.
+func TestCommandInfo(t *testing.T) {
+	s, _ := testServer(t, Config{})
+	c := dialRaw(t, s)
+	all := c.do("COMMAND")
+	byName := map[string]resp.Value{}
+	for _, e := range all.Elems {
+		if len(e.Elems) != 10 {
+			t.Fatalf("entry %v: %d fields, want 10", e, len(e.Elems))
+		}
+		byName[e.Elems[0].Str] = e
+	}
+	if n := c.do("COMMAND", "COUNT").Int; int(n) != len(all.Elems) || n < 50 {
+		t.Fatalf("COMMAND COUNT %d, COMMAND lists %d", n, len(all.Elems))
+	}
+	for _, w := range []struct {
+		name                     string
+		arity, first, last, step int64
+		flag                     string
+	}{
+		{"set", -3, 1, 1, 1, "write"},
+		{"get", 2, 1, 1, 1, "readonly"},
+		{"mset", -3, 1, -1, 2, "write"},
+		{"del", -2, 1, -1, 1, "write"},
+		{"mget", -2, 1, -1, 1, "readonly"},
+		{"watch", -2, 1, -1, 1, "readonly"},
+		{"ping", -1, 0, 0, 0, "fast"},
+		{"eval", -3, 0, 0, 0, "movablekeys"},
+		{"lock.acquire", -4, 1, 1, 1, "write"},
+		{"cluster", -2, 0, 0, 0, "readonly"},
+	} {
+		e, ok := byName[w.name]
+		if !ok {
+			t.Errorf("COMMAND lacks %s", w.name)
+			continue
+		}
+		got := []int64{e.Elems[1].Int, e.Elems[3].Int, e.Elems[4].Int, e.Elems[5].Int}
+		if fmt.Sprint(got) != fmt.Sprint([]int64{w.arity, w.first, w.last, w.step}) {
+			t.Errorf("%s: arity, first, last, step = %v, want %v", w.name, got, []int64{w.arity, w.first, w.last, w.step})
+		}
+		var flags []string
+		for _, f := range e.Elems[2].Elems {
+			flags = append(flags, f.Str)
+		}
+		if !strings.Contains(strings.Join(flags, " "), w.flag) {
+			t.Errorf("%s: flags %v lack %s", w.name, flags, w.flag)
+		}
+	}
+	if v := c.do("COMMAND", "INFO", "get", "nosuch"); len(v.Elems) != 2 || v.Elems[0].Elems[0].Str != "get" || !v.Elems[1].Null {
+		t.Errorf("COMMAND INFO get nosuch = %v", v)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, "[a b]"},
+		{[]string{"COMMAND", "GETKEYS", "EVAL", "return 1", "2", "x", "y", "z"}, "[x y]"},
+		{[]string{"COMMAND", "GETKEYS", "GET"}, "-" + msgGetKeysInvalid},
+		{[]string{"COMMAND", "GETKEYS", "NOSUCH", "a"}, "-" + msgGetKeysUnknown},
+		{[]string{"COMMAND", "GETKEYS", "PING"}, "-" + msgGetKeysNone},
+		{[]string{"COMMAND", "GETKEYS"}, "-ERR wrong number of arguments for 'command|getkeys' command"},
+	} {
+		v := c.do(tc.args...)
+		got := "-" + v.Str
+		if v.Type != '-' {
+			var ks []string
+			for _, k := range v.Elems {
+				ks = append(ks, k.Str)
+			}
+			got = fmt.Sprint(ks)
+		}
+		if got != tc.want {
+			t.Errorf("%q = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

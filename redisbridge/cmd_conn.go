@@ -450,31 +450,6 @@ func cmdConfig(c *conn, args [][]byte) {
 	}
 }
 
-// COMMAND, COMMAND COUNT, COMMAND DOCS/INFO: minimal. COUNT is the number
-// of commands this bridge registers itself (data commands of the FSM are
-// not enumerable and not counted); the listings are empty.
-func cmdCommand(c *conn, args [][]byte) {
-	if len(args) == 1 {
-		c.w.WriteArrayLen(0)
-		return
-	}
-	switch strings.ToLower(string(args[1])) {
-	case "count":
-		c.w.WriteInt(int64(len(c.s.commands)))
-	case "docs":
-		c.w.WriteMapLen(0)
-	case "info":
-		c.w.WriteArrayLen(len(args) - 2)
-		for range args[2:] {
-			c.w.WriteNullArray()
-		}
-	case "list":
-		c.w.WriteArrayLen(0)
-	default:
-		c.w.WriteError(unknownSubcommand(args[1], "command"))
-	}
-}
-
 // WAIT numreplicas timeout: waits until this connection's last write is
 // committed, then replies the number of other members (a committed entry
 // is on a quorum and reaches every live member). 0 when the wait times
