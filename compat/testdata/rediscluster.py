@@ -11,6 +11,13 @@ and extends and releases the held lock, then acquires, extends and
 releases a new one. Calls failing while the cluster elects a leader are
 retried for up to 60 s, as an application would; a lock refused (not
 owned, not acquired) is a failure. A failed check raises: exit status 1.
+
+redis-py before 4.4 (Debian bookworm has 4.3.4) cannot re-initialise a
+RedisCluster once a node has failed: it deep-copies connection arguments
+that hold a bound method of the client and raises "cannot pickle
+'_thread.lock' object" (redis/redis-py#2480, fixed in 4.4.0 by #2377), with
+any cluster. The retry below replaces the client when that happens, as an
+application on that version has to.
 """
 
 import sys
@@ -18,7 +25,7 @@ import time
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
-from redis.exceptions import LockError, RedisError
+from redis.exceptions import LockError, RedisClusterException, RedisError
 
 
 def ok(step):
@@ -30,27 +37,52 @@ def check(cond, what):
         raise AssertionError(what)
 
 
-def retry(fn, what, timeout=60):
-    """fn() until it returns without a connection/cluster error."""
-    deadline = time.time() + timeout
-    while True:
-        try:
-            return fn()
-        except LockError:
-            raise
-        except RedisError as e:
-            if time.time() > deadline:
+class Client:
+    """The application's RedisCluster, replaced when redis-py cannot
+    re-initialise it (see the module doc)."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.rc = self.new()
+
+    def new(self):
+        return RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in self.nodes],
+                            socket_timeout=5, socket_connect_timeout=2)
+
+    def retry(self, fn, what, timeout=60):
+        """fn(rc) until it returns without a connection or cluster error."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                return fn(self.rc)
+            except LockError:
                 raise
-            print("retry", what, type(e).__name__, e, file=sys.stderr, flush=True)
-            time.sleep(0.2)
+            except (RedisError, RedisClusterException) as e:
+                if time.time() > deadline:
+                    raise
+                print("retry", what, type(e).__name__, e, file=sys.stderr, flush=True)
+                if isinstance(e, RedisClusterException):
+                    try:
+                        self.rc = self.new()
+                    except (RedisError, RedisClusterException) as e2:
+                        print("new client:", e2, file=sys.stderr, flush=True)
+                time.sleep(0.2)
+
+
+def bound(rc, name, token, timeout):
+    """A Lock of rc holding token (a lock taken through an earlier client)."""
+    lock = rc.lock(name, timeout=timeout, thread_local=False)
+    lock.local.token = token
+    return lock
 
 
 def main(key, *addrs):
     nodes = []
     for a in addrs:
         host, port = a.rsplit(":", 1)
-        nodes.append(ClusterNode(host, int(port)))
-    rc = RedisCluster(startup_nodes=nodes, socket_timeout=5, socket_connect_timeout=2)
+        nodes.append((host, int(port)))
+    client = Client(nodes)
+    rc = client.rc
     print("redis-py", redis.__version__, file=sys.stderr, flush=True)
     primaries = rc.get_primaries()
     check(len(primaries) == 1, "one primary: %r" % primaries)
@@ -71,29 +103,40 @@ def main(key, *addrs):
     other.release()
     ok("release")
 
-    held = rc.lock(key + "-held", timeout=30, thread_local=False)
+    held_name = key + "-held"
+    held = rc.lock(held_name, timeout=30, thread_local=False)
     check(held.acquire(blocking=False), "acquire the lock held across the kill")
+    token = held.local.token
     ok("held")
     check(sys.stdin.readline().strip() == "killed", "killed line")
 
-    check(retry(lambda: held.extend(30, replace_ttl=True), "extend"), "extend after kill")
+    check(client.retry(lambda rc: bound(rc, held_name, token, 30).extend(30, replace_ttl=True), "extend"),
+          "extend after kill")
     ok("extend after kill")
-    # Lock.release forgets the token before it asks the server, so a retry
-    # of release() would find no token: retry the release of the token.
-    token = held.local.token
-    retry(lambda: held.do_release(token), "release")
+    client.retry(lambda rc: bound(rc, held_name, token, 30).do_release(token), "release")
     ok("release after kill")
-    fresh = rc.lock(key + "-fresh", timeout=10, thread_local=False)
-    check(retry(lambda: fresh.acquire(blocking=False), "acquire"), "acquire after kill")
-    rival = rc.lock(key + "-fresh", timeout=10, thread_local=False)
-    check(not retry(lambda: rival.acquire(blocking=False), "rival"), "a second lock took a held key after kill")
+
+    fresh_name = key + "-fresh"
+    fresh_token = []
+
+    def acquire(rc):
+        lock = rc.lock(fresh_name, timeout=10, thread_local=False)
+        got = lock.acquire(blocking=False)
+        if got:
+            fresh_token.append(lock.local.token)
+        return got
+
+    check(client.retry(acquire, "acquire"), "acquire after kill")
+    check(not client.retry(lambda rc: rc.lock(fresh_name, timeout=10).acquire(blocking=False), "rival"),
+          "a second lock took a held key after kill")
     ok("acquire after kill")
-    check(retry(lambda: fresh.extend(20, replace_ttl=True), "extend 2"), "extend after kill 2")
+    ft = fresh_token[0]
+    check(client.retry(lambda rc: bound(rc, fresh_name, ft, 10).extend(20, replace_ttl=True), "extend 2"),
+          "extend after kill 2")
     ok("extend after kill 2")
-    token = fresh.local.token
-    retry(lambda: fresh.do_release(token), "release 2")
+    client.retry(lambda rc: bound(rc, fresh_name, ft, 10).do_release(ft), "release 2")
     ok("release after kill 2")
-    rc.close()
+    client.rc.close()
 
 
 if __name__ == "__main__":
