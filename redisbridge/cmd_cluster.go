@@ -22,10 +22,11 @@ import (
 // A follower answers a keyed command with MOVED <slot> <leader>, as a
 // Redis replica does, when it knows a reachable leader with an address;
 // a connection that sent READONLY has its reads served (linearizably)
-// where it sent them. That is how rueidis and redis-py, which never
-// refresh their topology on a timer, learn that the leader moved while
-// the old one still answers (a leadership transfer, a restarted node):
-// served by forwarding, they would stay on a follower indefinitely.
+// where it sent them. That is how rueidis, redis-py and ioredis, which
+// do not refresh their topology on a timer by default, learn that the
+// leader moved while the old one still answers (a leadership transfer, a
+// restarted node): served by forwarding, they would stay on a follower
+// indefinitely.
 // Without a known leader (an election) the node serves the command
 // itself: it forwards once a leader exists, or answers TRYAGAIN, and
 // never points a client at nobody. docs/redis.md "Redis Cluster clients"
