@@ -38,18 +38,44 @@ type procNode struct {
 
 var serveLine = regexp.MustCompile(`^node (\S+) http=(\S+) resp=(\S+) raft=(\S+)$`)
 
-// buildLocknode builds cmd/locknode into a temporary directory (without
-// -race: the nodes are what is tested, the race detector only slows
-// them down; the build cache makes repeated builds a link).
+// buildLocknode builds cmd/locknode once per test binary into a
+// temporary directory that TestMain removes (without -race: the nodes are
+// what is tested, the race detector would only slow them down).
 func buildLocknode(t *testing.T) string {
 	t.Helper()
 	goBin := needProgram(t, "go")
-	bin := filepath.Join(t.TempDir(), "locknode")
-	cmd := exec.Command(goBin, "build", "-o", bin, "../cmd/locknode")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "locknode-compat-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		bin := filepath.Join(dir, "locknode")
+		if out, err := exec.Command(goBin, "build", "-o", bin, "../cmd/locknode").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			return
+		}
+		built.bin = bin
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // startProcCluster starts n nodes with args added to each serve command
