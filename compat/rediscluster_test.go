@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,9 +78,13 @@ func TestRedisClusterGoRedisRedsync(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: pc.resp(), DialTimeout: time.Second,
 		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, ClusterStateReloadInterval: 2 * time.Second})
 	t.Cleanup(func() { cc.Close() })
-	// The client routes every slot to the leader.
+	// The client routes every slot to the leader. (ForEach* callbacks
+	// run concurrently.)
+	var mu sync.Mutex
 	seen := map[string]bool{}
 	if err := cc.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		seen[c.Options().Addr] = true
 		return nil
 	}); err != nil {
@@ -90,6 +95,8 @@ func TestRedisClusterGoRedisRedsync(t *testing.T) {
 	}
 	var masters []string
 	if err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
 		masters = append(masters, c.Options().Addr)
 		return nil
 	}); err != nil || len(masters) != 1 || masters[0] != pc.resp()[lead] {
@@ -153,6 +160,8 @@ func TestRedisClusterGoRedisRedsync(t *testing.T) {
 	eventually(t, failover, "the client to route to the new master", func() bool {
 		var m []string
 		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
 			m = append(m, c.Options().Addr)
 			return nil
 		})
