@@ -64,6 +64,8 @@ temporary directory removed on exit.`,
 	logFormat := fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
+	respClusterDef, _ := strconv.ParseBool(envDefault("LOCKNODE_RESP_CLUSTER", "false"))
+	respCluster := fs.Bool("resp-cluster", respClusterDef, "answer Redis Cluster clients: one shard owning every slot, mastered by the raft leader (default: off, a standalone Redis)")
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
 	gcPct := fs.String("gc-percent", envDefault("LOCKNODE_GC_PERCENT", ""), gcPercentUsage+" (for the whole process, all nodes)")
@@ -300,15 +302,16 @@ temporary directory removed on exit.`,
 				cfg.Audit = audit
 				_ = dashFlags.apply(&cfg) // checked before any node started
 				p, err := startProc(ctx, procConfig{
-					Cluster:  cfg,
-					HTTPAddr: port(*httpBase, i),
-					RESPAddr: port(*respBase, i),
-					Logger:   cfg.Logger,
-					Mirror:   mirror,
-					Limits:   limits,
-					TLS:      clientTLS[i],
-					Users:    users,
-					Audit:    audit,
+					Cluster:     cfg,
+					HTTPAddr:    port(*httpBase, i),
+					RESPAddr:    port(*respBase, i),
+					Logger:      cfg.Logger,
+					Mirror:      mirror,
+					Limits:      limits,
+					RESPCluster: *respCluster,
+					TLS:         clientTLS[i],
+					Users:       users,
+					Audit:       audit,
 				})
 				if err != nil {
 					fmt.Fprintf(stderr, "locknode dev: node %s: %v\n", cfg.ID, err)
