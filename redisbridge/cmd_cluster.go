@@ -2,6 +2,7 @@ package redisbridge
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -75,7 +76,7 @@ func cmdCluster(c *conn, args [][]byte) {
 	}
 	sub := strings.ToLower(string(args[1]))
 	if clusterManaged[sub] {
-		c.w.WriteError(strings.Replace(msgClusterManaged, "%s", strings.ToUpper(sub), 1))
+		c.w.WriteError(fmt.Sprintf(msgClusterManaged, strings.ToUpper(sub)))
 		return
 	}
 	want, ok := clusterArity[sub]
@@ -222,10 +223,9 @@ func (c *conn) topology() topology {
 	ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
 	st, err := c.s.b.Status(ctx)
 	cancel()
-	var members []Member
-	if c.s.cfg.Members != nil {
-		members = c.s.cfg.Members()
-	}
+	// The addresses may be a second old (memberCacheTTL); the leader and
+	// the term are read now.
+	members := slices.Clone(c.s.cachedMembers())
 	selfID := c.s.cfg.NodeID
 	if !slices.ContainsFunc(members, func(m Member) bool { return m.ID == selfID }) {
 		members = append(members, Member{ID: selfID})
