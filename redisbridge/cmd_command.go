@@ -34,12 +34,11 @@ const (
 
 // commandEntry is one command's COMMAND reply.
 type commandEntry struct {
-	name               string
-	arity              int
-	flags              []string
-	first, last, step  int
-	categories         []string
-	movable, hasNoKeys bool
+	name              string
+	arity             int
+	flags             []string
+	first, last, step int
+	categories        []string
 }
 
 // movableKeys are the commands whose keys depend on argument values

@@ -13,8 +13,6 @@ import (
 	"github.com/locknode/locknode/fsm/reply"
 )
 
-func cmdOK(c *conn, _ [][]byte) { c.w.WriteStatus("OK") }
-
 func yesNo(b bool) string {
 	if b {
 		return "yes"
