@@ -189,8 +189,12 @@ func TestRedisClusterRueidis(t *testing.T) {
 		t.Fatalf("rueidis knows %d nodes, want 3 (a cluster client)", n)
 	}
 
-	const validity = time.Second
-	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: opt, KeyValidity: validity})
+	// Extended every validity/2; a second keeps a busy 2-core machine
+	// under -race from missing an extension. TryNextAfter as in
+	// TestRueidisLock: one commit can take longer than the default 20 ms.
+	const validity = 2 * time.Second
+	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: opt, KeyValidity: validity,
+		TryNextAfter: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("NewLocker: %v", err)
 	}
@@ -210,11 +214,11 @@ func TestRedisClusterRueidis(t *testing.T) {
 		if _, _, err := locker.TryWithContext(ctx, name); !errors.Is(err, rueidislock.ErrNotLocked) {
 			t.Fatalf("%s: a second holder: %v, want ErrNotLocked", when, err)
 		}
-		// Held for three validities: extended in the background.
+		// Held for two and a half validities: extended in the background.
 		select {
 		case <-lctx.Done():
 			t.Fatalf("%s: lock lost while extended", when)
-		case <-time.After(3 * validity):
+		case <-time.After(5 * validity / 2):
 		}
 		if _, _, err := locker.TryWithContext(ctx, name); !errors.Is(err, rueidislock.ErrNotLocked) {
 			t.Fatalf("%s: taken over after its first validity: %v", when, err)

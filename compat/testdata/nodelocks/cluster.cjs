@@ -8,8 +8,8 @@
 // refresh), release and "held" (a lock is held), then waits for a
 // "killed" line on stdin (the test killed the leader's process) and
 // extends (the library's refresh of an externally acquired lock) and
-// releases the held lock, then acquires, keeps refreshed and releases a
-// new one. Calls failing while the cluster elects a leader are retried for
+// releases the held lock, then acquires, keeps refreshed (a 2 s lock held
+// 4 s) and releases a new one. Calls failing while the cluster elects a leader are retried for
 // up to 60 s, as an application would; a refused lock is a failure.
 "use strict";
 
@@ -95,12 +95,12 @@ async function main(key, addrs) {
     await retry("release", () => held.release());
     ok("release after kill");
 
-    const fresh = new Mutex(cluster, key + "-fresh", { lockTimeout: 1000 });
+    const fresh = new Mutex(cluster, key + "-fresh", { lockTimeout: 2000 });
     check(await retry("acquire", () => fresh.tryAcquire()), "acquire after kill");
     const rival = new Mutex(cluster, key + "-fresh", { acquireTimeout: 200, retryInterval: 50 });
     check(!(await retry("rival", () => rival.tryAcquire())), "a second holder after kill");
     ok("acquire after kill");
-    await sleep(2500);
+    await sleep(4000);
     check(fresh.isAcquired, "lost while refreshed after kill");
     ok("refresh after kill");
     await retry("release 2", () => fresh.release());
