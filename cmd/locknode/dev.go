@@ -302,16 +302,17 @@ temporary directory removed on exit.`,
 				cfg.Audit = audit
 				_ = dashFlags.apply(&cfg) // checked before any node started
 				p, err := startProc(ctx, procConfig{
-					Cluster:     cfg,
-					HTTPAddr:    port(*httpBase, i),
-					RESPAddr:    port(*respBase, i),
-					Logger:      cfg.Logger,
-					Mirror:      mirror,
-					Limits:      limits,
+					Cluster:  cfg,
+					HTTPAddr: port(*httpBase, i),
+					RESPAddr: port(*respBase, i),
+					Logger:   cfg.Logger,
+					Mirror:   mirror,
+					Limits:   limits,
+					TLS:      clientTLS[i],
+					Users:    users,
+					Audit:    audit,
+
 					RESPCluster: *respCluster,
-					TLS:         clientTLS[i],
-					Users:       users,
-					Audit:       audit,
 				})
 				if err != nil {
 					fmt.Fprintf(stderr, "locknode dev: node %s: %v\n", cfg.ID, err)
