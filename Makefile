@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test upgrade-test bench bench-compare lattrace lint fuzz chaos soak multiraft
+.PHONY: all build run test upgrade-test cluster-clients bench bench-compare lattrace lint fuzz chaos soak multiraft
 
 all: lint build test
 
@@ -44,6 +44,16 @@ upgrade-test:
 	$(GO) test -race -count=1 -tags locknode_next -run 'Version|Join|Halt' ./cluster/
 	$(GO) test -race -count=1 -tags locknode_next -run '^TestUpgradeChaos$$' ./testcluster/
 	LOCKNODE_UPGRADE_TEST=1 $(GO) test -count=1 -timeout 10m -v -run '^TestUpgrade$$' ./testcluster/
+
+# Redis Cluster clients (go-redis ClusterClient + redsync, rueidis +
+# rueidislock, redis-py RedisCluster + Lock, ioredis Cluster +
+# redis-semaphore) against 3 `locknode serve --resp-cluster` processes,
+# each across a leader kill, CLUSTER_RUNS times (`make test` runs them
+# once); then the reply shapes against a real redis-server cluster.
+CLUSTER_RUNS ?= 5
+cluster-clients:
+	$(GO) test -count=$(CLUSTER_RUNS) -timeout 30m -v -run '^TestRedisCluster(GoRedisRedsync|Rueidis|RedisPy|IORedis)$$' ./compat/
+	$(GO) test -count=1 -run '^TestRedisClusterShapesVsRedis$$' ./compat/
 
 # Micro-benchmarks, then the locknode harness (bench/, its own Go module:
 # not part of `make test`). Results go to bench/results/locknode.*.

@@ -72,6 +72,7 @@ var bridgeSamples = map[string]struct {
 	"reset":        {args: []string{"RESET"}},
 	"readonly":     {args: []string{"READONLY"}},
 	"readwrite":    {args: []string{"READWRITE"}},
+	"asking":       {args: []string{"ASKING"}},
 	"wait":         {args: []string{"WAIT", "0", "1"}},
 	"waitaof":      {args: []string{"WAITAOF", "0", "0", "1"}},
 	"sentinel":     {args: []string{"SENTINEL", "MASTERS"}, cat: auth.Read},

@@ -30,6 +30,12 @@ const maxProbeArgs = 10
 // ok reports whether args has an arity the FSM accepts for name (a
 // command fsm.IsKnownCommand knows, in lower case).
 func (a *arityTable) ok(name string, args [][]byte) bool {
+	ar := a.of(name)
+	return ar == 0 || arityOK(ar, len(args))
+}
+
+// of returns name's Redis-style arity, 0 when unknown.
+func (a *arityTable) of(name string) int {
 	a.mu.RLock()
 	ar, seen := a.known[name]
 	a.mu.RUnlock()
@@ -42,7 +48,7 @@ func (a *arityTable) ok(name string, args [][]byte) bool {
 		a.known[name] = ar
 		a.mu.Unlock()
 	}
-	return ar == 0 || arityOK(ar, len(args))
+	return ar
 }
 
 func (a *arityTable) probe(name string) int {

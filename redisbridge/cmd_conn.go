@@ -13,7 +13,12 @@ import (
 	"github.com/locknode/locknode/fsm/reply"
 )
 
-func cmdOK(c *conn, _ [][]byte) { c.w.WriteStatus("OK") }
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
 
 // PING [message]; in RESP2 subscribe mode the reply is ["pong", message]
 // (StackExchange.Redis checks it on its subscription connection).
@@ -149,7 +154,11 @@ func cmdHello(c *conn, args [][]byte) {
 	c.w.WriteBulkString("id")
 	c.w.WriteInt(c.id)
 	c.w.WriteBulkString("mode")
-	c.w.WriteBulkString("standalone")
+	if c.s.cfg.Cluster {
+		c.w.WriteBulkString("cluster")
+	} else {
+		c.w.WriteBulkString("standalone")
+	}
 	c.w.WriteBulkString("role")
 	c.w.WriteBulkString("master")
 	c.w.WriteBulkString("modules")
@@ -305,9 +314,13 @@ func cmdInfo(c *conn, args [][]byte) {
 	}
 	_, port := splitHostPort(c.selfAddr())
 	uptime := int64(time.Since(c.s.started) / time.Second)
+	mode, enabled := "standalone", "0"
+	if c.s.cfg.Cluster {
+		mode, enabled = "cluster", "1"
+	}
 	section("Server",
 		"redis_version:"+c.s.cfg.Version,
-		"redis_mode:standalone",
+		"redis_mode:"+mode,
 		"os:locknode",
 		"arch_bits:64",
 		"run_id:"+c.s.cfg.RunID,
@@ -342,6 +355,7 @@ func cmdInfo(c *conn, args [][]byte) {
 		"connected_slaves:0",
 		"master_failover_state:no-failover",
 	)
+	section("Cluster", "cluster_enabled:"+enabled)
 	if all || want["keyspace"] {
 		if lines, ok := c.keyspaceInfo(); ok {
 			section("Keyspace", lines...)
@@ -412,7 +426,7 @@ func cmdConfig(c *conn, args [][]byte) {
 		{"slave-read-only", "yes"},
 		{"timeout", timeout},
 		{"appendonly", "no"},
-		{"cluster-enabled", "no"},
+		{"cluster-enabled", yesNo(c.s.cfg.Cluster)},
 	}
 	slower, maxLen := c.s.slow.get()
 	params = append(params,
@@ -432,33 +446,6 @@ func cmdConfig(c *conn, args [][]byte) {
 	for _, p := range out {
 		c.w.WriteBulkString(p[0])
 		c.w.WriteBulkString(p[1])
-	}
-}
-
-func cmdCluster(c *conn, _ [][]byte) { c.w.WriteError(msgNoCluster) }
-
-// COMMAND, COMMAND COUNT, COMMAND DOCS/INFO: minimal. COUNT is the number
-// of commands this bridge registers itself (data commands of the FSM are
-// not enumerable and not counted); the listings are empty.
-func cmdCommand(c *conn, args [][]byte) {
-	if len(args) == 1 {
-		c.w.WriteArrayLen(0)
-		return
-	}
-	switch strings.ToLower(string(args[1])) {
-	case "count":
-		c.w.WriteInt(int64(len(c.s.commands)))
-	case "docs":
-		c.w.WriteMapLen(0)
-	case "info":
-		c.w.WriteArrayLen(len(args) - 2)
-		for range args[2:] {
-			c.w.WriteNullArray()
-		}
-	case "list":
-		c.w.WriteArrayLen(0)
-	default:
-		c.w.WriteError(unknownSubcommand(args[1], "command"))
 	}
 }
 

@@ -15,6 +15,11 @@ type txState struct {
 	bytes   int        // argument bytes in queue
 	watch   []fsm.WatchKey
 	tooBig  bool // the block went past fsm.Config's MULTI limits
+	// slot is the hash slot of the keys queued so far (-1: none yet);
+	// crossSlot: queued commands name keys of different slots, which
+	// EXEC refuses in cluster mode (Config.Cluster), as Redis Cluster.
+	slot      int
+	crossSlot bool
 }
 
 func (t *txState) abort() {
@@ -25,13 +30,16 @@ func (t *txState) abort() {
 
 func (t *txState) reset() {
 	t.active, t.aborted, t.queue, t.bytes, t.tooBig = false, false, nil, 0, false
+	t.slot, t.crossSlot = -1, false
 }
 
 func (t *txState) unwatch() { t.watch = nil }
 
 // queue adds a command to the MULTI block, or refuses it (and marks the
 // transaction aborted, as Redis does for errors found while queueing).
-func (c *conn) queue(cmd *command, name string, args [][]byte) {
+// slot is the hash slot of the command's keys (-1: none or not in
+// cluster mode).
+func (c *conn) queue(cmd *command, name string, args [][]byte, slot int) {
 	if cmd.flags&flagQueue == 0 {
 		c.tx.abort()
 		c.w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
@@ -51,6 +59,21 @@ func (c *conn) queue(cmd *command, name string, args [][]byte) {
 		return
 	}
 	c.tx.bytes += n
+	if slot < 0 && c.s.cfg.Cluster && len(args) > 1 {
+		// One key at most (crossSlot looks only at commands that may
+		// name several).
+		acc := cmd.acl
+		if acc == nil {
+			acc = dataAccess
+		}
+		slot, _ = sameSlot(acc(name, args).keys)
+	}
+	if slot >= 0 {
+		if c.tx.slot >= 0 && c.tx.slot != slot {
+			c.tx.crossSlot = true
+		}
+		c.tx.slot = slot
+	}
 	c.tx.queue = append(c.tx.queue, resp.CloneArgs(args))
 	c.w.WriteStatus("QUEUED")
 }
@@ -102,7 +125,7 @@ func cmdMulti(c *conn, _ [][]byte) {
 		c.w.WriteError(msgMultiNested)
 		return
 	}
-	c.tx.active = true
+	c.tx.active, c.tx.slot = true, -1
 	c.w.WriteStatus("OK")
 }
 
@@ -112,11 +135,15 @@ func cmdExec(c *conn, _ [][]byte) {
 		c.w.WriteError(msgExecNoMulti)
 		return
 	}
-	aborted, queue, watch := c.tx.aborted, c.tx.queue, c.tx.watch
+	aborted, queue, watch, cross := c.tx.aborted, c.tx.queue, c.tx.watch, c.tx.crossSlot
 	c.tx.reset()
 	c.tx.unwatch()
 	if aborted {
 		c.w.WriteError(msgExecAbort)
+		return
+	}
+	if cross {
+		c.w.WriteError(msgCrossSlot)
 		return
 	}
 	if r, ok := c.apply(&fsm.Command{Op: fsm.OpExec, Multi: queue, Watch: watch}); ok {

@@ -108,6 +108,16 @@ type Config struct {
 	// members, this node included, for SENTINEL SENTINELS, WAIT and INFO.
 	// Default: only this node.
 	Peers func() []string
+	// Cluster turns on the Redis Cluster interface (cmd_cluster.go):
+	// CLUSTER SHARDS/SLOTS/NODES describe the raft group as one shard
+	// owning every slot, mastered by the leader; multi-key commands whose
+	// keys hash to different slots answer CROSSSLOT, as in Redis Cluster.
+	// Off (the default): CLUSTER answers "cluster support disabled", as a
+	// standalone Redis, and Sentinel-aware or plain clients are served.
+	Cluster bool
+	// Members returns the members of the raft group, this node included,
+	// for the Cluster interface. Default: this node alone.
+	Members func() []Member
 	// ExtraInfo, when set, returns more INFO sections, each a "# Name"
 	// line followed by field:value lines (CRLF- or LF-terminated), e.g.
 	// the mirror's (mirror.Mirror.InfoText). They are listed after the built-in
@@ -127,6 +137,22 @@ type Config struct {
 	// its subscribers receive. Default "" (none), as Redis; CONFIG SET
 	// notify-keyspace-events changes it at run time, on this node only.
 	NotifyKeyspaceEvents string
+}
+
+// Member is one member of the raft group as the Cluster interface
+// describes it.
+type Member struct {
+	ID string // raft server id
+	// RESP is the member's advertised RESP address ("host:port"); empty
+	// when unknown (the member never answered): it is then left out.
+	RESP string
+	// Raft is the member's raft address, shown as the cluster bus port in
+	// CLUSTER NODES.
+	Raft string
+	// Reachable: the member answered lately. An unreachable member is
+	// left out of CLUSTER SHARDS and SLOTS and marked fail in NODES, as
+	// Redis treats a failed replica.
+	Reachable bool
 }
 
 // Defaults.

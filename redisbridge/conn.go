@@ -41,8 +41,11 @@ type conn struct {
 	listed    atomic.Pointer[listedInfo]
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
 	tx        txState
-	nameBuf   [32]byte
-	quit      bool
+	// readonly: READONLY was sent; in cluster mode a follower then serves
+	// this connection's reads instead of answering MOVED.
+	readonly bool
+	nameBuf  [32]byte
+	quit     bool
 	// wdl is the write deadline last set on nc (under wmu): flush moves it
 	// only when less than WriteTimeout is left.
 	wdl time.Time
@@ -302,12 +305,21 @@ func (c *conn) dispatch(args [][]byte) {
 		c.w.WriteError(msg)
 		return
 	}
+	slot, msg := c.crossSlot(cmd, name, args)
+	if msg == "" {
+		msg = c.moved(cmd, name, args)
+	}
+	if msg != "" {
+		c.tx.abort()
+		c.w.WriteError(msg)
+		return
+	}
 	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
 		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
 	if c.tx.active && cmd.flags&flagTx == 0 {
-		c.queue(cmd, name, args)
+		c.queue(cmd, name, args, slot)
 		return
 	}
 	start := time.Now()

@@ -24,7 +24,12 @@
 //  2. Fill Config.Peers with the RESP addresses of live members so that
 //     SENTINEL and INFO describe the cluster; Sentinel-aware clients then
 //     fail over between nodes with standard configuration.
-//  3. Call Close on shutdown: it stops accepting, closes idle connections,
+//  3. For Redis Cluster clients, set Config.Cluster and fill
+//     Config.Members (every member's id, RESP and raft address, and
+//     whether it answers): CLUSTER SLOTS/SHARDS/NODES then show one shard
+//     mastered by the raft leader, followers answer MOVED for keyed
+//     commands, and keys across slots answer CROSSSLOT (cmd_cluster.go).
+//  4. Call Close on shutdown: it stops accepting, closes idle connections,
 //     cancels blocking waits (LOCK.ACQUIRE ... WAIT, WAIT) and lets other
 //     in-flight commands finish and reply.
 //

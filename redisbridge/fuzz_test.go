@@ -40,7 +40,34 @@ func FuzzConn(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	s, _ := testServer(f, Config{Logger: hclog.NewNullLogger(), IdleTimeout: 5 * time.Second})
-	addr := s.Addr()
+	fuzzServer(f, s.Addr())
+}
+
+// FuzzClusterConn is FuzzConn against a follower in cluster mode
+// (Config.Cluster): CLUSTER's subcommands, COMMAND GETKEYS, CROSSSLOT and
+// MOVED on arbitrary input.
+func FuzzClusterConn(f *testing.F) {
+	for _, s := range []string{
+		"CLUSTER SLOTS\r\nCLUSTER SHARDS\r\nCLUSTER NODES\r\nCLUSTER INFO\r\nCLUSTER MYID\r\n",
+		"CLUSTER KEYSLOT {a}b\r\nCLUSTER KEYSLOT\r\nCLUSTER COUNTKEYSINSLOT 5\r\nCLUSTER GETKEYSINSLOT 5 -1\r\n",
+		"CLUSTER GETKEYSINSLOT 99999999999999999999 1\r\nCLUSTER ADDSLOTS 1\r\nASKING\r\nREADONLY\r\nGET k\r\nREADWRITE\r\n",
+		"MSET a 1 b 2\r\nMULTI\r\nSET x 1\r\nSET y 1\r\nEXEC\r\nEVAL \"return 1\" 2 x y\r\n",
+		"COMMAND\r\nCOMMAND INFO get nosuch\r\nCOMMAND GETKEYS MSET a 1 b\r\nCOMMAND GETKEYS\r\nCOMMAND GETKEYS EVAL x -1\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	b := &leaderBackend{fakeBackend: newFakeBackend(f), leader: "n1", term: 3}
+	members := func() []Member {
+		return []Member{{ID: "n1", RESP: "10.0.0.1:6379", Reachable: true}, {ID: "n2", Reachable: true}}
+	}
+	s := testServerOn(f, b, Config{Logger: hclog.NewNullLogger(), IdleTimeout: 5 * time.Second,
+		NodeID: "n2", Cluster: true, Members: members})
+	fuzzServer(f, s.Addr())
+}
+
+// fuzzServer sends each input on a fresh connection, then checks that
+// the server still answers PING on another.
+func fuzzServer(f *testing.F, addr string) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {

@@ -64,6 +64,11 @@ func (c *conn) proposeAsync(args [][]byte) bool {
 	if tc := c.s.commands[c.lowerName(args[0])]; c.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
 		return false // dispatch refuses it, in order
 	}
+	if tc := c.s.commands[c.lowerName(args[0])]; c.s.cfg.Cluster {
+		if _, msg := c.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
+			return false // dispatch refuses it, in order
+		}
+	}
 	if c.w.Proto < 3 && c.s.hub.isSubscribed(c) {
 		return false // refused in subscribe mode: dispatch says so
 	}

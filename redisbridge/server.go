@@ -63,6 +63,9 @@ type Server struct {
 	wg        sync.WaitGroup // connection goroutines
 	started   time.Time
 
+	members      memberCache // Config.Members, for the MOVED check
+	cmdInfoState             // COMMAND's entries
+
 	// limits are the table's (fsm.Config, the same on every node), read
 	// once: MULTI refuses to queue past them.
 	limits fsm.Config

@@ -126,6 +126,7 @@ func (s *Server) startRESP(cfg Config, throttle *auth.Throttle) error {
 	rc.NodeID = cfg.Cluster.ID
 	rc.Logger = cfg.Logger.Named("resp")
 	rc.Peers = s.respPeers
+	rc.Members = s.respMembers
 	rc.Users, rc.Audit = cfg.Users, cfg.Audit
 	rc.AuthThrottle = throttle
 	if s.mirror != nil {
@@ -153,6 +154,18 @@ func (s *Server) startRESP(cfg Config, throttle *auth.Throttle) error {
 		}
 	}()
 	return nil
+}
+
+// respMembers describes every member of the raft configuration
+// (cluster.Node.PeerAddrs) for the bridge's Redis Cluster interface.
+func (s *Server) respMembers() []redisbridge.Member {
+	ctx, cancel := context.WithTimeout(context.Background(), peerAskTimeout)
+	defer cancel()
+	var out []redisbridge.Member
+	for _, a := range s.node.PeerAddrs(ctx) {
+		out = append(out, redisbridge.Member{ID: a.ID, RESP: a.RESP, Raft: a.Raft, Reachable: a.Reachable})
+	}
+	return out
 }
 
 // respPeers returns the RESP addresses of the members that answer

@@ -64,6 +64,8 @@ temporary directory removed on exit.`,
 	logLevel := fs.String("log-level", "warn", "log level (trace, debug, info, warn, error, off)")
 	logFormat := fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)
 	mirrorURL := fs.String("mirror", "", "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...] (every node runs a mirror, the leader's writes)")
+	respClusterDef, _ := strconv.ParseBool(envDefault("LOCKNODE_RESP_CLUSTER", "false"))
+	respCluster := fs.Bool("resp-cluster", respClusterDef, "answer Redis Cluster clients: one shard owning every slot, mastered by the raft leader (default: off, a standalone Redis)")
 	pprofAddr := fs.String("pprof", "", "serve net/http/pprof on this host:port, its own listener (default: off)")
 	maxMem := fs.String("max-memory", envDefault("LOCKNODE_MAX_MEMORY", ""), maxMemoryUsage+" (each node's key space)")
 	memLimit := fs.String("memory-limit", envDefault("LOCKNODE_MEMORY_LIMIT", ""), memoryLimitUsage+" (for the whole process, all nodes)")
@@ -83,6 +85,7 @@ temporary directory removed on exit.`,
 				fmt.Fprintln(stderr, "locknode dev:", err)
 				return 2
 			}
+			limits.RESP.Cluster = *respCluster
 			if *nodes < 1 || *nodes > 9 {
 				fmt.Fprintln(stderr, "locknode dev: --nodes must be in [1, 9]")
 				return 2

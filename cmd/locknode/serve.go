@@ -109,6 +109,8 @@ through a running member, or are added with "locknode join".`,
 	f.joinTimeout = fs.Duration("join-timeout", 5*time.Minute, "give up joining after this long")
 	f.httpAdvertise = fs.String("http-advertise", envDefault("LOCKNODE_HTTP_ADVERTISE", ""), "HTTP address other members hand to clients (default: --http-addr, with --advertise's host if that is a wildcard)")
 	f.respAdvertise = fs.String("resp-advertise", envDefault("LOCKNODE_RESP_ADVERTISE", ""), "RESP address other members hand to clients in SENTINEL and INFO (default: --resp-addr, with --advertise's host if that is a wildcard)")
+	respClusterDef, _ := strconv.ParseBool(envDefault("LOCKNODE_RESP_CLUSTER", "false"))
+	f.respCluster = fs.Bool("resp-cluster", respClusterDef, "answer Redis Cluster clients: CLUSTER SHARDS/SLOTS/NODES describe one shard owning every slot, mastered by the raft leader, and multi-key commands across slots answer CROSSSLOT (default: off, a standalone Redis)")
 	f.mirrorURL = fs.String("mirror", envDefault("LOCKNODE_MIRROR", ""), "mirror the lock table into this Redis: redis://[:password@]host:port[/db][?key_prefix=...&filter=...]; every node runs a mirror, the leader's writes")
 	f.logLevel = fs.String("log-level", envDefault("LOCKNODE_LOG_LEVEL", "info"), "log level (trace, debug, info, warn, error, off)")
 	f.logFormat = fs.String("log-format", envDefault("LOCKNODE_LOG_FORMAT", "text"), logFormatUsage)

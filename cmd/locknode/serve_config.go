@@ -24,6 +24,7 @@ type serveFlags struct {
 	peers, join                                       *string
 	joinTimeout                                       *time.Duration
 	httpAdvertise, respAdvertise, mirrorURL           *string
+	respCluster                                       *bool
 	logLevel, logFormat, pprofAddr                    *string
 	maxMem, memLimit, dataFreeWarn, gcPct, procs      *string
 	reqLimits                                         *limitFlags
@@ -111,6 +112,7 @@ func (f *serveFlags) setup(stderr io.Writer) (*serveSetup, error) {
 		st.reloads = append(st.reloads, reloadFunc{"users", users.Reload})
 	}
 	version, commit := buildVersion()
+	limits.RESP.Cluster = *f.respCluster
 	st.cfg = server.Config{
 		Cluster:       cfg,
 		HTTPAddr:      *f.httpAddr,
