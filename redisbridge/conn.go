@@ -3,14 +3,16 @@ package redisbridge
 import (
 	"context"
 	"errors"
-	"github.com/locknode/locknode/auth"
+	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/fsm/reply"
 	"github.com/locknode/locknode/redisbridge/resp"
@@ -140,6 +142,25 @@ func (c *conn) shutdown() {
 	}
 }
 
+// dispatchSafely runs one command (wmu held) and reports whether the
+// connection may go on. A command that panics is a bug in this node: it
+// is logged with its stack at ERROR and counted (Server.HandlerPanics),
+// the client gets an error and the connection is closed, and the node
+// stays up with every other connection served.
+func (c *conn) dispatchSafely(args [][]byte) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.panics.Add(1)
+			c.s.cfg.Logger.Error("a RESP command panicked; closing its connection",
+				"command", c.lowerName(args[0]), "remote", c.nc.RemoteAddr().String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			c.w.WriteError("ERR internal error; the connection is closed")
+			ok = false
+		}
+	}()
+	c.dispatch(args)
+	return true
+}
+
 func (c *conn) serve() {
 	defer func() {
 		c.endPipe()
@@ -189,7 +210,10 @@ func (c *conn) serve() {
 			c.drainPipe() // replies go out in command order
 			c.wmu.Lock()
 			c.drainPushes()
-			c.dispatch(args)
+			if !c.dispatchSafely(args) {
+				c.wmu.Unlock()
+				return
+			}
 			c.afterCommand(c.lowerName(args[0]))
 			if d := c.authDelay; d > 0 {
 				// A failed AUTH's answer waits (auth.Throttle) without

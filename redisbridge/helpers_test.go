@@ -45,6 +45,9 @@ func testServerOnListener(t testing.TB, b Backend, cfg Config, ln net.Listener) 
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
+		if n := s.HandlerPanics(); n > 0 {
+			t.Errorf("%d commands panicked (logged at ERROR with their stacks)", n)
+		}
 	})
 	return s
 }

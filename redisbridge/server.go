@@ -25,6 +25,8 @@ var (
 
 // Server serves RESP clients over a Backend.
 type Server struct {
+	// panics counts commands that panicked (HandlerPanics).
+	panics   atomic.Int64
 	b        Backend
 	async    asyncBackend // b, when it can propose without waiting; else nil
 	cfg      Config
@@ -337,3 +339,8 @@ func sha1hex(b []byte) string {
 	h := sha1.Sum(b)
 	return hex.EncodeToString(h[:])
 }
+
+// HandlerPanics is how many commands panicked since the server started
+// (each closed its connection; see conn.dispatchSafely). Always 0 unless
+// the bridge has a bug.
+func (s *Server) HandlerPanics() int64 { return s.panics.Load() }
