@@ -38,7 +38,18 @@ const (
 // follower gets only its forced releases (EvReleased with ReasonForced,
 // from the follower's own apply of the entry), which its front end
 // audits.
+//
+// Under a recording span of ctx (with Config.TracerProvider set) it is a
+// span of its own, with the forward, the commit and the apply beneath it
+// (otel.go).
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
+	if n.traced(ctx) {
+		return n.applyTraced(ctx, cmd)
+	}
+	return n.apply(ctx, cmd)
+}
+
+func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
 	start := time.Now()
 	var res fsm.Result
 	var req []byte
@@ -57,10 +68,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 			}
 			return oc, err
 		}
-		if req == nil {
-			req = cmd.AppendBinary([]byte{rpcApply})
-		}
-		resp, oc, err := n.forward(ctx, req)
+		resp, oc, err := n.forwardApply(ctx, cmd, &req)
 		if oc != outcomeDone || err != nil {
 			return oc, err
 		}
@@ -111,8 +119,11 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 		}
 	}
 	t0 := traceStart()
+	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
-	if err := n.await(f); err != nil {
+	err := n.await(f)
+	ct.end(n, f, err)
+	if err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
 	}
