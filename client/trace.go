@@ -26,9 +26,10 @@ import (
 // outcomes; never an owner token, a session id, a request id, a value or
 // a credential.
 
-// tracer is the client's tracer; otel's global one follows the provider
-// the program sets, even after this package was initialised.
-var tracer = otel.Tracer(oteltrace.Scope + "/client")
+// tracer is the client's tracer of the global provider as it is now (a
+// program may replace the provider; a tracer kept from an earlier one
+// would keep feeding that one).
+func tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(oteltrace.Scope + "/client") }
 
 // span is a client span; its zero value (not recording) does nothing.
 type span struct{ sp trace.Span }
@@ -36,7 +37,7 @@ type span struct{ sp trace.Span }
 // startSpan starts span name under ctx. When it does not record, ctx is
 // returned unchanged (the caller's own trace context still propagates).
 func startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, span) {
-	sctx, sp := tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	sctx, sp := tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 	if !sp.IsRecording() {
 		return ctx, span{}
 	}
@@ -50,7 +51,7 @@ func linkedSpan(ctx context.Context, name string, sc trace.SpanContext, attrs ..
 	if sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
 	}
-	sctx, sp := tracer.Start(ctx, name, opts...)
+	sctx, sp := tracer().Start(ctx, name, opts...)
 	if !sp.IsRecording() {
 		return ctx, span{}
 	}
@@ -143,7 +144,7 @@ func attemptSpan(ctx context.Context, cl call, endpoint string, attempt int) (co
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		host = host[i+1:] // user info is a credential
 	}
-	sctx, sp := tracer.Start(ctx, cl.method+" "+routeOf(cl.path), trace.WithSpanKind(trace.SpanKindClient),
+	sctx, sp := tracer().Start(ctx, cl.method+" "+routeOf(cl.path), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("http.request.method", cl.method), attribute.String("server.address", host),
 			attribute.Int("locknode.http.attempt", attempt)))
 	return sctx, span{sp}
@@ -203,4 +204,20 @@ func (l *Lock) spanLink() trace.SpanContext {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.traced
+}
+
+// recordingSpan returns ctx's span if it records, else nil.
+func recordingSpan(ctx context.Context) trace.Span {
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		return sp
+	}
+	return nil
+}
+
+// withSpan returns ctx carrying sp, or ctx when sp is nil.
+func withSpan(ctx context.Context, sp trace.Span) context.Context {
+	if sp == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, sp)
 }

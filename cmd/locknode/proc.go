@@ -167,6 +167,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	hc.Ready = p.ready.ready
 	hc.Registerer = p.node.Metrics()
 	hc.Users, hc.Audit = pc.Users, pc.Audit
+	hc.TracerProvider = pc.Cluster.TracerProvider
 	release, _ := buildVersion()
 	hc.Extra = func(s *api.Status) {
 		s.HTTPAddr, s.RESPAddr = adv.HTTP, adv.RESP
@@ -207,6 +208,7 @@ func startProc(ctx context.Context, pc procConfig) (*proc, error) {
 	rc.Logger = pc.Logger.Named("resp")
 	rc.Peers = p.respPeers
 	rc.Users, rc.Audit = pc.Users, pc.Audit
+	rc.TracerProvider = pc.Cluster.TracerProvider
 	rc.AuthThrottle = throttle
 	if p.mirror != nil {
 		rc.ExtraInfo = p.mirror.InfoText

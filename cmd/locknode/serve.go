@@ -123,6 +123,7 @@ through a running member, or are added with "locknode join".`,
 	tlsFlags := addServerTLSFlags(fs)
 	dashFlags := addDashboardFlags(fs)
 	readyFl := addReadyFlags(fs)
+	traceFl := addTraceFlags(fs)
 	waiterLease := fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
 	clusterUpgrade := fs.String("cluster-upgrade", envDefault("LOCKNODE_CLUSTER_UPGRADE", "auto"), clusterUpgradeUsage)
@@ -230,6 +231,19 @@ through a running member, or are added with "locknode join".`,
 				return 2
 			}
 			cfg.PeerServerTLS, cfg.PeerClientTLS = tlsSet.peerServer, tlsSet.peerClient
+			tracing, err := traceFl.start(ctx, *id, log)
+			if err != nil {
+				fmt.Fprintln(stderr, "locknode serve:", err)
+				return 2
+			}
+			defer func() {
+				// The spans still queued, within a bound: a collector that
+				// is down must not hold the shutdown.
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = tracing.Shutdown(sctx)
+			}()
+			cfg.TracerProvider = tracing.TracerProvider()
 			if err := cfg.Validate(); err != nil {
 				fmt.Fprintln(stderr, "locknode serve:", err)
 				return 2
