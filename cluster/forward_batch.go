@@ -9,9 +9,12 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -97,6 +100,14 @@ func batchable(cmd *fsm.Command) bool {
 // forwardQueued is one attempt of Apply on a follower: cmd joins the
 // queue and the attempt ends with its answer, as forward's does.
 func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
+	if n.traced(ctx) {
+		// The batch carries no trace context: the leader's part of it is
+		// in no caller's trace (otel.go).
+		var sp trace.Span
+		ctx, sp = childSpan(ctx, "cluster.forward", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), attribute.Bool("locknode.batched", true)))
+		defer sp.End()
+	}
 	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
 	n.enqueueForward(it)
 	select {
