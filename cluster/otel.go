@@ -15,6 +15,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
+	"github.com/locknode/locknode/transport"
 )
 
 // OpenTelemetry spans of a node (docs/tracing.md). They are made only when
@@ -200,17 +201,23 @@ func (n *Node) forwardApply(ctx context.Context, cmd *fsm.Command, plain *[]byte
 	ctx, sp := childSpan(ctx, "cluster.forward", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), oteltrace.AttrLeader.String(string(leader))))
 	defer sp.End()
-	var req []byte
-	if n.rpcKindActive(rpcApplyTraced) {
-		req = appendStr([]byte{rpcApplyTraced}, oteltrace.Traceparent(ctx))
-		req = cmd.AppendBinary(req)
-	} else {
-		if *plain == nil {
-			*plain = cmd.AppendBinary([]byte{rpcApply})
-		}
-		req = *plain
+	if *plain == nil {
+		*plain = cmd.AppendBinary([]byte{rpcApply})
 	}
-	body, oc, err := n.forward(ctx, req)
+	if n.rpcKindActive(rpcApplyTraced) {
+		req := appendStr([]byte{rpcApplyTraced}, oteltrace.Traceparent(ctx))
+		req = cmd.AppendBinary(req)
+		body, oc, err := n.forward(ctx, req)
+		if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+			oteltrace.Fail(sp, err)
+			return body, oc, err
+		}
+		// A leader that has not applied the activation of traceVersion
+		// yet (just elected) refuses the kind, having proposed nothing:
+		// the command goes untraced.
+		sp.SetAttributes(attribute.Bool("locknode.untraced_at_leader", true))
+	}
+	body, oc, err := n.forward(ctx, *plain)
 	oteltrace.Fail(sp, err)
 	return body, oc, err
 }
