@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"sync"
@@ -395,4 +396,86 @@ func (w *waitSpan) end() {
 	if w != nil {
 		w.sp.End()
 	}
+}
+
+// rpcApplyBatchTraced is rpcApplyBatchHinted with each command's W3C
+// traceparent: body uvarint count, then count × (str traceparent, "" for
+// an untraced command; uvarint length, encoded fsm.Command); the answer
+// is rpcApplyBatchHinted's. Cluster version 2: a follower sends it only
+// once version 2 is active and a command of the batch is traced.
+const rpcApplyBatchTraced byte = 10
+
+// batchTraced reports whether a command of batch is traced.
+func batchTraced(batch []*forwardItem) bool {
+	for _, it := range batch {
+		if it.tp != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// appendTracedBatch encodes an rpcApplyBatchTraced request.
+func appendTracedBatch(batch []*forwardItem) []byte {
+	size := 1 + binary.MaxVarintLen64
+	for _, it := range batch {
+		size += 2*binary.MaxVarintLen64 + len(it.tp) + len(it.req)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, rpcApplyBatchTraced)
+	b = binary.AppendUvarint(b, uint64(len(batch)))
+	for _, it := range batch {
+		b = appendStr(b, it.tp)
+		b = binary.AppendUvarint(b, uint64(len(it.req)))
+		b = append(b, it.req...)
+	}
+	return b
+}
+
+// batchSpans are the leader's spans of a traced batch's commands; nil
+// when none is traced.
+type batchSpans struct {
+	ctxs []context.Context // nil: that command is not traced
+	sps  []trace.Span
+	cts  []*commitTrace
+}
+
+// serveBatchTraced starts the server span of each command of a batch
+// that came with a sampled trace context.
+func (n *Node) serveBatchTraced(ctx context.Context, tps []string, cmds []fsm.Command) *batchSpans {
+	if n.cfg.TracerProvider == nil || len(tps) == 0 {
+		return nil
+	}
+	var s *batchSpans
+	for i, tp := range tps {
+		cctx, sp := n.serveTraced(ctx, tp, &cmds[i])
+		if sp == nil {
+			continue
+		}
+		if s == nil {
+			s = &batchSpans{ctxs: make([]context.Context, len(tps)), sps: make([]trace.Span, len(tps)), cts: make([]*commitTrace, len(tps))}
+		}
+		sp.SetAttributes(attribute.Bool("locknode.batched", true), attribute.Int("locknode.batch_commands", len(tps)))
+		s.ctxs[i], s.sps[i] = cctx, sp
+	}
+	return s
+}
+
+// begin times command i's proposal.
+func (s *batchSpans) begin(n *Node, i int) {
+	if s == nil || s.ctxs[i] == nil {
+		return
+	}
+	s.cts[i] = n.beginCommit(s.ctxs[i])
+}
+
+// end records command i's commit and apply (err: what awaiting it
+// returned) and ends its span.
+func (s *batchSpans) end(n *Node, i int, f raft.ApplyFuture, err error) {
+	if s == nil || s.sps[i] == nil {
+		return
+	}
+	s.cts[i].end(n, f, err)
+	oteltrace.Fail(s.sps[i], err)
+	s.sps[i].End()
 }

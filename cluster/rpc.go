@@ -34,8 +34,8 @@ const (
 	// the commit hint, uvarint index and uvarint term of the batch's last
 	// committed entry (0, 0: none; appendCommitHint).
 	rpcApplyBatchHinted byte = 8
-	// rpcApplyTraced (9, otel.go): rpcApply with the caller's trace
-	// context. Cluster version 2.
+	// rpcApplyTraced (9) and rpcApplyBatchTraced (10), otel.go: with the
+	// callers' trace context. Cluster version 2.
 )
 
 // maxTraceparent bounds the trace context of rpcApplyTraced (a W3C
@@ -177,8 +177,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return []byte{stOK}, nil
 	case rpcNodeInfo:
 		return n.handleNodeInfo(), nil
-	case rpcApplyBatch, rpcApplyBatchHinted:
-		return n.handleApplyBatch(ctx, req[1:], req[0] == rpcApplyBatchHinted)
+	case rpcApplyBatch, rpcApplyBatchHinted, rpcApplyBatchTraced:
+		return n.handleApplyBatch(ctx, req[1:], req[0] != rpcApplyBatch, req[0] == rpcApplyBatchTraced)
 	case rpcWaiterClaim:
 		return n.handleWaiterClaim(req[1:])
 	}
@@ -203,6 +203,8 @@ func rpcName(k byte) string {
 		return "apply_batch"
 	case rpcApplyBatchHinted:
 		return "apply_batch_hinted"
+	case rpcApplyBatchTraced:
+		return "apply_batch_traced"
 	case rpcWaiterClaim:
 		return "waiter_claim"
 	}

@@ -71,7 +71,7 @@ var (
 var rpcKindVersion = [256]uint32{
 	rpcApply: 1, rpcReadIndex: 1, rpcJoin: 1, rpcRemove: 1, rpcNodeInfo: 1,
 	rpcApplyBatch: 1, rpcWaiterClaim: 1, rpcApplyBatchHinted: 1,
-	rpcApplyTraced: traceVersion,
+	rpcApplyTraced: traceVersion, rpcApplyBatchTraced: traceVersion,
 }
 
 // rpcKindActive reports whether RPC kind k may be used: its version is
