@@ -27,21 +27,25 @@ func (h *traced) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	var route string
-	if r.Method == http.MethodPost && r.URL.RawPath == "" && fastRoute(r.URL.Path) {
-		route = "POST " + r.URL.Path
-	} else if route = h.rt.pattern(r); route == "/" {
-		route = r.Method + " unmatched"
-	}
 	ctx := oteltrace.Extract(r.Context(), r.Header)
-	ctx, sp := h.tr.Start(ctx, route, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", routePath(route))))
+	// The sampler needs no name: the route is worked out once the span
+	// records, so an unsampled request costs little more than the
+	// sampling decision.
+	ctx, sp := h.tr.Start(ctx, "HTTP", serverKind)
 	if !sp.IsRecording() {
 		// Not sampled: nothing beneath would record either.
 		h.next.ServeHTTP(w, r)
 		return
 	}
 	defer sp.End()
+	var route string
+	if r.Method == http.MethodPost && r.URL.RawPath == "" && fastRoute(r.URL.Path) {
+		route = "POST " + r.URL.Path
+	} else if route = h.rt.pattern(r); route == "/" {
+		route = r.Method + " unmatched"
+	}
+	sp.SetName(route)
+	sp.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", routePath(route)))
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r.WithContext(ctx))
 	if sw.code == 0 {
@@ -52,6 +56,8 @@ func (h *traced) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sp.SetStatus(codes.Error, http.StatusText(sw.code))
 	}
 }
+
+var serverKind = trace.WithSpanKind(trace.SpanKindServer)
 
 // routePath is the path pattern of a route ("POST /v1/locks/try" ->
 // "/v1/locks/try").

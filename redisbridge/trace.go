@@ -3,6 +3,7 @@ package redisbridge
 import (
 	"context"
 	"strings"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -19,20 +20,50 @@ import (
 // node's spans join the command's trace.
 
 // startCommandSpan starts the span of the command name with nargs
-// arguments, or returns nil when tracing is off or it is not sampled.
+// arguments, or returns nil when tracing is off. A command that is not
+// sampled gets the no-op span: the node's parts then find a span that
+// does not record without looking further (the command's context is a
+// reqCtx, which a lookup past it would turn into a real deadline).
 func (c *conn) startCommandSpan(name string, nargs int) trace.Span {
-	if c.s.cfg.TracerProvider == nil {
+	if c.s.tracer == nil {
 		return nil
 	}
-	_, sp := c.s.cfg.TracerProvider.Tracer(oteltrace.Scope).Start(context.Background(), "RESP "+strings.ToUpper(name),
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("db.system.name", "redis"),
-			attribute.String("db.operation.name", strings.ToUpper(name)),
-			attribute.Int("locknode.resp.args", nargs)))
+	// The sampler needs no name: it is set once the span records, so an
+	// unsampled command builds none.
+	_, sp := c.s.tracer.Start(context.Background(), "RESP", serverKind)
 	if !sp.IsRecording() {
+		return noSpan
+	}
+	op := spanName(name)
+	sp.SetName("RESP " + op)
+	sp.SetAttributes(attribute.String("db.system.name", "redis"), attribute.String("db.operation.name", op),
+		attribute.Int("locknode.resp.args", nargs))
+	return sp
+}
+
+// tracerOf is tp's tracer, or nil.
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
 		return nil
 	}
-	return sp
+	return tp.Tracer(oteltrace.Scope)
+}
+
+var (
+	serverKind = trace.WithSpanKind(trace.SpanKindServer)
+	noSpan     = trace.SpanFromContext(context.Background()) // the no-op span
+	spanNames  sync.Map                                      // command name -> upper case
+)
+
+// spanName is name in upper case; names come from the command table, so
+// the cache stays small.
+func spanName(name string) string {
+	if v, ok := spanNames.Load(name); ok {
+		return v.(string)
+	}
+	up := strings.ToUpper(name)
+	spanNames.Store(name, up)
+	return up
 }
 
 // withSpan returns ctx carrying the span of the command under way, if it
