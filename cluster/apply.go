@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -274,7 +275,7 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 				budget = t.C
 			}
 		}
-		n.log.Debug("retrying at the leader", "error", err)
+		oteltrace.Logger(ctx, n.log).Debug("retrying at the leader", "error", err)
 		select {
 		case <-changed:
 		case <-time.After(backoff):
