@@ -137,8 +137,9 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 // rolled back to the current release cannot apply the log and says so,
 // and rolled forward again it catches up.
 func testUpgradeRollback(t *testing.T, cur, next string) {
-	p := NewProcCluster(t, cur, 3)
-	p.Args = []string{"--cluster-upgrade", "manual"}
+	// Manual from the start: the current release would activate its own
+	// highest version (2) by itself.
+	p := NewProcCluster(t, cur, 3, "--cluster-upgrade", "manual")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if _, err := p.WaitLeader(ctx); err != nil {
