@@ -17,7 +17,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/wire"
 )
 
@@ -76,8 +79,10 @@ func jsonBody(v any) func() any { return func() any { return v } }
 // that name, unless Config.NoDefaultMetadata or ctx says not to
 // (api.WithoutDefaultMeta).
 func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	ctx, sp := startSpan(ctx, "locknode.Acquire", reqAttrs(req.Key, req.Keys), oteltrace.AttrWaitMs.Int64(req.WaitMs))
 	req.Meta = c.defaultMeta(ctx, req.Meta)
 	lease, _, err := c.acquire(ctx, req)
+	sp.endLease(lease, err)
 	return lease, err
 }
 
@@ -132,8 +137,10 @@ func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease
 // TryAcquire implements api.Locker over POST /v1/locks/try. req.Meta
 // gets the default metadata as with Acquire.
 func (c *Client) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	ctx, sp := startSpan(ctx, "locknode.TryAcquire", reqAttrs(req.Key, req.Keys))
 	req.Meta = c.defaultMeta(ctx, req.Meta)
 	lease, _, err := c.tryAcquire(ctx, req)
+	sp.endLease(lease, err)
 	return lease, err
 }
 
@@ -150,7 +157,13 @@ func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Le
 }
 
 // Release implements api.Locker (exactly-once: see Acquire).
-func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (_ api.ReleaseResult, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Release", reqAttrs(req.Key, req.Keys))
+	defer func() { sp.end(rerr) }()
+	return c.release(ctx, req)
+}
+
+func (c *Client) release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
 	if err := req.Validate(c.cfg.Limits); err != nil {
 		return api.ReleaseResult{}, err
 	}
@@ -163,7 +176,9 @@ func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (api.Relea
 }
 
 // Extend implements api.Locker (exactly-once: see Acquire).
-func (c *Client) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+func (c *Client) Extend(ctx context.Context, req api.ExtendRequest) (_ api.Lease, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Extend", reqAttrs(req.Key, req.Keys))
+	defer func() { sp.end(rerr) }()
 	lease, _, err := c.extend(ctx, req)
 	return lease, err
 }
@@ -236,7 +251,9 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult,
 // OpenSession implements api.Locker. It carries no request id: a retry
 // after a lost answer can open a second session, which nobody keeps
 // alive and which therefore expires after ttl.
-func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (_ api.SessionInfo, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.OpenSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
+	defer func() { sp.end(rerr) }()
 	sreq := api.SessionTTL(ttl)
 	if err := sreq.Validate(c.cfg.Limits); err != nil {
 		return api.SessionInfo{}, err
@@ -248,7 +265,9 @@ func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (api.Sessio
 }
 
 // KeepAlive implements api.Locker.
-func (c *Client) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+func (c *Client) KeepAlive(ctx context.Context, id string) (_ api.SessionInfo, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.KeepAlive")
+	defer func() { sp.end(rerr) }()
 	info, _, err := c.keepAlive(ctx, id)
 	return info, err
 }
@@ -260,13 +279,17 @@ func (c *Client) keepAlive(ctx context.Context, id string) (api.SessionInfo, tim
 }
 
 // CloseSession implements api.Locker.
-func (c *Client) CloseSession(ctx context.Context, id string) error {
+func (c *Client) CloseSession(ctx context.Context, id string) (rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.CloseSession")
+	defer func() { sp.end(rerr) }()
 	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: wire.PathSessions + "/" + url.PathEscape(id)})
 	return err
 }
 
 // FenceCheck implements api.Locker.
-func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) (_ api.FenceResult, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.FenceCheck", attribute.String("locknode.resource", resource), oteltrace.AttrFence.Int64(int64(token)))
+	defer func() { sp.end(rerr) }()
 	freq := api.FenceCheckRequest{Resource: resource, Token: token}
 	if err := freq.Validate(c.cfg.Limits); err != nil {
 		return api.FenceResult{}, err
@@ -282,7 +305,9 @@ func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) 
 // req.Token is empty and sent with every retry, so retrying is harmless
 // (campaigning again with the same token while leading answers the same
 // leadership) and never makes the caller its own rival.
-func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (_ api.Leader, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Campaign", oteltrace.AttrElection.String(req.Election))
+	defer func() { sp.end(rerr) }()
 	if err := req.Validate(c.cfg.Limits); err != nil {
 		return api.Leader{}, err
 	}
@@ -312,7 +337,9 @@ func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (api.Lea
 }
 
 // Resign implements api.Locker.
-func (c *Client) Resign(ctx context.Context, leader api.Leader) error {
+func (c *Client) Resign(ctx context.Context, leader api.Leader) (rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Resign", oteltrace.AttrElection.String(leader.Election))
+	defer func() { sp.end(rerr) }()
 	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
 	if err := rreq.Validate(c.cfg.Limits); err != nil {
 		return err
@@ -324,7 +351,9 @@ func (c *Client) Resign(ctx context.Context, leader api.Leader) error {
 }
 
 // Proclaim implements api.Locker.
-func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
+func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) (_ api.Leader, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Proclaim", oteltrace.AttrElection.String(leader.Election))
+	defer func() { sp.end(rerr) }()
 	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
 	if err := preq.Validate(c.cfg.Limits); err != nil {
 		return api.Leader{}, err
@@ -442,6 +471,7 @@ func (c *Client) openStream(ctx context.Context, path string) (*http.Response, e
 		if c.authz != nil {
 			req.Header["Authorization"] = c.authz
 		}
+		oteltrace.Inject(ctx, req.Header)
 		resp, err := c.cfg.HTTPClient.Do(req)
 		if err != nil {
 			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)

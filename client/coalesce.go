@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/locknode/locknode/api"
 )
 
@@ -55,6 +57,9 @@ type coalescer struct {
 type localWaiter struct {
 	got chan *Lock // buffered: delivery never blocks
 	err chan error // buffered
+	// span is the caller's recording span, or nil: the server acquire
+	// started for this waiter runs under it (trace.go).
+	span trace.Span
 }
 
 func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (*Lock, error) {
@@ -63,7 +68,7 @@ func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (
 	if o.session != nil {
 		k.session = o.session.ID()
 	}
-	w := &localWaiter{got: make(chan *Lock, 1), err: make(chan error, 1)}
+	w := &localWaiter{got: make(chan *Lock, 1), err: make(chan error, 1), span: recordingSpan(ctx)}
 	c.mu.Lock()
 	co := c.coalesced[k]
 	if co == nil {
@@ -118,7 +123,7 @@ func (c *Client) kickLocked(co *coalescer) {
 	}
 	co.gens++
 	gen := co.gens
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(withSpan(context.Background(), co.queue[0].span))
 	co.fetchGen, co.stop = gen, cancel
 	// Ends when the server answers or settleLocked cancels ctx (the local
 	// queue emptied).

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/oteltrace"
 )
 
 // Leadership is a won election, bound to a Session. Done is closed as
@@ -30,7 +31,9 @@ type Leadership struct {
 // Elect campaigns for election with value, bound to s, and blocks until it
 // leads (or ctx ends). The returned Leadership watches the election until
 // it is lost or resigned; its watch holds one Observe stream open.
-func (c *Client) Elect(ctx context.Context, election, value string, s *Session) (*Leadership, error) {
+func (c *Client) Elect(ctx context.Context, election, value string, s *Session) (_ *Leadership, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Elect", oteltrace.AttrElection.String(election))
+	defer func() { sp.end(rerr) }()
 	ld, err := c.Campaign(ctx, api.CampaignRequest{Election: election, Value: value, Session: s.ID()})
 	if err != nil {
 		return nil, err

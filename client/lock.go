@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/oteltrace"
 )
 
 // State is where a Lock handle is in its life. It only moves forward:
@@ -89,6 +92,7 @@ type Lock struct {
 	done   chan struct{} // closed when the loop has ended
 
 	mu        sync.Mutex
+	traced    trace.SpanContext // the span that took the lock: renewals link to it (under mu)
 	state     State
 	safe      time.Time // safe deadline
 	lostOnce  sync.Once
@@ -104,8 +108,10 @@ type Lock struct {
 // server-side waiter is removed). Concurrent Lock calls of this Client for
 // the same key and options share one server-side waiter: see Coalescing
 // in the package doc.
-func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
+	ctx, sp := startSpan(ctx, "locknode.Lock", lockAttrs(key, o)...)
+	defer func() { sp.endLock(lk, rerr) }()
 	if err := c.checkOptions(key, o); err != nil {
 		return nil, err
 	}
@@ -131,12 +137,15 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (*Loc
 // wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue;
 // WithRetry makes it try again a bounded number of times. Cancelling ctx
 // ends the retries with an error wrapping api.ErrCancelled and ctx.Err().
-func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (*Lock, error) {
+func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
+	ctx, sp := startSpan(ctx, "locknode.TryLock", lockAttrs(key, o)...)
+	defer func() { sp.endLock(lk, rerr) }()
 	if err := c.checkOptions(key, o); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
+		sp.set(oteltrace.AttrAttempts.Int(attempt))
 		l, err := c.tryLockOnce(ctx, key, o)
 		if err == nil || attempt >= o.tries ||
 			!(errors.Is(err, api.ErrLocked) || errors.Is(err, api.ErrLockDelay)) {
@@ -286,14 +295,16 @@ func (l *Lock) Lost() <-chan struct{} { return l.lost }
 // key starts its acquire only once this handle is unlocked, so that two
 // goroutines of one process never believe they hold the key at once.
 // ctx bounds the release request only.
-func (l *Lock) Unlock(ctx context.Context) error {
+func (l *Lock) Unlock(ctx context.Context) (rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Unlock", oteltrace.AttrKey.String(l.key), oteltrace.AttrFence.Int64(int64(l.lease.Fence)))
+	defer func() { sp.end(rerr) }()
 	first := false
 	l.stopOnce.Do(func() { first = true; close(l.stop) })
 	if !first {
 		return fmt.Errorf("%w: %s: already unlocked", api.ErrNotHeld, l.key)
 	}
 	<-l.done
-	_, err := l.c.Release(ctx, api.ReleaseRequest{Key: l.key, Owner: l.owner})
+	_, err := l.c.release(ctx, api.ReleaseRequest{Key: l.key, Owner: l.owner})
 	l.mu.Lock()
 	l.state = Released
 	l.mu.Unlock()
@@ -371,7 +382,9 @@ func (l *Lock) run(sent time.Time) {
 			// Ends when the request answers or its deadline (the safe
 			// deadline) passes, or the loop cancels it on return.
 			go func() {
+				ctx, sp := linkedSpan(ctx, "locknode.renew", l.spanLink(), oteltrace.AttrKey.String(l.key))
 				lease, sent, err := l.c.extend(ctx, api.ExtendRequest{Key: l.key, Owner: l.owner, TTLMs: l.ttl.Milliseconds()})
+				sp.endLease(lease, err)
 				ch <- extendResult{lease, sent, err}
 			}()
 		case r := <-inflight:

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/oteltrace"
 )
 
 // Session is a server session kept alive by a background loop. Holds and
@@ -17,6 +20,8 @@ type Session struct {
 	id    string
 	ttl   time.Duration
 	every time.Duration
+	// traced is the span that opened the session: keep-alives link to it.
+	traced trace.SpanContext
 
 	done     chan struct{} // closed when the session is over
 	stop     chan struct{} // closed by Close
@@ -44,7 +49,9 @@ func WithKeepAliveEvery(d time.Duration) SessionOption {
 // keep-alive succeeded before its safe deadline (last successful
 // keep-alive's send time + ttl - drift margin); Done is closed then.
 // ctx bounds the opening request only.
-func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...SessionOption) (*Session, error) {
+func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...SessionOption) (_ *Session, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.NewSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
+	defer func() { sp.end(rerr) }()
 	o := sessionOptions{every: ttl / 3}
 	for _, f := range opts {
 		f(&o)
@@ -61,7 +68,7 @@ func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...Sess
 	s := &Session{
 		c: c, id: info.ID, ttl: ttl, every: o.every,
 		done: make(chan struct{}), stop: make(chan struct{}), loopDone: make(chan struct{}),
-		safe: sent.Add(ttl - margin),
+		safe: sent.Add(ttl - margin), traced: sp.spanContext(),
 	}
 	// Ends when Close closes s.stop or the session is over.
 	go s.run(sent)
@@ -88,7 +95,9 @@ func (s *Session) Err() error {
 
 // Close stops the keep-alive loop and closes the session on the server,
 // which releases its holds. ctx bounds that request.
-func (s *Session) Close(ctx context.Context) error {
+func (s *Session) Close(ctx context.Context) (rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.Session.Close")
+	defer func() { sp.end(rerr) }()
 	first := false
 	s.stopOnce.Do(func() { first = true; close(s.stop) })
 	<-s.loopDone
@@ -143,7 +152,9 @@ func (s *Session) run(sent time.Time) {
 			case <-ctx.Done():
 			}
 		}()
-		_, sent, err := s.c.keepAlive(ctx, s.id)
+		kctx, sp := linkedSpan(ctx, "locknode.session.keepalive", s.traced)
+		_, sent, err := s.c.keepAlive(kctx, s.id)
+		sp.end(err)
 		cancel()
 		switch {
 		case err == nil:

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/wire"
 )
 
@@ -99,7 +100,8 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			e      *Error
 			decErr error
 		)
-		err := c.attempt(ctx, c.eps[idx], cl, func(st int, body []byte) {
+		actx, asp := attemptSpan(ctx, cl, c.cfg.Endpoints[idx], attempt+1)
+		err := c.attempt(actx, c.eps[idx], cl, func(st int, body []byte) {
 			status = st
 			if st >= 200 && st < 300 {
 				if cl.out != nil && st != http.StatusNoContent && !wire.DecodeJSON(body, cl.out) {
@@ -115,6 +117,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 				e.Message = fmt.Sprintf("locknode: HTTP %d: %.200s", st, body)
 			}
 		})
+		asp.endAttempt(status, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return sent, c.ctxErr(ctx, cl, err)
@@ -207,6 +210,7 @@ func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(
 	if c.authz != nil {
 		req.Header["Authorization"] = c.authz
 	}
+	oteltrace.Inject(ctx, req.Header)
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return err

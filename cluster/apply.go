@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -38,7 +39,18 @@ const (
 // follower gets only its forced releases (EvReleased with ReasonForced,
 // from the follower's own apply of the entry), which its front end
 // audits.
+//
+// Under a recording span of ctx (with Config.TracerProvider set) it is a
+// span of its own, with the forward, the commit and the apply beneath it
+// (otel.go).
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
+	if n.traced(ctx) {
+		return n.applyTraced(ctx, cmd)
+	}
+	return n.apply(ctx, cmd)
+}
+
+func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
 	start := time.Now()
 	var res fsm.Result
 	var req []byte
@@ -57,10 +69,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 			}
 			return oc, err
 		}
-		if req == nil {
-			req = cmd.AppendBinary([]byte{rpcApply})
-		}
-		resp, oc, err := n.forward(ctx, req)
+		resp, oc, err := n.forwardApply(ctx, cmd, &req)
 		if oc != outcomeDone || err != nil {
 			return oc, err
 		}
@@ -111,8 +120,11 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 		}
 	}
 	t0 := traceStart()
+	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
-	if err := n.await(f); err != nil {
+	err := n.await(f)
+	ct.end(n, f, err)
+	if err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
 	}
@@ -263,7 +275,7 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 				budget = t.C
 			}
 		}
-		n.log.Debug("retrying at the leader", "error", err)
+		oteltrace.Logger(ctx, n.log).Debug("retrying at the leader", "error", err)
 		select {
 		case <-changed:
 		case <-time.After(backoff):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
@@ -265,6 +266,12 @@ type Config struct {
 	Clock Clock
 	// Logger, default hclog.NewNullLogger().
 	Logger hclog.Logger
+	// TracerProvider makes the node's OpenTelemetry spans (docs/tracing.md):
+	// children of a caller's recording span, and on the leader the spans
+	// of commands a follower forwarded with their trace context. Nil (the
+	// default): no spans, at no cost. An embedding program that uses
+	// OpenTelemetry passes otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 
 	// wrapLogStore, when set (by tests), wraps the raft log store
 	// beneath the node's own wrapper, to inject faults.

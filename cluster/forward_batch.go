@@ -9,9 +9,12 @@ import (
 	"sync"
 
 	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
 )
 
@@ -74,6 +77,7 @@ func (q *forwardQueue) busy() bool {
 type forwardItem struct {
 	cmd *fsm.Command // stamped by the leader
 	req []byte       // cmd's encoding
+	tp  string       // the W3C traceparent of its forward span ("" untraced; otel.go)
 	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
 	// reply (Apply: its caller waits, room for one answer) is set.
 	f     *applyFuture
@@ -98,6 +102,15 @@ func batchable(cmd *fsm.Command) bool {
 // queue and the attempt ends with its answer, as forward's does.
 func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
 	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
+	if n.traced(ctx) {
+		// The command carries its span's context to the leader when the
+		// batch is rpcApplyBatchTraced (otel.go).
+		var sp trace.Span
+		ctx, sp = childSpan(ctx, "cluster.forward", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), attribute.Bool("locknode.batched", true)))
+		defer sp.End()
+		it.tp = oteltrace.Traceparent(ctx)
+	}
 	n.enqueueForward(it)
 	select {
 	case a := <-it.reply:
@@ -186,6 +199,19 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 			req[0] = rpcApplyBatch
 		}
 		sent := traceStart()
+		if req[0] == rpcApplyBatchHinted && batchTraced(batch) && n.rpcKindActive(rpcApplyBatchTraced) {
+			body, oc, err := n.forward(ctx, appendTracedBatch(batch))
+			if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+				if oc != outcomeDone || err != nil {
+					return oc, err
+				}
+				err = n.completeForwarded(batch, body, sent, true)
+				handed = err == nil
+				return outcomeDone, err
+			}
+			// A leader that has not applied the activation yet (just
+			// elected): nothing was proposed; the batch goes untraced.
+		}
 		body, oc, err := n.forward(ctx, req)
 		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && errors.Is(err, transport.ErrRemote) &&
 			strings.Contains(err.Error(), unknownKind) {
@@ -366,7 +392,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // with each command's status and result (stNotLeader for the whole call
 // if none was proposed), followed if hinted by the commit hint
 // (appendCommitHint).
-func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) ([]byte, error) {
+func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
@@ -374,7 +400,16 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 		return nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
 	cmds := make([]fsm.Command, cnt)
+	var tps []string // rpcApplyBatchTraced: each command's traceparent
+	if traced {
+		tps = make([]string, cnt)
+	}
 	for i := range cmds {
+		if traced {
+			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
+				return nil, errBadRPC
+			}
+		}
 		b := d.Bytes()
 		if d.Err() != nil {
 			return nil, errBadRPC
@@ -409,6 +444,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 	if traceOn {
 		proposed = make([]int64, len(cmds))
 	}
+	spans := n.serveBatchTraced(ctx, tps, cmds)
 	for i := range cmds {
 		if cmds[i].Op == fsm.OpRelease {
 			n.openHandoff(&cmds[i])
@@ -416,6 +452,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 		if traceOn {
 			proposed[i] = traceStart()
 		}
+		spans.begin(n, i)
 		futs[i] = n.propose(l, &cmds[i])
 	}
 	resp := binary.AppendUvarint([]byte{stOK}, cnt)
@@ -425,7 +462,8 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 	for i, f := range futs {
 		st := stOK
 		item = item[:0]
-		if err := n.await(f); err != nil {
+		aerr := n.await(f)
+		if err := aerr; err != nil {
 			oc, err := classifyProposal(err)
 			switch {
 			case errors.Is(err, ErrClosed) || oc == outcomeUnknown:
@@ -446,6 +484,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted bool) (
 				traceFwdServed(res.Index, recv, proposed[i])
 			}
 		}
+		spans.end(n, i, f, aerr)
 		resp = append(resp, st)
 		resp = binary.AppendUvarint(resp, uint64(len(item)))
 		resp = append(resp, item...)

@@ -118,6 +118,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	for _, ae := range evs {
 		n.dispatch(ae.index, ae.events)
 	}
+	n.spanTimes.record(logs, held)
 	if lastApplied > 0 {
 		n.setApplied(lastApplied, now, false)
 	}

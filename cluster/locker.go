@@ -25,6 +25,12 @@ type lockService struct {
 	// cancelTimeout bounds the cleanup after a blocking acquire's caller
 	// gave up (cancelWait), which runs on a fresh context.
 	cancelTimeout time.Duration
+	// traced: the replica makes spans under a recording caller's span
+	// (Config.TracerProvider set; otel.go).
+	traced bool
+	// handoffs links a waiter's span to the traced release that handed
+	// it the lock, when both ran through this replica.
+	handoffs handoffLinks
 }
 
 var (
@@ -147,6 +153,15 @@ func (s *lockService) TryAcquire(ctx context.Context, req api.AcquireRequest) (a
 // front ends pass such contexts, so requests of other processes never
 // show the node's process as their holder.
 func (s *lockService) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	if s.traced {
+		if sp := recordingSpan(ctx); sp != nil {
+			return s.acquireTraced(ctx, req)
+		}
+	}
+	return s.acquire(ctx, req)
+}
+
+func (s *lockService) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := s.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
@@ -193,6 +208,8 @@ func (s *lockService) Acquire(ctx context.Context, req api.AcquireRequest) (api.
 	case !res.Queued:
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
 	}
+	ws := s.startWait(ctx, req)
+	defer ws.end()
 	// The channel was registered before the acquire's entry existed, so
 	// the grant (a later entry) cannot have been missed, even when the
 	// Queued answer came from the dedupe cache for a retried request id.
@@ -216,8 +233,10 @@ func (s *lockService) Acquire(ctx context.Context, req api.AcquireRequest) (api.
 			if err == nil {
 				s.r.observeWait(float64(l.WaitedMs) / 1e3)
 			}
+			ws.outcome(s, req, we.index, l, err)
 			return l, err
 		case <-ctx.Done():
+			ws.outcome(s, req, 0, api.Lease{}, ctx.Err())
 			return api.Lease{}, s.cancelWait(id, req, ch, res.Index, ctx.Err())
 		case <-s.r.closing():
 			return api.Lease{}, ErrClosed
@@ -290,7 +309,24 @@ func (s *lockService) Release(ctx context.Context, req api.ReleaseRequest) (api.
 		c.Key = ""
 	}
 	s.r.openHandoff(c)
-	res, err := s.r.Apply(ctx, c)
+	if s.traced {
+		if sp := recordingSpan(ctx); sp != nil {
+			keys, sc := spanKeys(req.Key, req.Keys), sp.SpanContext()
+			s.handoffs.begin(keys, sc)
+			var index uint64
+			defer func() { s.handoffs.end(keys, sc, index) }()
+			res, err := s.r.Apply(ctx, c)
+			if err == nil && res.Err == nil {
+				index = res.Index
+			}
+			return releaseResult(res, err)
+		}
+	}
+	return releaseResult(s.r.Apply(ctx, c))
+}
+
+// releaseResult is Release's answer to an applied release.
+func releaseResult(res fsm.Result, err error) (api.ReleaseResult, error) {
 	if err != nil {
 		return api.ReleaseResult{}, err
 	}

@@ -62,6 +62,9 @@ type Node struct {
 	// node as its replica (replica.go).
 	*lockService
 
+	// spanTimes times the applied batches for traced proposals (otel.go).
+	spanTimes applyTimes
+
 	cfg    Config
 	id     string
 	log    hclog.Logger
@@ -399,6 +402,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 	}
 	n.lastApplyMono = n.clock.Now()
 	n.lockService = newLockService(n, n.log, cfg.CancelTimeout)
+	n.lockService.traced = cfg.TracerProvider != nil
 	n.metrics = newMetrics(n)
 	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n

@@ -111,7 +111,9 @@ func TestNodeInfoChecksID(t *testing.T) {
 		t.Fatal("answer for the wrong id accepted")
 	}
 	a, err := n.askNodeInfo(ctxT(t, 5*time.Second), n.ID(), n.Addr())
-	if err != nil || a.addrs != advertised(n.ID()) || a.versions != LocalVersions() || a.active != 1 {
+	// The active version is 1 at the start and the node's highest once
+	// it activated it by itself (a single node runs every version it has).
+	if err != nil || a.addrs != advertised(n.ID()) || a.versions != LocalVersions() || !LocalVersions().Contains(a.active) {
 		t.Fatalf("%+v %v", a, err)
 	}
 }

@@ -34,7 +34,13 @@ const (
 	// the commit hint, uvarint index and uvarint term of the batch's last
 	// committed entry (0, 0: none; appendCommitHint).
 	rpcApplyBatchHinted byte = 8
+	// rpcApplyTraced (9) and rpcApplyBatchTraced (10), otel.go: with the
+	// callers' trace context. Cluster version 2.
 )
+
+// maxTraceparent bounds the trace context of rpcApplyTraced (a W3C
+// traceparent is 55 bytes).
+const maxTraceparent = 256
 
 // unknownKind is in the error text of a call of a kind the node does not
 // serve (every release has said so): a follower newer than its leader
@@ -71,10 +77,24 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %s %d", errBadRPC, unknownKind, req[0])
 	}
 	switch req[0] {
-	case rpcApply:
-		cmd, err := fsm.DecodeCommand(req[1:])
+	case rpcApply, rpcApplyTraced:
+		body := req[1:]
+		var tp string
+		if req[0] == rpcApplyTraced {
+			d := fsm.NewDecoder(body)
+			tp = d.Str()
+			if d.Err() != nil || len(tp) > maxTraceparent {
+				return nil, errBadRPC
+			}
+			body = body[len(body)-d.Len():]
+		}
+		cmd, err := fsm.DecodeCommand(body)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", errBadRPC, err)
+		}
+		ctx, sp := n.serveTraced(ctx, tp, cmd)
+		if sp != nil {
+			defer sp.End()
 		}
 		l := n.lead.Load()
 		if l == nil {
@@ -157,8 +177,8 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 		return []byte{stOK}, nil
 	case rpcNodeInfo:
 		return n.handleNodeInfo(), nil
-	case rpcApplyBatch, rpcApplyBatchHinted:
-		return n.handleApplyBatch(ctx, req[1:], req[0] == rpcApplyBatchHinted)
+	case rpcApplyBatch, rpcApplyBatchHinted, rpcApplyBatchTraced:
+		return n.handleApplyBatch(ctx, req[1:], req[0] != rpcApplyBatch, req[0] == rpcApplyBatchTraced)
 	case rpcWaiterClaim:
 		return n.handleWaiterClaim(req[1:])
 	}
@@ -169,6 +189,8 @@ func rpcName(k byte) string {
 	switch k {
 	case rpcApply:
 		return "apply"
+	case rpcApplyTraced:
+		return "apply_traced"
 	case rpcReadIndex:
 		return "read_index"
 	case rpcJoin:
@@ -181,6 +203,8 @@ func rpcName(k byte) string {
 		return "apply_batch"
 	case rpcApplyBatchHinted:
 		return "apply_batch_hinted"
+	case rpcApplyBatchTraced:
+		return "apply_batch_traced"
 	case rpcWaiterClaim:
 		return "waiter_claim"
 	}

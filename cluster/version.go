@@ -71,6 +71,7 @@ var (
 var rpcKindVersion = [256]uint32{
 	rpcApply: 1, rpcReadIndex: 1, rpcJoin: 1, rpcRemove: 1, rpcNodeInfo: 1,
 	rpcApplyBatch: 1, rpcWaiterClaim: 1, rpcApplyBatchHinted: 1,
+	rpcApplyTraced: traceVersion, rpcApplyBatchTraced: traceVersion,
 }
 
 // rpcKindActive reports whether RPC kind k may be used: its version is
@@ -181,13 +182,25 @@ const upgradeCheckTimeout = 10 * time.Second
 
 // autoUpgradeLoop activates a newer cluster version once every member
 // runs it (Config.ManualUpgrade off): every UpgradeCheckInterval while
-// the active version is below this binary's highest. It ends with the
+// the active version is below this binary's highest, the first time one
+// interval into the term, so that a leader elected while its cluster
+// starts or stops does not ask every member at once. It ends with the
 // term (l.done) or the node, or once nothing is left to activate.
 func (n *Node) autoUpgradeLoop(l *leadership) {
 	t := time.NewTicker(n.cfg.UpgradeCheckInterval)
 	defer t.Stop()
 	var lastBlock string
 	for {
+		if n.ClusterVersion() >= fsm.MaxClusterVersion || n.Halted() != nil {
+			return
+		}
+		select {
+		case <-t.C:
+		case <-l.done:
+			return
+		case <-n.closed:
+			return
+		}
 		if n.ClusterVersion() >= fsm.MaxClusterVersion || n.Halted() != nil {
 			return
 		}
@@ -211,13 +224,6 @@ func (n *Node) autoUpgradeLoop(l *leadership) {
 			n.log.Info("cluster version not raised yet", "active", res.ClusterVersion, "reason", block)
 		}
 		lastBlock = block
-		select {
-		case <-t.C:
-		case <-l.done:
-			return
-		case <-n.closed:
-			return
-		}
 	}
 }
 

@@ -3,13 +3,15 @@
 package fsm
 
 // The cluster versions this binary runs. Version 1 is the behaviour of
-// the first release with cluster versions; docs/UPGRADING.md says which
-// releases run which versions.
+// the first release with cluster versions; version 2 lets a follower
+// forward a command with its trace context (a peer RPC kind: the table
+// decides nothing differently). docs/UPGRADING.md says which releases run
+// which versions.
 const (
 	MinClusterVersion = 1
 	// nextBuild: the synthetic next release (build tag locknode_next).
 	nextBuild         = false
-	MaxClusterVersion = 1
+	MaxClusterVersion = 2
 )
 
 // snapFormat is the snapshot format this table writes: the newest one

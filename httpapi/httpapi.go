@@ -20,9 +20,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/wire"
 )
 
@@ -111,6 +113,9 @@ type Config struct {
 	// the other members' HTTPS API (their GET /v1/status) when this node
 	// serves HTTPS. Nil: the system's roots.
 	PeerTLS *tls.Config
+	// TracerProvider makes a span of each request (trace.go), continuing
+	// the caller's W3C trace context. Nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports a configuration error. Zero fields are valid (they
@@ -229,6 +234,7 @@ func New(l api.Locker, cfg Config) http.Handler {
 		s.fail(w, r, fmt.Errorf("%w: no route %s %s", api.ErrNotFound, r.Method, r.URL.Path))
 	})
 	rt := &router{s: s, mux: mux}
+	var h http.Handler = rt
 	if cfg.Registerer != nil {
 		m, err := newRouteMetrics(cfg.Registerer)
 		if err == nil {
@@ -240,9 +246,12 @@ func New(l api.Locker, cfg Config) http.Handler {
 		if err != nil {
 			panic(fmt.Errorf("httpapi: registering metrics: %w", err))
 		}
-		return &measured{rt: rt, m: m}
+		h = &measured{rt: rt, m: m}
 	}
-	return rt
+	if cfg.TracerProvider != nil {
+		h = &traced{next: h, rt: rt, tr: cfg.TracerProvider.Tracer(oteltrace.Scope)}
+	}
+	return h
 }
 
 // router sends the four lock routes that carry nearly all traffic to
@@ -940,12 +949,13 @@ func (s *server) replyEmpty(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := wire.StatusOf(err)
-	log := s.cfg.Logger.Debug
+	lg := oteltrace.Logger(r.Context(), s.cfg.Logger)
+	log := lg.Debug
 	if status >= 500 {
-		log = s.cfg.Logger.Warn
+		log = lg.Warn
 	}
 	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-		log = s.cfg.Logger.Trace // the client left; nobody reads this
+		log = lg.Trace // the client left; nobody reads this
 	}
 	log("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
 	writeJSON(w, status, &api.ErrorBody{Code: code, Message: api.ClientText(err)})

@@ -120,7 +120,7 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 		// wait ends, or Close cancels it.
 		ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Duration(req.WaitMs)*time.Millisecond+c.s.cfg.RequestTimeout)
 		stop := c.watchHangup(cancel)
-		lease, err = c.s.b.Acquire(api.WithoutDefaultMeta(ctx), req)
+		lease, err = c.s.b.Acquire(api.WithoutDefaultMeta(c.withSpan(ctx)), req)
 		stop()
 		cancel()
 	} else {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/redisbridge/resp"
@@ -89,6 +90,9 @@ type Config struct {
 	TrackingTableMaxKeys int
 	// Logger receives connection-level problems. Default: null logger.
 	Logger hclog.Logger
+	// TracerProvider makes a root span of each command (trace.go), sampled
+	// by its sampler. Nil: no spans.
+	TracerProvider trace.TracerProvider
 	// Version is the redis_version reported by HELLO and INFO. Default
 	// "7.2.4": clients pick features by version (StackExchange.Redis uses
 	// SET IFEQ / DELEX from 8.4), so report one whose commands we

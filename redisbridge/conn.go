@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/fsm/reply"
@@ -30,6 +32,10 @@ type conn struct {
 
 	wmu sync.Mutex
 	w   *resp.Writer
+
+	// span is the trace span of the command under way (trace.go), nil
+	// when it is not traced. Under wmu.
+	span trace.Span
 
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
@@ -347,6 +353,10 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	start := time.Now()
+	if sp := c.startCommandSpan(name, len(args)-1); sp != nil {
+		c.span = sp
+		defer func() { c.span = nil; sp.End() }()
+	}
 	cmd.fn(c, args)
 	c.observeSlow(cmd, name, args, time.Since(start))
 }
@@ -394,7 +404,8 @@ func arityOK(arity, n int) bool {
 // Close does not cancel it: a command in flight finishes and replies (only
 // blocking waits, which use baseCtx, are cut short).
 func (c *conn) ctx() (context.Context, context.CancelFunc) {
-	return newReqCtx(c.s.cfg.RequestTimeout)
+	ctx, cancel := newReqCtx(c.s.cfg.RequestTimeout)
+	return c.withSpan(ctx), cancel
 }
 
 // apply proposes cmd and returns the FSM's outcome; on failure it has

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
@@ -49,6 +51,7 @@ type Server struct {
 	notifyDone func()
 	cancel     func() // Backend subscription
 
+	tracer     trace.Tracer    // of cfg.TracerProvider; nil: not traced (trace.go)
 	baseCtx    context.Context // cancelled by Close: ends blocking waits
 	cancelBase context.CancelFunc
 
@@ -96,6 +99,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		slow:      newSlowlog(cfg.SlowlogSlowerThan, cfg.SlowlogMaxLen),
 		scans:     newScanCache(),
 		trk:       newTracker(cfg.TrackingTableMaxKeys),
+		tracer:    tracerOf(cfg.TracerProvider),
 		listeners: make(map[*netguard.Listener]struct{}),
 		perAddr:   netguard.NewAddrLimiter(max(cfg.MaxConnsPerAddr, 0)),
 		refused:   netguard.RateLog{Every: netguard.LogEvery},

@@ -83,6 +83,7 @@ func (s *Server) startHTTP(cfg Config, throttle *auth.Throttle) error {
 	hc.Ready = s.ready.ready
 	hc.Registerer = s.node.Metrics()
 	hc.Users, hc.Audit = cfg.Users, cfg.Audit
+	hc.TracerProvider = cfg.Cluster.TracerProvider
 	adv := cfg.Cluster.Advertised
 	hc.Extra = func(st *api.Status) {
 		st.HTTPAddr, st.RESPAddr = adv.HTTP, adv.RESP
@@ -126,6 +127,7 @@ func (s *Server) startRESP(cfg Config, throttle *auth.Throttle) error {
 	rc.NodeID = cfg.Cluster.ID
 	rc.Logger = cfg.Logger.Named("resp")
 	rc.Peers = s.respPeers
+	rc.TracerProvider = cfg.Cluster.TracerProvider
 	rc.Members = s.respMembers
 	rc.Users, rc.Audit = cfg.Users, cfg.Audit
 	rc.AuthThrottle = throttle

@@ -72,10 +72,11 @@ func freeAddr(t testing.TB) string {
 }
 
 // NewProcCluster starts n `locknode serve` processes of binary bin
-// bootstrapped together and waits until they answer; cleanup kills them.
-func NewProcCluster(t testing.TB, bin string, n int) *ProcCluster {
+// bootstrapped together, with the extra serve flags args (p.Args), and
+// waits until they answer; cleanup kills them.
+func NewProcCluster(t testing.TB, bin string, n int, args ...string) *ProcCluster {
 	t.Helper()
-	p := &ProcCluster{t: t, bin: bin, tlog: &testLog{t: t}}
+	p := &ProcCluster{t: t, bin: bin, tlog: &testLog{t: t}, Args: args}
 	t.Cleanup(p.tlog.stop)
 	var peers []string
 	for i := range n {

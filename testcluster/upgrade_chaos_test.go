@@ -14,10 +14,10 @@ import (
 )
 
 // TestUpgradeChaos activates the synthetic next version (build tag
-// locknode_next: every node runs 1..2, activation is manual) under load
+// locknode_next: every node runs 1..3, activation is manual) under load
 // and the nemesis: the leader crashes with the activation entry in
 // flight, then the activation is retried through crashes, partitions,
-// message loss and leader kills until every node runs version 2. The history stays
+// message loss and leader kills until every node runs version 3. The history stays
 // linearizable with increasing fences, no acknowledged hold is lost, and
 // the replicas converge (byte-identical format-6 snapshots). `make
 // upgrade-test` runs it.
@@ -74,14 +74,14 @@ func TestUpgradeChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The activation entry itself, proposed on the leader as Upgrade
-	// would after asking the members (all run 1..2 here), and the
+	// would after asking the members (all run 1..3 here), and the
 	// leader crashed at once.
 	f := c.Node(l)
 	done := make(chan error, 1)
 	go func() { // ends when Apply returns, within its context
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		r, err := f.Apply(uctx, &fsm.Command{Op: fsm.OpSetVersion, Token: 2})
+		r, err := f.Apply(uctx, &fsm.Command{Op: fsm.OpSetVersion, Token: fsm.MaxClusterVersion})
 		if err == nil {
 			err = r.Err
 		}
@@ -96,7 +96,7 @@ func TestUpgradeChaos(t *testing.T) {
 	activated := make(chan struct{})
 	var awg sync.WaitGroup
 	awg.Add(1)
-	go func() { // ends once every node runs version 2, or wctx ends
+	go func() { // ends once every node runs version 3, or wctx ends
 		defer awg.Done()
 		for wctx.Err() == nil {
 			all := true
@@ -108,7 +108,7 @@ func TestUpgradeChaos(t *testing.T) {
 					continue
 				}
 				up = n
-				all = all && n.ClusterVersion() == 2
+				all = all && n.ClusterVersion() == fsm.MaxClusterVersion
 			}
 			if all {
 				close(activated)
@@ -134,7 +134,7 @@ func TestUpgradeChaos(t *testing.T) {
 	select {
 	case <-activated:
 	case <-wctx.Done():
-		t.Fatal("version 2 not active on every node")
+		t.Fatal("version 3 not active on every node")
 	}
 	awg.Wait()
 	waitOps(20)

@@ -127,6 +127,7 @@ through a running member, or are added with "locknode join".`,
 	f.tlsFlags = addServerTLSFlags(fs)
 	f.dashFlags = addDashboardFlags(fs)
 	f.readyFl = addReadyFlags(fs)
+	f.traceFl = addTraceFlags(fs)
 	f.waiterLease = fs.String("waiter-lease", envDefault("LOCKNODE_WAITER_LEASE", cluster.DefaultConfig().WaiterLease.String()),
 		"the leader cancels a queued waiter that no node says it waits for after this long (a blocking acquire whose node died); negative: never")
 	f.clusterUpgrade = fs.String("cluster-upgrade", envDefault("LOCKNODE_CLUSTER_UPGRADE", "auto"), clusterUpgradeUsage)
@@ -190,6 +191,20 @@ func serveNode(ctx context.Context, stdout, stderr io.Writer, f *serveFlags) int
 		}
 		defer pp.Close()
 	}
+
+	tracing, err := f.traceFl.start(ctx, st.cfg.Cluster.ID, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "locknode serve:", err)
+		return 2
+	}
+	defer func() {
+		// The spans still queued, within a bound: a collector that is
+		// down must not hold the shutdown.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
+	st.cfg.Cluster.TracerProvider = tracing.TracerProvider()
 
 	sctx, cancel := context.WithTimeout(ctx, *f.joinTimeout)
 	p, err := server.Start(sctx, st.cfg)

@@ -34,6 +34,7 @@ type serveFlags struct {
 	tlsFlags                                          serverTLSFlags
 	dashFlags                                         *dashboardFlags
 	readyFl                                           *readyFlags
+	traceFl                                           *traceFlags
 	waiterLease, clusterUpgrade, usersFile            *string
 	insecurePeer                                      *bool
 }

@@ -71,8 +71,9 @@ type settings struct {
 	workers   int // most workers any workload uses (pool sizes)
 	redisBin  string
 	etcdBin   string
-	locknode  string // built binary
-	lnTargets string // "leader": clients talk to the leader; "follower": to the followers; "spread": round-robin over nodes
+	locknode  string   // built binary
+	lnTargets string   // "leader": clients talk to the leader; "follower": to the followers; "spread": round-robin over nodes
+	nodeArgs  []string // more `locknode serve` flags (a ~trace variant's)
 }
 
 func pollDelay(s *settings) time.Duration {
@@ -236,6 +237,9 @@ func (b *respBackend) clientTLS() *tls.Config {
 func (b *respBackend) start(ctx context.Context, dir string) error {
 	if b.ln {
 		c, err := newLNCluster(b.s.locknode, dir, 3)
+		if c != nil {
+			c.extra = b.s.nodeArgs
+		}
 		if err != nil {
 			return err
 		}
@@ -445,6 +449,9 @@ func httpClientFor(n *atomic.Int64, workers int, tc *tls.Config) *http.Client {
 
 func (b *lnHTTPBackend) start(ctx context.Context, dir string) error {
 	c, err := newLNCluster(b.s.locknode, dir, 3)
+	if c != nil {
+		c.extra = b.s.nodeArgs
+	}
 	if err != nil {
 		return err
 	}

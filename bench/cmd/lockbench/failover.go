@@ -37,7 +37,7 @@ func failoverCases(names []string, def string) []foCase {
 	}
 	for _, n := range names {
 		base, targets, pinned := strings.Cut(n, "@")
-		if !strings.HasPrefix(base, "locknode-") || strings.HasSuffix(n, "~base") {
+		if !strings.HasPrefix(base, "locknode-") || strings.Contains(n, "~") {
 			continue
 		}
 		if !pinned {

@@ -41,6 +41,7 @@ var lnTLS bool
 // loopback, with the default (fsync on) configuration.
 type lnCluster struct {
 	bin   string
+	extra []string // more serve flags, on every node
 	dir   string
 	nodes []*lnNode
 	hc    *http.Client
@@ -111,6 +112,7 @@ func (c *lnCluster) argv(i int) []string {
 	if nodePprofBase != 0 {
 		argv = append(argv, "--pprof", fmt.Sprintf("127.0.0.1:%d", nodePprofBase+i))
 	}
+	argv = append(argv, c.extra...)
 	if c.tls != nil {
 		argv = append(argv, "--tls-cert", n.cert, "--tls-key", n.key,
 			"--peer-tls-cert", n.cert, "--peer-tls-key", n.key, "--peer-tls-ca", c.caFile)

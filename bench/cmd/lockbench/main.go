@@ -168,12 +168,17 @@ func run() int {
 	if o.backends != "" {
 		names = strings.Split(o.backends, ",")
 		for _, n := range names {
-			base, isBase := strings.CutSuffix(n, "~base")
+			base, variant, _ := strings.Cut(n, "~")
+			isBase := variant == "base"
 			if isBase && o.baseBin == "" {
 				fmt.Fprintf(os.Stderr, "lockbench: backend %q needs -baseline-bin\n", n)
 				return 2
 			}
-			if !contains(allBackends, base) || (isBase && !strings.HasPrefix(base, "locknode-")) {
+			if _, ok := traceVariant(variant); variant != "" && !isBase && !ok {
+				fmt.Fprintf(os.Stderr, "lockbench: backend %q: unknown variant ~%s (~base, or ~traceP: tracing at P %% to a local OTLP receiver)\n", n, variant)
+				return 2
+			}
+			if !contains(allBackends, base) || (variant != "" && !strings.HasPrefix(base, "locknode-")) {
 				fmt.Fprintf(os.Stderr, "lockbench: unknown backend %q (known: %s)\n", n, strings.Join(allBackends, ","))
 				return 2
 			}
@@ -347,6 +352,9 @@ func run() int {
 		logf("writing results: %v", err)
 		return 1
 	}
+	if st := otlpSinkStats(); st != "" {
+		logf("%s", st)
+	}
 	logf("done in %v; results in %s/%s.{md,svg,jsonl}", rep.elapsed.Round(time.Second), o.out, o.name)
 	if len(rep.failures) > 0 {
 		return 1
@@ -393,14 +401,18 @@ func remove(xs []string, drop ...string) []string {
 }
 
 func newBackend(name string, s *settings, baseBin string) backend {
-	base, targets, ok := strings.Cut(strings.TrimSuffix(name, "~base"), "@")
-	if ok || strings.HasSuffix(name, "~base") {
+	core, variant, _ := strings.Cut(name, "~")
+	base, targets, ok := strings.Cut(core, "@")
+	if ok || variant != "" {
 		c := *s
 		if ok {
 			c.lnTargets = targets
 		}
-		if strings.HasSuffix(name, "~base") {
+		if variant == "base" {
 			c.locknode = baseBin
+		}
+		if ratio, ok := traceVariant(variant); ok {
+			c.nodeArgs = []string{"--otlp-endpoint", otlpSinkURL(), "--trace-sample-ratio", ratio}
 		}
 		s = &c
 	}

@@ -264,7 +264,7 @@ func (r *report) lnBackends() []string {
 // placement is where a locknode backend's clients send: its @ suffix,
 // else -targets.
 func (r *report) placement(backend string) string {
-	if _, t, ok := strings.Cut(strings.TrimSuffix(backend, "~base"), "@"); ok {
+	if _, t, ok := strings.Cut(backendCore(backend), "@"); ok {
 		return t
 	}
 	return r.opts.settings.lnTargets

@@ -1,0 +1,481 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
+	"github.com/locknode/locknode/transport"
+)
+
+// OpenTelemetry spans of a node (docs/tracing.md). They are made only when
+// Config.TracerProvider is set, and then only under a caller's recording
+// span (the embedded API's ctx, the HTTP or RESP request's span) or, on the
+// leader, under the span context a follower forwarded with a command
+// (rpcApplyTraced). Without a provider no context is even looked at, so an
+// untraced node pays nothing.
+//
+// Span tree of a blocking acquire through a follower:
+//
+//	locknode.acquire                (follower; key, mode, fence, outcome, waited_ms)
+//	├── cluster.apply               (op, raft index)
+//	│   └── cluster.forward         (client; to the leader)
+//	│       └── cluster.serve_forwarded   (leader; server)
+//	│           ├── raft.commit     (log write and quorum)
+//	│           └── fsm.apply       (the batch's apply on the leader)
+//	└── locknode.wait               (queued: the holders' metadata; a link to the release that handed over)
+//
+// Attributes never carry an owner token, a session id, a request id or a
+// value: only keys, modes, fences, counts, outcomes and the holders'
+// metadata, which the lock table shows to anyone who may read it.
+
+// rpcApplyTraced is rpcApply with the caller's W3C traceparent: body str
+// traceparent, then the encoded fsm.Command; the answer is rpcApply's.
+// Cluster version 2: a follower sends it only once version 2 is active,
+// rpcApply before (rpcKindVersion).
+const rpcApplyTraced byte = 9
+
+// traceVersion is the cluster version from which forwarded commands carry
+// the trace context.
+const traceVersion = 2
+
+// handoffLinks is the hand-off registry: the span of each key's last
+// traced release through this replica, and the entry that applied it.
+type handoffLinks struct {
+	mu sync.Mutex
+	m  map[string]handoff
+}
+
+type handoff struct {
+	sc    trace.SpanContext
+	index uint64 // the release's entry; 0 while it is under way
+}
+
+// maxHandoffLinks bounds the registry; past it the finished releases are
+// forgotten.
+const maxHandoffLinks = 4096
+
+// begin registers the span of a release of keys under way; end records
+// the entry that applied it (0: it failed). A waiter granted by that
+// entry, or while the release is under way, links to it.
+func (h *handoffLinks) begin(keys []string, sc trace.SpanContext) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = make(map[string]handoff)
+	}
+	if len(h.m) >= maxHandoffLinks {
+		for k, e := range h.m {
+			if e.index != 0 {
+				delete(h.m, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		h.m[k] = handoff{sc: sc}
+	}
+}
+
+func (h *handoffLinks) end(keys []string, sc trace.SpanContext, index uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, k := range keys {
+		if e, ok := h.m[k]; ok && e.sc.Equal(sc) {
+			if index == 0 {
+				delete(h.m, k)
+			} else {
+				h.m[k] = handoff{sc: sc, index: index}
+			}
+		}
+	}
+}
+
+// lookup returns the span of the release of key that the entry at index
+// applied, as far as this replica knows it.
+func (h *handoffLinks) lookup(key string, index uint64) (trace.SpanContext, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.m[key]
+	if !ok || (e.index != 0 && e.index != index) {
+		return trace.SpanContext{}, false
+	}
+	return e.sc, true
+}
+
+// applyTimes keeps when the last applied batches were applied, while a
+// traced proposal waits for one (users > 0): a proposer learns its entry's
+// index only once it was applied, and splits its wait into the commit and
+// the apply with it.
+type applyTimes struct {
+	users atomic.Int32
+	mu    sync.Mutex
+	ring  [64]appliedBatch
+	next  int
+}
+
+type appliedBatch struct {
+	lo, hi     uint64
+	start, end time.Time
+}
+
+func (a *applyTimes) record(logs []*raft.Log, start time.Time) {
+	if a.users.Load() == 0 || len(logs) == 0 {
+		return
+	}
+	b := appliedBatch{lo: logs[0].Index, hi: logs[len(logs)-1].Index, start: start, end: time.Now()}
+	a.mu.Lock()
+	a.ring[a.next%len(a.ring)] = b
+	a.next++
+	a.mu.Unlock()
+}
+
+func (a *applyTimes) lookup(idx uint64) (appliedBatch, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range a.ring {
+		if b.lo <= idx && idx <= b.hi {
+			return b, true
+		}
+	}
+	return appliedBatch{}, false
+}
+
+// recordingSpan returns ctx's span if it records, else nil.
+func recordingSpan(ctx context.Context) trace.Span {
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		return sp
+	}
+	return nil
+}
+
+// childSpan starts a child of ctx's recording span with that span's own
+// provider; without one it returns ctx and a nil span.
+func childSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := recordingSpan(ctx)
+	if parent == nil {
+		return ctx, nil
+	}
+	return parent.TracerProvider().Tracer(oteltrace.Scope).Start(ctx, name, opts...)
+}
+
+// traced reports whether this node makes spans under ctx.
+func (n *Node) traced(ctx context.Context) bool {
+	return n.cfg.TracerProvider != nil && recordingSpan(ctx) != nil
+}
+
+// applyTraced is Apply under a span.
+func (n *Node) applyTraced(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) {
+	ctx, sp := childSpan(ctx, "cluster.apply", trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), oteltrace.AttrNode.String(n.id)))
+	defer sp.End()
+	res, err := n.apply(ctx, cmd)
+	if err != nil {
+		oteltrace.Fail(sp, err)
+	} else {
+		sp.SetAttributes(oteltrace.AttrIndex.Int64(int64(res.Index)))
+	}
+	return res, err
+}
+
+// forwardApply is one attempt of forwarding cmd to the leader as
+// rpcApply; *plain caches its encoding across attempts. Under a recording
+// span it is a span of its own, and once traceVersion is active the call
+// carries that span's context (rpcApplyTraced).
+func (n *Node) forwardApply(ctx context.Context, cmd *fsm.Command, plain *[]byte) ([]byte, outcome, error) {
+	if !n.traced(ctx) {
+		if *plain == nil {
+			*plain = cmd.AppendBinary([]byte{rpcApply})
+		}
+		return n.forward(ctx, *plain)
+	}
+	_, leader := n.raft.LeaderWithID()
+	ctx, sp := childSpan(ctx, "cluster.forward", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), oteltrace.AttrLeader.String(string(leader))))
+	defer sp.End()
+	if *plain == nil {
+		*plain = cmd.AppendBinary([]byte{rpcApply})
+	}
+	if n.rpcKindActive(rpcApplyTraced) {
+		req := appendStr([]byte{rpcApplyTraced}, oteltrace.Traceparent(ctx))
+		req = cmd.AppendBinary(req)
+		body, oc, err := n.forward(ctx, req)
+		if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+			oteltrace.Fail(sp, err)
+			return body, oc, err
+		}
+		// A leader that has not applied the activation of traceVersion
+		// yet (just elected) refuses the kind, having proposed nothing:
+		// the command goes untraced.
+		sp.SetAttributes(attribute.Bool("locknode.untraced_at_leader", true))
+	}
+	body, oc, err := n.forward(ctx, *plain)
+	oteltrace.Fail(sp, err)
+	return body, oc, err
+}
+
+// serveTraced starts, on the leader, the server span of a forwarded
+// command under the follower's span context tp.
+func (n *Node) serveTraced(ctx context.Context, tp string, cmd *fsm.Command) (context.Context, trace.Span) {
+	if n.cfg.TracerProvider == nil || tp == "" {
+		return ctx, nil
+	}
+	ctx = oteltrace.WithTraceparent(ctx, tp)
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return ctx, nil
+	}
+	return n.cfg.TracerProvider.Tracer(oteltrace.Scope).Start(ctx, "cluster.serve_forwarded",
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(oteltrace.AttrOp.String(opName(cmd.Op)), oteltrace.AttrNode.String(n.id)))
+}
+
+// commitTrace times one traced proposal on the leader.
+type commitTrace struct {
+	ctx   context.Context
+	start time.Time
+}
+
+// beginCommit starts timing a proposal under ctx's recording span, or
+// returns nil.
+func (n *Node) beginCommit(ctx context.Context) *commitTrace {
+	if !n.traced(ctx) {
+		return nil
+	}
+	n.spanTimes.users.Add(1)
+	return &commitTrace{ctx: ctx, start: time.Now()}
+}
+
+// end records the commit (proposal to the start of its batch's apply: the
+// log write and the quorum) and the apply as spans of the proposal's
+// caller.
+func (c *commitTrace) end(n *Node, f raft.ApplyFuture, err error) {
+	if c == nil {
+		return
+	}
+	defer n.spanTimes.users.Add(-1)
+	tr := trace.SpanFromContext(c.ctx).TracerProvider().Tracer(oteltrace.Scope)
+	now := time.Now()
+	if err != nil {
+		_, sp := tr.Start(c.ctx, "raft.commit", trace.WithTimestamp(c.start))
+		oteltrace.Fail(sp, err)
+		sp.End(trace.WithTimestamp(now))
+		return
+	}
+	idx := f.Index()
+	b, ok := n.spanTimes.lookup(idx)
+	if !ok || b.start.Before(c.start) {
+		// Not recorded (the ring moved on): one span for both.
+		_, sp := tr.Start(c.ctx, "raft.commit", trace.WithTimestamp(c.start),
+			trace.WithAttributes(oteltrace.AttrIndex.Int64(int64(idx)), attribute.Bool("locknode.includes_apply", true)))
+		sp.End(trace.WithTimestamp(now))
+		return
+	}
+	_, sp := tr.Start(c.ctx, "raft.commit", trace.WithTimestamp(c.start), trace.WithAttributes(oteltrace.AttrIndex.Int64(int64(idx))))
+	sp.End(trace.WithTimestamp(b.start))
+	_, sp = tr.Start(c.ctx, "fsm.apply", trace.WithTimestamp(b.start),
+		trace.WithAttributes(oteltrace.AttrIndex.Int64(int64(idx)), attribute.Int("locknode.batch_entries", int(b.hi-b.lo+1))))
+	sp.End(trace.WithTimestamp(b.end))
+}
+
+// spanKeys is a request's keys: Keys, or Key alone.
+func spanKeys(key string, keys []string) []string {
+	if len(keys) > 0 {
+		return keys
+	}
+	return []string{key}
+}
+
+// keyAttr is the attribute of a request's key(s).
+func keyAttr(key string, keys []string) attribute.KeyValue {
+	if len(keys) > 0 {
+		return oteltrace.AttrKeys.String(strings.Join(keys, ","))
+	}
+	return oteltrace.AttrKey.String(key)
+}
+
+// holderAttrs describes the holders of key that a waiter queued behind:
+// the first holder's fence and metadata, and how many hold it.
+func holderAttrs(t *fsm.Table, key string, now int64) []attribute.KeyValue {
+	li, err := t.Inspect(key, now)
+	if err != nil || len(li.Holders) == 0 {
+		return nil
+	}
+	h := li.Holders[0]
+	out := []attribute.KeyValue{
+		oteltrace.AttrHolders.Int(len(li.Holders)),
+		attribute.Int64(oteltrace.AttrHolderPfx+"fence", int64(h.Fence)),
+		attribute.String(oteltrace.AttrHolderPfx+"mode", h.Mode.String()),
+	}
+	if h.Granted > 0 && now >= h.Granted {
+		out = append(out, attribute.Int64(oteltrace.AttrHolderPfx+"held_ms", now-h.Granted))
+	}
+	for _, e := range h.Meta {
+		out = append(out, attribute.String(oteltrace.AttrHolderPfx+"meta."+e.Name, e.Value))
+	}
+	return out
+}
+
+// acquireTraced is Acquire under a span of its own: the key, the mode,
+// and once answered the outcome, the fence and how long it waited.
+func (s *lockService) acquireTraced(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+	mode := req.Mode
+	if mode == "" {
+		mode = "exclusive"
+	}
+	ctx, sp := childSpan(ctx, "locknode.acquire", trace.WithAttributes(keyAttr(req.Key, req.Keys),
+		oteltrace.AttrMode.String(mode), oteltrace.AttrWaitMs.Int64(req.WaitMs), oteltrace.AttrTTLMs.Int64(req.TTLMs)))
+	defer sp.End()
+	l, err := s.acquire(ctx, req)
+	switch {
+	case err == nil:
+		sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeGranted),
+			oteltrace.AttrFence.Int64(int64(l.Fence)), oteltrace.AttrWaitedMs.Int64(l.WaitedMs))
+	case errors.Is(err, api.ErrWaitTimeout):
+		sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeTimeout))
+	case errors.Is(err, api.ErrCancelled):
+		sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeCanceled))
+	default:
+		sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeError))
+		oteltrace.Fail(sp, err)
+	}
+	return l, err
+}
+
+// waitSpan is the span of a queued acquire's wait (nil: not traced).
+type waitSpan struct{ sp trace.Span }
+
+// startWait starts the span of an acquire queued behind other holders,
+// with the first holder's fence and metadata as this replica's table
+// shows them now.
+func (s *lockService) startWait(ctx context.Context, req api.AcquireRequest) *waitSpan {
+	if !s.traced || recordingSpan(ctx) == nil {
+		return nil
+	}
+	_, sp := childSpan(ctx, "locknode.wait", trace.WithAttributes(keyAttr(req.Key, req.Keys)))
+	key := req.Key
+	if len(req.Keys) > 0 {
+		key = req.Keys[0]
+	}
+	_ = s.r.Read(ctx, true, func(t *fsm.Table, now int64) {
+		sp.SetAttributes(holderAttrs(t, key, now)...)
+	})
+	return &waitSpan{sp: sp}
+}
+
+// outcome records how the wait ended, and links the release that handed
+// the lock over when it ran through this replica.
+func (w *waitSpan) outcome(s *lockService, req api.AcquireRequest, index uint64, l api.Lease, err error) {
+	if w == nil {
+		return
+	}
+	if err != nil {
+		w.sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeError))
+		oteltrace.Fail(w.sp, err)
+		return
+	}
+	w.sp.SetAttributes(oteltrace.AttrOutcome.String(oteltrace.OutcomeGranted),
+		oteltrace.AttrFence.Int64(int64(l.Fence)), oteltrace.AttrWaitedMs.Int64(l.WaitedMs))
+	for _, k := range spanKeys(req.Key, req.Keys) {
+		if sc, ok := s.handoffs.lookup(k, index); ok && sc.IsValid() {
+			w.sp.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("locknode.link", "released_by")}})
+			break
+		}
+	}
+}
+
+func (w *waitSpan) end() {
+	if w != nil {
+		w.sp.End()
+	}
+}
+
+// rpcApplyBatchTraced is rpcApplyBatchHinted with each command's W3C
+// traceparent: body uvarint count, then count × (str traceparent, "" for
+// an untraced command; uvarint length, encoded fsm.Command); the answer
+// is rpcApplyBatchHinted's. Cluster version 2: a follower sends it only
+// once version 2 is active and a command of the batch is traced.
+const rpcApplyBatchTraced byte = 10
+
+// batchTraced reports whether a command of batch is traced.
+func batchTraced(batch []*forwardItem) bool {
+	for _, it := range batch {
+		if it.tp != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// appendTracedBatch encodes an rpcApplyBatchTraced request.
+func appendTracedBatch(batch []*forwardItem) []byte {
+	size := 1 + binary.MaxVarintLen64
+	for _, it := range batch {
+		size += 2*binary.MaxVarintLen64 + len(it.tp) + len(it.req)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, rpcApplyBatchTraced)
+	b = binary.AppendUvarint(b, uint64(len(batch)))
+	for _, it := range batch {
+		b = appendStr(b, it.tp)
+		b = binary.AppendUvarint(b, uint64(len(it.req)))
+		b = append(b, it.req...)
+	}
+	return b
+}
+
+// batchSpans are the leader's spans of a traced batch's commands; nil
+// when none is traced.
+type batchSpans struct {
+	ctxs []context.Context // nil: that command is not traced
+	sps  []trace.Span
+	cts  []*commitTrace
+}
+
+// serveBatchTraced starts the server span of each command of a batch
+// that came with a sampled trace context.
+func (n *Node) serveBatchTraced(ctx context.Context, tps []string, cmds []fsm.Command) *batchSpans {
+	if n.cfg.TracerProvider == nil || len(tps) == 0 {
+		return nil
+	}
+	var s *batchSpans
+	for i, tp := range tps {
+		cctx, sp := n.serveTraced(ctx, tp, &cmds[i])
+		if sp == nil {
+			continue
+		}
+		if s == nil {
+			s = &batchSpans{ctxs: make([]context.Context, len(tps)), sps: make([]trace.Span, len(tps)), cts: make([]*commitTrace, len(tps))}
+		}
+		sp.SetAttributes(attribute.Bool("locknode.batched", true), attribute.Int("locknode.batch_commands", len(tps)))
+		s.ctxs[i], s.sps[i] = cctx, sp
+	}
+	return s
+}
+
+// begin times command i's proposal.
+func (s *batchSpans) begin(n *Node, i int) {
+	if s == nil || s.ctxs[i] == nil {
+		return
+	}
+	s.cts[i] = n.beginCommit(s.ctxs[i])
+}
+
+// end records command i's commit and apply (err: what awaiting it
+// returned) and ends its span.
+func (s *batchSpans) end(n *Node, i int, f raft.ApplyFuture, err error) {
+	if s == nil || s.sps[i] == nil {
+		return
+	}
+	s.cts[i].end(n, f, err)
+	oteltrace.Fail(s.sps[i], err)
+	s.sps[i].End()
+}
