@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -113,7 +112,7 @@ func errorText(err error) string {
 			if e.text == msgWrongType || e.text == msgOOM {
 				return e.text
 			}
-			var nle *cluster.NoLeaderError
+			var nle *api.NoLeaderError
 			if e.text == msgNoLeader && !errors.As(err, &nle) {
 				return e.text // the rest is how the retries went
 			}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -18,7 +17,7 @@ var internalText = regexp.MustCompile(`(^|: |\()(fsm|cluster|httpapi|redisbridge
 // Every error reply keeps the prefix clients match on and shows no
 // internal package names; a node without quorum says so.
 func TestErrorRepliesNameTheCause(t *testing.T) {
-	nle := &cluster.NoLeaderError{ID: "n1", State: "Candidate", For: 3 * time.Second, Voters: 3}
+	nle := &api.NoLeaderError{ID: "n1", State: "Candidate", For: 3 * time.Second, Voters: 3}
 	cases := []struct {
 		err    error
 		prefix string

@@ -22,7 +22,7 @@ func explain(err error) string {
 	case errors.As(err, &conn) && conn.Cause != client.ConnOther:
 		return conn.Error() + hint(conn)
 	case errors.As(err, &ce) && errors.Is(err, api.ErrNoLeader) && strings.Contains(ce.Message, "no quorum"):
-		// The node said why (cluster.NoLeaderError).
+		// The node said why (api.NoLeaderError).
 		return "no leader: " + strings.TrimPrefix(api.CleanText(ce.Message), "no leader reachable: ")
 	case errors.As(err, &ce) && errors.Is(err, api.ErrNoLeader):
 		return "no leader: the cluster has no quorum or is electing one; check that a majority of the members run and reach each other (" + text + ")"
