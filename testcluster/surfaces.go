@@ -160,7 +160,7 @@ func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64)
 }
 
 func (s *Surfaces) client() *client.Client {
-	cl, err := client.New(client.Config{Endpoints: s.c.Endpoints(), RequestTimeout: 2 * time.Second,
+	cl, err := client.New(client.Config{Endpoints: s.c.Endpoints(), RequestTimeout: 2 * time.Second, HTTPClient: s.c.httpClient(),
 		Retry: client.RetryPolicy{MaxAttempts: 4, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
 	if err != nil {
 		s.c.t.Fatalf("testcluster: client: %v", err)

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mathrand "math/rand"
+	"os"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/locknode/locknode/testcluster"
+)
+
+// Config is one simulated schedule.
+type Config struct {
+	// Seed draws everything: the fault schedule, the workload, network
+	// latencies and message faults, and raft's election timeouts.
+	Seed uint64
+	// Duration is the simulated length of the fault schedule (default
+	// 10s); the run then heals the cluster and checks it.
+	Duration time.Duration
+	// Nodes in the cluster (default 3).
+	Nodes int
+	// Kinds of faults the schedule draws from (default: every kind,
+	// disk faults included).
+	Kinds []testcluster.FaultKind
+	// Replay is the command line printed with a failure, %d for the seed
+	// (default: the go test command of TestSim).
+	Replay string
+}
+
+func (c *Config) defaults() {
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 3
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = []testcluster.FaultKind{
+			testcluster.FaultPartition, testcluster.FaultIsolate, testcluster.FaultCrash,
+			testcluster.FaultKillLeader, testcluster.FaultPause, testcluster.FaultSkew, testcluster.FaultLoss,
+			testcluster.FaultDiskFull, testcluster.FaultDiskError, testcluster.FaultTornCrash,
+		}
+	}
+	if c.Replay == "" {
+		c.Replay = "go test -count=1 -run '^TestSim$' ./sim/ -sim.seed=%d"
+	}
+}
+
+// Result is what one schedule did.
+type Result struct {
+	Seed      uint64
+	Simulated time.Duration // virtual time from the first node's start to the last check
+	Wall      time.Duration
+	Check     time.Duration // wall time of the linearizability check (in Wall)
+	Ops       int
+	Failed    bool
+}
+
+// Run plays one schedule on a cluster in a synctest bubble and checks
+// every property; a violation fails t with the seed and the command that
+// replays it. Call it from a test, outside any bubble.
+func Run(t *testing.T, cfg Config) (res Result) {
+	t.Helper()
+	cfg.defaults()
+	res.Seed = cfg.Seed
+	wall := time.Now()
+	var ops []testcluster.Op
+	defer func() {
+		res.Wall = time.Since(wall)
+		res.Failed = t.Failed()
+		if res.Failed {
+			t.Logf("FAILED: seed %d; replay: "+cfg.Replay, cfg.Seed, cfg.Seed)
+		}
+	}()
+	// raft draws its election timeouts from math/rand's global source;
+	// seeded here (the test binary sets GODEBUG randseednop=0), each run
+	// draws the same sequence, in whatever order its goroutines ask.
+	mathrand.Seed(int64(cfg.Seed)) //nolint:staticcheck // the simulator wants the global source seeded
+	// The nodes' data directories in memory where the system has it: an
+	// fsync to a real disk costs milliseconds of wall time and nothing of
+	// simulated time, and a node crash here never loses the page cache
+	// anyway (the process lives on), so the disk's semantics are alike.
+	if fi, err := os.Stat(memDir); err == nil && fi.IsDir() && os.Getenv("TMPDIR") == "" {
+		t.Setenv("TMPDIR", memDir)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ops = runBubble(t, cfg)
+		res.Simulated = time.Since(start)
+	})
+	res.Ops = len(ops)
+	if t.Failed() || ops == nil {
+		return res
+	}
+	// Outside the bubble: porcupine's search is CPU work whose deadline
+	// must be real time.
+	lin := time.Now()
+	checkHistory(t, ops)
+	res.Check = time.Since(lin)
+	return res
+}
+
+// runBubble starts the cluster, plays the schedule under the workload,
+// heals, and runs the checks that need the cluster; it returns the
+// history for the rest.
+func runBubble(t *testing.T, cfg Config) []testcluster.Op {
+	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
+	nw := NewNetwork(cfg.Seed)
+	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
+	h := testcluster.NewHistory()
+	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed}
+	w.Clients = []*testcluster.Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1%cfg.Nodes), c.HTTPClient(h, 2),
+		c.RESPClient(h, 3, 2%cfg.Nodes, false), c.RESPClient(h, 4, 0, true)}
+	durable := []*testcluster.Client{c.NativeClient(h, 5, 2%cfg.Nodes), c.HTTPClient(h, 6), c.RESPClient(h, 7, 1%cfg.Nodes, false)}
+	for _, cl := range append(append([]*testcluster.Client(nil), w.Clients...), durable...) {
+		defer cl.Close()
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // ends when stop is called
+		defer wg.Done()
+		w.Run(ctx)
+	}()
+	for i, cl := range durable {
+		wg.Add(1)
+		go func() { // ends when stop is called
+			defer wg.Done()
+			durableWriter(ctx, cl, i)
+		}()
+	}
+	nctx, ncancel := context.WithTimeout(context.Background(), cfg.Duration+30*time.Second)
+	err := testcluster.RunSchedule(nctx, c, sched)
+	ncancel()
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Errorf("schedule: %v\n%v", err, sched)
+		return nil
+	}
+	ops := h.Ops()
+	if err := testcluster.CheckFences(ops); err != nil {
+		t.Errorf("fences: %v", err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	read, err := testcluster.ListReader(cctx, c.Leader(), "dur-")
+	if err != nil {
+		t.Errorf("durability: list: %v", err)
+		return ops
+	}
+	if err := testcluster.CheckDurable(cctx, ops, "dur-", read); err != nil {
+		t.Errorf("durability: %v", err)
+	}
+	if err := c.CheckConverged(cctx); err != nil {
+		t.Errorf("convergence: %v", err)
+	}
+	if t.Failed() {
+		t.Logf("schedule:\n%v\nhistory: %s", sched, h.Summary())
+	}
+	return ops
+}
+
+// durableWriter takes keys it never gives back (every other one) so that
+// the end can check that no acknowledged grant was lost.
+func durableWriter(ctx context.Context, cl *testcluster.Client, i int) {
+	for j := 0; ctx.Err() == nil; j++ {
+		key, owner := fmt.Sprintf("dur-%d-%d", i, j), testcluster.NewOwner()
+		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		_, err := cl.TryAcquire(octx, key, owner, 10*time.Minute)
+		if err == nil && j%2 == 0 {
+			_, err = cl.Release(octx, key, owner)
+		}
+		cancel()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			sleep(ctx, 100*time.Millisecond)
+		}
+	}
+}
+
+// sleep waits d of (virtual) time or until ctx ends: a client's back-off.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// checkHistory runs the checkers that need only the history.
+func checkHistory(t *testing.T, ops []testcluster.Op) {
+	err := testcluster.CheckLinearizable(ops, time.Minute)
+	if errors.Is(err, testcluster.ErrCheckTimeout) {
+		t.Logf("linearizability: %v; checking key by key", err)
+		for _, kc := range testcluster.RecheckHistory(ops, 5*time.Minute) {
+			if kc.Err != nil {
+				t.Errorf("linearizability: key %q (%d ops, %d unknown) after %v: %v", kc.Key, kc.Ops, kc.Unknown, kc.Took, kc.Err)
+			}
+		}
+	} else if err != nil {
+		t.Errorf("linearizability: %v", err)
+	}
+}
+
+// memDir is where the nodes' data directories go when it exists (tmpfs).
+const memDir = "/dev/shm"
+
+// logLevel of the nodes: $LOCKNODE_TEST_LOG, else off (a schedule writes
+// thousands of lines; replay a failing seed with LOCKNODE_TEST_LOG=warn).
+func logLevel() string {
+	if s := os.Getenv("LOCKNODE_TEST_LOG"); s != "" {
+		return s
+	}
+	return "off"
+}
