@@ -27,6 +27,10 @@ type Config struct {
 	// Kinds of faults the schedule draws from (default: every kind,
 	// disk faults included).
 	Kinds []testcluster.FaultKind
+	// Think is the longest pause of a workload client between two lock
+	// sessions (default 100ms; negative: none). The work per simulated
+	// second, and so the speed, follows from it.
+	Think time.Duration
 	// Replay is the command line printed with a failure, %d for the seed
 	// (default: the go test command of TestSim).
 	Replay string
@@ -45,6 +49,9 @@ func (c *Config) defaults() {
 			testcluster.FaultKillLeader, testcluster.FaultPause, testcluster.FaultSkew, testcluster.FaultLoss,
 			testcluster.FaultDiskFull, testcluster.FaultDiskError, testcluster.FaultTornCrash,
 		}
+	}
+	if c.Think == 0 {
+		c.Think = 100 * time.Millisecond
 	}
 	if c.Replay == "" {
 		c.Replay = "go test -count=1 -run '^TestSim$' ./sim/ -sim.seed=%d"
@@ -113,7 +120,7 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 	nw := NewNetwork(cfg.Seed)
 	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
 	h := testcluster.NewHistory()
-	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed}
+	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed, Think: max(cfg.Think, 0)}
 	w.Clients = []*testcluster.Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1%cfg.Nodes), c.HTTPClient(h, 2),
 		c.RESPClient(h, 3, 2%cfg.Nodes, false), c.RESPClient(h, 4, 0, true)}
 	durable := []*testcluster.Client{c.NativeClient(h, 5, 2%cfg.Nodes), c.HTTPClient(h, 6), c.RESPClient(h, 7, 1%cfg.Nodes, false)}
@@ -132,7 +139,7 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 		wg.Add(1)
 		go func() { // ends when stop is called
 			defer wg.Done()
-			durableWriter(ctx, cl, i)
+			durableWriter(ctx, cl, i, max(cfg.Think, time.Millisecond))
 		}()
 	}
 	nctx, ncancel := context.WithTimeout(context.Background(), cfg.Duration+30*time.Second)
@@ -169,7 +176,7 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 
 // durableWriter takes keys it never gives back (every other one) so that
 // the end can check that no acknowledged grant was lost.
-func durableWriter(ctx context.Context, cl *testcluster.Client, i int) {
+func durableWriter(ctx context.Context, cl *testcluster.Client, i int, think time.Duration) {
 	for j := 0; ctx.Err() == nil; j++ {
 		key, owner := fmt.Sprintf("dur-%d-%d", i, j), testcluster.NewOwner()
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
@@ -181,6 +188,7 @@ func durableWriter(ctx context.Context, cl *testcluster.Client, i int) {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			sleep(ctx, 100*time.Millisecond)
 		}
+		sleep(ctx, think)
 	}
 }
 
