@@ -54,7 +54,7 @@ func (c *Config) defaults() {
 		c.Think = 100 * time.Millisecond
 	}
 	if c.Replay == "" {
-		c.Replay = "go test -count=1 -run '^TestSim$' ./sim/ -sim.seed=%d"
+		c.Replay = "go test -count=1 -run '^TestSim$' ./sim/ -sim.seed=%d -sim.duration=" + c.Duration.String()
 	}
 }
 
@@ -88,14 +88,13 @@ func Run(t *testing.T, cfg Config) (res Result) {
 	// seeded here (the test binary sets GODEBUG randseednop=0), each run
 	// draws the same sequence, in whatever order its goroutines ask.
 	mathrand.Seed(int64(cfg.Seed)) //nolint:staticcheck // the simulator wants the global source seeded
-	// The nodes' data directories in memory where the system has it: an
-	// fsync to a real disk costs milliseconds of wall time and nothing of
-	// simulated time, and a node crash here never loses the page cache
-	// anyway (the process lives on), so the disk's semantics are alike.
-	if fi, err := os.Stat(memDir); err == nil && fi.IsDir() && os.Getenv("TMPDIR") == "" {
-		t.Setenv("TMPDIR", memDir)
-	}
 	synctest.Test(t, func(t *testing.T) {
+		// Registered first, so it runs after every other cleanup: the
+		// client package gives back unwanted grants in goroutines that
+		// end on their own within a retry and a request timeout; time
+		// stops once the bubble's cleanups are done, so they must end
+		// before. Not counted as simulated time.
+		t.Cleanup(func() { time.Sleep(stragglers) })
 		start := time.Now()
 		ops = runBubble(t, cfg)
 		res.Simulated = time.Since(start)
@@ -127,6 +126,11 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 	for _, cl := range append(append([]*testcluster.Client(nil), w.Clients...), durable...) {
 		defer cl.Close()
 	}
+	// What users touch, on a history of its own: Go handles renewing
+	// (session-bound, max-hold, semaphore permits), campaigners watching
+	// Done, holds nobody renews, all writing through the fence middleware.
+	sh := testcluster.NewHistory()
+	surf := c.NewSurfaces(sh, testcluster.SurfaceConfig{Seed: cfg.Seed})
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -134,6 +138,11 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 	go func() { // ends when stop is called
 		defer wg.Done()
 		w.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() { // ends when stop is called
+		defer wg.Done()
+		surf.Run(ctx)
 	}()
 	for i, cl := range durable {
 		wg.Add(1)
@@ -165,11 +174,14 @@ func runBubble(t *testing.T, cfg Config) []testcluster.Op {
 	if err := testcluster.CheckDurable(cctx, ops, "dur-", read); err != nil {
 		t.Errorf("durability: %v", err)
 	}
+	if err := surf.Check(cctx, surfaceSlack); err != nil {
+		t.Errorf("surfaces: %v", err)
+	}
 	if err := c.CheckConverged(cctx); err != nil {
 		t.Errorf("convergence: %v", err)
 	}
 	if t.Failed() {
-		t.Logf("schedule:\n%v\nhistory: %s", sched, h.Summary())
+		t.Logf("schedule:\n%v\nhistory: %s\nsurfaces: %s", sched, h.Summary(), surf.Summary())
 	}
 	return ops
 }
@@ -220,6 +232,28 @@ func checkHistory(t *testing.T, ops []testcluster.Op) {
 // memDir is where the nodes' data directories go when it exists (tmpfs).
 const memDir = "/dev/shm"
 
+// useMemDir puts the test binary's temporary directories (so the nodes'
+// data directories) in memory where the system has it, unless TMPDIR says
+// otherwise: an fsync to a real disk costs milliseconds of wall time and
+// nothing of simulated time, and a node crash here never loses the page
+// cache anyway (the process lives on), so the disk's semantics are alike.
+// Call it from TestMain, before any test runs.
+func useMemDir() {
+	if fi, err := os.Stat(memDir); err == nil && fi.IsDir() && os.Getenv("TMPDIR") == "" {
+		_ = os.Setenv("TMPDIR", memDir)
+	}
+}
+
+// Summary is the one line a run of many schedules ends with, for scripts.
+func Summary(schedules int, simulated, wall time.Duration, failed int) string {
+	x := 0.0
+	if wall > 0 {
+		x = simulated.Seconds() / wall.Seconds()
+	}
+	return fmt.Sprintf("sim: %d schedules, %.0f simulated s in %.0f wall s (%.1fx real time), %d failed",
+		schedules, simulated.Seconds(), wall.Seconds(), x, failed)
+}
+
 // logLevel of the nodes: $LOCKNODE_TEST_LOG, else off (a schedule writes
 // thousands of lines; replay a failing seed with LOCKNODE_TEST_LOG=warn).
 func logLevel() string {
@@ -228,3 +262,13 @@ func logLevel() string {
 	}
 	return "off"
 }
+
+// surfaceSlack is how late a hold may end beyond its TTL under the
+// nemesis (testcluster's TestChaosSurfaces allows the same): one tick, an
+// election after a kill or a pause, and the watcher's polling step.
+const surfaceSlack = 5 * time.Second
+
+// stragglers is how long the end of a run waits for goroutines that end
+// on their own (client.Client's background release: a one-second retry
+// and a request of at most 5s, testcluster's HTTP client timeout).
+const stragglers = 15 * time.Second
