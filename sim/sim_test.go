@@ -36,18 +36,25 @@ func TestSim(t *testing.T) {
 		}
 	}
 	var sim, wall time.Duration
-	failed := 0
+	failed, limits := 0, 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := Run(t, Config{Seed: seed, Duration: *flagDuration})
 			sim += r.Simulated
 			wall += r.Wall
+			if r.Limit != "" {
+				limits++
+				fmt.Printf("LIMIT seed %d: %s (docs/operations.md)\n", seed, r.Limit)
+			}
 			if r.Failed {
 				failed++
 				fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v\n", seed, seed, *flagDuration)
 			}
 			t.Logf("seed %d: %d ops, %.1f simulated s in %.2f wall s", seed, r.Ops, r.Simulated.Seconds(), r.Wall.Seconds())
 		})
+	}
+	if limits > 0 {
+		fmt.Printf("sim: %d schedules stopped at a documented limit before their checks\n", limits)
 	}
 	fmt.Println(Summary(len(seeds), sim, wall, failed))
 }
