@@ -35,6 +35,14 @@ type Config struct {
 	// sessions (default 100ms; negative: none). The work per simulated
 	// second, and so the speed, follows from it.
 	Think time.Duration
+	// CheckTimeout bounds the linearizability search over the whole
+	// history (default 1m); when it runs out, each key is searched again
+	// with five times as long.
+	CheckTimeout time.Duration
+	// Expect, when set, makes a violation a finding rather than a
+	// failure: it goes to Result.Problems and t is not failed (the
+	// mutation check, which wants the checkers to object).
+	Expect bool
 	// Replay is the command line printed with a failure, %d for the seed
 	// (default: the go test command of TestSim).
 	Replay string
@@ -54,6 +62,9 @@ func (c *Config) defaults() {
 			testcluster.FaultDiskFull, testcluster.FaultDiskError, testcluster.FaultTornCrash,
 		}
 	}
+	if c.CheckTimeout <= 0 {
+		c.CheckTimeout = time.Minute
+	}
 	if c.Think == 0 {
 		c.Think = 100 * time.Millisecond
 	}
@@ -70,6 +81,9 @@ type Result struct {
 	Check     time.Duration // wall time of the linearizability check (in Wall)
 	Ops       int
 	Failed    bool
+	// Problems are the violations found (with Expect; otherwise they
+	// failed t).
+	Problems []string
 	// Limit names the documented limit the schedule ran into, which
 	// stopped it before its checks (not a failure); "" if none.
 	Limit string
@@ -84,8 +98,10 @@ func Run(t *testing.T, cfg Config) (res Result) {
 	res.Seed = cfg.Seed
 	wall := time.Now()
 	var ops []testcluster.Op
+	rep := &report{t: t, expect: cfg.Expect}
 	defer func() {
 		res.Wall = time.Since(wall)
+		res.Problems = rep.problems
 		res.Failed = t.Failed()
 		if res.Failed {
 			t.Logf("FAILED: seed %d; replay: "+cfg.Replay, cfg.Seed, cfg.Seed)
@@ -103,17 +119,20 @@ func Run(t *testing.T, cfg Config) (res Result) {
 		// before. Not counted as simulated time.
 		t.Cleanup(func() { time.Sleep(stragglers) })
 		start := time.Now()
-		ops = runBubble(t, cfg, &res.Limit)
+		rep.t = t
+		ops = runBubble(t, rep, cfg, &res.Limit)
+		rep.t = nil
 		res.Simulated = time.Since(start)
 	})
 	res.Ops = len(ops)
+	rep.t = t
 	if t.Failed() || ops == nil {
 		return res
 	}
 	// Outside the bubble: porcupine's search is CPU work whose deadline
 	// must be real time.
 	lin := time.Now()
-	checkHistory(t, ops)
+	checkHistory(rep, ops, cfg.CheckTimeout)
 	res.Check = time.Since(lin)
 	return res
 }
@@ -121,7 +140,7 @@ func Run(t *testing.T, cfg Config) (res Result) {
 // runBubble starts the cluster, plays the schedule under the workload,
 // heals, and runs the checks that need the cluster; it returns the
 // history for the rest.
-func runBubble(t *testing.T, cfg Config, limit *string) []testcluster.Op {
+func runBubble(t *testing.T, rep *report, cfg Config, limit *string) []testcluster.Op {
 	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
 	nw := NewNetwork(cfg.Seed)
 	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
@@ -170,30 +189,35 @@ func runBubble(t *testing.T, cfg Config, limit *string) []testcluster.Op {
 			*limit = known
 			return nil
 		}
-		t.Errorf("schedule: %v\n%v", err, sched)
+		rep.Errorf("schedule: %v\n%v", err, sched)
 		return nil
 	}
 	ops := h.Ops()
 	if err := testcluster.CheckFences(ops); err != nil {
-		t.Errorf("fences: %v", err)
+		rep.Errorf("fences: %v", err)
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer ccancel()
-	read, err := testcluster.ListReader(cctx, c.Leader(), "dur-")
+	li, err := c.WaitLeader(cctx)
 	if err != nil {
-		t.Errorf("durability: list: %v", err)
+		rep.Errorf("no leader after the schedule: %v", err)
+		return ops
+	}
+	read, err := testcluster.ListReader(cctx, c.Node(li), "dur-")
+	if err != nil {
+		rep.Errorf("durability: list: %v", err)
 		return ops
 	}
 	if err := testcluster.CheckDurable(cctx, ops, "dur-", read); err != nil {
-		t.Errorf("durability: %v", err)
+		rep.Errorf("durability: %v", err)
 	}
 	if err := surf.Check(cctx, surfaceSlack); err != nil {
-		t.Errorf("surfaces: %v", err)
+		rep.Errorf("surfaces: %v", err)
 	}
 	if err := c.CheckConverged(cctx); err != nil {
-		t.Errorf("convergence: %v", err)
+		rep.Errorf("convergence: %v", err)
 	}
-	if t.Failed() {
+	if len(rep.problems) > 0 || t.Failed() {
 		t.Logf("schedule:\n%v\nhistory: %s\nsurfaces: %s", sched, h.Summary(), surf.Summary())
 	}
 	return ops
@@ -228,11 +252,11 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // checkHistory runs the checkers that need only the history.
-func checkHistory(t *testing.T, ops []testcluster.Op) {
-	err := testcluster.CheckLinearizable(ops, time.Minute)
+func checkHistory(t *report, ops []testcluster.Op, timeout time.Duration) {
+	err := testcluster.CheckLinearizable(ops, timeout)
 	if errors.Is(err, testcluster.ErrCheckTimeout) {
 		t.Logf("linearizability: %v; checking key by key", err)
-		for _, kc := range testcluster.RecheckHistory(ops, 5*time.Minute) {
+		for _, kc := range testcluster.RecheckHistory(ops, 5*timeout) {
 			if kc.Err != nil {
 				t.Errorf("linearizability: key %q (%d ops, %d unknown) after %v: %v", kc.Key, kc.Ops, kc.Unknown, kc.Took, kc.Err)
 			}
@@ -310,3 +334,23 @@ func knownLimit(err error) string {
 	}
 	return "wal segment sealed without its index frame"
 }
+
+// report collects a run's violations: each fails t, or with expect is
+// only logged and kept.
+type report struct {
+	t        *testing.T
+	expect   bool
+	problems []string
+}
+
+func (r *report) Errorf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.problems = append(r.problems, msg)
+	if r.expect {
+		r.t.Log(msg)
+	} else {
+		r.t.Error(msg)
+	}
+}
+
+func (r *report) Logf(format string, args ...any) { r.t.Logf(format, args...) }

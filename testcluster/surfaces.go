@@ -90,7 +90,11 @@ type Surfaces struct {
 	reg *client.Client // the fence registry's client; also reads
 
 	mu       sync.Mutex
-	resLocks map[string]*sync.Mutex // one check at a time per resource: accepts are recorded in order
+	// resLocks: one check at a time per resource, so accepts are recorded
+	// in order. A channel of one, not a mutex: a check waits on the
+	// network, and a goroutine queued on a mutex would stop virtual time
+	// in a synctest bubble (package sim) while the network waits for it.
+	resLocks map[string]chan struct{}
 	handles  []Belief
 	leaders  []Belief
 	children map[string]*Belief // by child and fence
@@ -107,7 +111,7 @@ type whoKey struct{}
 // then Check.
 func (c *Cluster) NewSurfaces(h *History, cfg SurfaceConfig) *Surfaces {
 	cfg.defaults()
-	s := &Surfaces{c: c, h: h, cfg: cfg, resLocks: map[string]*sync.Mutex{}, children: map[string]*Belief{},
+	s := &Surfaces{c: c, h: h, cfg: cfg, resLocks: map[string]chan struct{}{}, children: map[string]*Belief{},
 		keys: map[string]bool{}, counts: map[string]int{}}
 	s.reg = s.client()
 	mw, err := fence.Middleware(fence.Config{Checker: recorder{s: s, inner: fence.WithRegistry(s.reg, fence.NewMemory(0))}})
@@ -163,12 +167,12 @@ func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64)
 	}
 	l := r.s.resLocks[resource]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = make(chan struct{}, 1)
 		r.s.resLocks[resource] = l
 	}
 	r.s.mu.Unlock()
-	l.Lock()
-	defer l.Unlock()
+	l <- struct{}{}
+	defer func() { <-l }()
 	got, err := r.inner.FenceCheck(ctx, resource, token)
 	if err != nil || !got.OK {
 		return got, err
