@@ -30,7 +30,7 @@ var plantedBugs = []plantedBug{
 	{"fence-not-bumped", fsm.SetMutant, 5, "a grant keeps the highest fence instead of its own entry's index"},
 	{"lease-early", fsm.SetMutant, 10, "a hold ends one tick (100ms) before its deadline"},
 	{"release-any-owner", fsm.SetMutant, 5, "a release ends the key's hold whoever asks"},
-	{"grant-dying-session", fsm.SetMutant, 20, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
+	{"grant-dying-session", fsm.SetMutant, 100, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
 	{"anchor-largest-bound", cluster.SetMutant, 20, "history: 69fc964 (a fast follower's clock anchor ended leases early)"},
 	{"anchor-max-age", cluster.SetMutant, 20, "history: 10fa033 (a slow leader's clock anchor ended leases early)"},
 }

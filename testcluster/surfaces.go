@@ -87,9 +87,9 @@ type Surfaces struct {
 	// that writes to it (on Options.Network when set).
 	resURL  string
 	resHTTP *http.Client
-	reg *client.Client // the fence registry's client; also reads
+	reg     *client.Client // the fence registry's client; also reads
 
-	mu       sync.Mutex
+	mu sync.Mutex
 	// resLocks: one check at a time per resource, so accepts are recorded
 	// in order. A channel of one, not a mutex: a check waits on the
 	// network, and a goroutine queued on a mutex would stop virtual time
