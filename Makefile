@@ -133,3 +133,12 @@ sim:
 		-sim.duration=$(SIM_DURATION) $(if $(SEED),-sim.seed=$(SEED)) >$(SIMLOG) 2>&1; \
 		grep -E '^(FAILED|LIMIT|panic)' $(SIMLOG); grep '^sim: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
 		grep -q '^sim: .* 0 failed$$' $(SIMLOG)
+
+# The mutation check (docs/simulation.md): each planted bug (build tag
+# locknode_mutants: fsm/mutants_on.go, cluster/mutants_on.go) in turn,
+# seeded schedules until a checker objects; fails if one survives its
+# stated number of seeds. Ends with `mutants: K of M found`.
+sim-mutants:
+	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ >$(SIMLOG) 2>&1; \
+		grep -E '^(mutant |panic)' $(SIMLOG); grep '^mutants: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
+		! grep -q 'SURVIVED' $(SIMLOG)

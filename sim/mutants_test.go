@@ -13,7 +13,10 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-var flagMutant = flag.String("sim.mutant", "", "check only this planted bug")
+var (
+	flagMutant         = flag.String("sim.mutant", "", "check only this planted bug")
+	flagMutantDuration = flag.Duration("sim.mutant.duration", 20*time.Second, "simulated length of each mutation-check schedule's faults")
+)
 
 // plantedBug is one bug the mutation check plants, and the number of
 // seeds within which the simulator must find it.
@@ -29,10 +32,10 @@ type plantedBug struct {
 var plantedBugs = []plantedBug{
 	{"fence-not-bumped", fsm.SetMutant, 5, "a grant keeps the highest fence instead of its own entry's index"},
 	{"lease-early", fsm.SetMutant, 10, "a hold ends one tick (100ms) before its deadline"},
-	{"release-any-owner", fsm.SetMutant, 5, "a release ends the key's hold whoever asks"},
-	{"grant-dying-session", fsm.SetMutant, 100, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
-	{"anchor-largest-bound", cluster.SetMutant, 20, "history: 69fc964 (a fast follower's clock anchor ended leases early)"},
-	{"anchor-max-age", cluster.SetMutant, 20, "history: 10fa033 (a slow leader's clock anchor ended leases early)"},
+	{"release-any-owner", fsm.SetMutant, 10, "a release ends the key's hold whoever asks"},
+	{"grant-dying-session", fsm.SetMutant, 30, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
+	{"anchor-largest-bound", cluster.SetMutant, 30, "history: 69fc964 (a fast follower's clock anchor ended leases early)"},
+	{"anchor-max-age", cluster.SetMutant, 30, "history: 10fa033 (a slow leader's clock anchor ended leases early)"},
 }
 
 // TestMutants plants each bug in turn and runs seeded schedules until a
@@ -53,7 +56,7 @@ func TestMutants(t *testing.T) {
 				seed := *flagBase + uint64(i)
 				var r Result
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					r = Run(t, Config{Seed: seed, Duration: *flagDuration, Expect: true, CheckTimeout: 20 * time.Second})
+					r = Run(t, Config{Seed: seed, Duration: *flagMutantDuration, Expect: true, CheckTimeout: 20 * time.Second})
 				})
 				if len(r.Problems) > 0 {
 					found++
