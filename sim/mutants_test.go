@@ -56,7 +56,7 @@ func TestMutants(t *testing.T) {
 				seed := *flagBase + uint64(i)
 				var r Result
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					r = Run(t, Config{Seed: seed, Duration: *flagMutantDuration, Expect: true, CheckTimeout: 20 * time.Second})
+					r = Run(t, Config{Seed: seed, Duration: *flagMutantDuration, Expect: true, CheckTimeout: 10 * time.Second})
 				})
 				if len(r.Problems) > 0 {
 					found++
@@ -73,7 +73,7 @@ func TestMutants(t *testing.T) {
 }
 
 func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
+	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 160 {
 		s = s[:160] + "..."
 	}
