@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/cryptotest"
 	"testing/synctest"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // Config is one simulated schedule.
 type Config struct {
 	// Seed draws everything: the fault schedule, the workload, network
-	// latencies and message faults, and raft's election timeouts.
+	// latencies and message faults, raft's election timeouts and every
+	// crypto/rand draw (owner tokens, request ids).
 	Seed uint64
 	// Duration is the simulated length of the fault schedule (default
 	// 10s); the run then heals the cluster and checks it.
@@ -111,6 +113,8 @@ func Run(t *testing.T, cfg Config) (res Result) {
 	// seeded here (the test binary sets GODEBUG randseednop=0), each run
 	// draws the same sequence, in whatever order its goroutines ask.
 	mathrand.Seed(int64(cfg.Seed)) //nolint:staticcheck // the simulator wants the global source seeded
+	// Owner tokens, request ids and campaign tokens come from crypto/rand.
+	cryptotest.SetGlobalRandom(t, cfg.Seed)
 	synctest.Test(t, func(t *testing.T) {
 		// Registered first, so it runs after every other cleanup: the
 		// client package gives back unwanted grants in goroutines that

@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// The defaults are the slice `make test` runs; `make sim` sets them.
+// The defaults are the slice `make test` runs under the race detector
+// (15 schedules of 10 simulated s, about two minutes on two busy cores;
+// bench/results/sim-*.md); `make sim` sets them.
 var (
 	flagSeed      = flag.Uint64("sim.seed", 0, "replay this one seed")
-	flagSchedules = flag.Int("sim.schedules", 50, "schedules to run (seeds sim.base .. sim.base+n-1)")
+	flagSchedules = flag.Int("sim.schedules", 15, "schedules to run (seeds sim.base .. sim.base+n-1)")
 	flagBase      = flag.Uint64("sim.base", 1, "first seed")
 	flagDuration  = flag.Duration("sim.duration", 10*time.Second, "simulated length of each schedule's faults")
 )
