@@ -215,7 +215,7 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
 		mono = at
 	}
-	if mutantAnchor(n, now, mono, force) {
+	if mutantAnchor(n, now, force) {
 		n.lastApplyTime, n.lastApplyMono = now, mono
 	}
 	close(n.appliedCh)

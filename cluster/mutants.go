@@ -3,7 +3,7 @@ package cluster
 import "time"
 
 // mutantAnchor reports whether setApplied moves the clock anchor to the
-// entry at (now, mono): always, unless one of the planted bugs that
+// entry at time now, as it would: always, unless one of the planted bugs that
 // bring back an earlier anchor rule is on (mutants_on.go; for the
 // simulator's mutation check, never in a release build). Caller holds
 // appliedMu.
@@ -15,12 +15,12 @@ import "time"
 //     slack, on apply times (a slow leader's clock still made a new
 //     leader end leases early; fixed by always anchoring at the latest
 //     entry, as of when it was stored).
-func mutantAnchor(n *Node, now int64, mono time.Time, force bool) bool {
+func mutantAnchor(n *Node, now int64, force bool) bool {
 	largest, maxAge := mutant("anchor-largest-bound"), mutant("anchor-max-age")
 	if force || n.lastApplyTime == 0 || !largest && !maxAge {
 		return true
 	}
-	mono = n.clock.Now() // the apply time, as before store times
+	mono := n.clock.Now() // the apply time, as before store times
 	age := mono.Sub(n.lastApplyMono)
 	if now > n.lastApplyTime+age.Milliseconds() {
 		n.lastApplyTime, n.lastApplyMono = now, mono
