@@ -15,6 +15,7 @@ import (
 
 var (
 	flagMutant         = flag.String("sim.mutant", "", "check only this planted bug")
+	flagMutantSeeds    = flag.Int("sim.mutant.seeds", 0, "seeds per planted bug from sim.base (0: each bug's stated number); 1 replays one")
 	flagMutantDuration = flag.Duration("sim.mutant.duration", 20*time.Second, "simulated length of each mutation-check schedule's faults")
 )
 
@@ -52,6 +53,9 @@ func TestMutants(t *testing.T) {
 			m.set(m.name)
 			defer m.set("")
 			start := time.Now()
+			if *flagMutantSeeds > 0 {
+				m.seeds = *flagMutantSeeds
+			}
 			for i := range m.seeds {
 				seed := *flagBase + uint64(i)
 				var r Result
