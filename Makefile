@@ -119,7 +119,8 @@ chaos:
 		$(GO) test -race -timeout 0 -v -run '^TestChaos(Surfaces|Disk)?$$' ./testcluster/
 
 # The whole cluster on virtual time (docs/simulation.md): SCHEDULES seeded
-# schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each, or
+# schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each on
+# SIM_NODES nodes, or
 # SEED=s to replay one, without the race detector (make test runs a short
 # slice with it). Prints each failing seed with its replay command and
 # ends with one line: `sim: N schedules, S simulated s in W wall s
@@ -127,9 +128,10 @@ chaos:
 SCHEDULES ?= 1000
 SIM_DURATION ?= 60s
 SIM_BASE ?= 1
+SIM_NODES ?= 3
 SIMLOG ?= /tmp/locknode-sim.log
 sim:
-	@$(GO) test -count=1 -timeout 0 -v -run '^TestSim$$' ./sim/ -sim.schedules=$(SCHEDULES) -sim.base=$(SIM_BASE) \
+	@$(GO) test -count=1 -timeout 0 -v -run '^TestSim$$' ./sim/ -sim.schedules=$(SCHEDULES) -sim.base=$(SIM_BASE) -sim.nodes=$(SIM_NODES) \
 		-sim.duration=$(SIM_DURATION) $(if $(SEED),-sim.seed=$(SEED)) >$(SIMLOG) 2>&1; \
 		grep -E '^(FAILED|LIMIT|panic)' $(SIMLOG); grep '^sim: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
 		grep -q '^sim: .* 0 failed$$' $(SIMLOG)

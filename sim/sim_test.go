@@ -18,6 +18,7 @@ var (
 	flagSeed      = flag.Uint64("sim.seed", 0, "replay this one seed")
 	flagSchedules = flag.Int("sim.schedules", 15, "schedules to run (seeds sim.base .. sim.base+n-1)")
 	flagBase      = flag.Uint64("sim.base", 1, "first seed")
+	flagNodes     = flag.Int("sim.nodes", 3, "nodes in the cluster")
 	flagDuration  = flag.Duration("sim.duration", 10*time.Second, "simulated length of each schedule's faults")
 )
 
@@ -43,7 +44,7 @@ func TestSim(t *testing.T) {
 	cpu0 := cpuTime()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			r := Run(t, Config{Seed: seed, Duration: *flagDuration})
+			r := Run(t, Config{Seed: seed, Duration: *flagDuration, Nodes: *flagNodes})
 			sim += r.Simulated
 			wall += r.Wall
 			if r.Limit != "" {
