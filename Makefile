@@ -120,11 +120,10 @@ chaos:
 
 # The whole cluster on virtual time (docs/simulation.md): SCHEDULES seeded
 # schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each on
-# SIM_NODES nodes, or
-# SEED=s to replay one, without the race detector (make test runs a short
-# slice with it). Prints each failing seed with its replay command and
-# ends with one line: `sim: N schedules, S simulated s in W wall s
-# (X.Yx real time), F failed`. The full log: $(SIMLOG).
+# SIM_NODES nodes, or SEED=s to replay one, without the race detector
+# (make test runs a short slice with it). Prints each failing seed with
+# its replay command and ends with one line: `sim: N schedules, S
+# simulated s in W wall s (X.Yx real time), F failed`. Full log: SIMLOG.
 SCHEDULES ?= 1000
 SIM_DURATION ?= 60s
 SIM_BASE ?= 1

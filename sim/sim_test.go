@@ -53,7 +53,7 @@ func TestSim(t *testing.T) {
 			}
 			if r.Failed {
 				failed++
-				fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v\n", seed, seed, *flagDuration)
+				fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d\n", seed, seed, *flagDuration, *flagNodes)
 			}
 			t.Logf("seed %d: %d ops, %.1f simulated s in %.2f wall s (linearizability check %.2f s)", seed, r.Ops, r.Simulated.Seconds(), r.Wall.Seconds(), r.Check.Seconds())
 		})
