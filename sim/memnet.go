@@ -85,7 +85,13 @@ func (n *Network) Dial(ctx context.Context, address string) (net.Conn, error) {
 	server := &conn{local: l.addr, remote: local, rd: ab, wr: ba, done: make(chan struct{})}
 	select {
 	case l.backlog <- server:
-		return client, nil
+		select {
+		case <-l.done: // closed meanwhile: Close may have drained the backlog already
+			server.Close()
+			client.Close()
+		default:
+			return client, nil
+		}
 	case <-l.done:
 	default: // backlog full: refused, as a SYN queue overflow would be
 	}
