@@ -23,7 +23,8 @@ run:
 # here (and its lattrace build is vetted); upstream's whole suite is
 # `cd third_party/raft && go test .`. bench/ is a module too: its unit
 # tests run here, its benchmarks under `make bench`. The binary is also
-# built for windows and darwin so that it keeps building there.
+# built for windows and darwin so that it keeps building there. ./sim's
+# slice is 15 simulated schedules under -race (about 1.5 minutes).
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
