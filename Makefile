@@ -2,7 +2,7 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: all build run test upgrade-test cluster-clients bench bench-compare lattrace lint fuzz chaos soak multiraft
+.PHONY: all build run test upgrade-test cluster-clients bench bench-compare lattrace lint fuzz chaos soak multiraft sim sim-mutants
 
 all: lint build test
 
@@ -23,7 +23,8 @@ run:
 # here (and its lattrace build is vetted); upstream's whole suite is
 # `cd third_party/raft && go test .`. bench/ is a module too: its unit
 # tests run here, its benchmarks under `make bench`. The binary is also
-# built for windows and darwin so that it keeps building there.
+# built for windows and darwin so that it keeps building there. ./sim's
+# slice is 15 simulated schedules under -race (about 1.5 minutes).
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
@@ -137,3 +138,29 @@ BASE ?= $(shell date +%s)
 chaos:
 	LOCKNODE_CHAOS_SEEDS=$(SEEDS) LOCKNODE_CHAOS_DURATION=$(DURATION) LOCKNODE_CHAOS_BASE=$(BASE) \
 		$(GO) test -race -timeout 0 -v -run '^TestChaos(Surfaces|Disk)?$$' ./testcluster/
+
+# The whole cluster on virtual time (docs/simulation.md): SCHEDULES seeded
+# schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each on
+# SIM_NODES nodes, or SEED=s to replay one, without the race detector
+# (make test runs a short slice with it). Prints each failing seed with
+# its replay command and ends with one line: `sim: N schedules, S
+# simulated s in W wall s (X.Yx real time), F failed`. Full log: SIMLOG.
+SCHEDULES ?= 1000
+SIM_DURATION ?= 60s
+SIM_BASE ?= 1
+SIM_NODES ?= 3
+SIMLOG ?= /tmp/locknode-sim.log
+sim:
+	@$(GO) test -count=1 -timeout 0 -v -run '^TestSim$$' ./sim/ -sim.schedules=$(SCHEDULES) -sim.base=$(SIM_BASE) -sim.nodes=$(SIM_NODES) \
+		-sim.duration=$(SIM_DURATION) $(if $(SEED),-sim.seed=$(SEED)) >$(SIMLOG) 2>&1; \
+		grep -E '^(FAILED|LIMIT|panic)' $(SIMLOG); grep '^sim: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
+		grep -q '^sim: .* 0 failed$$' $(SIMLOG)
+
+# The mutation check (docs/simulation.md): each planted bug (build tag
+# locknode_mutants: fsm/mutants_on.go, cluster/mutants_on.go) in turn,
+# seeded schedules until a checker objects; fails if one survives its
+# stated number of seeds. Ends with `mutants: K of M found`.
+sim-mutants:
+	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ >$(SIMLOG) 2>&1; \
+		grep -E '^(mutant |panic)' $(SIMLOG); grep '^mutants: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
+		! grep -q 'SURVIVED' $(SIMLOG)

@@ -217,7 +217,9 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
 		mono = at
 	}
-	n.lastApplyTime, n.lastApplyMono = now, mono
+	if mutantAnchor(n, now, force) {
+		n.lastApplyTime, n.lastApplyMono = now, mono
+	}
 	close(n.appliedCh)
 	n.appliedCh = make(chan struct{})
 	n.appliedMu.Unlock()

@@ -576,14 +576,13 @@ func (n *Node) newReqID() string {
 	return fmt.Sprintf("%s%d", n.reqPrefix, n.reqSeq.Add(1))
 }
 
-// await waits for a raft future, or until the node closes. Raft never
-// answers a future that is still queued when it shuts down, so waiting
-// on it alone could block forever; the goroutine that waits for raft's
-// answer ends when raft answers, or never for such an abandoned future
-// (at most the few requests in flight at shutdown).
+// await waits for a raft future, or until the node closes (which can come
+// before raft shuts down). The goroutine that waits for raft's answer ends
+// when raft answers, at raft's shutdown at the latest: the fork gives
+// every future it accepts its shutdown channel (third_party/raft/FORK.md).
 func (n *Node) await(f raft.Future) error {
 	ch := make(chan error, 1)
-	// Ends when raft answers f (see above).
+	// Ends when raft answers f or shuts down (see above).
 	go func() { ch <- f.Error() }()
 	select {
 	case err := <-ch:

@@ -376,6 +376,9 @@ func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	h.Count = 1
 	h.Reentrant = w.Reentrant
 	h.Fence = ctx.index
+	if mutant("fence-not-bumped") && t.maxFence > 0 {
+		h.Fence = t.maxFence
+	}
 	t.maxFence = max(t.maxFence, ctx.index)
 	h.TTL = w.TTL
 	h.Granted, h.Extended = ctx.now, 0
@@ -417,6 +420,9 @@ func (t *Table) scheduleHold(key string, l *Lock, at int64) {
 			delete(t.goneHoldDue, key)
 			l.holdDue = cur
 		}
+	}
+	if mutant("lease-early") {
+		at -= mutantEarly
 	}
 	if l.holdDue != 0 && l.holdDue <= at {
 		return

@@ -87,7 +87,7 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 				t.schedule(ctx.now+1, duePump, k)
 				break
 			}
-			if s := t.sessions[w.Session]; w.Session != "" && s != nil && s.Deadline <= ctx.now {
+			if s := t.sessions[w.Session]; w.Session != "" && s != nil && s.Deadline <= ctx.now && !mutant("grant-dying-session") {
 				// Its session falls due in this same entry (expireDue
 				// reaches it later): granted now, the hold would end
 				// before anyone could use it, and the next waiter would

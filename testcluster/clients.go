@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -55,7 +56,7 @@ func (c *Cluster) NativeClient(h *History, id, node int) *Client {
 // HTTPClient is a client.Client over every node's HTTP API (with its
 // fail-over and exactly-once retries).
 func (c *Cluster) HTTPClient(h *History, id int) *Client {
-	cl, err := client.New(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 5 * time.Second,
+	cl, err := client.New(client.Config{Endpoints: c.Endpoints(), RequestTimeout: 5 * time.Second, HTTPClient: c.httpClient(),
 		Retry: client.RetryPolicy{MaxAttempts: 6, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
 	if err != nil {
 		c.t.Fatalf("testcluster: http client: %v", err)
@@ -69,13 +70,23 @@ func (c *Cluster) HTTPClient(h *History, id int) *Client {
 // LOCK.ACQUIRE / LOCK.RELEASE / LOCK.EXTEND. It never retries: a retry
 // would hide which attempt took effect.
 func (c *Cluster) RESPClient(h *History, id, node int, setNX bool) *Client {
-	return NewRESPClient(h, id, c.RESPAddr(node), setNX)
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	if _, tcp := c.opts.Network.(tcpNetwork); !tcp {
+		nw := c.opts.Network
+		dial = func(ctx context.Context, _, addr string) (net.Conn, error) { return nw.Dial(ctx, addr) }
+	}
+	return newRESPClient(h, id, c.RESPAddr(node), setNX, dial)
 }
 
 // NewRESPClient is RESPClient for any address.
 func NewRESPClient(h *History, id int, addr string, setNX bool) *Client {
+	return newRESPClient(h, id, addr, setNX, nil)
+}
+
+// newRESPClient is NewRESPClient dialing with dial (nil: TCP).
+func newRESPClient(h *History, id int, addr string, setNX bool, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
 	rc := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, DialTimeout: 2 * time.Second,
-		ReadTimeout: 5 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2})
+		ReadTimeout: 5 * time.Second, WriteTimeout: 2 * time.Second, PoolSize: 2, Dialer: dial})
 	via := "resp " + addr
 	if setNX {
 		via += " setnx"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,42 @@ type Options struct {
 	// WaitTimeout bounds Leader(), New's wait for the first leader and
 	// Restart. Default 20s.
 	WaitTimeout time.Duration
+	// Network, when set, carries every connection of the cluster (peer
+	// links, the HTTP and RESP listeners, the test clients' dials)
+	// instead of loopback TCP: package sim's in-memory network, on which
+	// a whole cluster runs in virtual time. Default: loopback TCP.
+	Network Network
+}
+
+// Network is what a Cluster listens and dials on (Options.Network).
+type Network interface {
+	// Listen opens a listener on a fresh address.
+	Listen() (net.Listener, error)
+	// Dial connects to an address a Listen returned.
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// tcpNetwork is the default Network: loopback TCP.
+type tcpNetwork struct{}
+
+func (tcpNetwork) Listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+func (tcpNetwork) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// httpClient is an http.Client that dials through the cluster's network
+// (nil on loopback TCP: the client package's default).
+func (c *Cluster) httpClient() *http.Client {
+	if _, tcp := c.opts.Network.(tcpNetwork); tcp {
+		return nil
+	}
+	nw := c.opts.Network
+	return &http.Client{Transport: &http.Transport{
+		DialContext:         func(ctx context.Context, _, addr string) (net.Conn, error) { return nw.Dial(ctx, addr) },
+		MaxIdleConnsPerHost: 8,
+	}}
 }
 
 // Cluster is an in-process cluster of real nodes (real FSM, raft and
@@ -81,9 +118,12 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	if opts.Seed == 0 {
 		opts.Seed = 1
 	}
+	if opts.Network == nil {
+		opts.Network = tcpNetwork{}
+	}
 	c := &Cluster{
 		t: t, opts: opts, tlog: &testLog{t: t},
-		net:    newFaultNet(n, opts.Seed),
+		net:    newFaultNet(n, opts.Seed, opts.Network),
 		nodes:  make([]*cluster.Node, n),
 		srvs:   make([]*server.Server, n),
 		paused: make([]bool, n),
@@ -100,17 +140,17 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	t.Cleanup(c.shutdown)
 
 	for i := range n {
-		rl, err := newStableListener(c.net.raftWrap(i))
+		rl, err := newStableListener(opts.Network, c.net.raftWrap(i))
 		if err != nil {
 			t.Fatalf("testcluster: listen: %v", err)
 		}
 		c.raftLn = append(c.raftLn, rl)
-		hl, err := newStableListener(nil)
+		hl, err := newStableListener(opts.Network, nil)
 		if err != nil {
 			t.Fatalf("testcluster: listen: %v", err)
 		}
 		c.httpLn = append(c.httpLn, hl)
-		sl, err := newStableListener(nil)
+		sl, err := newStableListener(opts.Network, nil)
 		if err != nil {
 			t.Fatalf("testcluster: listen: %v", err)
 		}

@@ -8,8 +8,10 @@
 // New(t, n, opts) starts n real cluster.Nodes (real FSM, raft and bolt
 // storage in t.TempDir) over loopback TCP through a fault-injecting
 // network, each serving the HTTP API and the RESP bridge, and tears them
-// down with t.Cleanup. Node logs go to t.Log (level: Options.LogLevel or
-// $LOCKNODE_TEST_LOG, default warn). Faults:
+// down with t.Cleanup (Options.Network puts every connection on another
+// network instead: package sim's in-memory one, for virtual time). Node
+// logs go to t.Log (level: Options.LogLevel or $LOCKNODE_TEST_LOG,
+// default warn). Faults:
 //
 //   - Partition(groups...), Isolate(i), Heal(): cut links; connections
 //     across a cut break at once.

@@ -56,15 +56,17 @@ type faultNet struct {
 	down   []bool
 	gates  []chan struct{} // closed while the node runs; open while paused
 	faults Faults
+	nw     Network
 	rng    *rand.Rand
 	conns  map[*faultConn]struct{}
 	closed bool
 	wg     sync.WaitGroup // replay goroutines
 }
 
-func newFaultNet(n int, seed uint64) *faultNet {
+func newFaultNet(n int, seed uint64, nw Network) *faultNet {
 	f := &faultNet{
 		n:     n,
+		nw:    nw,
 		addrs: make([]string, n),
 		cut:   make([][]bool, n),
 		down:  make([]bool, n),
@@ -228,8 +230,7 @@ func (f *faultNet) dialer(src int) func(ctx context.Context, addr string) (net.C
 		if !f.linkOK(src, dst) || !f.linkOK(dst, src) {
 			return nil, fmt.Errorf("dial %s: %w", addr, errPartitioned)
 		}
-		var d net.Dialer
-		raw, err := d.DialContext(ctx, "tcp", addr)
+		raw, err := f.nw.Dial(ctx, addr)
 		if err != nil {
 			return nil, err
 		}
@@ -391,8 +392,9 @@ func (f *faultNet) replay(src, dst int, msg []byte) {
 		if !f.linkOK(src, dst) {
 			return
 		}
-		d := net.Dialer{Timeout: time.Second}
-		raw, err := d.Dial("tcp", addr)
+		dctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		raw, err := f.nw.Dial(dctx, addr)
+		cancel()
 		if err != nil {
 			return
 		}
@@ -424,8 +426,8 @@ type stableListener struct {
 	wg  sync.WaitGroup
 }
 
-func newStableListener(wrap func(net.Conn) net.Conn) (*stableListener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func newStableListener(nw Network, wrap func(net.Conn) net.Conn) (*stableListener, error) {
+	ln, err := nw.Listen()
 	if err != nil {
 		return nil, err
 	}

@@ -82,11 +82,19 @@ type Surfaces struct {
 	c   *Cluster
 	h   *History
 	cfg SurfaceConfig
-	res *httptest.Server
-	reg *client.Client // the fence registry's client; also reads
+	res *httptest.Server // on loopback TCP; resURL and resHTTP reach it
+	// resURL is the fenced resource's base URL and resHTTP the client
+	// that writes to it (on Options.Network when set).
+	resURL  string
+	resHTTP *http.Client
+	reg     *client.Client // the fence registry's client; also reads
 
-	mu       sync.Mutex
-	resLocks map[string]*sync.Mutex // one check at a time per resource: accepts are recorded in order
+	mu sync.Mutex
+	// resLocks: one check at a time per resource, so accepts are recorded
+	// in order. A channel of one, not a mutex: a check waits on the
+	// network, and a goroutine queued on a mutex would stop virtual time
+	// in a synctest bubble (package sim) while the network waits for it.
+	resLocks map[string]chan struct{}
 	handles  []Belief
 	leaders  []Belief
 	children map[string]*Belief // by child and fence
@@ -103,7 +111,7 @@ type whoKey struct{}
 // then Check.
 func (c *Cluster) NewSurfaces(h *History, cfg SurfaceConfig) *Surfaces {
 	cfg.defaults()
-	s := &Surfaces{c: c, h: h, cfg: cfg, resLocks: map[string]*sync.Mutex{}, children: map[string]*Belief{},
+	s := &Surfaces{c: c, h: h, cfg: cfg, resLocks: map[string]chan struct{}{}, children: map[string]*Belief{},
 		keys: map[string]bool{}, counts: map[string]int{}}
 	s.reg = s.client()
 	mw, err := fence.Middleware(fence.Config{Checker: recorder{s: s, inner: fence.WithRegistry(s.reg, fence.NewMemory(0))}})
@@ -112,10 +120,27 @@ func (c *Cluster) NewSurfaces(h *History, cfg SurfaceConfig) *Surfaces {
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	inner := mw(ok)
-	s.res = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	res := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), whoKey{}, r.URL.Query().Get("who"))))
-	}))
-	c.t.Cleanup(s.res.Close)
+	})
+	if s.resHTTP = c.httpClient(); s.resHTTP == nil {
+		s.res = httptest.NewServer(res)
+		c.t.Cleanup(s.res.Close)
+		s.resURL, s.resHTTP = s.res.URL, http.DefaultClient
+		return s
+	}
+	ln, err := c.opts.Network.Listen()
+	if err != nil {
+		c.t.Fatalf("testcluster: resource listener: %v", err)
+	}
+	srv := &http.Server{Handler: res, ReadHeaderTimeout: 10 * time.Second}
+	// Ends when the cleanup closes the server.
+	go func() { _ = srv.Serve(ln) }()
+	c.t.Cleanup(func() {
+		_ = srv.Close()
+		s.resHTTP.CloseIdleConnections()
+	})
+	s.resURL = "http://" + ln.Addr().String()
 	return s
 }
 
@@ -142,12 +167,12 @@ func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64)
 	}
 	l := r.s.resLocks[resource]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = make(chan struct{}, 1)
 		r.s.resLocks[resource] = l
 	}
 	r.s.mu.Unlock()
-	l.Lock()
-	defer l.Unlock()
+	l <- struct{}{}
+	defer func() { <-l }()
 	got, err := r.inner.FenceCheck(ctx, resource, token)
 	if err != nil || !got.OK {
 		return got, err
@@ -160,7 +185,7 @@ func (r recorder) FenceCheck(ctx context.Context, resource string, token uint64)
 }
 
 func (s *Surfaces) client() *client.Client {
-	cl, err := client.New(client.Config{Endpoints: s.c.Endpoints(), RequestTimeout: 2 * time.Second,
+	cl, err := client.New(client.Config{Endpoints: s.c.Endpoints(), RequestTimeout: 2 * time.Second, HTTPClient: s.c.httpClient(),
 		Retry: client.RetryPolicy{MaxAttempts: 4, BaseDelay: 20 * time.Millisecond, MaxDelay: 200 * time.Millisecond}})
 	if err != nil {
 		s.c.t.Fatalf("testcluster: client: %v", err)
@@ -185,12 +210,12 @@ func (s *Surfaces) touch(key string) {
 func (s *Surfaces) write(ctx context.Context, path, who string, token uint64) bool {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.res.URL+path+"?who="+who, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.resURL+path+"?who="+who, nil)
 	if err != nil {
 		return false
 	}
 	req.Header.Set(fence.DefaultHeader, strconv.FormatUint(token, 10))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.resHTTP.Do(req)
 	if err != nil {
 		return false
 	}
@@ -443,7 +468,7 @@ func (s *Surfaces) childWorker(ctx context.Context, i int, rng *rand.Rand) {
 		s.touch(key)
 		cmd := exec.CommandContext(ctx, s.cfg.Bin, "lock", "--endpoints", strings.Join(s.c.Endpoints(), ","),
 			"--ttl", s.cfg.TTL.String(), "--wait", "1500ms", "--grace", "200ms", key, "--", "sh", "-c", childScript)
-		cmd.Env = append(os.Environ(), "TC_URL="+s.res.URL, "TC_WHO="+who, "LOCKNODE_LOG_LEVEL=off")
+		cmd.Env = append(os.Environ(), "TC_URL="+s.resURL, "TC_WHO="+who, "LOCKNODE_LOG_LEVEL=off")
 		// SIGTERM: locknode lock stops its child's process group, then
 		// releases; a SIGKILL would leave the child running.
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -19,7 +19,10 @@ type Workload struct {
 	// OpTimeout bounds each operation (default 3s): a client that gives up
 	// records an unknown outcome.
 	OpTimeout time.Duration
-	Seed      uint64
+	// Think is the longest pause of a client between two sessions (a
+	// random time up to it; default 0: none, every client hammers).
+	Think time.Duration
+	Seed  uint64
 }
 
 // Run runs the workload until ctx ends; every client runs in its own
@@ -43,6 +46,9 @@ func (w *Workload) Run(ctx context.Context) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				w.session(ctx, cl, rng)
+				if w.Think > 0 {
+					pause(ctx, time.Duration(rng.Int64N(int64(w.Think))))
+				}
 			}
 		}()
 	}

@@ -859,6 +859,7 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
+	logFuture.ShutdownCh = r.shutdownCh // locknode: answered at shutdown
 
 	select {
 	case <-timer:
@@ -885,6 +886,7 @@ func (r *Raft) Barrier(timeout time.Duration) Future {
 	// Create a log future, no index or term yet
 	logFuture := &logFuture{log: Log{Type: LogBarrier}}
 	logFuture.init()
+	logFuture.ShutdownCh = r.shutdownCh // locknode: answered at shutdown
 
 	select {
 	case <-timer:
@@ -903,6 +905,7 @@ func (r *Raft) VerifyLeader() Future {
 	metrics.IncrCounter([]string{"raft", "verify_leader"}, 1)
 	verifyFuture := &verifyFuture{}
 	verifyFuture.init()
+	verifyFuture.ShutdownCh = r.shutdownCh // locknode: answered at shutdown
 	select {
 	case <-r.shutdownCh:
 		return errorFuture{ErrRaftShutdown}

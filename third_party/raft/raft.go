@@ -121,6 +121,7 @@ func (r *Raft) requestConfigChange(req configurationChangeRequest, timeout time.
 		req: req,
 	}
 	future.init()
+	future.ShutdownCh = r.shutdownCh // locknode: answered at shutdown
 	select {
 	case <-timer:
 		return errorFuture{ErrEnqueueTimeout}
@@ -2263,6 +2264,7 @@ func (r *Raft) pickServer() *Server {
 func (r *Raft) initiateLeadershipTransfer(id *ServerID, address *ServerAddress) LeadershipTransferFuture {
 	future := &leadershipTransferFuture{ID: id, Address: address}
 	future.init()
+	future.ShutdownCh = r.shutdownCh // locknode: answered at shutdown
 
 	if id != nil && *id == r.localID {
 		err := fmt.Errorf("cannot transfer leadership to itself")
