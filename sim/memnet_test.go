@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"syscall"
@@ -11,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/testcluster"
 )
 
@@ -85,23 +83,4 @@ func TestIdleMinute(t *testing.T) {
 		}
 	})
 	t.Logf("a simulated idle minute in %v", time.Since(wall))
-}
-
-// TestKnownLimit: only a sealed segment without its index frame whose
-// unreadable range is empty (no entry lost) is the documented limit.
-func TestKnownLimit(t *testing.T) {
-	for _, c := range []struct {
-		err   error
-		known bool
-	}{
-		{fmt.Errorf("recover: %w: segment x.wal, before the log's tail, is damaged at byte -1 (no index frame): entries 201 to 197 are unreadable; ...", cluster.ErrCorruptLog), true},
-		{fmt.Errorf("recover: %w: segment x.wal, before the log's tail, is damaged at byte -1 (no index frame): entries 190 to 197 are unreadable; ...", cluster.ErrCorruptLog), false},
-		{fmt.Errorf("recover: %w: segment x.wal, before the log's tail, is damaged at byte 88 (bad checksum): entries 201 to 197 are unreadable", cluster.ErrCorruptLog), false},
-		{errors.New("damaged at byte -1 (no index frame): entries 201 to 197 are unreadable"), false},
-		{nil, false},
-	} {
-		if got := knownLimit(c.err) != ""; got != c.known {
-			t.Errorf("knownLimit(%v) = %v, want %v", c.err, got, c.known)
-		}
-	}
 }

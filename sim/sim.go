@@ -6,16 +6,12 @@ import (
 	"fmt"
 	mathrand "math/rand"
 	"os"
-	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"testing/cryptotest"
 	"testing/synctest"
 	"time"
 
-	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/testcluster"
 )
 
@@ -86,9 +82,6 @@ type Result struct {
 	// Problems are the violations found (with Expect; otherwise they
 	// failed t).
 	Problems []string
-	// Limit names the documented limit the schedule ran into, which
-	// stopped it before its checks (not a failure); "" if none.
-	Limit string
 }
 
 // Run plays one schedule on a cluster in a synctest bubble and checks
@@ -125,7 +118,7 @@ func Run(t *testing.T, cfg Config) (res Result) {
 		t.Cleanup(func() { time.Sleep(stragglers) })
 		start := time.Now()
 		rep.t = t
-		ops = runBubble(t, rep, cfg, &res.Limit)
+		ops = runBubble(t, rep, cfg)
 		rep.t = nil
 		res.Simulated = time.Since(start)
 	})
@@ -145,7 +138,7 @@ func Run(t *testing.T, cfg Config) (res Result) {
 // runBubble starts the cluster, plays the schedule under the workload,
 // heals, and runs the checks that need the cluster; it returns the
 // history for the rest.
-func runBubble(t *testing.T, rep *report, cfg Config, limit *string) []testcluster.Op {
+func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
 	nw := NewNetwork(cfg.Seed)
 	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
@@ -188,12 +181,6 @@ func runBubble(t *testing.T, rep *report, cfg Config, limit *string) []testclust
 	stop()
 	wg.Wait()
 	if err != nil {
-		if known := knownLimit(err); known != "" {
-			// The schedule could not go on; nothing was found wrong.
-			t.Logf("known limit (%s): %v", known, err)
-			*limit = known
-			return nil
-		}
 		rep.Errorf("schedule: %v\n%v", err, sched)
 		return nil
 	}
@@ -314,31 +301,6 @@ const surfaceSlack = 5 * time.Second
 // on their own (client.Client's background release: a one-second retry
 // and a request of at most 5s, testcluster's HTTP client timeout).
 const stragglers = 15 * time.Second
-
-// corruptRange is the range of entries a corrupt-log refusal names.
-var corruptRange = regexp.MustCompile(`entries (\d+) to (\d+) are unreadable`)
-
-// knownLimit names the documented limit err is, or "". One so far
-// (docs/operations.md, "Known limit: a write torn while a segment was
-// being sealed"): a sealed WAL segment lost its index frame, with every
-// entry still in it (an empty range of unreadable entries), so the
-// node refuses to restart and needs an operator; the nemesis's disk
-// faults reach it now and then.
-func knownLimit(err error) string {
-	if !errors.Is(err, cluster.ErrCorruptLog) || !strings.Contains(err.Error(), "(no index frame)") {
-		return ""
-	}
-	m := corruptRange.FindStringSubmatch(err.Error())
-	if m == nil {
-		return ""
-	}
-	from, _ := strconv.ParseUint(m[1], 10, 64)
-	to, _ := strconv.ParseUint(m[2], 10, 64)
-	if from <= to {
-		return "" // entries lost: a failure
-	}
-	return "wal segment sealed without its index frame"
-}
 
 // report collects a run's violations: each fails t, or with expect is
 // only logged and kept.

@@ -40,26 +40,19 @@ func TestSim(t *testing.T) {
 		}
 	}
 	var sim, wall time.Duration
-	failed, limits := 0, 0
+	failed := 0
 	cpu0 := cpuTime()
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := Run(t, Config{Seed: seed, Duration: *flagDuration, Nodes: *flagNodes})
 			sim += r.Simulated
 			wall += r.Wall
-			if r.Limit != "" {
-				limits++
-				fmt.Printf("LIMIT seed %d: %s (docs/operations.md)\n", seed, r.Limit)
-			}
 			if r.Failed {
 				failed++
 				fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d\n", seed, seed, *flagDuration, *flagNodes)
 			}
 			t.Logf("seed %d: %d ops, %.1f simulated s in %.2f wall s (linearizability check %.2f s)", seed, r.Ops, r.Simulated.Seconds(), r.Wall.Seconds(), r.Check.Seconds())
 		})
-	}
-	if limits > 0 {
-		fmt.Printf("sim: %d schedules stopped at a documented limit before their checks\n", limits)
 	}
 	if cpu := cpuTime() - cpu0; cpu > 0 {
 		// Wall time follows the machine's load; CPU time is the cost.
