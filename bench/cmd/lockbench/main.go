@@ -64,6 +64,7 @@ type options struct {
 	settings       settings
 	pollMin, pollM time.Duration
 	soak           time.Duration // run only the soak workload, this long
+	hold           holdOpts      // the holding workload
 	soakEvery      time.Duration
 }
 
@@ -102,7 +103,11 @@ func run() int {
 	flag.StringVar(&o.repo, "repo", "..", "locknode repository (built with go build ./cmd/locknode)")
 	flag.StringVar(&o.locknodeBin, "locknode-bin", "", "use this locknode binary instead of building one")
 	flag.StringVar(&o.baseBin, "baseline-bin", "", "a second locknode binary: backends named with the suffix ~base (locknode-resp@follower~base) run it, alternating with the others, to compare two builds in one invocation")
-	flag.StringVar(&o.skipWorkloads, "skip", "", "comma-separated workloads to skip: uncontended,contended,pipeline,scripts,failover,scale")
+	flag.StringVar(&o.skipWorkloads, "skip", "", "comma-separated workloads to skip: uncontended,contended,pipeline,scripts,holding,failover,scale")
+	flag.IntVar(&o.hold.locks, "hold-locks", 10000, "held locks of the holding workload (renewed at TTL/3); 0 skips it")
+	flag.DurationVar(&o.hold.ttl, "hold-ttl", 30*time.Second, "lease of the holding workload's locks and sessions; each is renewed every third of it")
+	flag.DurationVar(&o.hold.window, "hold-duration", 20*time.Second, "measuring window of the holding workload (after -warmup)")
+	flag.IntVar(&o.hold.senders, "hold-senders", 12, "concurrent renewal requests of the holding workload (pipelines of 100, or keep-alives)")
 	flag.DurationVar(&o.settings.ttl, "ttl", 10*time.Second, "lease of every benchmark lock")
 	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
 	flag.DurationVar(&o.pollM, "poll-max", 10*time.Millisecond, "longest retry delay of polling clients")
@@ -445,6 +450,18 @@ func (b *lnHTTPBackend) cluster() *lnCluster { return b.lnc }
 // forwarding and log-write figures of the phase (addPathMetrics) to its
 // result. A failed scrape leaves them out and says so.
 func withPath(ctx context.Context, b backend, phase func() (result, error)) (result, error) {
+	cpu0 := sampleCPU(b)
+	r, err := withNodeMetrics(ctx, b, phase)
+	if err == nil {
+		addCPUMetrics(r.Metrics, cpu0, sampleCPU(b))
+		logf("  %s %s: servers %.0f µs CPU per operation (/proc), client %.0f µs", b.name(), r.Workload,
+			r.Metrics["servers_cpu_us_per_op"], r.Metrics["client_cpu_us_per_op"])
+	}
+	return r, err
+}
+
+// withNodeMetrics runs phase and adds a locknode cluster's counters of it.
+func withNodeMetrics(ctx context.Context, b backend, phase func() (result, error)) (result, error) {
 	cb, ok := b.(clustered)
 	if !ok || cb.cluster() == nil {
 		return phase()
@@ -465,11 +482,8 @@ func withPath(ctx context.Context, b backend, phase func() (result, error)) (res
 	}
 	addPathMetrics(r.Metrics, before, after)
 	// The phase's operations: cycles, acquisitions or pipelined commands.
-	for _, k := range []string{"cycles_per_s", "acquisitions_per_s", "ops_per_s"} {
-		if v := r.Metrics[k]; v > 0 {
-			r.Metrics["nodes_cpu_us_per_op"] = 1e6 * r.Metrics["nodes_cpu_cores"] / v
-			break
-		}
+	if v := opsRate(r.Metrics); v > 0 {
+		r.Metrics["nodes_cpu_us_per_op"] = 1e6 * r.Metrics["nodes_cpu_cores"] / v
 	}
 	logf("  %s %s: %.0f forwarding calls/s, %.1f commands per call; leader %.0f log writes/s, %.1f commands per write, %.2f ms per write; nodes %.2f cores (leader %.2f), %.0f µs per operation",
 		b.name(), r.Workload, r.Metrics["fwd_calls_per_s"], r.Metrics["fwd_cmds_per_call"],
@@ -530,6 +544,32 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 				logf("  %s %s: %.0f cycles/s, acquire p50 %.3f ms, %d errors", b.name(), r.Workload, r.Metrics["cycles_per_s"], r.Metrics["acquire_p50_ms"], r.Errors)
 			}
 			out = append(out, rs...)
+		}
+	}
+	if !skip["holding"] && o.hold.locks > 0 {
+		ho := o.hold
+		ho.warmup = o.warmup
+		measure := func(phase func() (result, error)) (result, error) { return withPath(ctx, b, phase) }
+		var r result
+		var err error
+		ran := true
+		switch x := b.(type) {
+		case *respBackend:
+			r, err = holdingRESP(ctx, x, ho, measure)
+		case *lnHTTPBackend:
+			r, err = holdingSessions(ctx, x, ho, measure)
+		default:
+			ran = false
+		}
+		switch {
+		case !ran:
+		case err != nil:
+			errs = append(errs, fmt.Errorf("holding: %w", err))
+		default:
+			logf("  %s %s: %.0f renewals/s, request p50 %.2f p99 %.2f p99.9 %.2f ms, %v late, %v lost, %d errors; leader %.0f entries/s; servers %.3f cores, %.1f µs per renewal",
+				b.name(), r.Workload, r.Metrics["renewals_per_s"], r.Metrics["renew_p50_ms"], r.Metrics["renew_p99_ms"], r.Metrics["renew_p999_ms"],
+				r.Metrics["late"], r.Metrics["lost"], r.Errors, r.Metrics["leader_entries_per_s"], r.Metrics["servers_cpu_cores"], r.Metrics["servers_cpu_us_per_op"])
+			out = append(out, r)
 		}
 	}
 	return out, b.commands(), errors.Join(errs...)

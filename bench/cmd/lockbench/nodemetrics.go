@@ -22,6 +22,8 @@ var scrapedCounters = []string{
 	"locknode_log_store_seconds_count", // log store batches (one fsync each)
 	"locknode_log_store_seconds_sum",
 	"process_cpu_seconds_total", // the node process's CPU (user + system)
+	"locknode_applied_index",    // the raft index (gauge): log entries of every kind
+	"locknode_renewals_batched_total",
 }
 
 // parseCounters sums each wanted series over its labels in a Prometheus
@@ -138,6 +140,11 @@ func addPathMetrics(m map[string]float64, a, b clusterSample) {
 	writes := d(a.leader, "locknode_log_store_seconds_count")
 	m["leader_log_writes_per_s"] = writes / secs
 	m["leader_cmds_per_log_write"] = safeDiv(d(a.leader, "locknode_proposals_total"), writes)
+	// Log entries the leader proposed (commands; an OpBatchRenew entry is
+	// one) and the raft index's advance (every entry kind).
+	m["leader_entries_per_s"] = d(a.leader, "locknode_proposals_total") / secs
+	m["raft_index_per_s"] = d(a.leader, "locknode_applied_index") / secs
+	m["renewals_batched_per_s"] = d(a.leader, "locknode_renewals_batched_total") / secs
 	m["leader_log_write_mean_ms"] = 1000 * safeDiv(d(a.leader, "locknode_log_store_seconds_sum"), writes)
 	// CPU the nodes used, in cores, and per operation of the phase: a
 	// placement that needs more CPU per operation does fewer where the

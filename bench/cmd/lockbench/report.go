@@ -396,7 +396,8 @@ func (r *report) write(dir, name string) error {
 		"script_workers": fmt.Sprint(r.opts.scriptWorkers), "ttl": r.opts.settings.ttl.String(),
 		"poll": r.opts.pollMin.String() + ".." + r.opts.pollM.String(), "targets": r.opts.settings.lnTargets,
 		"failover_runs": fmt.Sprint(r.opts.failoverRuns), "failover_workers": fmt.Sprint(r.opts.failoverWork),
-		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "scale_targets": r.opts.scaleTargets, "elapsed": r.elapsed.Round(time.Second).String(),
+		"scale_locks": fmt.Sprint(r.opts.scaleLocks), "scale_targets": r.opts.scaleTargets,
+		"hold_locks": fmt.Sprint(r.opts.hold.locks), "hold_ttl": r.opts.hold.ttl.String(), "hold_duration": r.opts.hold.window.String(), "elapsed": r.elapsed.Round(time.Second).String(),
 	}
 	// JSON lines.
 	var jl strings.Builder
@@ -507,6 +508,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 	}
 	b.WriteString("\n![chart](" + name + ".svg)\n\n")
 
+	r.cpuTable(&b, med)
 	r.headline(&b, med)
 	b.WriteString("## Targets\n\n| target | goal | measured | met |\n|---|---|---|---|\n")
 	for _, t := range ts {
@@ -533,6 +535,7 @@ func (r *report) markdown(med map[[2]string]*summary, ts []target, name string) 
 		}
 	}
 	r.pathTable(&b, med)
+	r.holdingTable(&b, med)
 	fmt.Fprintf(&b, "\n## Contended (%d workers, one lock, hold 0)\n\n", r.opts.contended)
 	b.WriteString("| backend | acquisitions/s | wait p50 ms | wait p99 ms | wait max ms | requests/acquisition | min..max per worker | max/min | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, be := range r.backends {

@@ -19,12 +19,14 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// latencyMetrics adds prefix_p50_ms, prefix_p99_ms and prefix_max_ms.
+// latencyMetrics adds prefix_p50_ms, prefix_p99_ms, prefix_p999_ms (99.9th)
+// and prefix_max_ms.
 func latencyMetrics(m map[string]float64, prefix string, samples []time.Duration) {
 	s := slices.Clone(samples)
 	slices.Sort(s)
 	m[prefix+"_p50_ms"] = ms(pct(s, 50))
 	m[prefix+"_p99_ms"] = ms(pct(s, 99))
+	m[prefix+"_p999_ms"] = ms(pct(s, 99.9))
 	m[prefix+"_max_ms"] = ms(pct(s, 100))
 }
 

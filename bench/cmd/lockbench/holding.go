@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locknode/locknode/api"
+)
+
+// Holding: N locks held and renewed at TTL/3, as lock clients keep
+// theirs (Chubby found keep-alives the dominant load of a lock service).
+// Two kinds of clients:
+//
+//   - redsync-style (locknode-resp, redis): each lock is a SET NX PX key;
+//     its renewal is redsync v4's Extend script (compare-and-pexpire) by
+//     EVALSHA, sent in pipelines of 100 renewals, the pipelines spread
+//     over the backend's nodes;
+//   - Go sessions (locknode-http): each lock is held under its own
+//     session; its renewal is the session keep-alive (client.KeepAlive,
+//     what client.Session sends every TTL/3), one request each.
+//
+// Every lock is renewed once per TTL/3, evenly spread over that period,
+// by a fixed pool of senders; a renewal due while every sender is busy
+// waits for one (counted as late). The figures: renewals per second,
+// the latency of one renewal request (a 100-renewal pipeline, or one
+// keep-alive) at p50/p99/p99.9, renewals that found their lock gone, and
+// (withPath) the servers' CPU and the leader's log entries per second.
+
+// holdBatch is the renewals of one redsync-style pipeline.
+const holdBatch = 100
+
+// touchScriptText is go-redsync/redsync v4 scripts.go touchScript, byte
+// for byte (its SHA1 is d75bb8b5bd13532ddedd17762e772346e39b321e).
+const touchScriptText = `
+	if redis.call("GET", KEYS[1]) == ARGV[1] then
+		return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	else
+		return 0
+	end
+`
+
+var touchScript = redis.NewScript(touchScriptText)
+
+type holdOpts struct {
+	locks   int
+	ttl     time.Duration
+	warmup  time.Duration
+	window  time.Duration
+	senders int
+}
+
+// renewSchedule calls renew(unit) for units 0..units-1 in turn, each once
+// per period, evenly spaced, from senders goroutines, for warmup+window;
+// it returns the latencies and the late count of the window only.
+func renewSchedule(ctx context.Context, units int, period time.Duration, senders int, warmup, window time.Duration,
+	renew func(ctx context.Context, sender, unit int) error) (lat []time.Duration, late, errs int64, firstErr error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	due := make(chan int, senders)
+	var mu sync.Mutex
+	var measuring atomic.Bool
+	var wg sync.WaitGroup
+	for s := range senders {
+		wg.Add(1)
+		// Ends when due is closed (the schedule's end).
+		go func() {
+			defer wg.Done()
+			for u := range due {
+				t0 := time.Now()
+				err := renew(ctx, s, u)
+				d := time.Since(t0)
+				if !measuring.Load() {
+					continue
+				}
+				mu.Lock()
+				if err != nil {
+					errs++
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	step := period / time.Duration(units)
+	start := time.Now()
+	end := start.Add(warmup + window)
+	for i := 0; ctx.Err() == nil; i++ {
+		at := start.Add(time.Duration(i) * step)
+		if !at.Before(end) {
+			break
+		}
+		if !measuring.Load() && !at.Before(start.Add(warmup)) {
+			measuring.Store(true)
+		}
+		if w := time.Until(at); w > 0 {
+			time.Sleep(w) // pacing the schedule, not synchronisation
+		}
+		select {
+		case due <- i % units:
+		default:
+			if measuring.Load() {
+				mu.Lock()
+				late++
+				mu.Unlock()
+			}
+			select {
+			case due <- i % units:
+			case <-ctx.Done():
+			}
+		}
+	}
+	close(due)
+	wg.Wait()
+	return lat, late, errs, firstErr
+}
+
+// holdingRESP fills opts.locks SET NX PX keys, then renews them with the
+// Extend script, holdBatch to a pipeline. The fill runs before measure
+// (withPath) begins.
+func holdingRESP(ctx context.Context, b *respBackend, o holdOpts, measure func(func() (result, error)) (result, error)) (result, error) {
+	var rdbs []*redis.Client
+	for _, a := range b.addrs {
+		rdb := b.newClient(a)
+		defer rdb.Close()
+		if err := touchScript.Load(ctx, rdb).Err(); err != nil {
+			return result{}, fmt.Errorf("SCRIPT LOAD: %w", err)
+		}
+		rdbs = append(rdbs, rdb)
+	}
+	key := func(i int) string { return fmt.Sprintf("bench/hold/%d", i) }
+	tok := func(i int) string { return fmt.Sprintf("tok-%d", i) }
+	ms := o.ttl.Milliseconds()
+	// Fill: pipelines of 1000 SET NX PX, over the nodes.
+	for lo := 0; lo < o.locks; lo += 1000 {
+		p := rdbs[(lo/1000)%len(rdbs)].Pipeline()
+		for i := lo; i < min(lo+1000, o.locks); i++ {
+			p.SetArgs(ctx, key(i), tok(i), redis.SetArgs{Mode: "NX", TTL: o.ttl})
+		}
+		cmds, err := p.Exec(ctx)
+		if err != nil {
+			return result{}, fmt.Errorf("fill: %w", err)
+		}
+		for _, c := range cmds {
+			if c.(*redis.StatusCmd).Val() != "OK" {
+				return result{}, fmt.Errorf("fill: %s not taken", c.Args()[1])
+			}
+		}
+	}
+	units := (o.locks + holdBatch - 1) / holdBatch
+	var lost atomic.Int64
+	return measure(func() (result, error) {
+		lat, late, errs, firstErr := renewSchedule(ctx, units, o.ttl/3, o.senders, o.warmup, o.window,
+			func(ctx context.Context, s, u int) error {
+				p := rdbs[s%len(rdbs)].Pipeline()
+				for i := u * holdBatch; i < min((u+1)*holdBatch, o.locks); i++ {
+					touchScript.EvalSha(ctx, p, []string{key(i)}, tok(i), ms)
+				}
+				cmds, err := p.Exec(ctx)
+				if err != nil {
+					return err
+				}
+				for _, c := range cmds {
+					if v, _ := c.(*redis.Cmd).Int64(); v != 1 {
+						lost.Add(1)
+					}
+				}
+				return nil
+			})
+		r := result{Backend: b.name(), Workload: fmt.Sprintf("holding-%d-extend", o.locks), Metrics: map[string]float64{}, Errors: errs}
+		if firstErr != nil {
+			r.FirstErr = firstErr.Error()
+		}
+		r.Metrics["renewals_per_s"] = float64(len(lat)*holdBatch) / o.window.Seconds()
+		r.Metrics["renewals_per_request"] = holdBatch
+		latencyMetrics(r.Metrics, "renew", lat)
+		r.Metrics["late"] = float64(late)
+		r.Metrics["lost"] = float64(lost.Load())
+		return r, nil
+	})
+}
+
+// holdingSessions opens opts.locks sessions, each holding one lock, then
+// keeps every session alive at TTL/3.
+func holdingSessions(ctx context.Context, b *lnHTTPBackend, o holdOpts, measure func(func() (result, error)) (result, error)) (result, error) {
+	ids := make([]string, o.locks)
+	// Fill: 64 at a time, spread over the targets.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var fillErr error
+	next := atomic.Int64{}
+	for w := range 64 {
+		wg.Add(1)
+		// Ends when every session is open or one failed.
+		go func() {
+			defer wg.Done()
+			cl := b.cl[w%len(b.cl)]
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= o.locks || ctx.Err() != nil {
+					return
+				}
+				s, err := cl.OpenSession(ctx, o.ttl)
+				if err == nil {
+					ids[i] = s.ID
+					_, err = cl.TryAcquire(ctx, api.AcquireRequest{Key: fmt.Sprintf("bench/hold/%d", i), Owner: s.ID, Session: s.ID})
+				}
+				if err != nil {
+					mu.Lock()
+					fillErr = errors.Join(fillErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fillErr != nil {
+		return result{}, fmt.Errorf("fill: %w", fillErr)
+	}
+	var lost atomic.Int64
+	return measure(func() (result, error) {
+		lat, late, errs, firstErr := renewSchedule(ctx, o.locks, o.ttl/3, o.senders, o.warmup, o.window,
+			func(ctx context.Context, s, u int) error {
+				_, err := b.cl[s%len(b.cl)].KeepAlive(ctx, ids[u])
+				if errors.Is(err, api.ErrSessionExpired) || errors.Is(err, api.ErrNotFound) {
+					lost.Add(1)
+					return nil
+				}
+				return err
+			})
+		r := result{Backend: b.name(), Workload: fmt.Sprintf("holding-%d-session", o.locks), Metrics: map[string]float64{}, Errors: errs}
+		if firstErr != nil {
+			r.FirstErr = firstErr.Error()
+		}
+		r.Metrics["renewals_per_s"] = float64(len(lat)) / o.window.Seconds()
+		r.Metrics["renewals_per_request"] = 1
+		latencyMetrics(r.Metrics, "renew", lat)
+		r.Metrics["late"] = float64(late)
+		r.Metrics["lost"] = float64(lost.Load())
+		return r, nil
+	})
+}
