@@ -26,7 +26,18 @@ import (
 
 // Client talks to a locknode cluster over HTTP. It is safe for concurrent
 // use; share one per process (coalescing works per Client).
+//
+// It is composed of parts, each a type with its own files, that share
+// one caller (endpoints, fail-over, retries): the methods of *Client are
+// theirs, promoted.
 type Client struct {
+	caller
+}
+
+// caller sends requests to the cluster's endpoints with fail-over and
+// retries (transport.go). Every part of a Client sends through the
+// Client's one caller, so they share its choice of endpoint.
+type caller struct {
 	cfg Config
 	log hclog.Logger
 	cur atomic.Int32 // index of the endpoint that answered last
@@ -48,7 +59,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	c := &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
+	c := &Client{}
+	c.caller = caller{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
 	}
@@ -454,50 +466,6 @@ func (c *Client) Observe(ctx context.Context, election string) (<-chan api.Leade
 		}
 	}()
 	return out, nil
-}
-
-// openStream opens a streaming GET with fail-over; the caller closes the
-// body. The request lives as long as ctx.
-func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
-	n := len(c.cfg.Endpoints)
-	start := int(c.cur.Load())
-	var lastErr error
-	for i := 0; i < n; i++ {
-		idx := (start + i) % n
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Endpoints[idx]+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		if c.authz != nil {
-			req.Header["Authorization"] = c.authz
-		}
-		oteltrace.Inject(ctx, req.Header)
-		resp, err := c.cfg.HTTPClient.Do(req)
-		if err != nil {
-			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)
-			continue
-		}
-		if resp.StatusCode == http.StatusOK {
-			c.cur.Store(int32(idx))
-			return resp, nil
-		}
-		var eb api.ErrorBody
-		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		resp.Body.Close()
-		e := &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
-		if !wire.Retryable(resp.StatusCode) {
-			return nil, e
-		}
-		lastErr = e
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: observe: %w", api.ErrCancelled, ctx.Err())
-	}
-	var e *Error
-	if errors.As(lastErr, &e) {
-		return nil, e
-	}
-	return nil, &unreachable{op: "observe", attempts: n, last: lastErr}
 }
 
 // Limits returns the request limits the client checks before sending
