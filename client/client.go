@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +28,8 @@ type Client struct {
 	// that share one caller (endpoints, fail-over, retries); the
 	// methods of *Client are theirs, promoted.
 	caller
-	leases // Acquire, TryAcquire, Release, Extend, FenceCheck (leases.go)
+	leases  // Acquire, TryAcquire, Release, Extend, FenceCheck (leases.go)
+	handles // Lock, TryLock and their coalescing (lock.go, coalesce.go)
 }
 
 // caller sends requests to the cluster's endpoints with fail-over and
@@ -44,9 +44,6 @@ type caller struct {
 	// authz is the Authorization header of every request (nil: none),
 	// built once.
 	authz []string
-
-	mu        sync.Mutex
-	coalesced map[coalesceKey]*coalescer
 }
 
 var _ api.Locker = (*Client)(nil)
@@ -58,8 +55,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	cfg = cfg.withDefaults()
 	c := &Client{}
-	c.caller = caller{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
+	c.caller = caller{cfg: cfg, log: cfg.Logger}
 	c.leases = leases{caller: &c.caller}
+	c.handles = handles{leases: &c.leases, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
 	}

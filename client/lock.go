@@ -78,7 +78,7 @@ func (s State) String() string {
 //     it (see api.Locker.FenceCheck): the deadline cannot cover a process
 //     paused between checking Context() and writing.
 type Lock struct {
-	c       *Client
+	c       *leases
 	key     string
 	owner   string
 	ttl     time.Duration
@@ -103,12 +103,22 @@ type Lock struct {
 	lastProgress    time.Time     // under mu
 }
 
+// handles is the part of a Client that hands out Lock handles (Lock,
+// TryLock) and coalesces the waits of its goroutines for one key
+// (coalesce.go). Handles renew and release through the leases part.
+type handles struct {
+	*leases
+
+	mu        sync.Mutex
+	coalesced map[coalesceKey]*coalescer
+}
+
 // Lock blocks until key is held, the wait (WithWait) passes — an error
 // wrapping api.ErrWaitTimeout — or ctx ends (api.ErrCancelled; the
 // server-side waiter is removed). Concurrent Lock calls of this Client for
 // the same key and options share one server-side waiter: see Coalescing
 // in the package doc.
-func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
+func (c *handles) Lock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
 	ctx, sp := startSpan(ctx, "locknode.Lock", lockAttrs(key, o)...)
 	defer func() { sp.endLock(lk, rerr) }()
@@ -137,7 +147,7 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (lk *
 // wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue;
 // WithRetry makes it try again a bounded number of times. Cancelling ctx
 // ends the retries with an error wrapping api.ErrCancelled and ctx.Err().
-func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
+func (c *handles) TryLock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
 	ctx, sp := startSpan(ctx, "locknode.TryLock", lockAttrs(key, o)...)
 	defer func() { sp.endLock(lk, rerr) }()
@@ -167,7 +177,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (l
 	}
 }
 
-func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
+func (c *handles) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
 	req := o.request(key, &c.cfg)
 	req.WaitMs = 0
 	ours := req.Owner == ""
@@ -184,7 +194,7 @@ func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*L
 	return c.newLock(key, req.Owner, o, lease, sent), nil
 }
 
-func (c *Client) checkOptions(key string, o lockOptions) error {
+func (c *handles) checkOptions(key string, o lockOptions) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", api.ErrBadRequest)
@@ -206,10 +216,10 @@ func (c *Client) checkOptions(key string, o lockOptions) error {
 
 // newLock starts the handle of a granted lease whose request was first
 // sent at sent.
-func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
+func (c *handles) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
-		c: c, key: key, owner: owner, ttl: o.ttl, session: o.session, lease: lease,
+		c: c.leases, key: key, owner: owner, ttl: o.ttl, session: o.session, lease: lease,
 		ctx: ctx, cancel: cancel, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		progressTimeout: o.progressTimeout, lastProgress: time.Now(),
 	}
