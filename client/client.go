@@ -28,8 +28,9 @@ type Client struct {
 	// that share one caller (endpoints, fail-over, retries); the
 	// methods of *Client are theirs, promoted.
 	caller
-	leases  // Acquire, TryAcquire, Release, Extend, FenceCheck (leases.go)
-	handles // Lock, TryLock and their coalescing (lock.go, coalesce.go)
+	leases   // Acquire, TryAcquire, Release, Extend, FenceCheck (leases.go)
+	handles  // Lock, TryLock and their coalescing (lock.go, coalesce.go)
+	sessions // OpenSession, KeepAlive, CloseSession, NewSession (session.go)
 }
 
 // caller sends requests to the cluster's endpoints with fail-over and
@@ -57,6 +58,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{}
 	c.caller = caller{cfg: cfg, log: cfg.Logger}
 	c.leases = leases{caller: &c.caller}
+	c.sessions = sessions{caller: &c.caller}
 	c.handles = handles{leases: &c.leases, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
@@ -122,44 +124,6 @@ func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult,
 	var res api.ListResult
 	_, err := c.do(ctx, call{op: "list", method: http.MethodGet, path: path, out: &res})
 	return res, err
-}
-
-// OpenSession implements api.Locker. It carries no request id: a retry
-// after a lost answer can open a second session, which nobody keeps
-// alive and which therefore expires after ttl.
-func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (_ api.SessionInfo, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.OpenSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
-	defer func() { sp.end(rerr) }()
-	sreq := api.SessionTTL(ttl)
-	if err := sreq.Validate(c.cfg.Limits); err != nil {
-		return api.SessionInfo{}, err
-	}
-	var info api.SessionInfo
-	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: wire.PathSessions,
-		body: jsonBody(sreq), out: &info})
-	return info, err
-}
-
-// KeepAlive implements api.Locker.
-func (c *Client) KeepAlive(ctx context.Context, id string) (_ api.SessionInfo, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.KeepAlive")
-	defer func() { sp.end(rerr) }()
-	info, _, err := c.keepAlive(ctx, id)
-	return info, err
-}
-
-func (c *Client) keepAlive(ctx context.Context, id string) (api.SessionInfo, time.Time, error) {
-	var info api.SessionInfo
-	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: wire.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
-	return info, sent, err
-}
-
-// CloseSession implements api.Locker.
-func (c *Client) CloseSession(ctx context.Context, id string) (rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.CloseSession")
-	defer func() { sp.end(rerr) }()
-	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: wire.PathSessions + "/" + url.PathEscape(id)})
-	return err
 }
 
 // Campaign implements api.Locker: a long poll until req.Value leads
