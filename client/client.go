@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,6 +23,7 @@ type Client struct {
 	handles   // Lock, TryLock and their coalescing (lock.go, coalesce.go)
 	sessions  // OpenSession, KeepAlive, CloseSession, NewSession (session.go)
 	elections // Campaign, Resign, Proclaim, Observe, Elect (election.go)
+	inspector // Inspect, List, Watch (watch.go)
 }
 
 // caller sends requests to the cluster's endpoints with fail-over and
@@ -53,6 +53,7 @@ func New(cfg Config) (*Client, error) {
 	c.leases = leases{caller: &c.caller}
 	c.sessions = sessions{caller: &c.caller}
 	c.elections = elections{caller: &c.caller}
+	c.inspector = inspector{caller: &c.caller}
 	c.handles = handles{leases: &c.leases, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
@@ -67,20 +68,6 @@ func New(cfg Config) (*Client, error) {
 
 func jsonBody(v any) func() any { return func() any { return v } }
 
-// Inspect implements api.Locker over GET /v1/locks/{key}.
-func (c *Client) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	if err := c.cfg.Limits.CheckKey(key); err != nil {
-		return api.LockInfo{}, err
-	}
-	path := wire.PathLockPrefix + escapeKey(key)
-	if opts.Stale {
-		path += "?stale=true"
-	}
-	var info api.LockInfo
-	_, err := c.do(ctx, call{op: "inspect", method: http.MethodGet, path: path, out: &info})
-	return info, err
-}
-
 // escapeKey escapes a key as one path segment. "." and ".." are escaped
 // too, or the server's path cleaning would eat them.
 func escapeKey(key string) string {
@@ -91,33 +78,6 @@ func escapeKey(key string) string {
 		return "%2E%2E"
 	}
 	return url.PathEscape(key)
-}
-
-// List implements api.Locker over GET /v1/locks.
-func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.ListResult{}, err
-	}
-	q := url.Values{}
-	if req.Prefix != "" {
-		q.Set("prefix", req.Prefix)
-	}
-	if req.After != "" {
-		q.Set("after", req.After)
-	}
-	if req.Limit != 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	if req.Stale {
-		q.Set("stale", "true")
-	}
-	path := wire.PathLocks
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var res api.ListResult
-	_, err := c.do(ctx, call{op: "list", method: http.MethodGet, path: path, out: &res})
-	return res, err
 }
 
 // AddVoter asks the cluster to add server id, reachable at its raft
