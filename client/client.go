@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -9,7 +8,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/wire"
 )
 
 // Client talks to a locknode cluster over HTTP. It is safe for concurrent
@@ -24,6 +22,7 @@ type Client struct {
 	sessions  // OpenSession, KeepAlive, CloseSession, NewSession (session.go)
 	elections // Campaign, Resign, Proclaim, Observe, Elect (election.go)
 	inspector // Inspect, List, Watch (watch.go)
+	admin     // members, status, readiness, snapshots, upgrades (admin.go)
 }
 
 // caller sends requests to the cluster's endpoints with fail-over and
@@ -54,6 +53,7 @@ func New(cfg Config) (*Client, error) {
 	c.sessions = sessions{caller: &c.caller}
 	c.elections = elections{caller: &c.caller}
 	c.inspector = inspector{caller: &c.caller}
+	c.admin = admin{caller: &c.caller}
 	c.handles = handles{leases: &c.leases, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
@@ -78,40 +78,6 @@ func escapeKey(key string) string {
 		return "%2E%2E"
 	}
 	return url.PathEscape(key)
-}
-
-// AddVoter asks the cluster to add server id, reachable at its raft
-// address addr, as a voter (POST /v1/members). The leader first checks
-// that addr answers the peer handshake and refuses it otherwise
-// (api.ErrBadRequest). Repeating it is harmless.
-func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
-		body: jsonBody(wire.MemberRequest{ID: id, Address: addr})})
-	return err
-}
-
-// AddVoterForce is AddVoter without the leader's check that addr
-// answers the peer handshake, for a node that is not up yet. Only the
-// leader takes it; other nodes answer 503 and the client tries its next
-// endpoint, so list the leader among them.
-func (c *Client) AddVoterForce(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
-		body: jsonBody(wire.MemberRequest{ID: id, Address: addr, Force: true})})
-	return err
-}
-
-// RemoveServer asks the cluster to remove server id (DELETE /v1/members/{id}).
-// An id that is not a member is refused (api.ErrNotFound).
-func (c *Client) RemoveServer(ctx context.Context, id string) error {
-	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: wire.PathMembers + "/" + url.PathEscape(id)})
-	return err
-}
-
-// Status implements api.Locker (the status of whichever node answers).
-func (c *Client) Status(ctx context.Context) (api.Status, error) {
-	var st api.Status
-	_, err := c.do(ctx, call{op: "status", method: http.MethodGet, path: wire.PathStatus, out: &st})
-	return st, err
 }
 
 // Limits returns the request limits the client checks before sending
