@@ -1,32 +1,34 @@
 package client
 
 import (
-	"bufio"
-	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"go.opentelemetry.io/otel/attribute"
-
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/internal/oteltrace"
-	"github.com/locknode/locknode/wire"
 )
 
 // Client talks to a locknode cluster over HTTP. It is safe for concurrent
 // use; share one per process (coalescing works per Client).
 type Client struct {
+	// The Client is composed of parts, each a type with its own files,
+	// that share one caller (endpoints, fail-over, retries); the
+	// methods of *Client are theirs, promoted.
+	caller
+	leases    // Acquire, TryAcquire, Release, Extend, FenceCheck (leases.go)
+	handles   // Lock, TryLock and their coalescing (lock.go, coalesce.go)
+	sessions  // OpenSession, KeepAlive, CloseSession, NewSession (session.go)
+	elections // Campaign, Resign, Proclaim, Observe, Elect (election.go)
+	inspector // Inspect, List, Watch (watch.go)
+	admin     // members, status, readiness, snapshots, upgrades (admin.go)
+}
+
+// caller sends requests to the cluster's endpoints with fail-over and
+// retries (transport.go). Every part of a Client sends through the
+// Client's one caller, so they share its choice of endpoint.
+type caller struct {
 	cfg Config
 	log hclog.Logger
 	cur atomic.Int32 // index of the endpoint that answered last
@@ -35,9 +37,6 @@ type Client struct {
 	// authz is the Authorization header of every request (nil: none),
 	// built once.
 	authz []string
-
-	mu        sync.Mutex
-	coalesced map[coalesceKey]*coalescer
 }
 
 var _ api.Locker = (*Client)(nil)
@@ -48,7 +47,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	c := &Client{cfg: cfg, log: cfg.Logger, coalesced: map[coalesceKey]*coalescer{}}
+	c := &Client{}
+	c.caller = caller{cfg: cfg, log: cfg.Logger}
+	c.leases = leases{caller: &c.caller}
+	c.sessions = sessions{caller: &c.caller}
+	c.elections = elections{caller: &c.caller}
+	c.inspector = inspector{caller: &c.caller}
+	c.admin = admin{caller: &c.caller}
+	c.handles = handles{leases: &c.leases, coalesced: map[coalesceKey]*coalescer{}}
 	for _, e := range cfg.Endpoints {
 		c.eps = append(c.eps, parseEndpoint(e))
 	}
@@ -62,153 +68,6 @@ func New(cfg Config) (*Client, error) {
 
 func jsonBody(v any) func() any { return func() any { return v } }
 
-// Acquire implements api.Locker over POST /v1/locks/acquire, a long poll.
-// A RequestID is generated when req has none and reused by every retry of
-// this call, so a grant whose answer was lost is not granted twice.
-//
-// With WaitMs 0 it waits until ctx ends: the client asks for at most
-// api.MaxWait per request and, when one times out, re-issues it with a
-// fresh request id (a timed-out request is a final, definite answer:
-// reusing its id would only replay the timeout). Cancelling ctx closes
-// the request, which removes the waiter on the server, and returns an
-// error wrapping api.ErrCancelled and ctx.Err(). A req that brings its
-// own RequestID is sent as given: with WaitMs 0 it then waits at most
-// api.MaxWait (ErrWaitTimeout), since one id names one wait.
-//
-// req.Meta gets this process's host and pid where it has no entry of
-// that name, unless Config.NoDefaultMetadata or ctx says not to
-// (api.WithoutDefaultMeta).
-func (c *Client) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	ctx, sp := startSpan(ctx, "locknode.Acquire", reqAttrs(req.Key, req.Keys), oteltrace.AttrWaitMs.Int64(req.WaitMs))
-	req.Meta = c.defaultMeta(ctx, req.Meta)
-	lease, _, err := c.acquire(ctx, req)
-	sp.endLease(lease, err)
-	return lease, err
-}
-
-// defaultMeta is meta with this process's host and pid, when wanted.
-func (c *Client) defaultMeta(ctx context.Context, meta map[string]string) map[string]string {
-	if c.cfg.NoDefaultMetadata || api.DefaultMetaOff(ctx) {
-		return meta
-	}
-	return c.cfg.Limits.WithProcessMeta(meta)
-}
-
-// acquire also returns the send time of the request that won the lease.
-func (c *Client) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.Lease{}, time.Time{}, err
-	}
-	forever := req.WaitMs == 0
-	waitEnd := time.Now().Add(time.Duration(req.WaitMs) * time.Millisecond)
-	fixedID := req.RequestID != ""
-	for {
-		if !fixedID {
-			req.RequestID = newID()
-		}
-		remaining := func() time.Duration {
-			if !forever {
-				return max(time.Until(waitEnd), time.Millisecond)
-			}
-			w := api.MaxWait
-			if dl, ok := ctx.Deadline(); ok {
-				w = min(w, max(time.Until(dl), time.Millisecond))
-			}
-			return w
-		}
-		var lease api.Lease
-		sent, err := c.do(ctx, call{
-			op: "acquire", method: http.MethodPost, path: wire.PathAcquire,
-			body: func() any {
-				r := req
-				r.WaitMs = remaining().Milliseconds()
-				return &r
-			},
-			wait: remaining(),
-			out:  &lease,
-		})
-		if forever && !fixedID && errors.Is(err, api.ErrWaitTimeout) && ctx.Err() == nil {
-			continue
-		}
-		return lease, sent, err
-	}
-}
-
-// TryAcquire implements api.Locker over POST /v1/locks/try. req.Meta
-// gets the default metadata as with Acquire.
-func (c *Client) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
-	ctx, sp := startSpan(ctx, "locknode.TryAcquire", reqAttrs(req.Key, req.Keys))
-	req.Meta = c.defaultMeta(ctx, req.Meta)
-	lease, _, err := c.tryAcquire(ctx, req)
-	sp.endLease(lease, err)
-	return lease, err
-}
-
-func (c *Client) tryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, time.Time, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.Lease{}, time.Time{}, err
-	}
-	if req.RequestID == "" {
-		req.RequestID = newID()
-	}
-	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "try", method: http.MethodPost, path: wire.PathTry, body: jsonBody(&req), out: &lease})
-	return lease, sent, err
-}
-
-// Release implements api.Locker (exactly-once: see Acquire).
-func (c *Client) Release(ctx context.Context, req api.ReleaseRequest) (_ api.ReleaseResult, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.Release", reqAttrs(req.Key, req.Keys))
-	defer func() { sp.end(rerr) }()
-	return c.release(ctx, req)
-}
-
-func (c *Client) release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.ReleaseResult{}, err
-	}
-	if req.RequestID == "" {
-		req.RequestID = newID()
-	}
-	var res api.ReleaseResult
-	_, err := c.do(ctx, call{op: "release", method: http.MethodPost, path: wire.PathRelease, body: jsonBody(&req), out: &res})
-	return res, err
-}
-
-// Extend implements api.Locker (exactly-once: see Acquire).
-func (c *Client) Extend(ctx context.Context, req api.ExtendRequest) (_ api.Lease, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.Extend", reqAttrs(req.Key, req.Keys))
-	defer func() { sp.end(rerr) }()
-	lease, _, err := c.extend(ctx, req)
-	return lease, err
-}
-
-func (c *Client) extend(ctx context.Context, req api.ExtendRequest) (api.Lease, time.Time, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.Lease{}, time.Time{}, err
-	}
-	if req.RequestID == "" {
-		req.RequestID = newID()
-	}
-	var lease api.Lease
-	sent, err := c.do(ctx, call{op: "extend", method: http.MethodPost, path: wire.PathExtend, body: jsonBody(&req), out: &lease})
-	return lease, sent, err
-}
-
-// Inspect implements api.Locker over GET /v1/locks/{key}.
-func (c *Client) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
-	if err := c.cfg.Limits.CheckKey(key); err != nil {
-		return api.LockInfo{}, err
-	}
-	path := wire.PathLockPrefix + escapeKey(key)
-	if opts.Stale {
-		path += "?stale=true"
-	}
-	var info api.LockInfo
-	_, err := c.do(ctx, call{op: "inspect", method: http.MethodGet, path: path, out: &info})
-	return info, err
-}
-
 // escapeKey escapes a key as one path segment. "." and ".." are escaped
 // too, or the server's path cleaning would eat them.
 func escapeKey(key string) string {
@@ -219,285 +78,6 @@ func escapeKey(key string) string {
 		return "%2E%2E"
 	}
 	return url.PathEscape(key)
-}
-
-// List implements api.Locker over GET /v1/locks.
-func (c *Client) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.ListResult{}, err
-	}
-	q := url.Values{}
-	if req.Prefix != "" {
-		q.Set("prefix", req.Prefix)
-	}
-	if req.After != "" {
-		q.Set("after", req.After)
-	}
-	if req.Limit != 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	if req.Stale {
-		q.Set("stale", "true")
-	}
-	path := wire.PathLocks
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	var res api.ListResult
-	_, err := c.do(ctx, call{op: "list", method: http.MethodGet, path: path, out: &res})
-	return res, err
-}
-
-// OpenSession implements api.Locker. It carries no request id: a retry
-// after a lost answer can open a second session, which nobody keeps
-// alive and which therefore expires after ttl.
-func (c *Client) OpenSession(ctx context.Context, ttl time.Duration) (_ api.SessionInfo, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.OpenSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
-	defer func() { sp.end(rerr) }()
-	sreq := api.SessionTTL(ttl)
-	if err := sreq.Validate(c.cfg.Limits); err != nil {
-		return api.SessionInfo{}, err
-	}
-	var info api.SessionInfo
-	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: wire.PathSessions,
-		body: jsonBody(sreq), out: &info})
-	return info, err
-}
-
-// KeepAlive implements api.Locker.
-func (c *Client) KeepAlive(ctx context.Context, id string) (_ api.SessionInfo, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.KeepAlive")
-	defer func() { sp.end(rerr) }()
-	info, _, err := c.keepAlive(ctx, id)
-	return info, err
-}
-
-func (c *Client) keepAlive(ctx context.Context, id string) (api.SessionInfo, time.Time, error) {
-	var info api.SessionInfo
-	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: wire.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
-	return info, sent, err
-}
-
-// CloseSession implements api.Locker.
-func (c *Client) CloseSession(ctx context.Context, id string) (rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.CloseSession")
-	defer func() { sp.end(rerr) }()
-	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: wire.PathSessions + "/" + url.PathEscape(id)})
-	return err
-}
-
-// FenceCheck implements api.Locker.
-func (c *Client) FenceCheck(ctx context.Context, resource string, token uint64) (_ api.FenceResult, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.FenceCheck", attribute.String("locknode.resource", resource), oteltrace.AttrFence.Int64(int64(token)))
-	defer func() { sp.end(rerr) }()
-	freq := api.FenceCheckRequest{Resource: resource, Token: token}
-	if err := freq.Validate(c.cfg.Limits); err != nil {
-		return api.FenceResult{}, err
-	}
-	var res api.FenceResult
-	_, err := c.do(ctx, call{op: "fence check", method: http.MethodPost, path: wire.PathFenceCheck,
-		body: jsonBody(freq), out: &res})
-	return res, err
-}
-
-// Campaign implements api.Locker: a long poll until req.Value leads
-// req.Election or ctx ends. The campaign's token is chosen here when
-// req.Token is empty and sent with every retry, so retrying is harmless
-// (campaigning again with the same token while leading answers the same
-// leadership) and never makes the caller its own rival.
-func (c *Client) Campaign(ctx context.Context, req api.CampaignRequest) (_ api.Leader, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.Campaign", oteltrace.AttrElection.String(req.Election))
-	defer func() { sp.end(rerr) }()
-	if err := req.Validate(c.cfg.Limits); err != nil {
-		return api.Leader{}, err
-	}
-	if req.Token == "" {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return api.Leader{}, fmt.Errorf("campaign token: %w", err)
-		}
-		req.Token = hex.EncodeToString(b[:])
-	}
-	for {
-		var ld api.Leader
-		// Each request is bounded (like an acquire without wait), so a
-		// silently dead connection is noticed.
-		_, err := c.do(ctx, call{op: "campaign", method: http.MethodPost,
-			path: wire.PathElections + url.PathEscape(req.Election) + "/campaign",
-			body: jsonBody(wire.CampaignRequest{Value: req.Value, Session: req.Session, Token: req.Token}),
-			wait: api.MaxWait, out: &ld})
-		var e *Error
-		if errors.As(err, &e) || err == nil || ctx.Err() != nil {
-			return ld, err
-		}
-		// Every endpoint failed at the transport level: keep campaigning
-		// until ctx ends, as the caller asked to block.
-		c.log.Warn("campaign: no endpoint reachable, retrying", "election", req.Election, "error", err)
-	}
-}
-
-// Resign implements api.Locker.
-func (c *Client) Resign(ctx context.Context, leader api.Leader) (rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.Resign", oteltrace.AttrElection.String(leader.Election))
-	defer func() { sp.end(rerr) }()
-	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
-	if err := rreq.Validate(c.cfg.Limits); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, call{op: "resign", method: http.MethodPost,
-		path: wire.PathElections + url.PathEscape(leader.Election) + "/resign",
-		body: jsonBody(wire.ResignRequest{Value: leader.Value, Token: leader.Token})})
-	return err
-}
-
-// Proclaim implements api.Locker.
-func (c *Client) Proclaim(ctx context.Context, leader api.Leader, value string) (_ api.Leader, rerr error) {
-	ctx, sp := startSpan(ctx, "locknode.Proclaim", oteltrace.AttrElection.String(leader.Election))
-	defer func() { sp.end(rerr) }()
-	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
-	if err := preq.Validate(c.cfg.Limits); err != nil {
-		return api.Leader{}, err
-	}
-	var ld api.Leader
-	_, err := c.do(ctx, call{op: "proclaim", method: http.MethodPost,
-		path: wire.PathElections + url.PathEscape(leader.Election) + "/proclaim",
-		body: jsonBody(wire.ProclaimRequest{Value: leader.Value, Token: leader.Token, NewValue: value}), out: &ld})
-	if err != nil {
-		return api.Leader{}, err
-	}
-	return ld, nil
-}
-
-// AddVoter asks the cluster to add server id, reachable at its raft
-// address addr, as a voter (POST /v1/members). The leader first checks
-// that addr answers the peer handshake and refuses it otherwise
-// (api.ErrBadRequest). Repeating it is harmless.
-func (c *Client) AddVoter(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
-		body: jsonBody(wire.MemberRequest{ID: id, Address: addr})})
-	return err
-}
-
-// AddVoterForce is AddVoter without the leader's check that addr
-// answers the peer handshake, for a node that is not up yet. Only the
-// leader takes it; other nodes answer 503 and the client tries its next
-// endpoint, so list the leader among them.
-func (c *Client) AddVoterForce(ctx context.Context, id, addr string) error {
-	_, err := c.do(ctx, call{op: "add voter", method: http.MethodPost, path: wire.PathMembers,
-		body: jsonBody(wire.MemberRequest{ID: id, Address: addr, Force: true})})
-	return err
-}
-
-// RemoveServer asks the cluster to remove server id (DELETE /v1/members/{id}).
-// An id that is not a member is refused (api.ErrNotFound).
-func (c *Client) RemoveServer(ctx context.Context, id string) error {
-	_, err := c.do(ctx, call{op: "remove server", method: http.MethodDelete, path: wire.PathMembers + "/" + url.PathEscape(id)})
-	return err
-}
-
-// Status implements api.Locker (the status of whichever node answers).
-func (c *Client) Status(ctx context.Context) (api.Status, error) {
-	var st api.Status
-	_, err := c.do(ctx, call{op: "status", method: http.MethodGet, path: wire.PathStatus, out: &st})
-	return st, err
-}
-
-// Observe implements api.Locker over the GET .../observe stream. When a
-// stream breaks (its node died) it reconnects to the next endpoint with
-// back-off and carries on; a reconnect may repeat the current leader,
-// which is dropped if it equals the last one delivered. The channel is
-// closed when ctx ends. The first connection's failure is returned.
-func (c *Client) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
-	path := wire.PathElections + url.PathEscape(election) + "/observe"
-	resp, err := c.openStream(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan api.Leader)
-	// Ends when ctx ends (every blocking step selects on it); closes out.
-	go func() {
-		defer close(out)
-		var last api.Leader
-		delivered := false
-		for round := 1; ; round++ {
-			if resp != nil {
-				sc := bufio.NewScanner(resp.Body)
-				for sc.Scan() {
-					var ld api.Leader
-					if json.Unmarshal(sc.Bytes(), &ld) != nil {
-						continue
-					}
-					if delivered && ld == last {
-						continue
-					}
-					select {
-					case out <- ld:
-						last, delivered, round = ld, true, 1
-					case <-ctx.Done():
-						resp.Body.Close()
-						return
-					}
-				}
-				resp.Body.Close()
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			t := time.NewTimer(c.cfg.Retry.backoff(round))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return
-			}
-			resp, _ = c.openStream(ctx, path)
-		}
-	}()
-	return out, nil
-}
-
-// openStream opens a streaming GET with fail-over; the caller closes the
-// body. The request lives as long as ctx.
-func (c *Client) openStream(ctx context.Context, path string) (*http.Response, error) {
-	n := len(c.cfg.Endpoints)
-	start := int(c.cur.Load())
-	var lastErr error
-	for i := 0; i < n; i++ {
-		idx := (start + i) % n
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Endpoints[idx]+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		if c.authz != nil {
-			req.Header["Authorization"] = c.authz
-		}
-		oteltrace.Inject(ctx, req.Header)
-		resp, err := c.cfg.HTTPClient.Do(req)
-		if err != nil {
-			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)
-			continue
-		}
-		if resp.StatusCode == http.StatusOK {
-			c.cur.Store(int32(idx))
-			return resp, nil
-		}
-		var eb api.ErrorBody
-		_ = json.NewDecoder(resp.Body).Decode(&eb)
-		resp.Body.Close()
-		e := &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
-		if !wire.Retryable(resp.StatusCode) {
-			return nil, e
-		}
-		lastErr = e
-	}
-	if ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: observe: %w", api.ErrCancelled, ctx.Err())
-	}
-	var e *Error
-	if errors.As(lastErr, &e) {
-		return nil, e
-	}
-	return nil, &unreachable{op: "observe", attempts: n, last: lastErr}
 }
 
 // Limits returns the request limits the client checks before sending

@@ -46,7 +46,7 @@ type coalescer struct {
 	k    coalesceKey
 	opts lockOptions // the first caller's; equal in every field the key holds
 
-	// Guarded by Client.mu.
+	// Guarded by handles.mu.
 	queue    []*localWaiter
 	holding  bool // a local goroutine holds the server lock
 	fetchGen int  // generation of the running fetch; 0: none
@@ -62,7 +62,7 @@ type localWaiter struct {
 	span trace.Span
 }
 
-func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (*Lock, error) {
+func (c *handles) lockCoalesced(ctx context.Context, key string, o lockOptions) (*Lock, error) {
 	k := coalesceKey{key: key, ttl: o.ttl, lockDelay: o.lockDelay, maxHold: o.maxHold, progress: o.progressTimeout,
 		meta: o.metaKey()}
 	if o.session != nil {
@@ -117,7 +117,7 @@ func (c *Client) lockCoalesced(ctx context.Context, key string, o lockOptions) (
 
 // kickLocked starts a server acquire if local goroutines wait and none is
 // running or held. c.mu held.
-func (c *Client) kickLocked(co *coalescer) {
+func (c *handles) kickLocked(co *coalescer) {
 	if len(co.queue) == 0 || co.holding || co.fetchGen != 0 {
 		return
 	}
@@ -132,7 +132,7 @@ func (c *Client) kickLocked(co *coalescer) {
 
 // settleLocked stops a now useless fetch and forgets an idle coalescer.
 // c.mu held.
-func (c *Client) settleLocked(co *coalescer) {
+func (c *handles) settleLocked(co *coalescer) {
 	if len(co.queue) > 0 {
 		return
 	}
@@ -147,7 +147,7 @@ func (c *Client) settleLocked(co *coalescer) {
 
 // fetch acquires the key on the server for whichever local goroutine is
 // first in line when the grant arrives.
-func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
+func (c *handles) fetch(ctx context.Context, co *coalescer, gen int) {
 	req := co.opts.request(co.k.key, &c.cfg)
 	req.Owner = newID()
 	req.WaitMs = 0 // until ctx: local waiters keep their own deadlines
@@ -197,7 +197,7 @@ func (c *Client) fetch(ctx context.Context, co *coalescer, gen int) {
 
 // giveBack releases an unwanted grant, in the background so the caller
 // (holding c.mu) does not wait on the network.
-func (c *Client) giveBack(key, owner string) {
+func (c *handles) giveBack(key, owner string) {
 	c.releaseUnwanted(api.ReleaseRequest{Key: key, Owner: owner}, false)
 }
 
@@ -208,7 +208,7 @@ func (c *Client) giveBack(key, owner string) {
 // same request may have delivered it), and a request cut off in transit
 // may still be applied. Only for owner tokens this client made up: a
 // caller's own token may be holding the key through another handle.
-func (c *Client) abandonAcquire(ctx context.Context, req api.AcquireRequest, err error) {
+func (c *handles) abandonAcquire(ctx context.Context, req api.AcquireRequest, err error) {
 	if ctx.Err() == nil && definiteRefusal(err) {
 		return
 	}
@@ -235,7 +235,7 @@ const unwantedRetry = time.Second
 // releaseUnwanted releases a grant nobody wants, in the background; with
 // again, a release that found nothing held is repeated once after
 // unwantedRetry.
-func (c *Client) releaseUnwanted(req api.ReleaseRequest, again bool) {
+func (c *handles) releaseUnwanted(req api.ReleaseRequest, again bool) {
 	key := req.Key
 	if key == "" && len(req.Keys) > 0 {
 		key = req.Keys[0]

@@ -78,7 +78,7 @@ func (s State) String() string {
 //     it (see api.Locker.FenceCheck): the deadline cannot cover a process
 //     paused between checking Context() and writing.
 type Lock struct {
-	c       *Client
+	c       *leases
 	key     string
 	owner   string
 	ttl     time.Duration
@@ -103,12 +103,22 @@ type Lock struct {
 	lastProgress    time.Time     // under mu
 }
 
+// handles is the part of a Client that hands out Lock handles (Lock,
+// TryLock) and coalesces the waits of its goroutines for one key
+// (coalesce.go). Handles renew and release through the leases part.
+type handles struct {
+	*leases
+
+	mu        sync.Mutex
+	coalesced map[coalesceKey]*coalescer
+}
+
 // Lock blocks until key is held, the wait (WithWait) passes — an error
 // wrapping api.ErrWaitTimeout — or ctx ends (api.ErrCancelled; the
 // server-side waiter is removed). Concurrent Lock calls of this Client for
 // the same key and options share one server-side waiter: see Coalescing
 // in the package doc.
-func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
+func (c *handles) Lock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
 	ctx, sp := startSpan(ctx, "locknode.Lock", lockAttrs(key, o)...)
 	defer func() { sp.endLock(lk, rerr) }()
@@ -137,7 +147,7 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...LockOption) (lk *
 // wrapping api.ErrLocked (or api.ErrLockDelay). It never waits in a queue;
 // WithRetry makes it try again a bounded number of times. Cancelling ctx
 // ends the retries with an error wrapping api.ErrCancelled and ctx.Err().
-func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
+func (c *handles) TryLock(ctx context.Context, key string, opts ...LockOption) (lk *Lock, rerr error) {
 	o := buildOptions(opts)
 	ctx, sp := startSpan(ctx, "locknode.TryLock", lockAttrs(key, o)...)
 	defer func() { sp.endLock(lk, rerr) }()
@@ -167,7 +177,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...LockOption) (l
 	}
 }
 
-func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
+func (c *handles) tryLockOnce(ctx context.Context, key string, o lockOptions) (*Lock, error) {
 	req := o.request(key, &c.cfg)
 	req.WaitMs = 0
 	ours := req.Owner == ""
@@ -184,7 +194,7 @@ func (c *Client) tryLockOnce(ctx context.Context, key string, o lockOptions) (*L
 	return c.newLock(key, req.Owner, o, lease, sent), nil
 }
 
-func (c *Client) checkOptions(key string, o lockOptions) error {
+func (c *handles) checkOptions(key string, o lockOptions) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", api.ErrBadRequest)
@@ -206,10 +216,10 @@ func (c *Client) checkOptions(key string, o lockOptions) error {
 
 // newLock starts the handle of a granted lease whose request was first
 // sent at sent.
-func (c *Client) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
+func (c *handles) newLock(key, owner string, o lockOptions, lease api.Lease, sent time.Time) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
-		c: c, key: key, owner: owner, ttl: o.ttl, session: o.session, lease: lease,
+		c: c.leases, key: key, owner: owner, ttl: o.ttl, session: o.session, lease: lease,
 		ctx: ctx, cancel: cancel, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		progressTimeout: o.progressTimeout, lastProgress: time.Now(),
 	}
@@ -325,23 +335,42 @@ type extendResult struct {
 	err   error
 }
 
+// renewal is the state of a handle's renewal loop, owned by run's
+// goroutine.
+type renewal struct {
+	grant   time.Duration // the lease length last granted
+	renewAt time.Time     // when the next extend is due
+	// capped: the hold reached its max hold; no renewal can move the
+	// safe deadline any more, so the handle only waits for it.
+	capped bool
+	// stalled: Progress was not called within the progress timeout;
+	// no more renewals, the lease runs out.
+	stalled    bool
+	inflight   chan extendResult // the extend under way; nil: none
+	stopExtend context.CancelFunc
+}
+
+// loopTimers are the deadlines one turn of run waits for; a nil channel
+// is a deadline not armed this turn.
+type loopTimers struct {
+	renew, jeopardy, progress, lost <-chan time.Time
+
+	stops []func() bool // of every timer armed
+}
+
+func (t *loopTimers) stop() {
+	for _, s := range t.stops {
+		s()
+	}
+}
+
 // run renews the lease and drives the state machine.
 func (l *Lock) run(sent time.Time) {
 	defer close(l.done)
-	grant := l.granted(l.lease)
-	renewAt := sent.Add(grant / 3)
-	var (
-		// capped: the hold reached its max hold; no renewal can move the
-		// safe deadline any more, so the handle only waits for it.
-		capped bool
-		// stalled: Progress was not called within the progress timeout;
-		// no more renewals, the lease runs out.
-		stalled     bool
-		inflight    chan extendResult
-		stopExtend  context.CancelFunc = func() {}
-		sessionDone <-chan struct{}
-	)
-	defer func() { stopExtend() }()
+	r := &renewal{grant: l.granted(l.lease), stopExtend: func() {}}
+	r.renewAt = sent.Add(r.grant / 3)
+	defer func() { r.stopExtend() }()
+	var sessionDone <-chan struct{}
 	if l.session != nil {
 		sessionDone = l.session.Done()
 	}
@@ -350,105 +379,142 @@ func (l *Lock) run(sent time.Time) {
 		safe, state, lastProgress := l.safe, l.state, l.lastProgress
 		l.mu.Unlock()
 
-		var renewC, jeopardyC, progressC <-chan time.Time
-		var stops []func() bool
-		timer := func(at time.Time) <-chan time.Time {
-			t := time.NewTimer(time.Until(at))
-			stops = append(stops, t.Stop)
-			return t.C
-		}
-		if inflight == nil && !capped && !stalled {
-			renewC = timer(renewAt)
-		}
-		if l.progressTimeout > 0 && !stalled {
-			progressC = timer(lastProgress.Add(l.progressTimeout))
-		}
-		if state == Held {
-			jeopardyC = timer(safe.Add(-grant / 3))
-		}
-		lostC := timer(safe)
-
+		t := l.armTimers(r, safe, state, lastProgress)
 		select {
 		case <-l.stop:
 			return
 		case <-sessionDone:
 			l.lose(fmt.Errorf("%w: %w", ErrLost, ErrSessionEnd))
 			return
-		case <-renewC:
-			ctx, cancel := context.WithDeadline(context.Background(), safe)
-			stopExtend = cancel
-			ch := make(chan extendResult, 1)
-			inflight = ch
-			// Ends when the request answers or its deadline (the safe
-			// deadline) passes, or the loop cancels it on return.
-			go func() {
-				ctx, sp := linkedSpan(ctx, "locknode.renew", l.spanLink(), oteltrace.AttrKey.String(l.key))
-				lease, sent, err := l.c.extend(ctx, api.ExtendRequest{Key: l.key, Owner: l.owner, TTLMs: l.ttl.Milliseconds()})
-				sp.endLease(lease, err)
-				ch <- extendResult{lease, sent, err}
-			}()
-		case r := <-inflight:
-			inflight = nil
-			stopExtend()
-			switch {
-			case r.err == nil:
-				l.mu.Lock()
-				if s := l.safeDeadline(r.sent, r.lease); s.After(l.safe) {
-					l.safe = s
-				}
-				l.mu.Unlock()
-				l.c.log.Trace("lock renewed", "lock", l.key, "took", time.Since(r.sent))
-				grant = l.granted(r.lease)
-				renewAt = r.sent.Add(grant / 3)
-			case errors.Is(r.err, api.ErrMaxHold):
-				// The server will end the hold at its max hold, which the
-				// safe deadline already respects (every answer's TTL is
-				// capped by it): stop asking.
-				l.c.log.Debug("lock at its max hold; not renewing", "lock", l.key, "safe_in", time.Until(safe))
-				capped = true
-			case errors.Is(r.err, api.ErrNotOwner), errors.Is(r.err, api.ErrNotHeld),
-				errors.Is(r.err, api.ErrNotFound), errors.Is(r.err, api.ErrSessionExpired):
-				l.lose(fmt.Errorf("%w: %w", ErrLost, r.err))
-				return
-			default:
-				l.c.log.Warn("lock renewal failed", "lock", l.key, "error", r.err, "safe_in", time.Until(safe))
-				renewAt = time.Now().Add(min(grant/20+time.Millisecond, time.Second))
-			}
-		case <-jeopardyC:
-			l.mu.Lock()
-			l.state = Jeopardy
-			l.mu.Unlock()
-			l.c.log.Warn("lock in jeopardy", "lock", l.key, "fence", l.lease.Fence, "safe_in", time.Until(safe))
-			l.cancel(ErrJeopardy)
-		case <-progressC:
-			l.mu.Lock()
-			idle := time.Since(l.lastProgress)
-			if idle >= l.progressTimeout {
-				stalled = true
-				if l.state == Held {
-					l.state = Jeopardy
-				}
-			}
-			l.mu.Unlock()
-			if stalled {
-				// An extend in flight may still land; it only moves the
-				// safe deadline, which stays true.
-				l.c.log.Warn("lock: no progress, renewal stopped", "lock", l.key, "fence", l.lease.Fence,
-					"idle", idle, "safe_in", time.Until(safe))
-				l.cancel(ErrNoProgress)
-			}
-		case <-lostC:
-			if stalled {
-				l.lose(fmt.Errorf("%w: %w", ErrLost, ErrNoProgress))
+		case <-t.renew:
+			l.startExtend(r, safe)
+		case res := <-r.inflight:
+			if lost := l.extended(r, res, safe); lost {
 				return
 			}
-			l.lose(fmt.Errorf("%w: safe deadline passed without renewal", ErrLost))
+		case <-t.jeopardy:
+			l.enterJeopardy(safe)
+		case <-t.progress:
+			l.checkProgress(r, safe)
+		case <-t.lost:
+			l.expire(r)
 			return
 		}
-		for _, s := range stops {
-			s()
+		t.stop()
+	}
+}
+
+// armTimers starts the timers of one turn of run: the next renewal
+// (unless one is under way or renewing has ended), the progress timeout,
+// the jeopardy point while Held, and the safe deadline.
+func (l *Lock) armTimers(r *renewal, safe time.Time, state State, lastProgress time.Time) *loopTimers {
+	t := &loopTimers{}
+	at := func(when time.Time) <-chan time.Time {
+		tm := time.NewTimer(time.Until(when))
+		t.stops = append(t.stops, tm.Stop)
+		return tm.C
+	}
+	if r.inflight == nil && !r.capped && !r.stalled {
+		t.renew = at(r.renewAt)
+	}
+	if l.progressTimeout > 0 && !r.stalled {
+		t.progress = at(lastProgress.Add(l.progressTimeout))
+	}
+	if state == Held {
+		t.jeopardy = at(safe.Add(-r.grant / 3))
+	}
+	t.lost = at(safe)
+	return t
+}
+
+// startExtend sends an extend bounded by the safe deadline; its answer
+// arrives on r.inflight.
+func (l *Lock) startExtend(r *renewal, safe time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), safe)
+	r.stopExtend = cancel
+	ch := make(chan extendResult, 1)
+	r.inflight = ch
+	// Ends when the request answers or its deadline (the safe
+	// deadline) passes, or the loop cancels it on return.
+	go func() {
+		ctx, sp := linkedSpan(ctx, "locknode.renew", l.spanLink(), oteltrace.AttrKey.String(l.key))
+		lease, sent, err := l.c.extend(ctx, api.ExtendRequest{Key: l.key, Owner: l.owner, TTLMs: l.ttl.Milliseconds()})
+		sp.endLease(lease, err)
+		ch <- extendResult{lease, sent, err}
+	}()
+}
+
+// extended takes the answer of the extend under way: a success moves
+// the safe deadline and schedules the next renewal, a max hold ends
+// renewing, a failure is retried soon. It reports whether the answer
+// lost the hold (the handle is Lost then).
+func (l *Lock) extended(r *renewal, res extendResult, safe time.Time) (lost bool) {
+	r.inflight = nil
+	r.stopExtend()
+	switch {
+	case res.err == nil:
+		l.mu.Lock()
+		if s := l.safeDeadline(res.sent, res.lease); s.After(l.safe) {
+			l.safe = s
+		}
+		l.mu.Unlock()
+		l.c.log.Trace("lock renewed", "lock", l.key, "took", time.Since(res.sent))
+		r.grant = l.granted(res.lease)
+		r.renewAt = res.sent.Add(r.grant / 3)
+	case errors.Is(res.err, api.ErrMaxHold):
+		// The server will end the hold at its max hold, which the
+		// safe deadline already respects (every answer's TTL is
+		// capped by it): stop asking.
+		l.c.log.Debug("lock at its max hold; not renewing", "lock", l.key, "safe_in", time.Until(safe))
+		r.capped = true
+	case errors.Is(res.err, api.ErrNotOwner), errors.Is(res.err, api.ErrNotHeld),
+		errors.Is(res.err, api.ErrNotFound), errors.Is(res.err, api.ErrSessionExpired):
+		l.lose(fmt.Errorf("%w: %w", ErrLost, res.err))
+		return true
+	default:
+		l.c.log.Warn("lock renewal failed", "lock", l.key, "error", res.err, "safe_in", time.Until(safe))
+		r.renewAt = time.Now().Add(min(r.grant/20+time.Millisecond, time.Second))
+	}
+	return false
+}
+
+// enterJeopardy moves a Held handle to Jeopardy and cancels Context().
+func (l *Lock) enterJeopardy(safe time.Time) {
+	l.mu.Lock()
+	l.state = Jeopardy
+	l.mu.Unlock()
+	l.c.log.Warn("lock in jeopardy", "lock", l.key, "fence", l.lease.Fence, "safe_in", time.Until(safe))
+	l.cancel(ErrJeopardy)
+}
+
+// checkProgress stops renewing, and moves a Held handle to Jeopardy,
+// once Progress was not called within the progress timeout.
+func (l *Lock) checkProgress(r *renewal, safe time.Time) {
+	l.mu.Lock()
+	idle := time.Since(l.lastProgress)
+	if idle >= l.progressTimeout {
+		r.stalled = true
+		if l.state == Held {
+			l.state = Jeopardy
 		}
 	}
+	l.mu.Unlock()
+	if r.stalled {
+		// An extend in flight may still land; it only moves the
+		// safe deadline, which stays true.
+		l.c.log.Warn("lock: no progress, renewal stopped", "lock", l.key, "fence", l.lease.Fence,
+			"idle", idle, "safe_in", time.Until(safe))
+		l.cancel(ErrNoProgress)
+	}
+}
+
+// expire loses the handle at its safe deadline.
+func (l *Lock) expire(r *renewal) {
+	if r.stalled {
+		l.lose(fmt.Errorf("%w: %w", ErrLost, ErrNoProgress))
+		return
+	}
+	l.lose(fmt.Errorf("%w: safe deadline passed without renewal", ErrLost))
 }
 
 func (l *Lock) lose(cause error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -11,12 +13,20 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/internal/oteltrace"
+	"github.com/locknode/locknode/wire"
 )
+
+// sessions is the part of a Client that opens, keeps alive and closes
+// server sessions: the session calls of api.Locker, and Session handles
+// whose loop keeps one alive.
+type sessions struct {
+	*caller
+}
 
 // Session is a server session kept alive by a background loop. Holds and
 // leaderships bound to it (WithSession, Campaign) end when it ends.
 type Session struct {
-	c     *Client
+	c     *sessions
 	id    string
 	ttl   time.Duration
 	every time.Duration
@@ -49,7 +59,7 @@ func WithKeepAliveEvery(d time.Duration) SessionOption {
 // keep-alive succeeded before its safe deadline (last successful
 // keep-alive's send time + ttl - drift margin); Done is closed then.
 // ctx bounds the opening request only.
-func (c *Client) NewSession(ctx context.Context, ttl time.Duration, opts ...SessionOption) (_ *Session, rerr error) {
+func (c *sessions) NewSession(ctx context.Context, ttl time.Duration, opts ...SessionOption) (_ *Session, rerr error) {
 	ctx, sp := startSpan(ctx, "locknode.NewSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
 	defer func() { sp.end(rerr) }()
 	o := sessionOptions{every: ttl / 3}
@@ -170,4 +180,42 @@ func (s *Session) run(sent time.Time) {
 			next = time.Now().Add(min(s.every/4+time.Millisecond, time.Second))
 		}
 	}
+}
+
+// OpenSession implements api.Locker. It carries no request id: a retry
+// after a lost answer can open a second session, which nobody keeps
+// alive and which therefore expires after ttl.
+func (c *sessions) OpenSession(ctx context.Context, ttl time.Duration) (_ api.SessionInfo, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.OpenSession", oteltrace.AttrTTLMs.Int64(ttl.Milliseconds()))
+	defer func() { sp.end(rerr) }()
+	sreq := api.SessionTTL(ttl)
+	if err := sreq.Validate(c.cfg.Limits); err != nil {
+		return api.SessionInfo{}, err
+	}
+	var info api.SessionInfo
+	_, err := c.do(ctx, call{op: "open session", method: http.MethodPost, path: wire.PathSessions,
+		body: jsonBody(sreq), out: &info})
+	return info, err
+}
+
+// KeepAlive implements api.Locker.
+func (c *sessions) KeepAlive(ctx context.Context, id string) (_ api.SessionInfo, rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.KeepAlive")
+	defer func() { sp.end(rerr) }()
+	info, _, err := c.keepAlive(ctx, id)
+	return info, err
+}
+
+func (c *sessions) keepAlive(ctx context.Context, id string) (api.SessionInfo, time.Time, error) {
+	var info api.SessionInfo
+	sent, err := c.do(ctx, call{op: "keepalive", method: http.MethodPut, path: wire.PathSessions + "/" + url.PathEscape(id) + "/keepalive", out: &info})
+	return info, sent, err
+}
+
+// CloseSession implements api.Locker.
+func (c *sessions) CloseSession(ctx context.Context, id string) (rerr error) {
+	ctx, sp := startSpan(ctx, "locknode.CloseSession")
+	defer func() { sp.end(rerr) }()
+	_, err := c.do(ctx, call{op: "close session", method: http.MethodDelete, path: wire.PathSessions + "/" + url.PathEscape(id)})
+	return err
 }

@@ -15,7 +15,7 @@ import (
 // caller reads the stream to its end and closes it; a stream cut short
 // fails the read (it never just ends early). Any node gives a
 // linearizable snapshot; the endpoints are tried in turn.
-func (c *Client) Snapshot(ctx context.Context) (body io.ReadCloser, index uint64, err error) {
+func (c *admin) Snapshot(ctx context.Context) (body io.ReadCloser, index uint64, err error) {
 	s, err := c.SnapshotStream(ctx)
 	if err != nil {
 		return nil, 0, err
@@ -49,7 +49,7 @@ func (s *SnapshotStream) SHA256() string {
 
 // SnapshotStream is Snapshot with the term and the node's checksum of
 // the stream (SnapshotStream.SHA256).
-func (c *Client) SnapshotStream(ctx context.Context) (*SnapshotStream, error) {
+func (c *admin) SnapshotStream(ctx context.Context) (*SnapshotStream, error) {
 	resp, err := c.openStream(ctx, wire.PathSnapshot)
 	if err != nil {
 		return nil, err

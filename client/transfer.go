@@ -21,7 +21,7 @@ import (
 // GET /v1/status). An id that is no member is refused with
 // api.ErrNotFound, a non-voter with api.ErrBadRequest, a transfer that
 // did not complete with api.ErrWaitTimeout.
-func (c *Client) TransferLeadership(ctx context.Context, id string) (api.TransferResult, error) {
+func (c *admin) TransferLeadership(ctx context.Context, id string) (api.TransferResult, error) {
 	var res api.TransferResult
 	_, err := c.do(ctx, call{op: "transfer leadership", method: http.MethodPost, path: wire.PathTransferLeader,
 		body: jsonBody(api.TransferRequest{ID: id}), out: &res})
@@ -37,7 +37,7 @@ var ErrNotReady = errors.New("client: node not ready")
 // node. It returns nil when the node is ready, an error wrapping
 // ErrNotReady with the node's reasons when it answers 503, and the
 // transport's error when it does not answer.
-func (c *Client) Ready(ctx context.Context) error {
+func (c *admin) Ready(ctx context.Context) error {
 	ep := c.cfg.Endpoints[int(c.cur.Load())%len(c.cfg.Endpoints)]
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep+wire.PathReadyz, nil)
 	if err != nil {

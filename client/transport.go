@@ -72,7 +72,7 @@ type call struct {
 // the FIRST attempt: a retry may be answered from the first attempt's
 // result (exactly-once), so that is the earliest the server can have
 // applied it — the conservative start of a lease.
-func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
+func (c *caller) do(ctx context.Context, cl call) (sent time.Time, err error) {
 	n := len(c.cfg.Endpoints)
 	start := int(c.cur.Load())
 	var lastErr error
@@ -164,7 +164,7 @@ func (c *Client) do(ctx context.Context, cl call) (sent time.Time, err error) {
 }
 
 // ctxErr is the error of a call abandoned because ctx ended.
-func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
+func (c *caller) ctxErr(ctx context.Context, cl call, last error) error {
 	var answered *Error
 	if errors.As(last, &answered) {
 		// A node's own answer (no leader) says why the call could not
@@ -181,7 +181,7 @@ func (c *Client) ctxErr(ctx context.Context, cl call, last error) error {
 // answer. A transport failure or an attempt timeout is err; any HTTP
 // answer is (status, body). body is only valid during answer (it is
 // pooled).
-func (c *Client) attempt(ctx context.Context, ep endpoint, cl call, answer func(status int, body []byte)) error {
+func (c *caller) attempt(ctx context.Context, ep endpoint, cl call, answer func(status int, body []byte)) error {
 	actx, cancel := context.WithTimeout(ctx, cl.wait+c.cfg.RequestTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -311,4 +311,48 @@ func readAnswer(resp *http.Response, b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// openStream opens a streaming GET with fail-over; the caller closes the
+// body. The request lives as long as ctx.
+func (c *caller) openStream(ctx context.Context, path string) (*http.Response, error) {
+	n := len(c.cfg.Endpoints)
+	start := int(c.cur.Load())
+	var lastErr error
+	for i := 0; i < n; i++ {
+		idx := (start + i) % n
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.cfg.Endpoints[idx]+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		if c.authz != nil {
+			req.Header["Authorization"] = c.authz
+		}
+		oteltrace.Inject(ctx, req.Header)
+		resp, err := c.cfg.HTTPClient.Do(req)
+		if err != nil {
+			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)
+			continue
+		}
+		if resp.StatusCode == http.StatusOK {
+			c.cur.Store(int32(idx))
+			return resp, nil
+		}
+		var eb api.ErrorBody
+		_ = json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		e := &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Message}
+		if !wire.Retryable(resp.StatusCode) {
+			return nil, e
+		}
+		lastErr = e
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: observe: %w", api.ErrCancelled, ctx.Err())
+	}
+	var e *Error
+	if errors.As(lastErr, &e) {
+		return nil, e
+	}
+	return nil, &unreachable{op: "observe", attempts: n, last: lastErr}
 }

@@ -13,7 +13,7 @@ import (
 // api.ErrConflict when a member does not answer; with nothing newer to
 // activate it reports the active version unchanged. Servers that predate
 // cluster versions answer api.ErrNotFound.
-func (c *Client) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
+func (c *admin) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
 	var res api.UpgradeResult
 	_, err := c.do(ctx, call{op: "cluster upgrade", method: http.MethodPost, path: wire.PathClusterUpgrade, out: &res})
 	return res, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -12,6 +13,12 @@ import (
 )
 
 var _ api.LockWatcher = (*Client)(nil)
+
+// inspector is the part of a Client that reads the lock table without
+// holding anything: Inspect, List and Watch.
+type inspector struct {
+	*caller
+}
 
 // watchWait is how long one blocking query of Watch waits on the server
 // before it is re-asked: long enough that an idle watcher costs a request
@@ -39,7 +46,7 @@ const watchWait = 5 * time.Minute
 //
 // The first read's failure is returned (a bad key, no permission, no
 // node reachable); later failures are retried until ctx ends.
-func (c *Client) Watch(ctx context.Context, key string) (<-chan api.LockInfo, error) {
+func (c *inspector) Watch(ctx context.Context, key string) (<-chan api.LockInfo, error) {
 	if err := c.cfg.Limits.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -96,7 +103,7 @@ func (c *Client) Watch(ctx context.Context, key string) (<-chan api.LockInfo, er
 
 // watchRead reads key's state and index at once (a plain read, which
 // answers a free key 404 with its index).
-func (c *Client) watchRead(ctx context.Context, key string) (api.LockInfo, error) {
+func (c *inspector) watchRead(ctx context.Context, key string) (api.LockInfo, error) {
 	var info api.LockInfo
 	var idx uint64
 	_, err := c.do(ctx, call{op: "watch", method: http.MethodGet, path: wire.PathLockPrefix + escapeKey(key), out: &info, index: &idx})
@@ -111,10 +118,51 @@ func (c *Client) watchRead(ctx context.Context, key string) (api.LockInfo, error
 
 // watchQuery is one blocking query: key's state once its index is above
 // index or wait passes.
-func (c *Client) watchQuery(ctx context.Context, key string, index uint64, wait time.Duration) (api.LockInfo, error) {
+func (c *inspector) watchQuery(ctx context.Context, key string, index uint64, wait time.Duration) (api.LockInfo, error) {
 	path := wire.PathLockPrefix + escapeKey(key) + "?index=" + strconv.FormatUint(index, 10) + "&wait=" + wait.String()
 	var info api.LockInfo
 	// The server may add up to wait/16 of jitter.
 	_, err := c.do(ctx, call{op: "watch", method: http.MethodGet, path: path, wait: wait + wait/16, out: &info})
 	return info, err
+}
+
+// Inspect implements api.Locker over GET /v1/locks/{key}.
+func (c *inspector) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
+	if err := c.cfg.Limits.CheckKey(key); err != nil {
+		return api.LockInfo{}, err
+	}
+	path := wire.PathLockPrefix + escapeKey(key)
+	if opts.Stale {
+		path += "?stale=true"
+	}
+	var info api.LockInfo
+	_, err := c.do(ctx, call{op: "inspect", method: http.MethodGet, path: path, out: &info})
+	return info, err
+}
+
+// List implements api.Locker over GET /v1/locks.
+func (c *inspector) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+	if err := req.Validate(c.cfg.Limits); err != nil {
+		return api.ListResult{}, err
+	}
+	q := url.Values{}
+	if req.Prefix != "" {
+		q.Set("prefix", req.Prefix)
+	}
+	if req.After != "" {
+		q.Set("after", req.After)
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	if req.Stale {
+		q.Set("stale", "true")
+	}
+	path := wire.PathLocks
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var res api.ListResult
+	_, err := c.do(ctx, call{op: "list", method: http.MethodGet, path: path, out: &res})
+	return res, err
 }
