@@ -240,8 +240,7 @@ func DecodeJSON(data []byte, v any) bool {
 
 // acquireRequest is DecodeJSON for an api.AcquireRequest.
 func (d *jsonDec) acquireRequest(v *api.AcquireRequest) bool {
-	var r api.AcquireRequest
-	if !d.object(func(n []byte) bool {
+	return decodeObject(d, v, func(r *api.AcquireRequest, n []byte) bool {
 		switch string(n) {
 		case "key":
 			return d.str(&r.Key)
@@ -269,17 +268,12 @@ func (d *jsonDec) acquireRequest(v *api.AcquireRequest) bool {
 			return d.strMap(&r.Meta)
 		}
 		return false
-	}) {
-		return false
-	}
-	*v = r
-	return true
+	})
 }
 
 // releaseRequest is DecodeJSON for an api.ReleaseRequest.
 func (d *jsonDec) releaseRequest(v *api.ReleaseRequest) bool {
-	var r api.ReleaseRequest
-	if !d.object(func(n []byte) bool {
+	return decodeObject(d, v, func(r *api.ReleaseRequest, n []byte) bool {
 		switch string(n) {
 		case "key":
 			return d.str(&r.Key)
@@ -293,17 +287,12 @@ func (d *jsonDec) releaseRequest(v *api.ReleaseRequest) bool {
 			return d.str(&r.RequestID)
 		}
 		return false
-	}) {
-		return false
-	}
-	*v = r
-	return true
+	})
 }
 
 // extendRequest is DecodeJSON for an api.ExtendRequest.
 func (d *jsonDec) extendRequest(v *api.ExtendRequest) bool {
-	var r api.ExtendRequest
-	if !d.object(func(n []byte) bool {
+	return decodeObject(d, v, func(r *api.ExtendRequest, n []byte) bool {
 		switch string(n) {
 		case "key":
 			return d.str(&r.Key)
@@ -315,17 +304,12 @@ func (d *jsonDec) extendRequest(v *api.ExtendRequest) bool {
 			return d.str(&r.RequestID)
 		}
 		return false
-	}) {
-		return false
-	}
-	*v = r
-	return true
+	})
 }
 
 // lease is DecodeJSON for an api.Lease.
 func (d *jsonDec) lease(v *api.Lease) bool {
-	var r api.Lease
-	if !d.object(func(n []byte) bool {
+	return decodeObject(d, v, func(r *api.Lease, n []byte) bool {
 		switch string(n) {
 		case "key":
 			return d.str(&r.Key)
@@ -343,17 +327,12 @@ func (d *jsonDec) lease(v *api.Lease) bool {
 			return d.int(&r.WaitedMs)
 		}
 		return false
-	}) {
-		return false
-	}
-	*v = r
-	return true
+	})
 }
 
 // releaseResult is DecodeJSON for an api.ReleaseResult.
 func (d *jsonDec) releaseResult(v *api.ReleaseResult) bool {
-	var r api.ReleaseResult
-	if !d.object(func(n []byte) bool {
+	return decodeObject(d, v, func(r *api.ReleaseResult, n []byte) bool {
 		switch string(n) {
 		case "released":
 			return d.bool(&r.Released)
@@ -361,11 +340,7 @@ func (d *jsonDec) releaseResult(v *api.ReleaseResult) bool {
 			return d.intInt(&r.Count)
 		}
 		return false
-	}) {
-		return false
-	}
-	*v = r
-	return true
+	})
 }
 
 // jsonDec reads one flat object; every method reports false on anything
@@ -597,5 +572,17 @@ func (d *jsonDec) intInt(dst *int) bool {
 		return false
 	}
 	*dst = int(n)
+	return true
+}
+
+// decodeObject decodes one JSON object into a fresh T, field by field
+// through field (false: an unknown field or a bad value), and stores it
+// in *v only when the whole object decoded.
+func decodeObject[T any](d *jsonDec, v *T, field func(r *T, name []byte) bool) bool {
+	var r T
+	if !d.object(func(n []byte) bool { return field(&r, n) }) {
+		return false
+	}
+	*v = r
 	return true
 }
