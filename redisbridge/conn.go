@@ -69,11 +69,8 @@ type conn struct {
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
 
-	// Pipelined writes in flight (pipeline.go), guarded by pipeMu;
-	// pipeCond (on pipeMu) signals every change.
-	pipeMu   sync.Mutex
-	pipeCond sync.Cond
-	pipe     pipeline
+	// pipe is the pipelined writes in flight (pipeline.go).
+	pipe pipeline
 
 	// Client-side caching (tracking.go): trk and loop are guarded by
 	// s.trk.mu; noloop mirrors trk.noloop for the write path; caching
@@ -112,7 +109,8 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	user := c.user // a copy: serve changes c.user
 	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
-	c.pipeCond.L = &c.pipeMu
+	c.pipe.c = c
+	c.pipe.cond.L = &c.pipe.mu
 	return c
 }
 
@@ -169,7 +167,7 @@ func (c *conn) dispatchSafely(args [][]byte) (ok bool) {
 
 func (c *conn) serve() {
 	defer func() {
-		c.endPipe()
+		c.pipe.end()
 		c.wmu.Lock()
 		c.flush()
 		c.wmu.Unlock()
@@ -191,7 +189,7 @@ func (c *conn) serve() {
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
-				c.drainPipe()
+				c.pipe.drain()
 				c.wmu.Lock()
 				c.w.WriteError(pe.Msg)
 				c.flush()
@@ -210,10 +208,10 @@ func (c *conn) serve() {
 		}
 
 		var werr error
-		if c.proposeAsync(args) {
+		if c.pipe.propose(args) {
 			c.caching = false // a write ends CLIENT CACHING's next command
 		} else {
-			c.drainPipe() // replies go out in command order
+			c.pipe.drain() // replies go out in command order
 			c.wmu.Lock()
 			c.drainPushes()
 			if !c.dispatchSafely(args) {
@@ -238,7 +236,7 @@ func (c *conn) serve() {
 		// Between pipelined commands the connection stays busy: its replies
 		// may not be flushed (or its writes committed) yet, so Close must
 		// not cut it.
-		busy := c.rd.Buffered() > 0 || c.pipelining()
+		busy := c.rd.Buffered() > 0 || c.pipe.busy()
 		c.s.mu.Lock()
 		c.busy = busy
 		closing = c.closed

@@ -328,7 +328,7 @@ func (c *conn) startPusher() {
 				return
 			case <-c.wake:
 			}
-			if c.pipelining() {
+			if c.pipe.busy() {
 				continue // the replier writes them after the next reply
 			}
 			c.wmu.Lock()
