@@ -266,7 +266,7 @@ func (c *conn) clientInfo() string {
 	}
 	qbuf := c.rd.Buffered()
 	argv := c.rd.ArgsMemory()
-	oll, omem := c.pendingOutput()
+	oll, omem := c.out.queued()
 	tot := c.rd.Size() + argv + c.w.Size() + int(omem)
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 sub=%d psub=%d ssub=0 multi=%d "+
 		"qbuf=%d qbuf-free=%d argv-mem=%d obl=%d oll=%d omem=%d tot-mem=%d resp=%d\n",

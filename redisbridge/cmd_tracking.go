@@ -117,13 +117,13 @@ func clientTracking(c *conn, args [][]byte) {
 		c.w.WriteError(msg)
 		return
 	}
-	c.startPusher()
+	c.out.start()
 	if o.redirect != 0 {
 		c.s.trk.mu.Lock()
 		to := c.s.trk.conns[o.redirect]
 		c.s.trk.mu.Unlock()
 		if to != nil {
-			to.startPusher()
+			to.out.start()
 		}
 	}
 	c.w.WriteStatus("OK")

@@ -58,14 +58,8 @@ type conn struct {
 	// only when less than WriteTimeout is left.
 	wdl time.Time
 
-	// Pub/sub state; subs is guarded by the hub's lock.
-	pushMu    sync.Mutex
-	pushes    []push
-	pending   int64     // bytes of pushes, plus those of a batch being written
-	softSince time.Time // when pending last went over PubSubSoftLimit; zero: not over
-	overflow  bool
-	wake      chan struct{}
-	pusherOn  atomic.Bool
+	// out is the queue of pushed messages (outbox.go).
+	out       outbox
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
 
@@ -100,7 +94,6 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		id:   s.nextID.Add(1),
 		rd:   nil, // below: reads through c.flushingRead
 		w:    resp.NewWriter(nc, 0),
-		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	c.w.OnError = s.stats.errorReply
@@ -110,6 +103,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	c.pipe.c = c
+	c.out.c, c.out.wake = c, make(chan struct{}, 1)
 	c.pipe.cond.L = &c.pipe.mu
 	return c
 }
@@ -213,7 +207,7 @@ func (c *conn) serve() {
 		} else {
 			c.pipe.drain() // replies go out in command order
 			c.wmu.Lock()
-			c.drainPushes()
+			c.out.drain()
 			if !c.dispatchSafely(args) {
 				c.wmu.Unlock()
 				return

@@ -184,7 +184,7 @@ func (p *pipeline) replier() {
 		// Messages queued meanwhile follow this reply (the pusher leaves
 		// them while replies are in flight): an invalidation the write
 		// caused comes after its reply, as Redis sends it.
-		c.drainPushes()
+		c.out.drain()
 		if empty {
 			c.flush()
 		}

@@ -223,7 +223,7 @@ func (tr *tracker) deliverLocked(c *conn, keys []string, null bool) {
 		if to == nil {
 			c.trk.brokenRedir = true
 			if c.proto() >= 3 {
-				c.enqueue(push{kind: pushRedirBroken, id: c.trk.redirect})
+				c.out.enqueue(push{kind: pushRedirBroken, id: c.trk.redirect})
 			}
 			return
 		}
@@ -231,9 +231,9 @@ func (tr *tracker) deliverLocked(c *conn, keys []string, null bool) {
 	}
 	switch {
 	case to.proto() >= 3:
-		to.enqueue(push{kind: pushInvalidate, keys: keys, null: null})
+		to.out.enqueue(push{kind: pushInvalidate, keys: keys, null: null})
 	case redirected && to.s.hub.isSubscribed(to):
-		to.enqueue(push{kind: pushInvalidateMsg, keys: keys, null: null})
+		to.out.enqueue(push{kind: pushInvalidateMsg, keys: keys, null: null})
 	}
 	// RESP2 without a subscribed redirect target: nothing can carry it.
 }
