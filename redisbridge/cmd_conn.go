@@ -58,7 +58,7 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.tx.unwatch()
 	c.s.hub.unsubscribeAll(c)
 	c.s.trk.disable(c)
-	c.caching = false
+	c.track.caching = false
 	c.name = ""
 	c.w.Proto = 2
 	c.publishListed()

@@ -109,7 +109,7 @@ func clientTracking(c *conn, args [][]byte) {
 	}
 	if !o.on {
 		c.s.trk.disable(c)
-		c.caching = false
+		c.track.caching = false
 		c.w.WriteStatus("OK")
 		return
 	}
@@ -151,7 +151,7 @@ func clientCaching(c *conn, args [][]byte) {
 		c.w.WriteError(msgSyntax)
 		return
 	}
-	c.caching = true
+	c.track.caching = true
 	c.w.WriteStatus("OK")
 }
 
@@ -179,13 +179,13 @@ func clientTrackingInfo(c *conn) {
 	}
 	if st.optin {
 		flags = append(flags, "optin")
-		if c.caching {
+		if c.track.caching {
 			flags = append(flags, "caching-yes")
 		}
 	}
 	if st.optout {
 		flags = append(flags, "optout")
-		if c.caching {
+		if c.track.caching {
 			flags = append(flags, "caching-no")
 		}
 	}

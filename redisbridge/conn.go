@@ -66,13 +66,8 @@ type conn struct {
 	// pipe is the pipelined writes in flight (pipeline.go).
 	pipe pipeline
 
-	// Client-side caching (tracking.go): trk and loop are guarded by
-	// s.trk.mu; noloop mirrors trk.noloop for the write path; caching
-	// (CLIENT CACHING yes/no for the next command) is serve's.
-	trk     trackState
-	loop    loopState
-	noloop  atomic.Bool
-	caching bool
+	// track is the connection's client-side caching state (tracking.go).
+	track connTracking
 
 	// Authentication guard (serve's): authBy is when an unauthenticated
 	// connection is closed (zero: never); authFails counts failed AUTHs;
@@ -103,6 +98,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
 	c.pipe.c = c
+	c.track.c = c
 	c.out.c, c.out.wake = c, make(chan struct{}, 1)
 	c.pipe.cond.L = &c.pipe.mu
 	return c
@@ -203,7 +199,7 @@ func (c *conn) serve() {
 
 		var werr error
 		if c.pipe.propose(args) {
-			c.caching = false // a write ends CLIENT CACHING's next command
+			c.track.caching = false // a write ends CLIENT CACHING's next command
 		} else {
 			c.pipe.drain() // replies go out in command order
 			c.wmu.Lock()
@@ -212,7 +208,7 @@ func (c *conn) serve() {
 				c.wmu.Unlock()
 				return
 			}
-			c.afterCommand(c.lowerName(args[0]))
+			c.track.afterCommand(c.lowerName(args[0]))
 			if d := c.authDelay; d > 0 {
 				// A failed AUTH's answer waits (auth.Throttle) without
 				// holding wmu; Close cancels the wait.
@@ -406,11 +402,11 @@ func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
-	counted := c.writeStarted()
-	reg := c.trackBegin(cmd)
+	counted := c.track.writeStarted()
+	reg := c.track.begin(cmd)
 	r, err := c.s.b.Apply(ctx, cmd)
 	if counted {
-		c.writeDone(r.Index)
+		c.track.writeDone(r.Index)
 	}
 	c.s.trk.end(reg, r.Index)
 	return r, c.noteResult(r, err)
@@ -466,7 +462,7 @@ func (c *conn) read(fn func(t *fsm.Table, now int64)) bool {
 func (c *conn) readRedis(args [][]byte) {
 	var r reply.Reply
 	var known bool
-	if c.trackingReads() {
+	if c.track.reads() {
 		c.s.trk.remember(c, fsm.CommandKeysOf(c.lowerName(args[0]), args))
 	}
 	if !c.read(func(t *fsm.Table, now int64) { r, known = t.Read(now, args) }) {

@@ -88,8 +88,8 @@ func (p *pipeline) propose(args [][]byte) bool {
 	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
 	ctx, cancel := c.ctx()
 	c.s.stats.command(c.lowerName(args[0]))
-	counted := c.writeStarted()
-	reg := c.trackBegin(cmd)
+	counted := c.track.writeStarted()
+	reg := c.track.begin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
 	if reg != nil || counted {
 		f = trackedFuture{f, reg, counted}
@@ -165,7 +165,7 @@ func (p *pipeline) replier() {
 		r, err := f.Result()
 		if tf, ok := f.(trackedFuture); ok {
 			if tf.counted {
-				c.writeDone(r.Index)
+				c.track.writeDone(r.Index)
 			}
 			c.s.trk.end(tf.reg, r.Index)
 		}
