@@ -219,7 +219,7 @@ func (f *killFilter) match(c, self *conn) bool {
 		f.hasLaddr && c.nc.LocalAddr().String() != f.laddr,
 		f.typ != "" && c.clientType() != f.typ,
 		f.id != 0 && c.id != f.id,
-		f.hasUser && *c.subUser.Load() != f.user,
+		f.hasUser && *c.acl.subUser.Load() != f.user,
 		c == self && f.skipme:
 		return false
 	}

@@ -62,10 +62,10 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.name = ""
 	c.w.Proto = 2
 	c.publishListed()
-	c.authed, c.user = c.s.anonymous()
-	c.armAuthTimeout()
-	user := c.user
-	c.subUser.Store(&user)
+	c.acl.authed, c.acl.user = c.s.anonymous()
+	c.acl.armAuthTimeout()
+	user := c.acl.user
+	c.acl.subUser.Store(&user)
 	c.w.WriteStatus("RESET")
 }
 
@@ -83,7 +83,7 @@ func cmdAuth(c *conn, args [][]byte) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if !c.login(user, pass) {
+	if !c.acl.login(user, pass) {
 		c.w.WriteError(msgWrongPass)
 		return
 	}
@@ -126,12 +126,12 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if opts.auth {
-		if !c.login(opts.user, opts.pass) {
+		if !c.acl.login(opts.user, opts.pass) {
 			c.w.WriteError(msgWrongPass)
 			return
 		}
 	}
-	if !c.authed {
+	if !c.acl.authed {
 		c.w.WriteError(msgHelloNoAuth)
 		return
 	}

@@ -25,8 +25,8 @@ import (
 // after it is released. SCAN walks once an iteration (scan_cache.go).
 
 // keyFilter is what the caller may see: nil allows every key.
-func (c *conn) keyFilter() *auth.User {
-	u := c.caller()
+func (a *connACL) keyFilter() *auth.User {
+	u := a.caller()
 	if u != nil && u.AllKeys() {
 		return nil
 	}
@@ -55,7 +55,7 @@ func (c *conn) visibleKeys(ctx context.Context, stale bool) ([]fsm.KeyEntry, err
 	if err := c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { all = t.Keys(now) }); err != nil {
 		return nil, err
 	}
-	u := c.keyFilter()
+	u := c.acl.keyFilter()
 	if u == nil {
 		return all, nil
 	}
@@ -98,7 +98,7 @@ func cmdDBSize(c *conn, _ [][]byte) {
 // countKeys counts the keys the caller may see and those of them with a
 // deadline; for a user of every key without copying the names.
 func (c *conn) countKeys(ctx context.Context, stale bool) (keys, expires int, err error) {
-	if c.keyFilter() == nil {
+	if c.acl.keyFilter() == nil {
 		err = c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { keys, expires = t.KeyCount(now) })
 		return keys, expires, err
 	}
@@ -193,7 +193,7 @@ func cmdScan(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	u := c.keyFilter()
+	u := c.acl.keyFilter()
 	out := batch[:0]
 	for _, e := range batch {
 		if (o.typ == "" || e.Type == o.typ) && (o.match == "" || auth.Match(o.match, e.Key)) && visible(u, e.Key) {

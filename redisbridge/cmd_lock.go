@@ -178,7 +178,7 @@ func cmdLockRelease(c *conn, args [][]byte) {
 	res, err := c.s.b.Release(ctx, req)
 	cancel()
 	if req.Force && err == nil {
-		c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", req.Key, "released", res.Released)
+		c.s.cfg.Audit.Event(auth.EventForceRelease, c.acl.user, c.nc.RemoteAddr().String(), "key", req.Key, "released", res.Released)
 	}
 	switch {
 	case errors.Is(err, api.ErrNotHeld), errors.Is(err, api.ErrNotFound):

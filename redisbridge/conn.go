@@ -39,11 +39,9 @@ type conn struct {
 
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
-	authed bool
-	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
-	// subUser is user for publish (pubsub.go), which runs outside serve.
-	subUser atomic.Pointer[string]
-	name    string
+	// acl is who the connection is and what it may do (acl.go).
+	acl  connACL
+	name string
 	// listed is what CLIENT LIST on another connection shows of this one
 	// (name, protocol): serve alone touches name and w.
 	listed    atomic.Pointer[listedInfo]
@@ -69,13 +67,7 @@ type conn struct {
 	// track is the connection's client-side caching state (tracking.go).
 	track connTracking
 
-	// Authentication guard (serve's): authBy is when an unauthenticated
-	// connection is closed (zero: never); authFails counts failed AUTHs;
-	// authDelay is the wait before the last failure's answer goes out;
 	// deadlineSet says serve has set a read deadline to clear.
-	authBy      time.Time
-	authFails   int
-	authDelay   time.Duration
 	deadlineSet bool
 
 	busy   bool // running a command or replies in flight (guarded by s.mu, for Close)
@@ -92,13 +84,12 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		done: make(chan struct{}),
 	}
 	c.w.OnError = s.stats.errorReply
-	c.authed, c.user = s.anonymous()
-	c.armAuthTimeout()
-	user := c.user // a copy: serve changes c.user
-	c.subUser.Store(&user)
+	c.acl.c, c.pipe.c, c.track.c = c, c, c
+	c.acl.authed, c.acl.user = s.anonymous()
+	c.acl.armAuthTimeout()
+	user := c.acl.user // a copy: serve changes c.acl.user
+	c.acl.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
-	c.pipe.c = c
-	c.track.c = c
 	c.out.c, c.out.wake = c, make(chan struct{}, 1)
 	c.pipe.cond.L = &c.pipe.mu
 	return c
@@ -209,10 +200,10 @@ func (c *conn) serve() {
 				return
 			}
 			c.track.afterCommand(c.lowerName(args[0]))
-			if d := c.authDelay; d > 0 {
+			if d := c.acl.authDelay; d > 0 {
 				// A failed AUTH's answer waits (auth.Throttle) without
 				// holding wmu; Close cancels the wait.
-				c.authDelay = 0
+				c.acl.authDelay = 0
 				c.wmu.Unlock()
 				auth.Wait(c.s.baseCtx, d)
 				c.wmu.Lock()
@@ -244,8 +235,8 @@ func (c *conn) setReadDeadline() {
 	if c.s.cfg.IdleTimeout > 0 && !c.s.hub.isSubscribed(c) {
 		d = time.Now().Add(c.s.cfg.IdleTimeout)
 	}
-	if !c.authed && !c.authBy.IsZero() && (d.IsZero() || c.authBy.Before(d)) {
-		d = c.authBy
+	if !c.acl.authed && !c.acl.authBy.IsZero() && (d.IsZero() || c.acl.authBy.Before(d)) {
+		d = c.acl.authBy
 	}
 	if d.IsZero() && !c.deadlineSet {
 		return
@@ -256,10 +247,11 @@ func (c *conn) setReadDeadline() {
 
 // armAuthTimeout starts the auth timeout of a connection that is not
 // authenticated (a new one, or after RESET).
-func (c *conn) armAuthTimeout() {
-	c.authBy = time.Time{}
-	if !c.authed && c.s.cfg.AuthTimeout > 0 {
-		c.authBy = time.Now().Add(c.s.cfg.AuthTimeout)
+func (a *connACL) armAuthTimeout() {
+	c := a.c
+	a.authBy = time.Time{}
+	if !a.authed && c.s.cfg.AuthTimeout > 0 {
+		a.authBy = time.Now().Add(c.s.cfg.AuthTimeout)
 	}
 }
 
@@ -304,13 +296,13 @@ func (c *conn) dispatch(args [][]byte) {
 		c.w.WriteError(errArity(name))
 		return
 	}
-	if !c.authed && cmd.flags&flagNoAuth == 0 {
+	if !c.acl.authed && cmd.flags&flagNoAuth == 0 {
 		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
 		c.w.WriteError(msgNoAuth)
 		return
 	}
-	if c.s.users != nil && c.authed {
-		if msg := c.permission(cmd, name, args); msg != "" {
+	if c.s.users != nil && c.acl.authed {
+		if msg := c.acl.permission(cmd, name, args); msg != "" {
 			// Refused while queueing: EXEC then fails (EXECABORT), as Redis.
 			c.tx.abort()
 			c.s.cfg.Audit.Failure("resp", auth.ReasonPermission)
@@ -399,7 +391,7 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // apply proposes cmd and returns the FSM's outcome; on failure it has
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
-	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
+	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
 	counted := c.track.writeStarted()
@@ -426,7 +418,7 @@ func (c *conn) noteResult(r fsm.Result, err error) bool {
 		c.writeErr(r.Err)
 		return false
 	}
-	c.auditForced(r.Events)
+	c.acl.auditForced(r.Events)
 	return true
 }
 

@@ -49,7 +49,7 @@ func (c *conn) electionRefusal(cmd *command, name string, args [][]byte) string 
 		return ""
 	}
 	forced := name == "del" || name == "unlink" || (name == "lock.release" && a.cat == auth.Admin)
-	if forced && !c.noForce() {
+	if forced && !c.acl.noForce() {
 		return ""
 	}
 	return msgElectionKey

@@ -46,7 +46,7 @@ func (p *pipeline) len() int { return len(p.items) - p.head }
 func (p *pipeline) propose(args [][]byte) bool {
 	c := p.c
 	ab := c.s.async
-	if ab == nil || !c.authed || c.tx.active {
+	if ab == nil || !c.acl.authed || c.tx.active {
 		return false
 	}
 	p.mu.Lock()
@@ -65,7 +65,7 @@ func (p *pipeline) propose(args [][]byte) bool {
 		if tc == nil {
 			tc = dataCommand
 		}
-		if c.permission(tc, name, args) != "" {
+		if c.acl.permission(tc, name, args) != "" {
 			return false // dispatch refuses it, in order
 		}
 	}
@@ -85,7 +85,7 @@ func (p *pipeline) propose(args [][]byte) bool {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()
-	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
+	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	ctx, cancel := c.ctx()
 	c.s.stats.command(c.lowerName(args[0]))
 	counted := c.track.writeStarted()

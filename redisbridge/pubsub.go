@@ -157,7 +157,7 @@ func (h *hub) publish(channel, message string) int {
 	defer h.mu.RUnlock()
 	n := 0
 	for c := range h.channels[channel] {
-		if !c.mayReceive(channel, "") {
+		if !c.acl.mayReceive(channel, "") {
 			c.nc.Close() // as Redis, which disconnects such a subscriber
 			continue
 		}
@@ -177,7 +177,7 @@ func (h *hub) publish(channel, message string) int {
 			continue
 		}
 		for c := range h.patterns[p] {
-			if !c.mayReceive(channel, p) {
+			if !c.acl.mayReceive(channel, p) {
 				c.nc.Close()
 				continue
 			}

@@ -287,7 +287,7 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 			}
 			p := e.Key[:n]
 			for c := range tr.prefixes[p] {
-				if !c.mayKey(e.Key) {
+				if !c.acl.mayKey(e.Key) {
 					continue // a key name outside the user's patterns is not told
 				}
 				if bcast == nil {
