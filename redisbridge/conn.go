@@ -329,7 +329,7 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	if c.tx.active && cmd.flags&flagTx == 0 {
-		c.queue(cmd, name, args, slot)
+		c.tx.enqueue(c.s, c.w, cmd, name, args, slot)
 		return
 	}
 	start := time.Now()
