@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/fsm/reply"
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 func yesNo(b bool) string {
@@ -357,7 +358,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	)
 	section("Cluster", "cluster_enabled:"+enabled)
 	if all || want["keyspace"] {
-		if lines, ok := c.keyspaceInfo(); ok {
+		if lines, ok := c.s.keyspaceInfo(c.acl.keyFilter()); ok {
 			section("Keyspace", lines...)
 		}
 	}
@@ -458,7 +459,7 @@ func cmdWait(c *conn, args [][]byte) {
 		c.w.WriteError(msgNotInt)
 		return
 	}
-	ms, ok := c.waitTimeout(args[2])
+	ms, ok := waitTimeout(c.w, args[2])
 	if !ok {
 		return
 	}
@@ -467,14 +468,14 @@ func cmdWait(c *conn, args [][]byte) {
 
 // waitTimeout parses the timeout of WAIT and WAITAOF (milliseconds, 0 for
 // no limit), replying the error and false when it is not one.
-func (c *conn) waitTimeout(arg []byte) (int64, bool) {
+func waitTimeout(w *resp.Writer, arg []byte) (int64, bool) {
 	ms, err := strconv.ParseInt(string(arg), 10, 64)
 	if err != nil {
-		c.w.WriteError(msgTimeoutNotInt)
+		w.WriteError(msgTimeoutNotInt)
 		return 0, false
 	}
 	if ms < 0 {
-		c.w.WriteError(msgTimeoutNeg)
+		w.WriteError(msgTimeoutNeg)
 		return 0, false
 	}
 	return ms, true
@@ -503,7 +504,7 @@ func cmdWaitAOF(c *conn, args [][]byte) {
 			return
 		}
 	}
-	ms, ok := c.waitTimeout(args[3])
+	ms, ok := waitTimeout(c.w, args[3])
 	if !ok {
 		return
 	}

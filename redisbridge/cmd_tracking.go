@@ -18,9 +18,10 @@ type trackOptions struct {
 	prefixes                     []string
 }
 
-// parseTracking parses CLIENT TRACKING ON|OFF [options]; it returns the
+// parse parses CLIENT TRACKING ON|OFF [options]; it returns the
 // error reply's text, in Redis' order of checks.
-func (c *conn) parseTracking(args [][]byte) (o trackOptions, msg string) {
+func (t *connTracking) parse(args [][]byte) (o trackOptions, msg string) {
+	c := t.c
 	for j := 3; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch opt := strings.ToLower(string(args[j])); {
@@ -102,7 +103,7 @@ func overlaps(a, b string) bool {
 // clientTracking: CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p]...
 // [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
 func clientTracking(c *conn, args [][]byte) {
-	o, msg := c.parseTracking(args)
+	o, msg := c.track.parse(args)
 	if msg != "" {
 		c.w.WriteError(msg)
 		return

@@ -310,12 +310,12 @@ func (c *conn) dispatch(args [][]byte) {
 			return
 		}
 	}
-	if msg := c.electionRefusal(cmd, name, args); msg != "" {
+	if msg := c.acl.electionRefusal(cmd, name, args); msg != "" {
 		c.tx.abort()
 		c.w.WriteError(msg)
 		return
 	}
-	slot, msg := c.crossSlot(cmd, name, args)
+	slot, msg := c.s.crossSlot(cmd, name, args)
 	if msg == "" {
 		msg = c.moved(cmd, name, args)
 	}
@@ -333,7 +333,7 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	start := time.Now()
-	if sp := c.startCommandSpan(name, len(args)-1); sp != nil {
+	if sp := c.s.startCommandSpan(name, len(args)-1); sp != nil {
 		c.span = sp
 		defer func() { c.span = nil; sp.End() }()
 	}

@@ -69,11 +69,11 @@ func (p *pipeline) propose(args [][]byte) bool {
 			return false // dispatch refuses it, in order
 		}
 	}
-	if tc := c.s.commands[c.lowerName(args[0])]; c.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
+	if tc := c.s.commands[c.lowerName(args[0])]; c.acl.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
 		return false // dispatch refuses it, in order
 	}
 	if tc := c.s.commands[c.lowerName(args[0])]; c.s.cfg.Cluster {
-		if _, msg := c.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
+		if _, msg := c.s.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
 			return false // dispatch refuses it, in order
 		}
 	}
