@@ -291,41 +291,15 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	c.s.stats.command(name)
-	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
-		c.tx.abort()
-		c.w.WriteError(errArity(name))
-		return
-	}
-	if !c.acl.authed && cmd.flags&flagNoAuth == 0 {
-		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
-		c.w.WriteError(msgNoAuth)
-		return
-	}
-	if c.s.users != nil && c.acl.authed {
-		if msg := c.acl.permission(cmd, name, args); msg != "" {
-			// Refused while queueing: EXEC then fails (EXECABORT), as Redis.
-			c.tx.abort()
-			c.s.cfg.Audit.Failure("resp", auth.ReasonPermission)
-			c.w.WriteError(msg)
-			return
+	slot, r := c.admit(cmd, name, args)
+	if r != nil {
+		if r.audit != "" {
+			c.s.cfg.Audit.Failure("resp", r.audit)
 		}
-	}
-	if msg := c.acl.electionRefusal(cmd, name, args); msg != "" {
-		c.tx.abort()
-		c.w.WriteError(msg)
-		return
-	}
-	slot, msg := c.s.crossSlot(cmd, name, args)
-	if msg == "" {
-		msg = c.moved(cmd, name, args)
-	}
-	if msg != "" {
-		c.tx.abort()
-		c.w.WriteError(msg)
-		return
-	}
-	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
-		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		if r.abort {
+			c.tx.abort()
+		}
+		c.w.WriteError(r.msg)
 		return
 	}
 	if c.tx.active && cmd.flags&flagTx == 0 {

@@ -59,26 +59,9 @@ func (p *pipeline) propose(args [][]byte) bool {
 	if cmd == nil {
 		return false
 	}
-	if c.s.users != nil {
-		name := c.lowerName(args[0])
-		tc := c.s.commands[name]
-		if tc == nil {
-			tc = dataCommand
-		}
-		if c.acl.permission(tc, name, args) != "" {
-			return false // dispatch refuses it, in order
-		}
-	}
-	if tc := c.s.commands[c.lowerName(args[0])]; c.acl.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
+	name := c.lowerName(args[0])
+	if _, r := c.admit(orData(c.s.commands[name]), name, args); r != nil {
 		return false // dispatch refuses it, in order
-	}
-	if tc := c.s.commands[c.lowerName(args[0])]; c.s.cfg.Cluster {
-		if _, msg := c.s.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
-			return false // dispatch refuses it, in order
-		}
-	}
-	if c.w.Proto < 3 && c.s.hub.isSubscribed(c) {
-		return false // refused in subscribe mode: dispatch says so
 	}
 	p.mu.Lock()
 	for p.len() >= maxPipelined {
@@ -87,7 +70,7 @@ func (p *pipeline) propose(args [][]byte) bool {
 	p.mu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	ctx, cancel := c.ctx()
-	c.s.stats.command(c.lowerName(args[0]))
+	c.s.stats.command(name)
 	counted := c.track.writeStarted()
 	reg := c.track.begin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
@@ -132,7 +115,7 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		}
 		return evalSHACommand(args[1], keys, argv, ro)
 	}
-	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) || !c.s.arity.ok(name, args) {
+	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) {
 		return nil
 	}
 	return &fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}
