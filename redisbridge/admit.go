@@ -21,7 +21,7 @@ type refusal struct {
 // replies. slot is the hash slot of the command's keys (-1: none or not
 // in cluster mode). Call from serve.
 func (c *conn) admit(cmd *command, name string, args [][]byte) (slot int, r *refusal) {
-	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
+	if !arityAccepts(cmd, name, args) {
 		return -1, &refusal{msg: errArity(name), abort: true}
 	}
 	if !c.acl.authed && cmd.flags&flagNoAuth == 0 {

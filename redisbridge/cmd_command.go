@@ -46,8 +46,7 @@ type commandEntry struct {
 // (numkeys), as Redis flags them.
 var movableKeys = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true}
 
-// commandEntries builds the entries once per server (the FSM's arities
-// are probed on first use).
+// commandEntries builds the entries once per server.
 func (s *Server) commandEntries() []commandEntry {
 	s.cmdInfoOnce.Do(func() {
 		var out []commandEntry
@@ -62,7 +61,7 @@ func (s *Server) commandEntries() []commandEntry {
 			if _, own := s.commands[name]; own {
 				continue
 			}
-			ar := s.arity.of(name)
+			ar := fsm.CommandArity(name)
 			if ar == 0 {
 				ar = -1
 			}
@@ -202,7 +201,7 @@ func commandGetKeys(c *conn, args [][]byte) {
 		c.w.WriteError(msgGetKeysUnknown)
 		return
 	}
-	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
+	if !arityAccepts(cmd, name, args) {
 		c.w.WriteError(msgGetKeysInvalid)
 		return
 	}
