@@ -37,16 +37,23 @@ type conn struct {
 	// when it is not traced. Under wmu.
 	span trace.Span
 
+	// The parts a connection is composed of: who it is and what it may
+	// do (acl.go), its MULTI block and WATCH list (cmd_tx.go), its pushed
+	// messages (outbox.go), its pipelined writes (pipeline.go) and its
+	// client-side caching state (tracking.go).
+	acl   connACL
+	tx    txState
+	out   outbox
+	pipe  pipeline
+	track connTracking
+
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
-	// acl is who the connection is and what it may do (acl.go).
-	acl  connACL
 	name string
 	// listed is what CLIENT LIST on another connection shows of this one
 	// (name, protocol): serve alone touches name and w.
 	listed    atomic.Pointer[listedInfo]
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
-	tx        txState
 	// readonly: READONLY was sent; in cluster mode a follower then serves
 	// this connection's reads instead of answering MOVED.
 	readonly bool
@@ -56,16 +63,8 @@ type conn struct {
 	// only when less than WriteTimeout is left.
 	wdl time.Time
 
-	// out is the queue of pushed messages (outbox.go).
-	out       outbox
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
-
-	// pipe is the pipelined writes in flight (pipeline.go).
-	pipe pipeline
-
-	// track is the connection's client-side caching state (tracking.go).
-	track connTracking
 
 	// deadlineSet says serve has set a read deadline to clear.
 	deadlineSet bool
