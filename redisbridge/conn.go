@@ -83,14 +83,14 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		done: make(chan struct{}),
 	}
 	c.w.OnError = s.stats.errorReply
-	c.acl.c, c.pipe.c, c.track.c = c, c, c
+	c.acl.c, c.out.c, c.pipe.c, c.track.c = c, c, c, c
+	c.out.wake = make(chan struct{}, 1)
+	c.pipe.cond.L = &c.pipe.mu
 	c.acl.authed, c.acl.user = s.anonymous()
 	c.acl.armAuthTimeout()
 	user := c.acl.user // a copy: serve changes c.acl.user
 	c.acl.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
-	c.out.c, c.out.wake = c, make(chan struct{}, 1)
-	c.pipe.cond.L = &c.pipe.mu
 	return c
 }
 
