@@ -17,6 +17,19 @@ func RedisCommands() []string {
 	return names
 }
 
+// CommandArity returns the arity of the Redis command name (lower case)
+// as Apply enforces it, in Redis' convention (n: exactly n arguments, the
+// name included; -n: at least n), or 0 when the FSM does not implement
+// name. Front ends refuse a wrong count with it before proposing an entry.
+// Some commands refuse further counts inside (HSET wants pairs); Apply
+// still checks those.
+func CommandArity(name string) int {
+	if c := redisCmds[name]; c != nil {
+		return c.arity
+	}
+	return 0
+}
+
 // CommandKeys returns the arguments of the Redis command args that are
 // keys, by Redis' key specifications (first key, last key, step). Every
 // command not listed takes exactly one key, args[1]. args must have the

@@ -3,6 +3,8 @@ package redisbridge
 import (
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
@@ -119,38 +121,58 @@ func dataAccess(name string, args [][]byte) access {
 	return a
 }
 
+// connACL is who a connection is and what it may do: its user, and the
+// guard against guessing passwords. It is one part of a conn: c is the
+// connection. Touched only by serve (under wmu when a command runs),
+// except subUser.
+type connACL struct {
+	c      *conn
+	authed bool
+	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
+	// subUser is user for publish (pubsub.go), which runs outside serve.
+	subUser atomic.Pointer[string]
+
+	// authBy is when an unauthenticated connection is closed (zero:
+	// never); authFails counts failed AUTHs; authDelay is the wait before
+	// the last failure's answer goes out.
+	authBy    time.Time
+	authFails int
+	authDelay time.Duration
+}
+
 // permission returns the error text that refuses args for the
 // connection's user, or "". Call only with Config.Users set.
-func (c *conn) permission(cmd *command, name string, args [][]byte) string {
-	u := c.s.users.Users().Lookup(c.user)
+func (a *connACL) permission(cmd *command, name string, args [][]byte) string {
+	c := a.c
+	u := c.s.users.Users().Lookup(a.user)
 	if u == nil || !u.Enabled {
 		// Removed or disabled by a reload: the connection must
 		// authenticate again.
-		c.authed = false
+		a.authed = false
 		return msgNoAuth
 	}
 	acc := cmd.acl
 	if acc == nil {
 		acc = dataAccess
 	}
-	a := acc(name, args)
-	if a.cat == 0 {
+	ac := acc(name, args)
+	if ac.cat == 0 {
 		return ""
 	}
-	if !u.Can(a.cat) {
-		if a.name != "" {
-			name = a.name
+	if !u.Can(ac.cat) {
+		if ac.name != "" {
+			name = ac.name
 		}
 		return msgNoPermCmd(name)
 	}
-	for _, k := range a.keys {
+	for _, k := range ac.keys {
 		if !u.Key(string(k)) {
 			return msgNoPermKeys
 		}
 	}
-	for _, ch := range a.chans {
+	for _, ch := range ac.chans {
 		ok := u.Channel(string(ch))
-		if a.patterns {
+		if ac.patterns {
 			ok = u.ChannelPattern(string(ch))
 		}
 		if !ok {
@@ -177,7 +199,7 @@ func cmdACL(c *conn, args [][]byte) {
 	}
 	switch sub {
 	case "whoami":
-		c.w.WriteBulkString(c.user)
+		c.w.WriteBulkString(c.acl.user)
 	case "list":
 		if c.s.users == nil {
 			// No users: everybody is Redis' default user.
@@ -233,7 +255,8 @@ func (s *Server) anonymous() (authed bool, user string) {
 // login authenticates the connection as user; on failure the connection
 // keeps its previous user and the caller replies WRONGPASS. Without
 // users, "default" with any password succeeds (Redis' nopass default).
-func (c *conn) login(user, pass []byte) bool {
+func (a *connACL) login(user, pass []byte) bool {
+	c := a.c
 	if c.s.users == nil {
 		return string(user) == auth.DefaultUser
 	}
@@ -241,18 +264,18 @@ func (c *conn) login(user, pass []byte) bool {
 	u, err := us.Authenticate(string(user), string(pass))
 	if err != nil {
 		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
-		c.authFails++
-		v := c.s.cfg.AuthThrottle.Failed("resp", us.LogName(string(user)), c.nc.RemoteAddr(), c.authFails)
-		c.authDelay = v.Delay // waited by serve before the answer goes out
+		a.authFails++
+		v := c.s.cfg.AuthThrottle.Failed("resp", us.LogName(string(user)), c.nc.RemoteAddr(), a.authFails)
+		a.authDelay = v.Delay // waited by serve before the answer goes out
 		if v.Disconnect {
 			c.quit = true // closed once WRONGPASS is written
 		}
 		return false
 	}
-	c.authFails = 0
+	a.authFails = 0
 	c.s.cfg.AuthThrottle.Succeeded(c.nc.RemoteAddr())
-	c.authed, c.user = true, u.Name
-	c.subUser.Store(&u.Name)
+	a.authed, a.user = true, u.Name
+	a.subUser.Store(&u.Name)
 	return true
 }
 
@@ -261,44 +284,48 @@ func (c *conn) login(user, pass []byte) bool {
 // are configured and this user lacks admin. The FSM decides, when it
 // applies the entry, whether a command would do so: the bridge never
 // reads before it writes.
-func (c *conn) noForce() bool {
+func (a *connACL) noForce() bool {
+	c := a.c
 	if c.s.users == nil {
 		return false
 	}
-	return !c.s.users.Users().Lookup(c.user).Can(auth.Admin)
+	return !c.s.users.Users().Lookup(a.user).Can(auth.Admin)
 }
 
 // keysOnly reports whether the connection's scripts may touch only the
 // keys they declare (fsm.Command.KeysOnly): the user is limited to key
 // patterns, and the bridge checked the declared keys against them.
-func (c *conn) keysOnly() bool {
+func (a *connACL) keysOnly() bool {
+	c := a.c
 	if c.s.users == nil {
 		return false
 	}
-	u := c.s.users.Users().Lookup(c.user)
+	u := c.s.users.Users().Lookup(a.user)
 	return u == nil || !u.AllKeys()
 }
 
 // auditForced audits the holds a Redis command (DEL, SET over a lock, a
 // script, EXEC) ended by force: the FSM says which in its events.
-func (c *conn) auditForced(evs []fsm.Event) {
+func (a *connACL) auditForced(evs []fsm.Event) {
+	c := a.c
 	if c.s.cfg.Audit == nil {
 		return
 	}
 	for _, e := range evs {
 		if e.Kind == fsm.EvReleased && e.Reason == fsm.ReasonForced {
-			c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", e.Key, "owner", e.Owner)
+			c.s.cfg.Audit.Event(auth.EventForceRelease, a.user, c.nc.RemoteAddr().String(), "key", e.Key, "owner", e.Owner)
 		}
 	}
 }
 
 // mayKey reports whether c's user may see key (its name in a BCAST
 // invalidation). Without users, every key.
-func (c *conn) mayKey(key string) bool {
+func (a *connACL) mayKey(key string) bool {
+	c := a.c
 	if c.s.users == nil {
 		return true
 	}
-	name := c.subUser.Load()
+	name := a.subUser.Load()
 	if name == nil {
 		return false
 	}
@@ -310,11 +337,12 @@ func (c *conn) mayKey(key string) bool {
 // channel (through pattern, when not ""): a reload can disable its user
 // or narrow its channels after it subscribed. Called by publish, outside
 // serve: it reads the user name from subUser.
-func (c *conn) mayReceive(channel, pattern string) bool {
+func (a *connACL) mayReceive(channel, pattern string) bool {
+	c := a.c
 	if c.s.users == nil {
 		return true
 	}
-	name := c.subUser.Load()
+	name := a.subUser.Load()
 	if name == nil {
 		return false
 	}

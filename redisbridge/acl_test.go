@@ -164,7 +164,7 @@ func permCases(t *testing.T, s *Server) []permCase {
 		// Arguments the FSM's arity accepts; every one a key of the
 		// namespace, so any key position is covered.
 		args := []string{strings.ToUpper(name)}
-		for n := 2; n <= maxProbeArgs && !s.arity.ok(name, toBytes(args)); n++ {
+		for n := 2; n <= 10 && !arityAccepts(dataCommand, name, toBytes(args)); n++ {
 			args = append(args, "app:"+strconv.Itoa(n))
 		}
 		cases = append(cases, permCase{args, cat, name})

@@ -53,11 +53,12 @@ func BenchmarkSetNXPXUsers(b *testing.B) {
 // one key pattern).
 func BenchmarkPermission(b *testing.B) {
 	s, _ := testServer(b, benchUsers(b))
-	c := &conn{s: s, user: "app", authed: true}
+	c := &conn{s: s}
+	c.acl = connACL{c: c, user: "app", authed: true}
 	args := [][]byte{[]byte("GET"), []byte("k")}
 	b.ReportAllocs()
 	for b.Loop() {
-		if msg := c.permission(dataCommand, "get", args); msg != "" {
+		if msg := c.acl.permission(dataCommand, "get", args); msg != "" {
 			b.Fatal(msg)
 		}
 	}

@@ -117,7 +117,7 @@ func (c *conn) listLine(self *conn) string {
 	if l := c.listed.Load(); l != nil {
 		name, proto = l.name, l.proto
 	}
-	oll, omem := c.pendingOutput()
+	oll, omem := c.out.queued()
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 sub=%d psub=%d ssub=0 multi=-1 "+
 		"qbuf=0 qbuf-free=0 argv-mem=0 obl=0 oll=%d omem=%d tot-mem=%d resp=%d\n",
 		c.id, c.nc.RemoteAddr(), c.nc.LocalAddr(), name, len(c.s.hub.names(c, false)),
@@ -219,7 +219,7 @@ func (f *killFilter) match(c, self *conn) bool {
 		f.hasLaddr && c.nc.LocalAddr().String() != f.laddr,
 		f.typ != "" && c.clientType() != f.typ,
 		f.id != 0 && c.id != f.id,
-		f.hasUser && *c.subUser.Load() != f.user,
+		f.hasUser && *c.acl.subUser.Load() != f.user,
 		c == self && f.skipme:
 		return false
 	}

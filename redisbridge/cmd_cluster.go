@@ -511,8 +511,8 @@ func (c *conn) moved(cmd *command, name string, args [][]byte) string {
 // crossSlot returns msgCrossSlot when cluster mode is on and the keys
 // args names (by the command's key positions) hash to different slots,
 // else "". slot is the keys' slot (-1: none).
-func (c *conn) crossSlot(cmd *command, name string, args [][]byte) (slot int, msg string) {
-	if !c.s.cfg.Cluster || len(args) < 3 {
+func (s *Server) crossSlot(cmd *command, name string, args [][]byte) (slot int, msg string) {
+	if !s.cfg.Cluster || len(args) < 3 {
 		return -1, "" // at most one key
 	}
 	acc := cmd.acl

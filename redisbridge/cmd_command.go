@@ -7,6 +7,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // COMMAND describes every command the bridge serves — its own table and
@@ -45,8 +46,7 @@ type commandEntry struct {
 // (numkeys), as Redis flags them.
 var movableKeys = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true}
 
-// commandEntries builds the entries once per server (the FSM's arities
-// are probed on first use).
+// commandEntries builds the entries once per server.
 func (s *Server) commandEntries() []commandEntry {
 	s.cmdInfoOnce.Do(func() {
 		var out []commandEntry
@@ -61,7 +61,7 @@ func (s *Server) commandEntries() []commandEntry {
 			if _, own := s.commands[name]; own {
 				continue
 			}
-			ar := s.arity.of(name)
+			ar := fsm.CommandArity(name)
 			if ar == 0 {
 				ar = -1
 			}
@@ -153,7 +153,7 @@ func cmdCommand(c *conn, args [][]byte) {
 	if len(args) == 1 {
 		c.w.WriteArrayLen(len(entries))
 		for _, e := range entries {
-			c.writeCommandEntry(e)
+			writeCommandEntry(c.w, e)
 		}
 		return
 	}
@@ -176,7 +176,7 @@ func cmdCommand(c *conn, args [][]byte) {
 				c.w.WriteNullArray()
 				continue
 			}
-			c.writeCommandEntry(entries[i])
+			writeCommandEntry(c.w, entries[i])
 		}
 	case "getkeys":
 		commandGetKeys(c, args[2:])
@@ -201,7 +201,7 @@ func commandGetKeys(c *conn, args [][]byte) {
 		c.w.WriteError(msgGetKeysUnknown)
 		return
 	}
-	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
+	if !arityAccepts(cmd, name, args) {
 		c.w.WriteError(msgGetKeysInvalid)
 		return
 	}
@@ -220,24 +220,24 @@ func commandGetKeys(c *conn, args [][]byte) {
 	}
 }
 
-func (c *conn) writeCommandEntry(e commandEntry) {
-	c.w.WriteArrayLen(10)
-	c.w.WriteBulkString(e.name)
-	c.w.WriteInt(int64(e.arity))
-	c.w.WriteSetLen(len(e.flags))
+func writeCommandEntry(w *resp.Writer, e commandEntry) {
+	w.WriteArrayLen(10)
+	w.WriteBulkString(e.name)
+	w.WriteInt(int64(e.arity))
+	w.WriteSetLen(len(e.flags))
 	for _, f := range e.flags {
-		c.w.WriteStatus(f)
+		w.WriteStatus(f)
 	}
-	c.w.WriteInt(int64(e.first))
-	c.w.WriteInt(int64(e.last))
-	c.w.WriteInt(int64(e.step))
-	c.w.WriteSetLen(len(e.categories))
+	w.WriteInt(int64(e.first))
+	w.WriteInt(int64(e.last))
+	w.WriteInt(int64(e.step))
+	w.WriteSetLen(len(e.categories))
 	for _, cat := range e.categories {
-		c.w.WriteStatus(cat)
+		w.WriteStatus(cat)
 	}
-	c.w.WriteSetLen(0)   // tips
-	c.w.WriteArrayLen(0) // key specifications
-	c.w.WriteArrayLen(0) // subcommands
+	w.WriteSetLen(0)   // tips
+	w.WriteArrayLen(0) // key specifications
+	w.WriteArrayLen(0) // subcommands
 }
 
 // cmdInfoState is the Server's lazily built COMMAND table.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/fsm/reply"
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 func yesNo(b bool) string {
@@ -58,14 +59,14 @@ func cmdReset(c *conn, _ [][]byte) {
 	c.tx.unwatch()
 	c.s.hub.unsubscribeAll(c)
 	c.s.trk.disable(c)
-	c.caching = false
+	c.track.caching = false
 	c.name = ""
 	c.w.Proto = 2
 	c.publishListed()
-	c.authed, c.user = c.s.anonymous()
-	c.armAuthTimeout()
-	user := c.user
-	c.subUser.Store(&user)
+	c.acl.authed, c.acl.user = c.s.anonymous()
+	c.acl.armAuthTimeout()
+	user := c.acl.user
+	c.acl.subUser.Store(&user)
 	c.w.WriteStatus("RESET")
 }
 
@@ -83,7 +84,7 @@ func cmdAuth(c *conn, args [][]byte) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if !c.login(user, pass) {
+	if !c.acl.login(user, pass) {
 		c.w.WriteError(msgWrongPass)
 		return
 	}
@@ -126,12 +127,12 @@ func cmdHello(c *conn, args [][]byte) {
 		}
 	}
 	if opts.auth {
-		if !c.login(opts.user, opts.pass) {
+		if !c.acl.login(opts.user, opts.pass) {
 			c.w.WriteError(msgWrongPass)
 			return
 		}
 	}
-	if !c.authed {
+	if !c.acl.authed {
 		c.w.WriteError(msgHelloNoAuth)
 		return
 	}
@@ -266,7 +267,7 @@ func (c *conn) clientInfo() string {
 	}
 	qbuf := c.rd.Buffered()
 	argv := c.rd.ArgsMemory()
-	oll, omem := c.pendingOutput()
+	oll, omem := c.out.queued()
 	tot := c.rd.Size() + argv + c.w.Size() + int(omem)
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s db=0 sub=%d psub=%d ssub=0 multi=%d "+
 		"qbuf=%d qbuf-free=%d argv-mem=%d obl=%d oll=%d omem=%d tot-mem=%d resp=%d\n",
@@ -357,7 +358,7 @@ func cmdInfo(c *conn, args [][]byte) {
 	)
 	section("Cluster", "cluster_enabled:"+enabled)
 	if all || want["keyspace"] {
-		if lines, ok := c.keyspaceInfo(); ok {
+		if lines, ok := c.s.keyspaceInfo(c.acl.keyFilter()); ok {
 			section("Keyspace", lines...)
 		}
 	}
@@ -458,7 +459,7 @@ func cmdWait(c *conn, args [][]byte) {
 		c.w.WriteError(msgNotInt)
 		return
 	}
-	ms, ok := c.waitTimeout(args[2])
+	ms, ok := waitTimeout(c.w, args[2])
 	if !ok {
 		return
 	}
@@ -467,14 +468,14 @@ func cmdWait(c *conn, args [][]byte) {
 
 // waitTimeout parses the timeout of WAIT and WAITAOF (milliseconds, 0 for
 // no limit), replying the error and false when it is not one.
-func (c *conn) waitTimeout(arg []byte) (int64, bool) {
+func waitTimeout(w *resp.Writer, arg []byte) (int64, bool) {
 	ms, err := strconv.ParseInt(string(arg), 10, 64)
 	if err != nil {
-		c.w.WriteError(msgTimeoutNotInt)
+		w.WriteError(msgTimeoutNotInt)
 		return 0, false
 	}
 	if ms < 0 {
-		c.w.WriteError(msgTimeoutNeg)
+		w.WriteError(msgTimeoutNeg)
 		return 0, false
 	}
 	return ms, true
@@ -503,7 +504,7 @@ func cmdWaitAOF(c *conn, args [][]byte) {
 			return
 		}
 	}
-	ms, ok := c.waitTimeout(args[3])
+	ms, ok := waitTimeout(c.w, args[3])
 	if !ok {
 		return
 	}

@@ -40,7 +40,7 @@ func cmdEvalSHA(c *conn, args [][]byte) { c.evalSHA(args, false) }
 func cmdEvalSHARO(c *conn, args [][]byte) { c.evalSHA(args, true) }
 
 func (c *conn) evalText(args [][]byte, ro bool) {
-	keys, argv, ok := c.scriptArgs(args)
+	keys, argv, ok := scriptArgs(c.w, args)
 	if !ok {
 		return
 	}
@@ -48,7 +48,7 @@ func (c *conn) evalText(args [][]byte, ro bool) {
 }
 
 func (c *conn) evalSHA(args [][]byte, ro bool) {
-	keys, argv, ok := c.scriptArgs(args)
+	keys, argv, ok := scriptArgs(c.w, args)
 	if !ok {
 		return
 	}
@@ -68,10 +68,10 @@ func (c *conn) applyReply(cmd *fsm.Command) {
 
 // scriptArgs splits EVAL's arguments into KEYS and ARGV, or writes the
 // error.
-func (c *conn) scriptArgs(args [][]byte) (keys, argv [][]byte, ok bool) {
+func scriptArgs(w *resp.Writer, args [][]byte) (keys, argv [][]byte, ok bool) {
 	keys, argv, msg := parseScriptArgs(args)
 	if msg != "" {
-		c.w.WriteError(msg)
+		w.WriteError(msg)
 		return nil, nil, false
 	}
 	return keys, argv, true

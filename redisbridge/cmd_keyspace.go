@@ -25,8 +25,8 @@ import (
 // after it is released. SCAN walks once an iteration (scan_cache.go).
 
 // keyFilter is what the caller may see: nil allows every key.
-func (c *conn) keyFilter() *auth.User {
-	u := c.caller()
+func (a *connACL) keyFilter() *auth.User {
+	u := a.caller()
 	if u != nil && u.AllKeys() {
 		return nil
 	}
@@ -40,7 +40,7 @@ func visible(u *auth.User, key string) bool { return u == nil || u.Key(key) }
 func (c *conn) liveKeys() ([]fsm.KeyEntry, bool) {
 	ctx, cancel := c.ctx()
 	defer cancel()
-	all, err := c.visibleKeys(ctx, false)
+	all, err := c.s.visibleKeys(ctx, c.acl.keyFilter(), false)
 	if err != nil {
 		c.writeErr(err)
 		return nil, false
@@ -48,14 +48,13 @@ func (c *conn) liveKeys() ([]fsm.KeyEntry, bool) {
 	return all, true
 }
 
-// visibleKeys returns every key the caller may see; stale reads this
+// visibleKeys returns every key u may see (nil: every key); stale reads this
 // node's table as it is.
-func (c *conn) visibleKeys(ctx context.Context, stale bool) ([]fsm.KeyEntry, error) {
+func (s *Server) visibleKeys(ctx context.Context, u *auth.User, stale bool) ([]fsm.KeyEntry, error) {
 	var all []fsm.KeyEntry
-	if err := c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { all = t.Keys(now) }); err != nil {
+	if err := s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { all = t.Keys(now) }); err != nil {
 		return nil, err
 	}
-	u := c.keyFilter()
 	if u == nil {
 		return all, nil
 	}
@@ -87,7 +86,7 @@ func cmdKeys(c *conn, args [][]byte) {
 func cmdDBSize(c *conn, _ [][]byte) {
 	ctx, cancel := c.ctx()
 	defer cancel()
-	n, _, err := c.countKeys(ctx, false)
+	n, _, err := c.s.countKeys(ctx, c.acl.keyFilter(), false)
 	if err != nil {
 		c.writeErr(err)
 		return
@@ -95,14 +94,14 @@ func cmdDBSize(c *conn, _ [][]byte) {
 	c.w.WriteInt(int64(n))
 }
 
-// countKeys counts the keys the caller may see and those of them with a
+// countKeys counts the keys u may see (nil: every key) and those of them with a
 // deadline; for a user of every key without copying the names.
-func (c *conn) countKeys(ctx context.Context, stale bool) (keys, expires int, err error) {
-	if c.keyFilter() == nil {
-		err = c.s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { keys, expires = t.KeyCount(now) })
+func (s *Server) countKeys(ctx context.Context, u *auth.User, stale bool) (keys, expires int, err error) {
+	if u == nil {
+		err = s.b.Read(ctx, stale, func(t *fsm.Table, now int64) { keys, expires = t.KeyCount(now) })
 		return keys, expires, err
 	}
-	all, err := c.visibleKeys(ctx, stale)
+	all, err := s.visibleKeys(ctx, u, stale)
 	for _, e := range all {
 		if e.Expires {
 			expires++
@@ -193,7 +192,7 @@ func cmdScan(c *conn, args [][]byte) {
 	if !ok {
 		return
 	}
-	u := c.keyFilter()
+	u := c.acl.keyFilter()
 	out := batch[:0]
 	for _, e := range batch {
 		if (o.typ == "" || e.Type == o.typ) && (o.match == "" || auth.Match(o.match, e.Key)) && visible(u, e.Key) {
@@ -214,10 +213,10 @@ func cmdScan(c *conn, args [][]byte) {
 // this node's state (a stale read: no round to the leader, so INFO
 // answers on a node cut off from it). ok is false when the node has no
 // table to read (not joined): INFO then leaves the section out.
-func (c *conn) keyspaceInfo() (lines []string, ok bool) {
-	ctx, cancel := context.WithTimeout(c.s.baseCtx, time.Second)
+func (s *Server) keyspaceInfo(u *auth.User) (lines []string, ok bool) {
+	ctx, cancel := context.WithTimeout(s.baseCtx, time.Second)
 	defer cancel()
-	n, expires, err := c.countKeys(ctx, true)
+	n, expires, err := s.countKeys(ctx, u, true)
 	if err != nil {
 		return nil, false
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // Native lock commands: the typed lock API (api.Locker) over RESP, so a
@@ -132,21 +133,21 @@ func cmdLockAcquire(c *conn, args [][]byte) {
 		c.writeErr(err)
 		return
 	}
-	c.writeLease(lease)
+	writeLease(c.w, lease)
 }
 
-func (c *conn) writeLease(l api.Lease) {
-	if c.w.Proto >= 3 {
-		c.w.WriteMapLen(2)
-		c.w.WriteBulkString("fence")
-		c.w.WriteInt(int64(l.Fence))
-		c.w.WriteBulkString("deadline_ms")
-		c.w.WriteInt(l.Deadline)
+func writeLease(w *resp.Writer, l api.Lease) {
+	if w.Proto >= 3 {
+		w.WriteMapLen(2)
+		w.WriteBulkString("fence")
+		w.WriteInt(int64(l.Fence))
+		w.WriteBulkString("deadline_ms")
+		w.WriteInt(l.Deadline)
 		return
 	}
-	c.w.WriteArrayLen(2)
-	c.w.WriteInt(int64(l.Fence))
-	c.w.WriteInt(l.Deadline)
+	w.WriteArrayLen(2)
+	w.WriteInt(int64(l.Fence))
+	w.WriteInt(l.Deadline)
 }
 
 func cmdLockRelease(c *conn, args [][]byte) {
@@ -177,7 +178,7 @@ func cmdLockRelease(c *conn, args [][]byte) {
 	res, err := c.s.b.Release(ctx, req)
 	cancel()
 	if req.Force && err == nil {
-		c.s.cfg.Audit.Event(auth.EventForceRelease, c.user, c.nc.RemoteAddr().String(), "key", req.Key, "released", res.Released)
+		c.s.cfg.Audit.Event(auth.EventForceRelease, c.acl.user, c.nc.RemoteAddr().String(), "key", req.Key, "released", res.Released)
 	}
 	switch {
 	case errors.Is(err, api.ErrNotHeld), errors.Is(err, api.ErrNotFound):
@@ -217,7 +218,7 @@ func cmdLockExtend(c *conn, args [][]byte) {
 		c.writeErr(err)
 		return
 	}
-	c.writeLease(lease)
+	writeLease(c.w, lease)
 }
 
 // LOCK.INFO key: holders, fence, TTL and waiters, linearizable.
@@ -270,7 +271,7 @@ func cmdLockInfo(c *conn, args [][]byte) {
 		w.WriteBulkString("extended_ms")
 		w.WriteInt(h.ExtendedMs)
 		w.WriteBulkString("meta")
-		c.writeMeta(h.Meta)
+		writeMeta(c.w, h.Meta)
 	}
 	w.WriteBulkString("waiters")
 	w.WriteArrayLen(len(info.Waiters))
@@ -287,22 +288,22 @@ func cmdLockInfo(c *conn, args [][]byte) {
 		w.WriteBulkString("queued_ms")
 		w.WriteInt(wt.QueuedMs)
 		w.WriteBulkString("meta")
-		c.writeMeta(wt.Meta)
+		writeMeta(c.w, wt.Meta)
 	}
 }
 
 // writeMeta writes metadata as a map (RESP2: flat name, value pairs) in
 // name order, so a reply is the same on every node.
-func (c *conn) writeMeta(m map[string]string) {
+func writeMeta(w *resp.Writer, m map[string]string) {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	c.w.WriteMapLen(len(names))
+	w.WriteMapLen(len(names))
 	for _, k := range names {
-		c.w.WriteBulkString(k)
-		c.w.WriteBulkString(m[k])
+		w.WriteBulkString(k)
+		w.WriteBulkString(m[k])
 	}
 }
 

@@ -22,7 +22,7 @@ func (c *conn) subscribe(names [][]byte, pattern bool) {
 	if pattern {
 		kind = "psubscribe"
 	}
-	c.startPusher()
+	c.out.start()
 	for _, n := range names {
 		count := c.s.hub.subscribe(c, string(n), pattern)
 		c.w.WritePushLen(3)

@@ -3,6 +3,8 @@ package redisbridge
 import (
 	"strconv"
 	"strings"
+
+	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // SENTINEL: every node answers as a Sentinel whose master is a live node
@@ -52,7 +54,7 @@ func cmdSentinel(c *conn, args [][]byte) {
 		c.w.WriteArrayLen(len(others))
 		for _, p := range others {
 			h, pt := splitHostPort(p)
-			c.writeFields([][2]string{
+			writeFields(c.w, [][2]string{
 				{"name", p}, {"ip", h}, {"port", pt}, {"runid", runIDFor(p)},
 				{"flags", "sentinel"}, {"link-pending-commands", "0"}, {"link-refcount", "1"},
 				{"last-ping-sent", "0"}, {"last-ok-ping-reply", "0"}, {"last-ping-reply", "0"},
@@ -75,7 +77,7 @@ func cmdSentinel(c *conn, args [][]byte) {
 func (c *conn) writeMasterState(host, port string) {
 	others := len(c.s.peers(c.selfAddr())) - 1
 	quorum := others/2 + 1
-	c.writeFields([][2]string{
+	writeFields(c.w, [][2]string{
 		{"name", c.s.cfg.MasterName}, {"ip", host}, {"port", port}, {"runid", c.s.cfg.RunID},
 		{"flags", "master"}, {"link-pending-commands", "0"}, {"link-refcount", "1"},
 		{"last-ping-sent", "0"}, {"last-ok-ping-reply", "0"}, {"last-ping-reply", "0"},
@@ -87,11 +89,11 @@ func (c *conn) writeMasterState(host, port string) {
 }
 
 // writeFields writes a map (RESP2: a flat array of pairs) of strings.
-func (c *conn) writeFields(kv [][2]string) {
-	c.w.WriteMapLen(len(kv))
+func writeFields(w *resp.Writer, kv [][2]string) {
+	w.WriteMapLen(len(kv))
 	for _, f := range kv {
-		c.w.WriteBulkString(f[0])
-		c.w.WriteBulkString(f[1])
+		w.WriteBulkString(f[0])
+		w.WriteBulkString(f[1])
 	}
 }
 

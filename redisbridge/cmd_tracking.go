@@ -18,9 +18,10 @@ type trackOptions struct {
 	prefixes                     []string
 }
 
-// parseTracking parses CLIENT TRACKING ON|OFF [options]; it returns the
+// parse parses CLIENT TRACKING ON|OFF [options]; it returns the
 // error reply's text, in Redis' order of checks.
-func (c *conn) parseTracking(args [][]byte) (o trackOptions, msg string) {
+func (t *connTracking) parse(args [][]byte) (o trackOptions, msg string) {
+	c := t.c
 	for j := 3; j < len(args); j++ {
 		more := len(args) - 1 - j
 		switch opt := strings.ToLower(string(args[j])); {
@@ -102,14 +103,14 @@ func overlaps(a, b string) bool {
 // clientTracking: CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p]...
 // [BCAST] [OPTIN] [OPTOUT] [NOLOOP].
 func clientTracking(c *conn, args [][]byte) {
-	o, msg := c.parseTracking(args)
+	o, msg := c.track.parse(args)
 	if msg != "" {
 		c.w.WriteError(msg)
 		return
 	}
 	if !o.on {
 		c.s.trk.disable(c)
-		c.caching = false
+		c.track.caching = false
 		c.w.WriteStatus("OK")
 		return
 	}
@@ -117,13 +118,13 @@ func clientTracking(c *conn, args [][]byte) {
 		c.w.WriteError(msg)
 		return
 	}
-	c.startPusher()
+	c.out.start()
 	if o.redirect != 0 {
 		c.s.trk.mu.Lock()
 		to := c.s.trk.conns[o.redirect]
 		c.s.trk.mu.Unlock()
 		if to != nil {
-			to.startPusher()
+			to.out.start()
 		}
 	}
 	c.w.WriteStatus("OK")
@@ -151,7 +152,7 @@ func clientCaching(c *conn, args [][]byte) {
 		c.w.WriteError(msgSyntax)
 		return
 	}
-	c.caching = true
+	c.track.caching = true
 	c.w.WriteStatus("OK")
 }
 
@@ -179,13 +180,13 @@ func clientTrackingInfo(c *conn) {
 	}
 	if st.optin {
 		flags = append(flags, "optin")
-		if c.caching {
+		if c.track.caching {
 			flags = append(flags, "caching-yes")
 		}
 	}
 	if st.optout {
 		flags = append(flags, "optout")
-		if c.caching {
+		if c.track.caching {
 			flags = append(flags, "caching-no")
 		}
 	}

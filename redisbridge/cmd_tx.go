@@ -35,31 +35,31 @@ func (t *txState) reset() {
 
 func (t *txState) unwatch() { t.watch = nil }
 
-// queue adds a command to the MULTI block, or refuses it (and marks the
+// enqueue adds a command to the MULTI block, or refuses it (and marks the
 // transaction aborted, as Redis does for errors found while queueing).
 // slot is the hash slot of the command's keys (-1: none or not in
 // cluster mode).
-func (c *conn) queue(cmd *command, name string, args [][]byte, slot int) {
+func (t *txState) enqueue(s *Server, w *resp.Writer, cmd *command, name string, args [][]byte, slot int) {
 	if cmd.flags&flagQueue == 0 {
-		c.tx.abort()
-		c.w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
+		t.abort()
+		w.WriteError("ERR locknode: '" + name + "' is not allowed inside MULTI")
 		return
 	}
 	n := 0
 	for _, a := range args {
 		n += len(a)
 	}
-	lim := c.s.limits
-	if c.tx.tooBig || len(c.tx.queue) >= lim.MaxExecCommands || c.tx.bytes+n > lim.MaxExecBytes {
+	lim := s.limits
+	if t.tooBig || len(t.queue) >= lim.MaxExecCommands || t.bytes+n > lim.MaxExecBytes {
 		// Refused like any error while queueing (EXEC then answers
 		// EXECABORT); the queue is dropped at once, as it can never run.
-		c.tx.abort()
-		c.tx.tooBig, c.tx.queue, c.tx.bytes = true, nil, 0
-		c.w.WriteError(fmt.Sprintf(msgMultiTooBig, lim.MaxExecCommands, lim.MaxExecBytes))
+		t.abort()
+		t.tooBig, t.queue, t.bytes = true, nil, 0
+		w.WriteError(fmt.Sprintf(msgMultiTooBig, lim.MaxExecCommands, lim.MaxExecBytes))
 		return
 	}
-	c.tx.bytes += n
-	if slot < 0 && c.s.cfg.Cluster && len(args) > 1 {
+	t.bytes += n
+	if slot < 0 && s.cfg.Cluster && len(args) > 1 {
 		// One key at most (crossSlot looks only at commands that may
 		// name several).
 		acc := cmd.acl
@@ -69,13 +69,13 @@ func (c *conn) queue(cmd *command, name string, args [][]byte, slot int) {
 		slot, _ = sameSlot(acc(name, args).keys)
 	}
 	if slot >= 0 {
-		if c.tx.slot >= 0 && c.tx.slot != slot {
-			c.tx.crossSlot = true
+		if t.slot >= 0 && t.slot != slot {
+			t.crossSlot = true
 		}
-		c.tx.slot = slot
+		t.slot = slot
 	}
-	c.tx.queue = append(c.tx.queue, resp.CloneArgs(args))
-	c.w.WriteStatus("QUEUED")
+	t.queue = append(t.queue, resp.CloneArgs(args))
+	w.WriteStatus("QUEUED")
 }
 
 // WATCH key [key ...]: records each key's version in one linearizable
@@ -88,7 +88,7 @@ func cmdWatch(c *conn, args [][]byte) {
 	}
 	keys := make([]string, 0, len(args)-1)
 	for _, k := range args[1:] {
-		if !c.watching(string(k)) {
+		if !c.tx.watching(string(k)) {
 			keys = append(keys, string(k))
 		}
 	}
@@ -106,8 +106,8 @@ func cmdWatch(c *conn, args [][]byte) {
 	c.w.WriteStatus("OK")
 }
 
-func (c *conn) watching(key string) bool {
-	for _, w := range c.tx.watch {
+func (t *txState) watching(key string) bool {
+	for _, w := range t.watch {
 		if w.Key == key {
 			return true
 		}

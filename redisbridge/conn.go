@@ -37,18 +37,23 @@ type conn struct {
 	// when it is not traced. Under wmu.
 	span trace.Span
 
+	// The parts a connection is composed of: who it is and what it may
+	// do (acl.go), its MULTI block and WATCH list (cmd_tx.go), its pushed
+	// messages (outbox.go), its pipelined writes (pipeline.go) and its
+	// client-side caching state (tracking.go).
+	acl   connACL
+	tx    txState
+	out   outbox
+	pipe  pipeline
+	track connTracking
+
 	// Connection state, touched only by serve (under wmu when a command
 	// runs).
-	authed bool
-	user   string // the authenticated user's name (ACL WHOAMI); looked up again per command
-	// subUser is user for publish (pubsub.go), which runs outside serve.
-	subUser atomic.Pointer[string]
-	name    string
+	name string
 	// listed is what CLIENT LIST on another connection shows of this one
 	// (name, protocol): serve alone touches name and w.
 	listed    atomic.Pointer[listedInfo]
 	lastWrite uint64 // index of this connection's last applied write (WAIT)
-	tx        txState
 	// readonly: READONLY was sent; in cluster mode a follower then serves
 	// this connection's reads instead of answering MOVED.
 	readonly bool
@@ -58,38 +63,10 @@ type conn struct {
 	// only when less than WriteTimeout is left.
 	wdl time.Time
 
-	// Pub/sub state; subs is guarded by the hub's lock.
-	pushMu    sync.Mutex
-	pushes    []push
-	pending   int64     // bytes of pushes, plus those of a batch being written
-	softSince time.Time // when pending last went over PubSubSoftLimit; zero: not over
-	overflow  bool
-	wake      chan struct{}
-	pusherOn  atomic.Bool
 	done      chan struct{} // closed when serve ends
 	closeOnce sync.Once
 
-	// Pipelined writes in flight (pipeline.go), guarded by pipeMu;
-	// pipeCond (on pipeMu) signals every change.
-	pipeMu   sync.Mutex
-	pipeCond sync.Cond
-	pipe     pipeline
-
-	// Client-side caching (tracking.go): trk and loop are guarded by
-	// s.trk.mu; noloop mirrors trk.noloop for the write path; caching
-	// (CLIENT CACHING yes/no for the next command) is serve's.
-	trk     trackState
-	loop    loopState
-	noloop  atomic.Bool
-	caching bool
-
-	// Authentication guard (serve's): authBy is when an unauthenticated
-	// connection is closed (zero: never); authFails counts failed AUTHs;
-	// authDelay is the wait before the last failure's answer goes out;
 	// deadlineSet says serve has set a read deadline to clear.
-	authBy      time.Time
-	authFails   int
-	authDelay   time.Duration
 	deadlineSet bool
 
 	busy   bool // running a command or replies in flight (guarded by s.mu, for Close)
@@ -103,16 +80,17 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		id:   s.nextID.Add(1),
 		rd:   nil, // below: reads through c.flushingRead
 		w:    resp.NewWriter(nc, 0),
-		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
 	}
 	c.w.OnError = s.stats.errorReply
-	c.authed, c.user = s.anonymous()
-	c.armAuthTimeout()
-	user := c.user // a copy: serve changes c.user
-	c.subUser.Store(&user)
+	c.acl.c, c.out.c, c.pipe.c, c.track.c = c, c, c, c
+	c.out.wake = make(chan struct{}, 1)
+	c.pipe.cond.L = &c.pipe.mu
+	c.acl.authed, c.acl.user = s.anonymous()
+	c.acl.armAuthTimeout()
+	user := c.acl.user // a copy: serve changes c.acl.user
+	c.acl.subUser.Store(&user)
 	c.rd = resp.NewReader(flushingReader{c}, s.rcfg)
-	c.pipeCond.L = &c.pipeMu
 	return c
 }
 
@@ -169,7 +147,7 @@ func (c *conn) dispatchSafely(args [][]byte) (ok bool) {
 
 func (c *conn) serve() {
 	defer func() {
-		c.endPipe()
+		c.pipe.end()
 		c.wmu.Lock()
 		c.flush()
 		c.wmu.Unlock()
@@ -191,7 +169,7 @@ func (c *conn) serve() {
 		if err != nil {
 			var pe *resp.ProtocolError
 			if errors.As(err, &pe) {
-				c.drainPipe()
+				c.pipe.drain()
 				c.wmu.Lock()
 				c.w.WriteError(pe.Msg)
 				c.flush()
@@ -210,21 +188,21 @@ func (c *conn) serve() {
 		}
 
 		var werr error
-		if c.proposeAsync(args) {
-			c.caching = false // a write ends CLIENT CACHING's next command
+		if c.pipe.propose(args) {
+			c.track.caching = false // a write ends CLIENT CACHING's next command
 		} else {
-			c.drainPipe() // replies go out in command order
+			c.pipe.drain() // replies go out in command order
 			c.wmu.Lock()
-			c.drainPushes()
+			c.out.drain()
 			if !c.dispatchSafely(args) {
 				c.wmu.Unlock()
 				return
 			}
-			c.afterCommand(c.lowerName(args[0]))
-			if d := c.authDelay; d > 0 {
+			c.track.afterCommand(c.lowerName(args[0]))
+			if d := c.acl.authDelay; d > 0 {
 				// A failed AUTH's answer waits (auth.Throttle) without
 				// holding wmu; Close cancels the wait.
-				c.authDelay = 0
+				c.acl.authDelay = 0
 				c.wmu.Unlock()
 				auth.Wait(c.s.baseCtx, d)
 				c.wmu.Lock()
@@ -238,7 +216,7 @@ func (c *conn) serve() {
 		// Between pipelined commands the connection stays busy: its replies
 		// may not be flushed (or its writes committed) yet, so Close must
 		// not cut it.
-		busy := c.rd.Buffered() > 0 || c.pipelining()
+		busy := c.rd.Buffered() > 0 || c.pipe.busy()
 		c.s.mu.Lock()
 		c.busy = busy
 		closing = c.closed
@@ -256,8 +234,8 @@ func (c *conn) setReadDeadline() {
 	if c.s.cfg.IdleTimeout > 0 && !c.s.hub.isSubscribed(c) {
 		d = time.Now().Add(c.s.cfg.IdleTimeout)
 	}
-	if !c.authed && !c.authBy.IsZero() && (d.IsZero() || c.authBy.Before(d)) {
-		d = c.authBy
+	if !c.acl.authed && !c.acl.authBy.IsZero() && (d.IsZero() || c.acl.authBy.Before(d)) {
+		d = c.acl.authBy
 	}
 	if d.IsZero() && !c.deadlineSet {
 		return
@@ -268,10 +246,11 @@ func (c *conn) setReadDeadline() {
 
 // armAuthTimeout starts the auth timeout of a connection that is not
 // authenticated (a new one, or after RESET).
-func (c *conn) armAuthTimeout() {
-	c.authBy = time.Time{}
-	if !c.authed && c.s.cfg.AuthTimeout > 0 {
-		c.authBy = time.Now().Add(c.s.cfg.AuthTimeout)
+func (a *connACL) armAuthTimeout() {
+	c := a.c
+	a.authBy = time.Time{}
+	if !a.authed && c.s.cfg.AuthTimeout > 0 {
+		a.authBy = time.Now().Add(c.s.cfg.AuthTimeout)
 	}
 }
 
@@ -311,49 +290,23 @@ func (c *conn) dispatch(args [][]byte) {
 		return
 	}
 	c.s.stats.command(name)
-	if (cmd.arity != 0 && !arityOK(cmd.arity, len(args))) || (cmd == dataCommand && !c.s.arity.ok(name, args)) {
-		c.tx.abort()
-		c.w.WriteError(errArity(name))
-		return
-	}
-	if !c.authed && cmd.flags&flagNoAuth == 0 {
-		c.s.cfg.Audit.Failure("resp", auth.ReasonCredentials)
-		c.w.WriteError(msgNoAuth)
-		return
-	}
-	if c.s.users != nil && c.authed {
-		if msg := c.permission(cmd, name, args); msg != "" {
-			// Refused while queueing: EXEC then fails (EXECABORT), as Redis.
-			c.tx.abort()
-			c.s.cfg.Audit.Failure("resp", auth.ReasonPermission)
-			c.w.WriteError(msg)
-			return
+	slot, r := c.admit(cmd, name, args)
+	if r != nil {
+		if r.audit != "" {
+			c.s.cfg.Audit.Failure("resp", r.audit)
 		}
-	}
-	if msg := c.electionRefusal(cmd, name, args); msg != "" {
-		c.tx.abort()
-		c.w.WriteError(msg)
-		return
-	}
-	slot, msg := c.crossSlot(cmd, name, args)
-	if msg == "" {
-		msg = c.moved(cmd, name, args)
-	}
-	if msg != "" {
-		c.tx.abort()
-		c.w.WriteError(msg)
-		return
-	}
-	if c.w.Proto < 3 && cmd.flags&flagPubSub == 0 && c.s.hub.isSubscribed(c) {
-		c.w.WriteError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		if r.abort {
+			c.tx.abort()
+		}
+		c.w.WriteError(r.msg)
 		return
 	}
 	if c.tx.active && cmd.flags&flagTx == 0 {
-		c.queue(cmd, name, args, slot)
+		c.tx.enqueue(c.s, c.w, cmd, name, args, slot)
 		return
 	}
 	start := time.Now()
-	if sp := c.startCommandSpan(name, len(args)-1); sp != nil {
+	if sp := c.s.startCommandSpan(name, len(args)-1); sp != nil {
 		c.span = sp
 		defer func() { c.span = nil; sp.End() }()
 	}
@@ -411,14 +364,14 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // apply proposes cmd and returns the FSM's outcome; on failure it has
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
-	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
+	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	ctx, cancel := c.ctx()
 	defer cancel()
-	counted := c.writeStarted()
-	reg := c.trackBegin(cmd)
+	counted := c.track.writeStarted()
+	reg := c.track.begin(cmd)
 	r, err := c.s.b.Apply(ctx, cmd)
 	if counted {
-		c.writeDone(r.Index)
+		c.track.writeDone(r.Index)
 	}
 	c.s.trk.end(reg, r.Index)
 	return r, c.noteResult(r, err)
@@ -438,7 +391,7 @@ func (c *conn) noteResult(r fsm.Result, err error) bool {
 		c.writeErr(r.Err)
 		return false
 	}
-	c.auditForced(r.Events)
+	c.acl.auditForced(r.Events)
 	return true
 }
 
@@ -474,7 +427,7 @@ func (c *conn) read(fn func(t *fsm.Table, now int64)) bool {
 func (c *conn) readRedis(args [][]byte) {
 	var r reply.Reply
 	var known bool
-	if c.trackingReads() {
+	if c.track.reads() {
 		c.s.trk.remember(c, fsm.CommandKeysOf(c.lowerName(args[0]), args))
 	}
 	if !c.read(func(t *fsm.Table, now int64) { r, known = t.Read(now, args) }) {

@@ -224,37 +224,33 @@ func TestPipelining(t *testing.T) {
 	}
 }
 
-// TestArityProbe: the arities learnt from the FSM are Redis' own.
-func TestArityProbe(t *testing.T) {
-	var a arityTable
+// TestArityOfFSMCommands: the arities the bridge checks for the FSM's
+// commands are Redis' own.
+func TestArityOfFSMCommands(t *testing.T) {
 	for name, want := range map[string]int{"get": 2, "set": -3, "del": -2, "hset": -4, "getrange": 4, "time": 1,
 		"zadd": -4, "pexpire": -3, "incr": 2} {
 		if !fsm.IsKnownCommand([]byte(name)) {
 			t.Errorf("%s: not an FSM command", name)
 			continue
 		}
-		if got := a.probe(name); got != want {
+		if got := arityOf(dataCommand, name); got != want {
 			t.Errorf("arity of %s = %d, want %d", name, got, want)
 		}
 	}
 }
 
-// TestArityAllFSMCommands: for every argument count up to the probe's
-// range, the bridge's arity check refuses exactly what the FSM refuses
-// with its wrong-arity error, or less (never a command the FSM accepts).
+// TestArityAllFSMCommands: for every FSM command and argument count, the
+// bridge's arity check refuses exactly what the FSM refuses with its
+// wrong-arity error, or less (never a command the FSM accepts); and every
+// FSM command has an arity, accepting its minimal count.
 func TestArityAllFSMCommands(t *testing.T) {
-	var a arityTable
-	names := []string{"get", "set", "del", "unlink", "delex", "exists", "pexpire", "expire", "pexpireat", "expireat",
-		"pttl", "ttl", "persist", "type", "getrange", "mget", "mset", "msetnx", "incr", "decr", "incrby", "decrby",
-		"time", "ping", "publish", "hget", "hset", "hmset", "hsetnx", "hexists", "hincrby", "hdel", "hlen", "hkeys",
-		"hvals", "hgetall", "hmget", "sadd", "srem", "sismember", "scard", "smembers", "zadd", "zincrby", "zrem",
-		"zcard", "zscore", "zrank", "zrange", "zrangebyscore", "zremrangebyscore", "lpush", "rpush", "lpop", "rpop",
-		"lindex", "lrange", "lrem", "llen"}
-	for _, name := range names {
-		if !fsm.IsKnownCommand([]byte(name)) {
+	for _, name := range fsm.RedisCommands() {
+		ar := arityOf(dataCommand, name)
+		if ar == 0 {
+			t.Errorf("%s: no arity", name)
 			continue
 		}
-		for n := 1; n <= maxProbeArgs+2; n++ {
+		for n := 1; n <= 12; n++ {
 			args := make([][]byte, n)
 			args[0] = []byte(name)
 			for i := 1; i < n; i++ {
@@ -263,8 +259,11 @@ func TestArityAllFSMCommands(t *testing.T) {
 			tbl := fsm.New(fsm.Config{})
 			r := tbl.Apply(1, &fsm.Command{Op: fsm.OpRedis, Args: args})
 			fsmRefuses := r.Reply.IsError() && strings.HasPrefix(r.Reply.Str, "ERR wrong number of arguments")
-			if !a.ok(name, args) && !fsmRefuses {
+			if !arityAccepts(dataCommand, name, args) && !fsmRefuses {
 				t.Errorf("%s with %d args: the bridge refuses what the FSM accepts (%v)", name, n, r.Reply)
+			}
+			if least := max(ar, -ar); n == least && fsmRefuses {
+				t.Errorf("%s with %d args: the FSM refuses its own arity %d", name, n, ar)
 			}
 		}
 	}

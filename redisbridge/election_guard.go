@@ -19,7 +19,7 @@ const msgElectionKey = "NOPERM election keys change only through the election AP
 // — SET, PEXPIRE, LOCK.*, scripts declaring the key, a release by the
 // owner token that GET shows — would end or prolong a leadership behind
 // its leader's back.
-func (c *conn) electionRefusal(cmd *command, name string, args [][]byte) string {
+func (ca *connACL) electionRefusal(cmd *command, name string, args [][]byte) string {
 	named := false // the common case, without working out the key positions
 	for _, a := range args[1:] {
 		if len(a) >= len(api.ElectionPrefix) && string(a[:len(api.ElectionPrefix)]) == api.ElectionPrefix {
@@ -49,7 +49,7 @@ func (c *conn) electionRefusal(cmd *command, name string, args [][]byte) string 
 		return ""
 	}
 	forced := name == "del" || name == "unlink" || (name == "lock.release" && a.cat == auth.Admin)
-	if forced && !c.noForce() {
+	if forced && !ca.noForce() {
 		return ""
 	}
 	return msgElectionKey

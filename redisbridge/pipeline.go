@@ -2,6 +2,7 @@ package redisbridge
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
@@ -23,7 +24,13 @@ import (
 const maxPipelined = 1024
 
 // pipeline is a connection's in-flight writes, oldest first.
+// It is one part of a conn: c is the connection it writes replies to.
+// mu guards the fields below it; cond (on mu) signals every change.
 type pipeline struct {
+	c    *conn
+	mu   sync.Mutex
+	cond sync.Cond
+
 	items  []fsm.Future
 	head   int  // items[head:] are in flight
 	closed bool // serve ended: the replier stops once items are done
@@ -33,77 +40,62 @@ type pipeline struct {
 
 func (p *pipeline) len() int { return len(p.items) - p.head }
 
-// proposeAsync proposes args without waiting when the connection is
+// propose proposes args without waiting when the connection is
 // pipelining and the command can group-commit; it reports whether it did
 // (the replier then writes the reply). Call from serve, without wmu.
-func (c *conn) proposeAsync(args [][]byte) bool {
+func (p *pipeline) propose(args [][]byte) bool {
+	c := p.c
 	ab := c.s.async
-	if ab == nil || !c.authed || c.tx.active {
+	if ab == nil || !c.acl.authed || c.tx.active {
 		return false
 	}
-	c.pipeMu.Lock()
-	inFlight := c.pipe.len()
-	c.pipeMu.Unlock()
+	p.mu.Lock()
+	inFlight := p.len()
+	p.mu.Unlock()
 	if inFlight == 0 && c.rd.Buffered() == 0 {
 		return false // a lone command: waiting in place costs less
 	}
-	cmd := c.asyncCommand(args)
+	cmd := p.command(args)
 	if cmd == nil {
 		return false
 	}
-	if c.s.users != nil {
-		name := c.lowerName(args[0])
-		tc := c.s.commands[name]
-		if tc == nil {
-			tc = dataCommand
-		}
-		if c.permission(tc, name, args) != "" {
-			return false // dispatch refuses it, in order
-		}
-	}
-	if tc := c.s.commands[c.lowerName(args[0])]; c.electionRefusal(orData(tc), c.lowerName(args[0]), args) != "" {
+	name := c.lowerName(args[0])
+	if _, r := c.admit(orData(c.s.commands[name]), name, args); r != nil {
 		return false // dispatch refuses it, in order
 	}
-	if tc := c.s.commands[c.lowerName(args[0])]; c.s.cfg.Cluster {
-		if _, msg := c.crossSlot(orData(tc), c.lowerName(args[0]), args); msg != "" || c.moved(orData(tc), c.lowerName(args[0]), args) != "" {
-			return false // dispatch refuses it, in order
-		}
+	p.mu.Lock()
+	for p.len() >= maxPipelined {
+		p.cond.Wait()
 	}
-	if c.w.Proto < 3 && c.s.hub.isSubscribed(c) {
-		return false // refused in subscribe mode: dispatch says so
-	}
-	c.pipeMu.Lock()
-	for c.pipe.len() >= maxPipelined {
-		c.pipeCond.Wait()
-	}
-	c.pipeMu.Unlock()
-	cmd.NoForce, cmd.KeysOnly = c.noForce(), c.keysOnly()
+	p.mu.Unlock()
+	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	ctx, cancel := c.ctx()
-	c.s.stats.command(c.lowerName(args[0]))
-	counted := c.writeStarted()
-	reg := c.trackBegin(cmd)
+	c.s.stats.command(name)
+	counted := c.track.writeStarted()
+	reg := c.track.begin(cmd)
 	f := ab.ApplyAsync(ctx, cmd)
 	if reg != nil || counted {
 		f = trackedFuture{f, reg, counted}
 	}
 	cancel() // bounds only a synchronous fallback inside ApplyAsync
-	c.pipeMu.Lock()
-	c.pipe.items = append(c.pipe.items, f)
-	if !c.pipe.on {
-		c.pipe.on = true
-		c.pipe.ended = make(chan struct{})
+	p.mu.Lock()
+	p.items = append(p.items, f)
+	if !p.on {
+		p.on = true
+		p.ended = make(chan struct{})
 		// Ends when serve has ended (pipe.closed) and every reply is
 		// written; serve waits for it.
-		go c.replier()
+		go p.replier()
 	}
-	c.pipeCond.Broadcast()
-	c.pipeMu.Unlock()
+	p.cond.Broadcast()
+	p.mu.Unlock()
 	return true
 }
 
-// asyncCommand returns the log entry of a command that can group-commit,
+// command returns the log entry of a command that can group-commit,
 // or nil: then dispatch runs it (and writes any error).
-func (c *conn) asyncCommand(args [][]byte) *fsm.Command {
+func (p *pipeline) command(args [][]byte) *fsm.Command {
+	c := p.c
 	name := c.lowerName(args[0])
 	switch name {
 	case "eval", "eval_ro", "evalsha", "evalsha_ro":
@@ -123,7 +115,7 @@ func (c *conn) asyncCommand(args [][]byte) *fsm.Command {
 		}
 		return evalSHACommand(args[1], keys, argv, ro)
 	}
-	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) || !c.s.arity.ok(name, args) {
+	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) {
 		return nil
 	}
 	return &fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}
@@ -131,19 +123,20 @@ func (c *conn) asyncCommand(args [][]byte) *fsm.Command {
 
 // replier writes the replies of pipelined writes in order as they
 // complete, flushing whenever the next one is not ready.
-func (c *conn) replier() {
-	defer close(c.pipe.ended)
+func (p *pipeline) replier() {
+	c := p.c
+	defer close(p.ended)
 	for {
-		c.pipeMu.Lock()
-		for c.pipe.len() == 0 && !c.pipe.closed {
-			c.pipeCond.Wait()
+		p.mu.Lock()
+		for p.len() == 0 && !p.closed {
+			p.cond.Wait()
 		}
-		if c.pipe.len() == 0 {
-			c.pipeMu.Unlock()
+		if p.len() == 0 {
+			p.mu.Unlock()
 			return
 		}
-		f := c.pipe.items[c.pipe.head]
-		c.pipeMu.Unlock()
+		f := p.items[p.head]
+		p.mu.Unlock()
 
 		select {
 		case <-f.Done():
@@ -155,26 +148,26 @@ func (c *conn) replier() {
 		r, err := f.Result()
 		if tf, ok := f.(trackedFuture); ok {
 			if tf.counted {
-				c.writeDone(r.Index)
+				c.track.writeDone(r.Index)
 			}
 			c.s.trk.end(tf.reg, r.Index)
 		}
 
 		c.wmu.Lock()
 		c.writeResult(r, err)
-		c.pipeMu.Lock()
-		c.pipe.items[c.pipe.head] = nil
-		c.pipe.head++
-		empty := c.pipe.len() == 0
+		p.mu.Lock()
+		p.items[p.head] = nil
+		p.head++
+		empty := p.len() == 0
 		if empty {
-			c.pipe.items, c.pipe.head = c.pipe.items[:0], 0
+			p.items, p.head = p.items[:0], 0
 		}
-		c.pipeCond.Broadcast()
-		c.pipeMu.Unlock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
 		// Messages queued meanwhile follow this reply (the pusher leaves
 		// them while replies are in flight): an invalidation the write
 		// caused comes after its reply, as Redis sends it.
-		c.drainPushes()
+		c.out.drain()
 		if empty {
 			c.flush()
 		}
@@ -182,32 +175,32 @@ func (c *conn) replier() {
 	}
 }
 
-// drainPipe waits until every pipelined write has replied (into the
+// drain waits until every pipelined write has replied (into the
 // write buffer), so what serve writes next comes after. Call without wmu.
-func (c *conn) drainPipe() {
-	c.pipeMu.Lock()
-	for c.pipe.len() > 0 {
-		c.pipeCond.Wait()
+func (p *pipeline) drain() {
+	p.mu.Lock()
+	for p.len() > 0 {
+		p.cond.Wait()
 	}
-	c.pipeMu.Unlock()
+	p.mu.Unlock()
 }
 
-// pipelining reports writes in flight.
-func (c *conn) pipelining() bool {
-	c.pipeMu.Lock()
-	defer c.pipeMu.Unlock()
-	return c.pipe.len() > 0
+// busy reports writes in flight.
+func (p *pipeline) busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.len() > 0
 }
 
-// endPipe is serve's last word: it waits for every reply and for the
+// end is serve's last word: it waits for every reply and for the
 // replier to end.
-func (c *conn) endPipe() {
-	c.pipeMu.Lock()
-	c.pipe.closed = true
-	on := c.pipe.on
-	c.pipeCond.Broadcast()
-	c.pipeMu.Unlock()
+func (p *pipeline) end() {
+	p.mu.Lock()
+	p.closed = true
+	on := p.on
+	p.cond.Broadcast()
+	p.mu.Unlock()
 	if on {
-		<-c.pipe.ended
+		<-p.ended
 	}
 }

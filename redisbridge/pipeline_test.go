@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/redisbridge/resp"
@@ -245,5 +247,46 @@ func TestPipelineClose(t *testing.T) {
 	}
 	if int64(got) != applied {
 		t.Fatalf("%d replies read, %d writes applied", got, applied)
+	}
+}
+
+// TestPipelineAdmission: writes the admission gate refuses (a key outside
+// the user's patterns, a wrong arity, an election's lock) get their
+// refusals in order among group-committed writes, and change nothing.
+func TestPipelineAdmission(t *testing.T) {
+	us, err := auth.Parse(strings.NewReader("user app on >p ~k* ~" + api.ElectionPrefix + "* +@read +@write\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, f := testServer(t, Config{Users: auth.NewStoreFrom(us, nil)})
+	f.asyncDelays.Store(true)
+	c := dialRaw(t, s)
+	if got := c.do("AUTH", "app", "p").String(); got != `"OK"` {
+		t.Fatalf("AUTH: %s", got)
+	}
+	elect := api.ElectionPrefix + "e"
+	runPipeline(t, c, []pipelineStep{
+		{[]string{"SET", "k1", "0"}, `"OK"`},
+		{[]string{"INCR", "k1"}, "1"},
+		{[]string{"SET", "other", "1"}, "(error NOPERM*"},
+		{[]string{"INCR", "k1"}, "2"},
+		{[]string{"INCR", "k1", "x"}, "(error ERR wrong number of arguments for 'incr' command)"},
+		{[]string{"INCR", "k1"}, "3"},
+		{[]string{"SET", elect, "x"}, "(error " + msgElectionKey + ")"},
+		{[]string{"INCR", "k1"}, "4"},
+		{[]string{"GET", elect}, "(nil)"},
+		{[]string{"GET", "k1"}, `"4"`},
+	})
+	// The refused writes left no key (read past the user's patterns).
+	var keys []string
+	if err := f.Read(context.Background(), false, func(tb *fsm.Table, now int64) {
+		for _, e := range tb.Keys(now) {
+			keys = append(keys, e.Key)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 1 || keys[0] != "k1" {
+		t.Fatalf("keys after the pipeline: %v, want [k1]", keys)
 	}
 }

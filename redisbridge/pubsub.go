@@ -4,7 +4,6 @@ import (
 	"github.com/locknode/locknode/auth"
 	"sort"
 	"sync"
-	"time"
 )
 
 // hub holds this node's subscriptions. Messages reach it from
@@ -158,11 +157,11 @@ func (h *hub) publish(channel, message string) int {
 	defer h.mu.RUnlock()
 	n := 0
 	for c := range h.channels[channel] {
-		if !c.mayReceive(channel, "") {
+		if !c.acl.mayReceive(channel, "") {
 			c.nc.Close() // as Redis, which disconnects such a subscriber
 			continue
 		}
-		c.enqueue(push{channel: channel, message: message})
+		c.out.enqueue(push{channel: channel, message: message})
 		n++
 	}
 	if len(h.patterns) == 0 {
@@ -178,11 +177,11 @@ func (h *hub) publish(channel, message string) int {
 			continue
 		}
 		for c := range h.patterns[p] {
-			if !c.mayReceive(channel, p) {
+			if !c.acl.mayReceive(channel, p) {
 				c.nc.Close()
 				continue
 			}
-			c.enqueue(push{pattern: p, channel: channel, message: message})
+			c.out.enqueue(push{pattern: p, channel: channel, message: message})
 			n++
 		}
 	}
@@ -217,151 +216,4 @@ func (m *push) size() int64 {
 		n += int64(len(k)) + 16
 	}
 	return n
-}
-
-// enqueue adds a message for c's pusher. It never blocks (it runs on the
-// apply path): a subscriber whose pending output passes the pub/sub
-// limits is disconnected instead, and its queue dropped.
-func (c *conn) enqueue(m push) {
-	c.pushMu.Lock()
-	if c.overflow {
-		c.pushMu.Unlock()
-		return
-	}
-	pending := c.pending + m.size()
-	if why := c.overLimit(pending); why != "" {
-		c.overflow = true
-		c.pushes = nil
-		c.pending = 0
-		c.pushMu.Unlock()
-		c.s.cfg.Logger.Warn("disconnecting slow subscriber", "client_id", c.id, "remote", c.nc.RemoteAddr().String(),
-			"pending_bytes", pending, "limit", why)
-		c.nc.Close()
-		return
-	}
-	c.pending = pending
-	c.pushes = append(c.pushes, m)
-	c.pushMu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// overLimit reports which pub/sub output limit c passes with pending
-// bytes pending ("" if none). Call with pushMu held.
-func (c *conn) overLimit(pending int64) string {
-	cfg := &c.s.cfg
-	switch {
-	case len(c.pushes) >= cfg.MaxPendingPushes:
-		return "pending messages"
-	case cfg.PubSubHardLimit > 0 && pending > cfg.PubSubHardLimit:
-		return "hard"
-	case cfg.PubSubSoftLimit > 0 && pending > cfg.PubSubSoftLimit:
-		now := time.Now()
-		if c.softSince.IsZero() {
-			c.softSince = now
-		} else if now.Sub(c.softSince) > cfg.PubSubSoftFor {
-			return "soft"
-		}
-	default:
-		c.softSince = time.Time{}
-	}
-	return ""
-}
-
-// pendingOutput returns the queued messages and their bytes (CLIENT
-// INFO's oll and omem).
-func (c *conn) pendingOutput() (msgs int, bytes int64) {
-	c.pushMu.Lock()
-	defer c.pushMu.Unlock()
-	return len(c.pushes), c.pending
-}
-
-// drainPushes writes queued messages. Call with wmu held: serve calls it
-// before every command so a reply never overtakes a message queued before
-// that command ran.
-func (c *conn) drainPushes() {
-	c.pushMu.Lock()
-	ps := c.pushes
-	c.pushes = nil
-	c.pushMu.Unlock()
-	for i := range ps {
-		m := &ps[i]
-		if m.kind != pushMessage {
-			c.writeTrackingPush(m)
-		} else if m.pattern != "" {
-			c.w.WritePushLen(4)
-			c.w.WriteBulkString("pmessage")
-			c.w.WriteBulkString(m.pattern)
-		} else {
-			c.w.WritePushLen(3)
-			c.w.WriteBulkString("message")
-		}
-		if m.kind == pushMessage {
-			c.w.WriteBulkString(m.channel)
-			c.w.WriteBulkString(m.message)
-		}
-		// Written (into the fixed buffer, or through to the socket): no
-		// longer pending. While a write blocks on a client that does not
-		// read, the rest of ps still counts.
-		c.pushMu.Lock()
-		if !c.overflow {
-			c.pending -= m.size()
-		}
-		c.pushMu.Unlock()
-	}
-}
-
-// startPusher starts c's pusher goroutine once (at its first
-// subscription, or when invalidations may come: tracking on, or another
-// connection's tracking redirected to c).
-func (c *conn) startPusher() {
-	if !c.pusherOn.CompareAndSwap(false, true) {
-		return
-	}
-	// Ends when serve ends (c.done is closed then).
-	go func() {
-		for {
-			select {
-			case <-c.done:
-				return
-			case <-c.wake:
-			}
-			if c.pipelining() {
-				continue // the replier writes them after the next reply
-			}
-			c.wmu.Lock()
-			c.drainPushes()
-			c.flush()
-			c.wmu.Unlock()
-		}
-	}()
-}
-
-// writeTrackingPush writes an invalidation (Redis' sendTrackingMessage).
-// Call with wmu held.
-func (c *conn) writeTrackingPush(m *push) {
-	switch m.kind {
-	case pushRedirBroken:
-		c.w.WritePushLen(2)
-		c.w.WriteBulkString("tracking-redir-broken")
-		c.w.WriteInt(m.id)
-		return
-	case pushInvalidate:
-		c.w.WritePushLen(2)
-		c.w.WriteBulkString("invalidate")
-	default:
-		c.w.WritePushLen(3)
-		c.w.WriteBulkString("message")
-		c.w.WriteBulkString(trackingChannel)
-	}
-	if m.null {
-		c.w.WriteNull()
-		return
-	}
-	c.w.WriteArrayLen(len(m.keys))
-	for _, k := range m.keys {
-		c.w.WriteBulkString(k)
-	}
 }

@@ -39,7 +39,6 @@ type Server struct {
 
 	hub   *hub
 	trk   *tracker
-	arity arityTable
 	stats *cmdStats
 	slow  *slowlog
 	scans *scanCache

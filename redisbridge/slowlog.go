@@ -149,11 +149,12 @@ func canSeeEntry(u *auth.User, e slowEntry) bool {
 
 // caller returns the connection's user for filtering (nil: no users, or
 // a user of every key).
-func (c *conn) caller() *auth.User {
+func (a *connACL) caller() *auth.User {
+	c := a.c
 	if c.s.users == nil {
 		return nil
 	}
-	return c.s.users.Users().Lookup(c.user)
+	return c.s.users.Users().Lookup(a.user)
 }
 
 // SLOWLOG GET [count] | LEN | RESET | HELP. GET and LEN show only the
@@ -171,7 +172,7 @@ func cmdSlowlog(c *conn, args [][]byte) {
 			}
 			count = n
 		}
-		es := c.s.slow.visible(c.caller())
+		es := c.s.slow.visible(c.acl.caller())
 		if count >= 0 && int64(len(es)) > count {
 			es = es[:count]
 		}
@@ -189,7 +190,7 @@ func cmdSlowlog(c *conn, args [][]byte) {
 			c.w.WriteBulkString(e.name)
 		}
 	case sub == "len" && len(args) == 2:
-		c.w.WriteInt(int64(len(c.s.slow.visible(c.caller()))))
+		c.w.WriteInt(int64(len(c.s.slow.visible(c.acl.caller()))))
 	case sub == "reset" && len(args) == 2:
 		l := c.s.slow
 		l.mu.Lock()

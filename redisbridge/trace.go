@@ -24,13 +24,13 @@ import (
 // sampled gets the no-op span: the node's parts then find a span that
 // does not record without looking further (the command's context is a
 // reqCtx, which a lookup past it would turn into a real deadline).
-func (c *conn) startCommandSpan(name string, nargs int) trace.Span {
-	if c.s.tracer == nil {
+func (s *Server) startCommandSpan(name string, nargs int) trace.Span {
+	if s.tracer == nil {
 		return nil
 	}
 	// The sampler needs no name: it is set once the span records, so an
 	// unsampled command builds none.
-	_, sp := c.s.tracer.Start(context.Background(), "RESP", serverKind)
+	_, sp := s.tracer.Start(context.Background(), "RESP", serverKind)
 	if !sp.IsRecording() {
 		return noSpan
 	}

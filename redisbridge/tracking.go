@@ -83,7 +83,7 @@ func (tr *tracker) removeConn(c *conn) {
 }
 
 func (tr *tracker) disableLocked(c *conn) {
-	for _, p := range c.trk.prefixes {
+	for _, p := range c.track.st.prefixes {
 		if set := tr.prefixes[p]; set != nil {
 			delete(set, c)
 			tr.nprefixes--
@@ -95,19 +95,19 @@ func (tr *tracker) disableLocked(c *conn) {
 			}
 		}
 	}
-	if c.trk.on {
+	if c.track.st.on {
 		delete(tr.clients, c.id)
 		tr.active.Store(int32(len(tr.clients)))
 	}
-	c.trk = trackState{}
-	c.loop = loopState{}
-	c.noloop.Store(false)
+	c.track.st = trackState{}
+	c.track.loop = loopState{}
+	c.track.noloop.Store(false)
 }
 
 func (tr *tracker) state(c *conn) trackState {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	return c.trk
+	return c.track.st
 }
 
 // enable turns tracking on for c (Redis' enableTracking: BCAST prefixes
@@ -122,19 +122,19 @@ func (tr *tracker) enable(c *conn, o trackOptions) string {
 	}
 	var fresh []string
 	for _, p := range add {
-		if !slices.Contains(c.trk.prefixes, p) && !slices.Contains(fresh, p) {
+		if !slices.Contains(c.track.st.prefixes, p) && !slices.Contains(fresh, p) {
 			fresh = append(fresh, p)
 		}
 	}
 	if tr.nprefixes+len(fresh) > tr.maxKeys {
 		return "ERR locknode: BCAST prefixes over the tracking table limit (" + strconv.Itoa(tr.maxKeys) + ")"
 	}
-	if !c.trk.on {
+	if !c.track.st.on {
 		tr.clients[c.id] = c
 		tr.active.Store(int32(len(tr.clients)))
 	}
-	prefixes := c.trk.prefixes
-	c.trk = trackState{on: true, redirect: o.redirect, bcast: o.bcast, optin: o.optin, optout: o.optout, noloop: o.noloop}
+	prefixes := c.track.st.prefixes
+	c.track.st = trackState{on: true, redirect: o.redirect, bcast: o.bcast, optin: o.optin, optout: o.optout, noloop: o.noloop}
 	if o.bcast {
 		for _, p := range fresh {
 			set := tr.prefixes[p]
@@ -148,9 +148,9 @@ func (tr *tracker) enable(c *conn, o trackOptions) string {
 			prefixes = append(prefixes, p)
 		}
 		slices.Sort(prefixes)
-		c.trk.prefixes = prefixes
+		c.track.st.prefixes = prefixes
 	}
-	c.noloop.Store(o.noloop)
+	c.track.noloop.Store(o.noloop)
 	return ""
 }
 
@@ -200,7 +200,7 @@ func (tr *tracker) invalidateKeyLocked(k string, index uint64) {
 	delete(tr.keys, k)
 	for id := range ids {
 		c := tr.clients[id]
-		if c == nil || c.trk.bcast {
+		if c == nil || c.track.st.bcast {
 			continue
 		}
 		tr.sendLocked(c, []string{k}, false, index)
@@ -210,7 +210,7 @@ func (tr *tracker) invalidateKeyLocked(k string, index uint64) {
 // sendLocked queues an invalidation of keys (null: everything) for c,
 // at its redirect target if it has one.
 func (tr *tracker) sendLocked(c *conn, keys []string, null bool, index uint64) {
-	if index != 0 && c.trk.noloop && c.parkOwn(index, keys, null) {
+	if index != 0 && c.track.st.noloop && c.track.parkOwn(index, keys, null) {
 		return
 	}
 	tr.deliverLocked(c, keys, null)
@@ -218,12 +218,12 @@ func (tr *tracker) sendLocked(c *conn, keys []string, null bool, index uint64) {
 
 func (tr *tracker) deliverLocked(c *conn, keys []string, null bool) {
 	to, redirected := c, false
-	if c.trk.redirect != 0 {
-		to = tr.conns[c.trk.redirect]
+	if c.track.st.redirect != 0 {
+		to = tr.conns[c.track.st.redirect]
 		if to == nil {
-			c.trk.brokenRedir = true
+			c.track.st.brokenRedir = true
 			if c.proto() >= 3 {
-				c.enqueue(push{kind: pushRedirBroken, id: c.trk.redirect})
+				c.out.enqueue(push{kind: pushRedirBroken, id: c.track.st.redirect})
 			}
 			return
 		}
@@ -231,9 +231,9 @@ func (tr *tracker) deliverLocked(c *conn, keys []string, null bool) {
 	}
 	switch {
 	case to.proto() >= 3:
-		to.enqueue(push{kind: pushInvalidate, keys: keys, null: null})
+		to.out.enqueue(push{kind: pushInvalidate, keys: keys, null: null})
 	case redirected && to.s.hub.isSubscribed(to):
-		to.enqueue(push{kind: pushInvalidateMsg, keys: keys, null: null})
+		to.out.enqueue(push{kind: pushInvalidateMsg, keys: keys, null: null})
 	}
 	// RESP2 without a subscribed redirect target: nothing can carry it.
 }
@@ -287,7 +287,7 @@ func (tr *tracker) onApplied(index uint64, events []fsm.Event) {
 			}
 			p := e.Key[:n]
 			for c := range tr.prefixes[p] {
-				if !c.mayKey(e.Key) {
+				if !c.acl.mayKey(e.Key) {
 					continue // a key name outside the user's patterns is not told
 				}
 				if bcast == nil {
@@ -327,10 +327,24 @@ func (tr *tracker) sortedClients() []*conn {
 	return out
 }
 
-// tracked reports whether c's read of keys is to be remembered: tracking
+// connTracking is one connection's part of client-side caching. It is
+// one part of a conn: c is the connection it tracks for. st and loop are
+// guarded by the server's tracker.mu; noloop mirrors st.noloop for the
+// write path; caching (CLIENT CACHING yes/no for the next command) is
+// serve's.
+type connTracking struct {
+	c       *conn
+	st      trackState
+	loop    loopState
+	noloop  atomic.Bool
+	caching bool
+}
+
+// reads reports whether c's read of keys is to be remembered: tracking
 // on in default mode, and OPTIN with CACHING yes or OPTOUT without
 // CACHING no. Call from serve.
-func (c *conn) trackingReads() bool {
+func (t *connTracking) reads() bool {
+	c := t.c
 	if c.s.trk.active.Load() == 0 {
 		return false
 	}
@@ -338,7 +352,7 @@ func (c *conn) trackingReads() bool {
 	if !st.on || st.bcast {
 		return false
 	}
-	return !(st.optin && !c.caching) && !(st.optout && c.caching)
+	return !(st.optin && !t.caching) && !(st.optout && t.caching)
 }
 
 // proto is the connection's protocol as other goroutines may read it.
@@ -373,51 +387,53 @@ type loopState struct {
 
 // parkOwn parks an invalidation caused by entry index while c has writes
 // in flight; it reports whether it did. Call with tracker.mu held.
-func (c *conn) parkOwn(index uint64, keys []string, null bool) bool {
-	if slices.Contains(c.loop.own, index) {
+func (t *connTracking) parkOwn(index uint64, keys []string, null bool) bool {
+	if slices.Contains(t.loop.own, index) {
 		return true // c's own write: dropped
 	}
-	if c.loop.writes == 0 {
+	if t.loop.writes == 0 {
 		return false
 	}
-	c.loop.parked = append(c.loop.parked, parked{index: index, keys: keys, null: null})
+	t.loop.parked = append(t.loop.parked, parked{index: index, keys: keys, null: null})
 	return true
 }
 
 // writeStarted notes a write c proposes, if c is NOLOOP; it reports
 // whether it did (then call writeDone with the answer). Other
 // connections' writes never take the tracker's lock.
-func (c *conn) writeStarted() bool {
-	if !c.noloop.Load() {
+func (t *connTracking) writeStarted() bool {
+	c := t.c
+	if !t.noloop.Load() {
 		return false
 	}
 	c.s.trk.mu.Lock()
-	c.loop.writes++
+	t.loop.writes++
 	c.s.trk.mu.Unlock()
 	return true
 }
 
 // writeDone notes the answer to a write writeStarted counted: index is
 // its entry (0 when unknown).
-func (c *conn) writeDone(index uint64) {
+func (t *connTracking) writeDone(index uint64) {
+	c := t.c
 	tr := c.s.trk
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if c.loop.writes == 0 {
+	if t.loop.writes == 0 {
 		return // NOLOOP was turned on while the write was in flight
 	}
-	c.loop.writes--
+	t.loop.writes--
 	if index != 0 {
-		c.loop.own = append(c.loop.own, index)
+		t.loop.own = append(t.loop.own, index)
 	}
-	if c.loop.writes > 0 {
+	if t.loop.writes > 0 {
 		return
 	}
-	ps := c.loop.parked
-	own := c.loop.own
-	c.loop = loopState{}
+	ps := t.loop.parked
+	own := t.loop.own
+	t.loop = loopState{}
 	for _, p := range ps {
-		if !slices.Contains(own, p.index) && c.trk.on {
+		if !slices.Contains(own, p.index) && t.st.on {
 			tr.deliverLocked(c, p.keys, p.null)
 		}
 	}
@@ -426,9 +442,10 @@ func (c *conn) writeDone(index uint64) {
 // afterCommand ends a CLIENT CACHING yes/no, which applies to the next
 // command only (or to the whole MULTI block that follows), as Redis'
 // resetClient. Call from serve.
-func (c *conn) afterCommand(name string) {
-	if c.caching && !c.tx.active && name != "client" {
-		c.caching = false
+func (t *connTracking) afterCommand(name string) {
+	c := t.c
+	if t.caching && !c.tx.active && name != "client" {
+		t.caching = false
 	}
 }
 
@@ -453,10 +470,11 @@ type trackedFuture struct {
 	counted bool // writeStarted counted it (NOLOOP)
 }
 
-// trackBegin returns the pending registration of cmd's read keys, or nil
+// begin returns the pending registration of cmd's read keys, or nil
 // when c does not track them. Call from serve before proposing cmd.
-func (c *conn) trackBegin(cmd *fsm.Command) *pendingReg {
-	if !c.trackingReads() {
+func (t *connTracking) begin(cmd *fsm.Command) *pendingReg {
+	c := t.c
+	if !t.reads() {
 		return nil
 	}
 	var keys []string
@@ -510,7 +528,7 @@ func (tr *tracker) end(p *pendingReg, index uint64) {
 		}
 	}
 	c := p.c
-	if !c.trk.on || c.trk.bcast {
+	if !c.track.st.on || c.track.st.bcast {
 		return
 	}
 	for _, k := range p.keys {
