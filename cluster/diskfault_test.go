@@ -618,7 +618,7 @@ func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
 // start.
 func TestWALTruncationAfterTornSeal(t *testing.T) {
 	for _, tc := range []struct {
-		name string
+		name  string
 		raw   bool // truncate through raft-wal directly, not walLog
 		crash bool // restart between the failed truncation and its retry
 	}{
