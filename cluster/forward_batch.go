@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -15,7 +14,6 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
-	"github.com/locknode/locknode/transport"
 )
 
 // Batched forwarding. On a follower, ApplyAsync queues the command and
@@ -201,7 +199,7 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 		sent := traceStart()
 		if req[0] == rpcApplyBatchHinted && batchTraced(batch) && n.rpcKindActive(rpcApplyBatchTraced) {
 			body, oc, err := n.forward(ctx, appendTracedBatch(batch))
-			if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+			if !(oc == outcomeDone && refusalOf(err) == refusalUnknownKind) {
 				if oc != outcomeDone || err != nil {
 					return oc, err
 				}
@@ -213,8 +211,7 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 			// elected): nothing was proposed; the batch goes untraced.
 		}
 		body, oc, err := n.forward(ctx, req)
-		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && errors.Is(err, transport.ErrRemote) &&
-			strings.Contains(err.Error(), unknownKind) {
+		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && refusalOf(err) == refusalUnknownKind {
 			// A leader that predates the kind: nothing was proposed.
 			n.fwd.noHint = string(leaderID)
 			req[0] = rpcApplyBatch
