@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -15,7 +14,6 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
-	"github.com/locknode/locknode/transport"
 )
 
 // Batched forwarding. On a follower, ApplyAsync queues the command and
@@ -201,7 +199,7 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 		sent := traceStart()
 		if req[0] == rpcApplyBatchHinted && batchTraced(batch) && n.rpcKindActive(rpcApplyBatchTraced) {
 			body, oc, err := n.forward(ctx, appendTracedBatch(batch))
-			if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+			if !(oc == outcomeDone && refusalOf(err) == refusalUnknownKind) {
 				if oc != outcomeDone || err != nil {
 					return oc, err
 				}
@@ -213,8 +211,7 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 			// elected): nothing was proposed; the batch goes untraced.
 		}
 		body, oc, err := n.forward(ctx, req)
-		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && errors.Is(err, transport.ErrRemote) &&
-			strings.Contains(err.Error(), unknownKind) {
+		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && refusalOf(err) == refusalUnknownKind {
 			// A leader that predates the kind: nothing was proposed.
 			n.fwd.noHint = string(leaderID)
 			req[0] = rpcApplyBatch
@@ -387,41 +384,16 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 	return b
 }
 
-// handleApplyBatch serves rpcApplyBatch and rpcApplyBatchHinted (hinted)
-// on the leader: it proposes the commands in order, then answers stOK
-// with each command's status and result (stNotLeader for the whole call
-// if none was proposed), followed if hinted by the commit hint
-// (appendCommitHint).
+// handleApplyBatch serves rpcApplyBatch, rpcApplyBatchHinted (hinted)
+// and rpcApplyBatchTraced (hinted, traced) on the leader: it proposes the
+// commands in order, then answers stOK with each command's status and
+// result (stNotLeader for the whole call if none was proposed), followed
+// if hinted by the commit hint (appendCommitHint).
 func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
-	d := fsm.NewDecoder(body)
-	cnt := d.Uvarint()
-	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
-		return nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
-	}
-	cmds := make([]fsm.Command, cnt)
-	var tps []string // rpcApplyBatchTraced: each command's traceparent
-	if traced {
-		tps = make([]string, cnt)
-	}
-	for i := range cmds {
-		if traced {
-			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
-				return nil, errBadRPC
-			}
-		}
-		b := d.Bytes()
-		if d.Err() != nil {
-			return nil, errBadRPC
-		}
-		c, err := fsm.DecodeCommand(b)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errBadRPC, err)
-		}
-		cmds[i] = *c
-	}
-	if d.Len() != 0 {
-		return nil, errBadRPC
+	cmds, tps, err := decodeApplyBatch(body, traced)
+	if err != nil {
+		return nil, err
 	}
 	l := n.lead.Load()
 	if l == nil {
@@ -439,27 +411,90 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced
 	// Proposed one after another from this goroutine: log order is
 	// batch order. A blocking acquire is not held back for a hand-off
 	// here (deferQueuedAcquire): it would hold back the rest too.
-	futs := make([]raft.ApplyFuture, len(cmds))
-	var proposed []int64 // proposal times, for the latency trace
+	b := &servedBatch{recv: recv, futs: make([]raft.ApplyFuture, len(cmds))}
 	if traceOn {
-		proposed = make([]int64, len(cmds))
+		b.proposed = make([]int64, len(cmds))
 	}
-	spans := n.serveBatchTraced(ctx, tps, cmds)
+	b.spans = n.serveBatchTraced(ctx, tps, cmds)
 	for i := range cmds {
 		if cmds[i].Op == fsm.OpRelease {
 			n.openHandoff(&cmds[i])
 		}
 		if traceOn {
-			proposed[i] = traceStart()
+			b.proposed[i] = traceStart()
 		}
-		spans.begin(n, i)
-		futs[i] = n.propose(l, &cmds[i])
+		b.spans.begin(n, i)
+		b.futs[i] = n.propose(l, &cmds[i])
 	}
-	resp := binary.AppendUvarint([]byte{stOK}, cnt)
+	resp, last, refused := n.answerBatch(ctx, b)
+	if refused == len(b.futs) {
+		// Nothing was proposed: the follower may send it all again.
+		return []byte{stNotLeader}, nil
+	}
+	if hinted {
+		resp = n.appendCommitHint(resp, last)
+	}
+	if traceOn {
+		for _, f := range b.futs {
+			if f.Error() == nil {
+				traceFwdAnswered(f.Index())
+			}
+		}
+	}
+	return resp, nil
+}
+
+// decodeApplyBatch decodes the body of a batch call: its commands and, if
+// traced, each command's traceparent.
+func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error) {
+	d := fsm.NewDecoder(body)
+	cnt := d.Uvarint()
+	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
+		return nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
+	}
+	cmds := make([]fsm.Command, cnt)
+	var tps []string
+	if traced {
+		tps = make([]string, cnt)
+	}
+	for i := range cmds {
+		if traced {
+			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
+				return nil, nil, errBadRPC
+			}
+		}
+		b := d.Bytes()
+		if d.Err() != nil {
+			return nil, nil, errBadRPC
+		}
+		c, err := fsm.DecodeCommand(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
+		}
+		cmds[i] = *c
+	}
+	if d.Len() != 0 {
+		return nil, nil, errBadRPC
+	}
+	return cmds, tps, nil
+}
+
+// servedBatch is a batch call the leader has proposed.
+type servedBatch struct {
+	futs     []raft.ApplyFuture
+	spans    *batchSpans
+	recv     int64   // when the call arrived, for the latency trace
+	proposed []int64 // proposal times, for the latency trace
+}
+
+// answerBatch waits for each proposal of b and encodes the answer's
+// items: stOK, the count, then each command's status and result. It
+// returns the batch's last committed entry and how many proposals were
+// refused as not leader.
+func (n *Node) answerBatch(ctx context.Context, b *servedBatch) (resp []byte, last uint64, refused int) {
+	resp = binary.AppendUvarint([]byte{stOK}, uint64(len(b.futs)))
 	var item []byte
-	var last uint64 // the batch's last committed entry
-	refused := 0
-	for i, f := range futs {
+	for i, f := range b.futs {
 		st := stOK
 		item = item[:0]
 		aerr := n.await(f)
@@ -481,29 +516,15 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced
 			last = max(last, res.Index)
 			n.auditPeerForced(ctx, &res)
 			if traceOn {
-				traceFwdServed(res.Index, recv, proposed[i])
+				traceFwdServed(res.Index, b.recv, b.proposed[i])
 			}
 		}
-		spans.end(n, i, f, aerr)
+		b.spans.end(n, i, f, aerr)
 		resp = append(resp, st)
 		resp = binary.AppendUvarint(resp, uint64(len(item)))
 		resp = append(resp, item...)
 	}
-	if refused == len(futs) {
-		// Nothing was proposed: the follower may send it all again.
-		return []byte{stNotLeader}, nil
-	}
-	if hinted {
-		resp = n.appendCommitHint(resp, last)
-	}
-	if traceOn {
-		for _, f := range futs {
-			if f.Error() == nil {
-				traceFwdAnswered(f.Index())
-			}
-		}
-	}
-	return resp, nil
+	return resp, last, refused
 }
 
 // appendCommitHint appends the commit hint of an rpcApplyBatchHinted

@@ -28,13 +28,8 @@ import (
 // whether it is up, which is what Sentinel discovery needs: a dead
 // member's address is of no use to a client.
 
-// rpcNodeInfo asks a member for its addresses. Request body: empty; ok
-// body: str id, str http, str resp, then uvarint min and max of the
-// cluster versions it runs and uvarint its active cluster version
-// (version.go; absent from nodes that predate cluster versions: those
-// run 1..1). Nodes that predate rpcNodeInfo answer with a transport
-// error; they are listed without client addresses.
-const rpcNodeInfo byte = 5
+// The RPC is rpcNodeInfo (rpctable.go). Nodes that predate it answer
+// with a transport error; they are listed without client addresses.
 
 const (
 	nodeInfoTTL     = 5 * time.Second // refresh a member that answered

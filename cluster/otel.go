@@ -16,7 +16,6 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
-	"github.com/locknode/locknode/transport"
 )
 
 // OpenTelemetry spans of a node (docs/tracing.md). They are made only when
@@ -40,11 +39,9 @@ import (
 // value: only keys, modes, fences, counts, outcomes and the holders'
 // metadata, which the lock table shows to anyone who may read it.
 
-// rpcApplyTraced is rpcApply with the caller's W3C traceparent: body str
-// traceparent, then the encoded fsm.Command; the answer is rpcApply's.
-// Cluster version 2: a follower sends it only once version 2 is active,
-// rpcApply before (rpcKindVersion).
-const rpcApplyTraced byte = 9
+// rpcApplyTraced carries the caller's W3C traceparent with a forwarded
+// command (rpctable.go). Cluster version 2: a follower sends it only
+// once version 2 is active, rpcApply before.
 
 // traceVersion is the cluster version from which forwarded commands carry
 // the trace context.
@@ -209,7 +206,7 @@ func (n *Node) forwardApply(ctx context.Context, cmd *fsm.Command, plain *[]byte
 		req := appendStr([]byte{rpcApplyTraced}, oteltrace.Traceparent(ctx))
 		req = cmd.AppendBinary(req)
 		body, oc, err := n.forward(ctx, req)
-		if !(oc == outcomeDone && errors.Is(err, transport.ErrRemote) && strings.Contains(err.Error(), unknownKind)) {
+		if !(oc == outcomeDone && refusalOf(err) == refusalUnknownKind) {
 			oteltrace.Fail(sp, err)
 			return body, oc, err
 		}
@@ -398,12 +395,9 @@ func (w *waitSpan) end() {
 	}
 }
 
-// rpcApplyBatchTraced is rpcApplyBatchHinted with each command's W3C
-// traceparent: body uvarint count, then count × (str traceparent, "" for
-// an untraced command; uvarint length, encoded fsm.Command); the answer
-// is rpcApplyBatchHinted's. Cluster version 2: a follower sends it only
-// once version 2 is active and a command of the batch is traced.
-const rpcApplyBatchTraced byte = 10
+// rpcApplyBatchTraced (rpctable.go) carries each batched command's W3C
+// traceparent. Cluster version 2: a follower sends it only once version
+// 2 is active and a command of the batch is traced.
 
 // batchTraced reports whether a command of batch is traced.
 func batchTraced(batch []*forwardItem) bool {

@@ -16,15 +16,15 @@ import (
 // current member.
 var errNotMember = errors.New("cluster: peer is not a member")
 
-// authorizeRPC decides whether the peer that sent req may have it served.
-// Over mutual TLS the peer is the node its certificate names
-// (tlsutil.NodeID): forwarded commands, reads and membership changes are
-// served only for current members, and a join also for the node it adds
-// (the handshake has already checked the certificate against the CA).
+// authorizeRPC decides whether the peer that sent req, of kind k (nil: a
+// kind this binary does not serve), may have it served. Over mutual TLS
+// the peer is the node its certificate names (tlsutil.NodeID), and k.auth
+// says who may call it (the handshake has already checked the certificate
+// against the CA); an unknown kind only a member learns is unknown.
 // Without TLS there is no identity to check: whoever reaches the port is
 // trusted, which is why cmd/locknode warns when that port is not on
 // loopback.
-func (n *Node) authorizeRPC(ctx context.Context, req []byte) error {
+func (n *Node) authorizeRPC(ctx context.Context, k *rpcKind, req []byte) error {
 	cert, secured := transport.PeerCertificate(ctx)
 	if !secured {
 		return nil
@@ -33,13 +33,14 @@ func (n *Node) authorizeRPC(ctx context.Context, req []byte) error {
 	if id != "" && n.isMember(id) {
 		return nil
 	}
-	if id != "" && req[0] == rpcNodeInfo && n.unjoined.Load() {
+	switch {
+	case id == "" || k == nil:
+	case k.auth == authMemberOrUnjoined && n.unjoined.Load():
 		// A node not joined yet knows no members, and the leader that is
 		// about to add it asks this first (AddVoter's check); the answer
 		// holds only this node's own addresses.
 		return nil
-	}
-	if id != "" && req[0] == rpcJoin {
+	case k.auth == authMemberOrJoiner:
 		d := fsm.NewDecoder(req[1:])
 		if d.Str() == id && d.Err() == nil {
 			return nil

@@ -63,23 +63,8 @@ var (
 	ErrUpgradeBlocked = errors.New("cluster: upgrade blocked")
 )
 
-// rpcKindVersion is the cluster version that introduced each peer RPC
-// kind (0: not a kind of this binary). A node sends a kind only once its
-// version is active, and serves it only then (handleRPC), so a kind added
-// by a later release is never exchanged with a node that does not know it
-// (TestEveryRPCKindHasAVersion fails on a kind missing here).
-var rpcKindVersion = [256]uint32{
-	rpcApply: 1, rpcReadIndex: 1, rpcJoin: 1, rpcRemove: 1, rpcNodeInfo: 1,
-	rpcApplyBatch: 1, rpcWaiterClaim: 1, rpcApplyBatchHinted: 1,
-	rpcApplyTraced: traceVersion, rpcApplyBatchTraced: traceVersion,
-}
-
-// rpcKindActive reports whether RPC kind k may be used: its version is
-// active. The kinds of version 1 skip the table's lock.
-func (n *Node) rpcKindActive(k byte) bool {
-	v := rpcKindVersion[k]
-	return v == 1 || v > 1 && v <= n.ClusterVersion()
-}
+// Each peer RPC kind is listed with the cluster version that introduced
+// it in rpcKinds (rpctable.go); rpcKindActive says whether it may be used.
 
 // ClusterVersion returns the active cluster version as of the last entry
 // this node applied.

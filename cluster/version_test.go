@@ -114,7 +114,7 @@ func TestHaltOnEntryFromNewerVersion(t *testing.T) {
 }
 
 // TestEveryRPCKindHasAVersion fails when a peer RPC kind is added without
-// the cluster version that introduced it (rpcKindVersion).
+// the cluster version that introduced it (rpcKinds).
 func TestEveryRPCKindHasAVersion(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -143,8 +143,8 @@ func TestEveryRPCKindHasAVersion(t *testing.T) {
 				t.Fatalf("%s: %s = %s", f, vs.Names[0].Name, lit.Value)
 			}
 			found++
-			if v := rpcKindVersion[k]; v == 0 || v > fsm.MaxClusterVersion {
-				t.Errorf("RPC kind %s (%d) has no cluster version in rpcKindVersion (version.go): list it with the version that introduces it, and use it only once that version is active (docs/DESIGN.md)", vs.Names[0].Name, k)
+			if r := rpcByKind[k]; r == nil || r.version == 0 || r.version > fsm.MaxClusterVersion {
+				t.Errorf("RPC kind %s (%d) has no cluster version in rpcKinds (rpctable.go): list it with the version that introduces it, and use it only once that version is active (docs/DESIGN.md)", vs.Names[0].Name, k)
 			}
 			return true
 		})

@@ -29,10 +29,6 @@ import (
 // fail with api.ErrCancelled), which is what a node that cannot reach the
 // leader could not have used anyway.
 
-// rpcWaiterClaim: the sender's requests are blocked on these waiters.
-// Request body: uvarint count, then that many str ids; ok body: empty.
-const rpcWaiterClaim byte = 7
-
 // maxClaimIDs bounds one claim RPC; a node with more waiters sends more.
 const maxClaimIDs = 1024
 
