@@ -96,25 +96,35 @@ type segmentScan struct {
 	beyond      uint64   // highest entry index found in frames after damage (0: none)
 }
 
+// openSegment opens the segment file at path and reads its file header;
+// the file is nil (and the error too) when not even that was written.
+func openSegment(path string) (*os.File, *bufio.Reader, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	hdr := make([]byte, walFileHeaderLen)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		f.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, nil, nil
+		}
+		return nil, nil, nil, err
+	}
+	return f, r, hdr, nil
+}
+
 // scanSegment reads the segment at path, whose first entry is
 // info.BaseIndex.
 func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 	sc := segmentScan{damage: -1}
-	f, err := os.Open(path)
-	if err != nil {
-		return sc, err
+	f, r, hdr, err := openSegment(path)
+	if f == nil || err != nil {
+		return sc, err // f nil, err nil: nothing written yet
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-
-	var hdr [walFileHeaderLen]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return sc, nil // nothing written yet
-		}
-		return sc, err
-	}
-	crc := crc32.Update(0, castagnoli, hdr[:])
+	crc := crc32.Update(0, castagnoli, hdr)
 	off := int64(walFileHeaderLen)
 	var pending uint64 // entry frames since the last verified commit
 	var pendingOffs []uint32

@@ -60,13 +60,13 @@ var (
 
 // The examples and answers the operations share.
 var (
-	lease  = api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
-	acq    = api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
-	holder = api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
-	info   = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42, State: api.StateHeld, Index: 40}
+	lease       = api.Lease{Key: "jobs/nightly", Owner: "worker-1", Fence: 7, TTLMs: 30000, Deadline: 1767225630000}
+	acq         = api.AcquireRequest{Key: "jobs/nightly", Owner: "worker-1", TTLMs: 30000, WaitMs: 10000, RequestID: "4f1c2a", Meta: map[string]string{"host": "build-3"}}
+	holder      = api.Holder{Owner: "worker-1", Mode: api.ModeExclusive, Count: 1, Fence: 7, TTLMs: 29000, Deadline: 1767225630000, GrantedMs: 1767225600000, Meta: map[string]string{"host": "build-3"}}
+	info        = api.LockInfo{Key: "jobs/nightly", Kind: "lock", Fence: 7, Holders: []api.Holder{holder}, Waiters: []api.Waiter{}, TTLMs: -1, AppliedIndex: 42, State: api.StateHeld, Index: 40}
 	indexHeader = map[string]string{wire.HeaderIndex: "The index of the last change of what the answer shows, as this node knows it (a 404 of a free key carries it too)."}
-	leader = api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
-	status = api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
+	leader      = api.Leader{Election: "scheduler", Value: "host-a:8080", Fence: 3, Token: "c0ffee"}
+	status      = api.Status{ID: "n1", Leader: "n1", LeaderAddr: "10.0.0.1:7701", State: "Leader", Term: 2, AppliedIndex: 42, CommitIndex: 42,
 		Members:   []api.Member{{ID: "n1", Address: "10.0.0.1:7701", Suffrage: "Voter", Leader: true}, {ID: "n2", Address: "10.0.0.2:7701", Suffrage: "Voter", LastContactMs: &lastContact}},
 		FSMTimeMs: 1767225600000, Locks: 1, Keys: 1, HTTPAddr: "10.0.0.1:7700", RESPAddr: "10.0.0.1:6379", ClusterVersion: 1, ClusterVersions: "1..1"}
 	lastContact = int64(12)
