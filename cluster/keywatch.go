@@ -95,15 +95,6 @@ func (w *keyWatches) applied(index uint64, events []fsm.Event) {
 	}
 }
 
-// keyChanged marks key as changed by the entry at index, as an applied
-// event naming it does (applied). Another source of key changes that
-// watchers must see calls it too.
-func (w *keyWatches) keyChanged(index uint64, key string) {
-	w.mu.Lock()
-	w.changedLocked(index, key)
-	w.mu.Unlock()
-}
-
 func (w *keyWatches) changedLocked(index uint64, key string) {
 	w.floor = max(w.floor, index)
 	if r := w.keys[key]; r != nil {
