@@ -3,6 +3,8 @@
 # (the Lock's Script objects then reload on NOSCRIPT).
 # Usage: redispy_churn.py host port
 import sys
+import time
+
 import redis
 
 host, port = sys.argv[1], int(sys.argv[2])
@@ -10,10 +12,20 @@ r = redis.Redis(host=host, port=port, socket_timeout=10)
 
 
 def churn(base, n=600):
-    p = r.pipeline(transaction=False)
-    for i in range(n):
-        p.eval("return %d" % (base + i), 0)
-    assert p.execute() == list(range(base, base + n)), "churn"
+    # TRYAGAIN is the answer of a node that has had no leader for longer
+    # than an election takes (a machine starved of CPU can get there);
+    # Redis clients retry it, and so does this one, a few times.
+    for attempt in range(5):
+        p = r.pipeline(transaction=False)
+        for i in range(n):
+            p.eval("return %d" % (base + i), 0)
+        try:
+            assert p.execute() == list(range(base, base + n)), "churn"
+            return
+        except redis.exceptions.ResponseError as e:
+            if "TRYAGAIN" not in str(e) or attempt == 4:
+                raise
+            time.sleep(0.5)
 
 
 for round, flush in enumerate([False, True]):
