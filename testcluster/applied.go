@@ -1,0 +1,164 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/fsm"
+)
+
+// Applied is one entry as a replica applied it: its events and, when the
+// recorder read the table then, the locks of the watched keys.
+type Applied struct {
+	Index  uint64
+	Events []fsm.Event
+	// Locks, when set, is the state of the watched keys once the replica
+	// had applied At (the last entry of the batch the entry came in,
+	// since the recorder reads the table after the batch): each key's
+	// waiters in queue order and its holders. Keys without holders or
+	// waiters are absent.
+	Locks map[string]fsm.LockInfo
+	At    uint64
+}
+
+// AppliedLog records what one replica applied, in log order, through
+// cluster.Node.Subscribe: the events every entry caused and, after each
+// batch, the queues and holders of the watched keys. It is the evidence
+// of CheckGrantOrder and CheckPermits, taken from the log rather than
+// from client timing.
+type AppliedLog struct {
+	keys   []string
+	mu     sync.Mutex
+	stream []Applied
+}
+
+// RecordApplied subscribes to n and records its applied entries until
+// cancel. keys are the keys whose queues and holders are read after each
+// batch (the keys of every event are read too; a waiter queued in an
+// entry without events is seen at the next read).
+func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel func()) {
+	log = &AppliedLog{keys: keys}
+	cancel = n.Subscribe(func(index uint64, events []fsm.Event) {
+		a := Applied{Index: index, Events: slices.Clone(events)}
+		want := slices.Clone(keys)
+		for _, e := range events {
+			if e.Key != "" {
+				want = append(want, e.Key)
+			}
+			want = append(want, e.Keys...)
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		// Subscribe's calls run on the apply path after the batch is
+		// applied and before the next one is: the read sees the state at
+		// the batch's last index, which AppliedIndex names.
+		_ = n.Read(context.Background(), true, func(t *fsm.Table, now int64) {
+			a.At = t.AppliedIndex()
+			a.Locks = make(map[string]fsm.LockInfo)
+			for _, k := range want {
+				if info, err := t.Inspect(k, now); err == nil && (len(info.Holders) > 0 || len(info.Waiters) > 0) {
+					a.Locks[k] = info
+				}
+			}
+		})
+		log.mu.Lock()
+		log.stream = append(log.stream, a)
+		log.mu.Unlock()
+	})
+	return log, cancel
+}
+
+// Entries returns what was recorded so far.
+func (l *AppliedLog) Entries() []Applied {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.stream)
+}
+
+// CheckGrantOrder checks that every key's waiters were granted in the
+// order they were queued (docs/DESIGN.md "Waiters are served in log
+// order"): when a waiter is granted a key, no waiter queued ahead of it
+// on that key is still waiting. Several grants in one entry (shared
+// holds, semaphore permits, a release that frees several keys) come in
+// queue order; a waiter that gave up (EvWaitEnded) leaves the queue. The
+// queue order is what the recorder read from the table; a waiter queued
+// and granted between two reads is not seen, so the check may miss, but
+// never invents, a violation. A snapshot restore (EvRestored) starts
+// over.
+func CheckGrantOrder(entries []Applied) error {
+	queues := map[string][]string{} // key -> waiter ids believed still queued, in order
+	var pending []Applied           // entries whose reads are due once At is reached
+	apply := func(a Applied) {
+		for k := range queues {
+			delete(queues, k)
+		}
+		for k, info := range a.Locks {
+			for _, w := range info.Waiters {
+				queues[k] = append(queues[k], w.ID)
+			}
+		}
+	}
+	for _, a := range entries {
+		for len(pending) > 0 && pending[0].At < a.Index {
+			apply(pending[0])
+			pending = pending[1:]
+		}
+		for _, e := range a.Events {
+			switch e.Kind {
+			case fsm.EvRestored:
+				clear(queues)
+				pending = pending[:0]
+			case fsm.EvGranted:
+				for _, k := range e.Keys {
+					q := queues[k]
+					if i := slices.Index(q, e.WaiterID); i > 0 {
+						return fmt.Errorf("index %d: waiter %s (owner %s) granted %q while %s, queued ahead of it, still waits (queue %v)",
+							a.Index, e.WaiterID, e.Owner, k, q[0], q)
+					}
+				}
+				fallthrough
+			case fsm.EvWaitEnded:
+				for _, k := range e.Keys {
+					queues[k] = slices.DeleteFunc(queues[k], func(id string) bool { return id == e.WaiterID })
+				}
+			}
+		}
+		if a.Locks != nil {
+			if a.At <= a.Index {
+				apply(a)
+			} else {
+				pending = append(pending, a)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckPermits checks that no semaphore ever had more holders than its
+// permits at any index the recorder read the table, and no exclusive
+// lock more than one holder.
+func CheckPermits(entries []Applied) error {
+	for _, a := range entries {
+		for k, info := range a.Locks {
+			n := len(info.Holders)
+			if info.Permits > 0 && n > info.Permits {
+				return fmt.Errorf("index %d: semaphore %q has %d holders, over its %d permits: %v", a.At, k, n, info.Permits, holders(info))
+			}
+			if info.Permits == 0 && n > 1 && slices.ContainsFunc(info.Holders, func(h fsm.Hold) bool { return h.Mode == fsm.Exclusive }) {
+				return fmt.Errorf("index %d: lock %q has %d holders, one exclusive: %v", a.At, k, n, holders(info))
+			}
+		}
+	}
+	return nil
+}
+
+func holders(info fsm.LockInfo) []string {
+	out := make([]string, len(info.Holders))
+	for i, h := range info.Holders {
+		out[i] = h.Owner
+	}
+	return out
+}
