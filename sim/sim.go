@@ -155,16 +155,9 @@ func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	// Done, holds nobody renews, all writing through the fence middleware.
 	sh := testcluster.NewHistory()
 	surf := c.NewSurfaces(sh, testcluster.SurfaceConfig{Seed: cfg.Seed})
-	// Grant order and semaphore bounds, from what each node applied: a
-	// recorder per node as first started (a restarted node is a new
-	// cluster.Node, which these do not follow).
-	watched := append(append([]string(nil), w.Keys...), "h-0", "h-1", "sem")
-	applied := make([]*testcluster.AppliedLog, cfg.Nodes)
-	for i := range applied {
-		var cancel func()
-		applied[i], cancel = testcluster.RecordApplied(c.Node(i), watched...)
-		defer cancel()
-	}
+	// Grant order and semaphore bounds, from what each node applied.
+	applied := c.RecordApplied(append(append([]string(nil), w.Keys...), surf.LockKeys()...)...)
+	defer applied.Stop()
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -195,14 +188,8 @@ func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 		return nil
 	}
 	ops := h.Ops()
-	for i, al := range applied {
-		entries := al.Entries()
-		if err := testcluster.CheckGrantOrder(entries); err != nil {
-			rep.Errorf("grant order (node %d): %v", i, err)
-		}
-		if err := testcluster.CheckPermits(entries); err != nil {
-			rep.Errorf("permits (node %d): %v", i, err)
-		}
+	for _, err := range applied.Check() {
+		rep.Errorf("%v", err)
 	}
 	if err := testcluster.CheckFences(ops); err != nil {
 		rep.Errorf("fences: %v", err)

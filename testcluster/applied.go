@@ -162,3 +162,82 @@ func holders(info fsm.LockInfo) []string {
 	}
 	return out
 }
+
+// AppliedRecorder records what every node of a Cluster applies
+// (RecordApplied on each), following restarts: each start of a node is a
+// stream of its own, checked on its own.
+type AppliedRecorder struct {
+	keys    []string
+	mu      sync.Mutex
+	streams []appliedStream
+}
+
+type appliedStream struct {
+	node   int
+	log    *AppliedLog
+	cancel func()
+}
+
+// RecordApplied records the applied entries of every node, now and after
+// each restart, reading keys' queues and holders after each batch (see
+// RecordApplied). Stop ends it.
+func (c *Cluster) RecordApplied(keys ...string) *AppliedRecorder {
+	r := &AppliedRecorder{keys: keys}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recorders = append(c.recorders, r)
+	for i, n := range c.nodes {
+		if n != nil {
+			r.add(i, n)
+		}
+	}
+	return r
+}
+
+// add records node i's new incarnation n; the caller holds the Cluster's
+// lock, so a node starting meanwhile is added once.
+func (r *AppliedRecorder) add(i int, n *cluster.Node) {
+	log, cancel := RecordApplied(n, r.keys...)
+	r.mu.Lock()
+	r.streams = append(r.streams, appliedStream{node: i, log: log, cancel: cancel})
+	r.mu.Unlock()
+}
+
+// Stop ends the recording; what was recorded stays checkable.
+func (r *AppliedRecorder) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.streams {
+		s.cancel()
+	}
+}
+
+// Check runs CheckGrantOrder and CheckPermits on every stream recorded
+// and returns what they found, each naming its node.
+func (r *AppliedRecorder) Check() []error {
+	r.mu.Lock()
+	streams := slices.Clone(r.streams)
+	r.mu.Unlock()
+	var errs []error
+	for _, s := range streams {
+		entries := s.log.Entries()
+		if err := CheckGrantOrder(entries); err != nil {
+			errs = append(errs, fmt.Errorf("grant order (node %d): %w", s.node, err))
+		}
+		if err := CheckPermits(entries); err != nil {
+			errs = append(errs, fmt.Errorf("permits (node %d): %w", s.node, err))
+		}
+	}
+	return errs
+}
+
+// Entries is the number of entries recorded over every stream.
+func (r *AppliedRecorder) Entries() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, s := range r.streams {
+		n += len(s.log.Entries())
+	}
+	return n
+}
