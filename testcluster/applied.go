@@ -230,14 +230,3 @@ func (r *AppliedRecorder) Check() []error {
 	}
 	return errs
 }
-
-// Entries is the number of entries recorded over every stream.
-func (r *AppliedRecorder) Entries() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, s := range r.streams {
-		n += len(s.log.Entries())
-	}
-	return n
-}
