@@ -115,7 +115,7 @@ func CheckGrantOrder(entries []Applied) error {
 				for _, k := range e.Keys {
 					q := queues[k]
 					if i := slices.Index(q, e.WaiterID); i > 0 {
-						return fmt.Errorf("index %d: waiter %s (owner %s) granted %q while %s, queued ahead of it, still waits (queue %v)",
+						return fmt.Errorf("index %d: waiter %q (owner %q) granted %q while %q, queued ahead of it, still waits (queue %q)",
 							a.Index, e.WaiterID, e.Owner, k, q[0], q)
 					}
 				}
@@ -145,10 +145,10 @@ func CheckPermits(entries []Applied) error {
 		for k, info := range a.Locks {
 			n := len(info.Holders)
 			if info.Permits > 0 && n > info.Permits {
-				return fmt.Errorf("index %d: semaphore %q has %d holders, over its %d permits: %v", a.At, k, n, info.Permits, holders(info))
+				return fmt.Errorf("index %d: semaphore %q has %d holders, over its %d permits: %q", a.At, k, n, info.Permits, holders(info))
 			}
 			if info.Permits == 0 && n > 1 && slices.ContainsFunc(info.Holders, func(h fsm.Hold) bool { return h.Mode == fsm.Exclusive }) {
-				return fmt.Errorf("index %d: lock %q has %d holders, one exclusive: %v", a.At, k, n, holders(info))
+				return fmt.Errorf("index %d: lock %q has %d holders, one exclusive: %q", a.At, k, n, holders(info))
 			}
 		}
 	}

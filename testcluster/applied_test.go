@@ -47,7 +47,7 @@ func TestCheckGrantOrder(t *testing.T) {
 		{Index: 6, At: 6, Events: []fsm.Event{granted("c", "k")}},
 	}
 	err := CheckGrantOrder(bad)
-	if err == nil || !strings.Contains(err.Error(), "waiter c") || !strings.Contains(err.Error(), "b, queued ahead") {
+	if err == nil || !strings.Contains(err.Error(), `waiter "c"`) || !strings.Contains(err.Error(), `"b", queued ahead`) {
 		t.Fatalf("newest-first grant: got %v", err)
 	}
 	// A restore forgets the queues: what it replaced proves nothing.
