@@ -137,6 +137,34 @@ func CheckGrantOrder(entries []Applied) error {
 	return nil
 }
 
+// CheckGrantsOutliveEntry checks that no waiter's grant ends in the
+// entry that granted it (the FSM's rule, its fuzz's too: such a hold
+// could never be used, and the next waiter would be granted with the
+// same fence).
+func CheckGrantsOutliveEntry(entries []Applied) error {
+	type hold struct {
+		key, owner string
+		fence      uint64
+	}
+	for _, a := range entries {
+		var granted []hold
+		for _, e := range a.Events {
+			switch e.Kind {
+			case fsm.EvGranted:
+				for _, k := range e.Keys {
+					granted = append(granted, hold{k, e.Owner, e.Fence})
+				}
+			case fsm.EvReleased:
+				if slices.Contains(granted, hold{e.Key, e.Owner, e.Fence}) {
+					return fmt.Errorf("index %d: the hold of %q on %q (fence %d) was granted and ended in this entry (reason %d)",
+						a.Index, e.Owner, e.Key, e.Fence, e.Reason)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // CheckPermits checks that no semaphore ever had more holders than its
 // permits at any index the recorder read the table, and no exclusive
 // lock more than one holder.
@@ -212,7 +240,7 @@ func (r *AppliedRecorder) Stop() {
 	}
 }
 
-// Check runs CheckGrantOrder and CheckPermits on every stream recorded
+// Check runs CheckGrantOrder, CheckGrantsOutliveEntry and CheckPermits on every stream recorded
 // and returns what they found, each naming its node.
 func (r *AppliedRecorder) Check() []error {
 	r.mu.Lock()
@@ -223,6 +251,9 @@ func (r *AppliedRecorder) Check() []error {
 		entries := s.log.Entries()
 		if err := CheckGrantOrder(entries); err != nil {
 			errs = append(errs, fmt.Errorf("grant order (node %d): %w", s.node, err))
+		}
+		if err := CheckGrantsOutliveEntry(entries); err != nil {
+			errs = append(errs, fmt.Errorf("grants (node %d): %w", s.node, err))
 		}
 		if err := CheckPermits(entries); err != nil {
 			errs = append(errs, fmt.Errorf("permits (node %d): %w", s.node, err))

@@ -80,3 +80,16 @@ func TestCheckPermits(t *testing.T) {
 		t.Fatal("two exclusive holders not reported")
 	}
 }
+
+func TestCheckGrantsOutliveEntry(t *testing.T) {
+	g := granted("a", "k")
+	g.Fence = 9
+	ended := fsm.Event{Kind: fsm.EvReleased, Key: "k", Owner: "o-a", Fence: 9, Reason: fsm.ReasonSession}
+	if err := CheckGrantsOutliveEntry([]Applied{{Index: 9, Events: []fsm.Event{g}}, {Index: 10, Events: []fsm.Event{ended}}}); err != nil {
+		t.Fatalf("a hold ended in a later entry reported: %v", err)
+	}
+	err := CheckGrantsOutliveEntry([]Applied{{Index: 9, Events: []fsm.Event{g, ended}}})
+	if err == nil || !strings.Contains(err.Error(), `index 9: the hold of "o-a" on "k" (fence 9) was granted and ended in this entry`) {
+		t.Fatalf("a grant ended in its own entry: got %v", err)
+	}
+}
