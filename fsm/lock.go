@@ -297,7 +297,7 @@ func (t *Table) keyBlock(key string, v *Value, w *Waiter) error {
 			return ErrLocked
 		}
 	case Semaphore:
-		if n >= l.Permits() {
+		if n >= l.Permits() && !(mutant("permit-too-many") && n == l.Permits()) {
 			return ErrLocked
 		}
 	}

@@ -80,6 +80,11 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 				break
 			}
 			w := q[0]
+			if mutant("grant-newest-first") && len(q) > 1 {
+				if n := q[len(q)-1]; len(n.Keys) == 1 && t.keyBlock(k, t.keys[k], n) == nil {
+					w = n
+				}
+			}
 			if t.lostFreshKey(ctx, w) {
 				// A hold granted in this entry on one of w's keys has
 				// ended in it already: w would be fenced with the same

@@ -34,6 +34,8 @@ var plantedBugs = []plantedBug{
 	{"fence-not-bumped", fsm.SetMutant, 5, "a grant keeps the highest fence instead of its own entry's index"},
 	{"lease-early", fsm.SetMutant, 10, "a hold ends one tick (100ms) before its deadline"},
 	{"release-any-owner", fsm.SetMutant, 10, "a release ends the key's hold whoever asks"},
+	{"grant-newest-first", fsm.SetMutant, 10, "a freed key goes to its newest waiter, not its oldest"},
+	{"permit-too-many", fsm.SetMutant, 10, "a semaphore grants one permit over its limit"},
 	{"grant-dying-session", fsm.SetMutant, 30, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
 	{"anchor-largest-bound", cluster.SetMutant, 30, "history: 69fc964 (a fast follower's clock anchor ended leases early)"},
 	{"anchor-max-age", cluster.SetMutant, 30, "history: 10fa033 (a slow leader's clock anchor ended leases early)"},

@@ -155,6 +155,9 @@ func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	// Done, holds nobody renews, all writing through the fence middleware.
 	sh := testcluster.NewHistory()
 	surf := c.NewSurfaces(sh, testcluster.SurfaceConfig{Seed: cfg.Seed})
+	// Grant order and semaphore bounds, from what each node applied.
+	applied := c.RecordApplied(append(append([]string(nil), w.Keys...), surf.LockKeys()...)...)
+	defer applied.Stop()
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -185,6 +188,9 @@ func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 		return nil
 	}
 	ops := h.Ops()
+	for _, err := range applied.Check() {
+		rep.Errorf("%v", err)
+	}
 	if err := testcluster.CheckFences(ops); err != nil {
 		rep.Errorf("fences: %v", err)
 	}

@@ -43,16 +43,18 @@ func TestSim(t *testing.T) {
 	failed := 0
 	cpu0 := cpuTime()
 	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+		// Counted from the subtest's outcome, not from Run's result: a
+		// failure inside the bubble may end the subtest (FailNow) before
+		// Run returns.
+		if !t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			r := Run(t, Config{Seed: seed, Duration: *flagDuration, Nodes: *flagNodes})
 			sim += r.Simulated
 			wall += r.Wall
-			if r.Failed {
-				failed++
-				fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d\n", seed, seed, *flagDuration, *flagNodes)
-			}
 			t.Logf("seed %d: %d ops, %.1f simulated s in %.2f wall s (linearizability check %.2f s)", seed, r.Ops, r.Simulated.Seconds(), r.Wall.Seconds(), r.Check.Seconds())
-		})
+		}) {
+			failed++
+			fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d\n", seed, seed, *flagDuration, *flagNodes)
+		}
 	}
 	if cpu := cpuTime() - cpu0; cpu > 0 {
 		// Wall time follows the machine's load; CPU time is the cost.

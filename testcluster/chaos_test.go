@@ -120,6 +120,8 @@ func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options, kinds 
 	for _, cl := range append(append([]*Client(nil), w.Clients...), durable...) {
 		defer cl.Close()
 	}
+	applied := c.RecordApplied(w.Keys...)
+	defer applied.Stop()
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -178,6 +180,9 @@ func runChaos(t *testing.T, seed uint64, dur time.Duration, opts Options, kinds 
 	defer ccancel()
 	if err := CheckFences(ops); err != nil {
 		t.Errorf("fences: %v", err)
+	}
+	for _, err := range applied.Check() {
+		t.Error(err)
 	}
 	read, err := ListReader(cctx, c.Leader(), "dur-")
 	if err != nil {

@@ -99,10 +99,12 @@ type Cluster struct {
 	disks      []*diskState // each node's disk faults (disk.go)
 	diskFaults atomic.Int64 // operations they failed
 
-	mu     sync.Mutex
-	nodes  []*cluster.Node
-	srvs   []*server.Server // each node with its HTTP and RESP servers
-	paused []bool
+	mu    sync.Mutex
+	nodes []*cluster.Node
+	srvs  []*server.Server // each node with its HTTP and RESP servers
+	// recorders follow every node's restarts (RecordApplied).
+	recorders []*AppliedRecorder
+	paused    []bool
 }
 
 // New starts n nodes bootstrapped as one cluster and waits for a
@@ -226,6 +228,9 @@ func (c *Cluster) start(i int) error {
 	}
 	c.mu.Lock()
 	c.nodes[i], c.srvs[i] = srv.Node(), srv
+	for _, r := range c.recorders {
+		r.add(i, srv.Node())
+	}
 	c.mu.Unlock()
 	return nil
 }

@@ -47,6 +47,12 @@
 //     same index.
 //  6. CheckLeases: no hold ends (seen from a neutral real clock) before
 //     its request's send time plus its TTL.
+//  7. CheckGrantOrder, CheckGrantsOutliveEntry and CheckPermits, on
+//     what a node applied rather than on a History (RecordApplied,
+//     Cluster.RecordApplied): waiters of a key are granted in the order
+//     they were queued, no waiter's hold ends in the entry that granted
+//     it, and no semaphore has more holders than permits at any index
+//     read.
 //
 // # What clients believed
 //

@@ -270,6 +270,19 @@ func (s *Surfaces) Run(ctx context.Context) {
 
 func (s *Surfaces) key(rng *rand.Rand) string { return fmt.Sprintf("h-%d", rng.IntN(s.cfg.Keys)) }
 
+// LockKeys are the contended keys the handles lock (the semaphore's
+// among them): the keys worth watching with RecordApplied.
+func (s *Surfaces) LockKeys() []string {
+	keys := []string{semKey}
+	for i := range s.cfg.Keys {
+		keys = append(keys, fmt.Sprintf("h-%d", i))
+	}
+	return keys
+}
+
+// semKey is the semaphore the handles share.
+const semKey = "sem"
+
 // handleWorker takes Go Lock handles on the contended keys and writes
 // through the fence while its handle's Context lives. Some handles are
 // bound to a session (worker 0's), some capped by a max hold shorter than
@@ -290,7 +303,7 @@ func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 		opts := []client.LockOption{client.WithTTL(s.cfg.TTL), client.WithWait(1500 * time.Millisecond)}
 		switch rng.IntN(4) {
 		case 0:
-			key, limit = "sem", 2
+			key, limit = semKey, 2
 			opts = append(opts, client.WithSemaphore(limit))
 		case 1:
 			// Shorter than some of the work: the cap must end the

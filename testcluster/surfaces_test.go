@@ -55,6 +55,8 @@ func runSurfaces(t *testing.T, seed uint64, dur time.Duration, bin string) {
 	c := New(t, 3, Options{Seed: seed})
 	h := NewHistory()
 	s := c.NewSurfaces(h, SurfaceConfig{Seed: seed, Bin: bin, Children: 1})
+	applied := c.RecordApplied(s.LockKeys()...)
+	defer applied.Stop()
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -74,6 +76,9 @@ func runSurfaces(t *testing.T, seed uint64, dur time.Duration, bin string) {
 	cctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := s.Check(cctx, surfaceSlack); err != nil {
+		t.Error(err)
+	}
+	for _, err := range applied.Check() {
 		t.Error(err)
 	}
 	t.Logf("surfaces: %s; latest hold end beyond its ttl: %v", s.Summary(), s.latest())
