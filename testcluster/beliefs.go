@@ -30,8 +30,8 @@ func (b Belief) String() string {
 }
 
 // CheckHandles checks (a): per key, no instant at which more handles
-// believed they held it than its Limit allows, and a belief that began
-// after another had ended carries a larger fence.
+// believed they held it than its Limit allows, and, for exclusive holds,
+// a belief that began after another had ended carries a larger fence.
 func CheckHandles(bs []Belief) error { return checkExclusion(bs, ErrTwoHolders) }
 
 // CheckLeaders checks (b): at most one campaigner per election believed
@@ -62,7 +62,10 @@ func checkExclusion(bs []Belief, sentinel error) error {
 			for _, l := range live {
 				if l.To > b.From {
 					kept = append(kept, l)
-				} else if b.Fence != 0 && l.Fence != 0 && b.Fence <= l.Fence {
+				} else if b.Fence != 0 && l.Fence != 0 && b.Fence <= l.Fence && max(b.Limit, l.Limit) <= 1 {
+					// Exclusive only: a semaphore's permits are granted
+					// side by side, and a holder that learns of its earlier
+					// permit late may begin believing after a later one ended.
 					errs = append(errs, fmt.Errorf("%w: %q: %v began after %v ended, with a fence not larger", sentinel, k, b, l))
 				}
 			}

@@ -28,6 +28,9 @@ func TestBeliefCheckersCatch(t *testing.T) {
 		{"semaphore of two holds three", func() error {
 			return CheckHandles([]Belief{b("s", "a", 5, 2, 0, 10), b("s", "b", 6, 2, 1, 20), b("s", "c", 8, 2, 2, 3)})
 		}, ErrTwoHolders},
+		{"semaphore permit learnt late, after a later one ended", func() error {
+			return CheckHandles([]Belief{b("s", "a", 7, 2, 0, 10), b("s", "b", 5, 2, 11, 20)})
+		}, nil},
 		{"later handle with an older fence", func() error {
 			return CheckHandles([]Belief{b("k", "a", 7, 1, 0, 10), b("k", "b", 5, 1, 11, 20)})
 		}, ErrTwoHolders},
