@@ -21,39 +21,16 @@ import (
 // in rpcKinds with a unique number and name, a handler, an authorisation
 // and the cluster version that introduced it.
 func TestRPCTable(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	declared := map[int]string{} // kind -> constant
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+	for _, d := range rpcKindDecls(t) {
+		if d.file != "rpctable.go" {
+			t.Errorf("%s: RPC kind %s declared outside rpctable.go", d.file, d.name)
 		}
-		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+		k, _ := strconv.Atoi(d.value)
+		if prev, dup := declared[k]; dup {
+			t.Errorf("RPC kind %d declared twice: %s and %s", k, prev, d.name)
 		}
-		ast.Inspect(af, func(x ast.Node) bool {
-			vs, ok := x.(*ast.ValueSpec)
-			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "rpc") {
-				return true
-			}
-			lit, ok := vs.Values[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.INT {
-				return true
-			}
-			name := vs.Names[0].Name
-			if f != "rpctable.go" {
-				t.Errorf("%s: RPC kind %s declared outside rpctable.go", f, name)
-			}
-			k, _ := strconv.Atoi(lit.Value)
-			if prev, dup := declared[k]; dup {
-				t.Errorf("RPC kind %d declared twice: %s and %s", k, prev, name)
-			}
-			declared[k] = name
-			return true
-		})
+		declared[k] = d.name
 	}
 	if len(declared) < 10 {
 		t.Fatalf("found %d RPC kind constants", len(declared))
@@ -164,4 +141,38 @@ func TestRefusalOf(t *testing.T) {
 	if err := refuse(fmt.Errorf("%w %d", errUnknownKind, 9)); !errors.Is(err, errBadRPC) || !errors.Is(err, errUnknownKind) {
 		t.Fatalf("a refusal no longer unwraps: %v", err)
 	}
+}
+
+// rpcKindDecl is one integer constant named rpc* in the package's
+// non-test files: a peer RPC kind.
+type rpcKindDecl struct{ file, name, value string }
+
+// rpcKindDecls finds the package's peer RPC kind constants in its source.
+func rpcKindDecls(t *testing.T) []rpcKindDecl {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rpcKindDecl
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(af, func(x ast.Node) bool {
+			vs, ok := x.(*ast.ValueSpec)
+			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "rpc") {
+				return true
+			}
+			if lit, ok := vs.Values[0].(*ast.BasicLit); ok && lit.Kind == token.INT {
+				out = append(out, rpcKindDecl{file: f, name: vs.Names[0].Name, value: lit.Value})
+			}
+			return true
+		})
+	}
+	return out
 }

@@ -2,10 +2,6 @@ package cluster
 
 import (
 	"errors"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,38 +112,16 @@ func TestHaltOnEntryFromNewerVersion(t *testing.T) {
 // TestEveryRPCKindHasAVersion fails when a peer RPC kind is added without
 // the cluster version that introduced it (rpcKinds).
 func TestEveryRPCKindHasAVersion(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
+	for _, d := range rpcKindDecls(t) {
+		k, err := strconv.Atoi(d.value)
+		if err != nil || k < 0 || k > 255 {
+			t.Fatalf("%s: %s = %s", d.file, d.name, d.value)
 		}
-		af, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+		found++
+		if r := rpcByKind[k]; r == nil || r.version == 0 || r.version > fsm.MaxClusterVersion {
+			t.Errorf("RPC kind %s (%d) has no cluster version in rpcKinds (rpctable.go): list it with the version that introduces it, and use it only once that version is active (docs/DESIGN.md)", d.name, k)
 		}
-		ast.Inspect(af, func(x ast.Node) bool {
-			vs, ok := x.(*ast.ValueSpec)
-			if !ok || len(vs.Names) != 1 || len(vs.Values) != 1 || !strings.HasPrefix(vs.Names[0].Name, "rpc") {
-				return true
-			}
-			lit, ok := vs.Values[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.INT {
-				return true
-			}
-			k, err := strconv.Atoi(lit.Value)
-			if err != nil || k < 0 || k > 255 {
-				t.Fatalf("%s: %s = %s", f, vs.Names[0].Name, lit.Value)
-			}
-			found++
-			if r := rpcByKind[k]; r == nil || r.version == 0 || r.version > fsm.MaxClusterVersion {
-				t.Errorf("RPC kind %s (%d) has no cluster version in rpcKinds (rpctable.go): list it with the version that introduces it, and use it only once that version is active (docs/DESIGN.md)", vs.Names[0].Name, k)
-			}
-			return true
-		})
 	}
 	if found < 8 {
 		t.Fatalf("found %d RPC kinds", found)
