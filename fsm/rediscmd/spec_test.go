@@ -77,9 +77,9 @@ func TestKeyArgs(t *testing.T) {
 		{"watch", "WATCH a b", "a b"},
 		{"eval", "EVAL s 2 k1 k2 a1", "k1 k2"},
 		{"eval", "EVAL s 0 a1 a2", ""},
-		{"eval", "EVAL s 3 k1 k2", ""},  // more keys than arguments: the command refuses it
-		{"eval", "EVAL s -1 k1", ""},    // a negative count
-		{"eval", "EVAL s x k1", ""},     // not a number
+		{"eval", "EVAL s 3 k1 k2", ""}, // more keys than arguments: the command refuses it
+		{"eval", "EVAL s -1 k1", ""},   // a negative count
+		{"eval", "EVAL s x k1", ""},    // not a number
 		{"evalsha", "EVALSHA 0123 1 k a", "k"},
 		{"eval_ro", "EVAL_RO s 1 k", "k"},
 		{"evalsha_ro", "EVALSHA_RO s 2 k1 k2", "k1 k2"},
