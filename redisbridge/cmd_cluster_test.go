@@ -446,11 +446,11 @@ func TestCommandInfo(t *testing.T) {
 		{"mset", -3, 1, -1, 2, "write"},
 		{"del", -2, 1, -1, 1, "write"},
 		{"mget", -2, 1, -1, 1, "readonly"},
-		{"watch", -2, 1, -1, 1, "readonly"},
+		{"watch", -2, 1, -1, 1, "allow_busy"},
 		{"ping", -1, 0, 0, 0, "fast"},
 		{"eval", -3, 0, 0, 0, "movablekeys"},
 		{"lock.acquire", -4, 1, 1, 1, "write"},
-		{"cluster", -2, 0, 0, 0, "readonly"},
+		{"lock.info", 2, 1, 1, 1, "readonly"},
 	} {
 		e, ok := byName[w.name]
 		if !ok {
