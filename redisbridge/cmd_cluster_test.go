@@ -478,9 +478,11 @@ func TestCommandInfo(t *testing.T) {
 	}{
 		{[]string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, "[a b]"},
 		{[]string{"COMMAND", "GETKEYS", "EVAL", "return 1", "2", "x", "y", "z"}, "[x y]"},
-		{[]string{"COMMAND", "GETKEYS", "GET"}, "-" + msgGetKeysInvalid},
+		{[]string{"COMMAND", "GETKEYS", "EVAL", "return 1", "3", "x"}, "[]"},
+		{[]string{"COMMAND", "GETKEYS", "GET"}, "-ERR wrong number of arguments for 'command|getkeys' command"},
+		{[]string{"COMMAND", "GETKEYS", "GET", "a", "b"}, "-" + msgGetKeysArity},
 		{[]string{"COMMAND", "GETKEYS", "NOSUCH", "a"}, "-" + msgGetKeysUnknown},
-		{[]string{"COMMAND", "GETKEYS", "PING"}, "-" + msgGetKeysNone},
+		{[]string{"COMMAND", "GETKEYS", "PING", "x"}, "-" + msgGetKeysNone},
 		{[]string{"COMMAND", "GETKEYS"}, "-ERR wrong number of arguments for 'command|getkeys' command"},
 	} {
 		v := c.do(tc.args...)

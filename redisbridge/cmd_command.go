@@ -27,6 +27,7 @@ const (
 	msgGetKeysInvalid = "ERR Invalid arguments specified for command"
 	msgGetKeysUnknown = "ERR Invalid command specified"
 	msgGetKeysNone    = "ERR The command has no key arguments"
+	msgGetKeysArity   = "ERR Invalid number of arguments specified for command"
 )
 
 // commandEntries returns the catalogue entries of the commands s serves,
@@ -81,25 +82,28 @@ func cmdCommand(c *conn, args [][]byte) {
 }
 
 // commandGetKeys: the keys of the command in args, by the catalogue's key
-// specifications, as ACL and CROSSSLOT checks find them.
+// specifications, as ACL and CROSSSLOT checks find them. Refusals in
+// Redis 7's order and words.
 func commandGetKeys(c *conn, args [][]byte) {
-	if len(args) == 0 {
+	if len(args) < 2 {
 		c.w.WriteError(errArity("command|getkeys"))
 		return
 	}
-	name := strings.ToLower(string(args[0]))
-	cmd := c.s.commands[name]
-	if cmd == nil {
+	cmd := c.s.commands[strings.ToLower(string(args[0]))]
+	switch {
+	case cmd == nil:
 		c.w.WriteError(msgGetKeysUnknown)
 		return
-	}
-	if !cmd.spec.ArityOK(len(args)) {
-		c.w.WriteError(msgGetKeysInvalid)
+	case len(cmd.spec.Keys) == 0:
+		c.w.WriteError(msgGetKeysNone)
+		return
+	case !cmd.spec.ArityOK(len(args)):
+		c.w.WriteError(msgGetKeysArity)
 		return
 	}
 	keys := cmd.spec.KeyArgs(args)
-	if len(keys) == 0 {
-		c.w.WriteError(msgGetKeysNone)
+	if len(keys) == 0 && cmd.spec.Flags&rediscmd.NoMandatoryKeys == 0 {
+		c.w.WriteError(msgGetKeysInvalid)
 		return
 	}
 	c.w.WriteArrayLen(len(keys))
@@ -118,8 +122,11 @@ func writeCommandEntry(w *resp.Writer, s *rediscmd.Spec) {
 	w.WriteInt(int64(last))
 	w.WriteInt(int64(step))
 	writeStatusSet(w, s.CategoryNames())
-	writeStatusSet(w, s.Tips)
-	w.WriteArrayLen(len(s.Keys))
+	w.WriteSetLen(len(s.Tips))
+	for _, tip := range s.Tips {
+		w.WriteBulkString(tip)
+	}
+	w.WriteSetLen(len(s.Keys))
 	for i := range s.Keys {
 		writeKeySpec(w, &s.Keys[i])
 	}
