@@ -103,6 +103,8 @@ var bridgeSamples = map[string]struct {
 	"lock.extend":  {args: []string{"LOCK.EXTEND", "app:k", "o", "1000"}, cat: auth.Write},
 	"lock.info":    {args: []string{"LOCK.INFO", "app:k"}, cat: auth.Read},
 	"fence.check":  {args: []string{"FENCE.CHECK", "app:k", "1"}, cat: auth.Write},
+	// Only in a build with -tags locknode_next (cmd_next.go).
+	"next.note": {args: []string{"NEXT.NOTE", "app:k", "v"}, cat: auth.Write},
 }
 
 // moreSamples: subcommands and options whose category differs from
