@@ -14,12 +14,12 @@
 //
 //	s := rediscmd.LookupBytes(args[0])  // nil: not a command locknode serves
 //	if s == nil || !s.ArityOK(len(args)) { /* refuse */ }
-//	keys := s.Keys(args)                // the arguments that are keys
-//	first, last, step := s.KeyRange()    // COMMAND's legacy key positions
+//	keys := s.KeyArgs(args)             // the arguments that are keys
+//	first, last, step := s.KeyRange()   // COMMAND's legacy key positions
 //
 // Your responsibilities, as a front end:
 //
-//  1. Check ArityOK before anything else reads args: Keys and Channels
+//  1. Check ArityOK before anything else reads args: KeyArgs and ChannelArgs
 //     never panic, but on a short argument list they return what fits.
 //  2. Treat every *Spec as read-only; the catalogue hands out pointers to
 //     its one copy.

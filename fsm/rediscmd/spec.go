@@ -65,9 +65,9 @@ const (
 	KeySpace
 )
 
-// flagNames is the order in which Redis 7 lists flags; movablekeys (not a
-// Flag: it follows from the key specifications) goes between no_auth's
-// neighbours as in Redis.
+// flagNames is the order in which Redis 7 lists flags. movablekeys is not
+// a Flag (it follows from the key specifications, as in Redis): the zero
+// row stands for it, in its place.
 var flagNames = []struct {
 	f    Flag
 	name string
