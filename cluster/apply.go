@@ -105,7 +105,7 @@ func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 }
 
 // applyAsLeader stamps and proposes cmd on this node as leader of term l.
-func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
+func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
 	select {
 	case <-l.ready: // the usual case, checked alone: asking ctx for Done allocates
 	default:
@@ -123,7 +123,7 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
 	err := n.await(f)
-	ct.end(n, f, err)
+	ct.end(n.Node, f, err)
 	if err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
@@ -136,7 +136,7 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 // propose stamps cmd with the term's clock and hands it to raft without
 // waiting. Proposals made one after another from one goroutine get log
 // indexes in that order (raft queues them on one channel).
-func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
@@ -195,7 +195,7 @@ func proposalResult(f raft.ApplyFuture) (fsm.Result, error) {
 
 // forward sends req to the leader this node knows of. A stOK body is
 // returned with outcomeDone; everything else is classified.
-func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error) {
+func (n *forwarder) forward(ctx context.Context, req []byte) ([]byte, outcome, error) {
 	addr, id := n.raft.LeaderWithID()
 	if addr == "" {
 		return nil, outcomeNotReached, errLeaderUnknown
@@ -241,7 +241,7 @@ func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error)
 // leader change or a short back-off. A ctx with a deadline is retried
 // until it ends, so a request rides out an election as the remote client
 // does; without one, RetryTimeout bounds the retries.
-func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
+func (n *forwarder) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
 	var budget <-chan time.Time // nil: ctx alone bounds the retries
 	budgetSet := false
 	backoff := 5 * time.Millisecond
@@ -297,7 +297,7 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 // is not simply the leader's clock. stale=true skips the leader and runs
 // at once with this node's estimate of the clock. fn runs under the
 // table's read lock: it must not block, keep t, or mutate it.
-func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
+func (n *raftReplica) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	var now int64
 	if stale {
 		if n.unjoined.Load() {
@@ -370,7 +370,7 @@ func readTime(t *fsm.Table, leaderNow int64) int64 {
 // is far behind) would otherwise hold the read for as long as the
 // caller waits, which is forever for a client without a deadline; the
 // error wraps ErrNotReady and api.ErrNoLeader: retry on another node.
-func (n *Node) waitReadIndex(ctx context.Context, idx uint64) error {
+func (n *raftReplica) waitReadIndex(ctx context.Context, idx uint64) error {
 	if n.AppliedIndex() >= idx {
 		return nil
 	}
@@ -387,7 +387,7 @@ func (n *Node) waitReadIndex(ctx context.Context, idx uint64) error {
 // readIndex asks the leader (this node, when it leads) once for a read
 // index: an index that covers every write committed before the call,
 // and the term's clock.
-func (n *Node) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome, err error) {
+func (n *forwarder) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome, err error) {
 	if l := n.lead.Load(); l != nil {
 		return n.readIndexAsLeader(ctx, l)
 	}
@@ -416,7 +416,7 @@ func (n *Node) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome
 // readIndexAsLeader returns an index that covers every write committed
 // before the call, after confirming leadership with a quorum, and the
 // term's clock.
-func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, int64, outcome, error) {
+func (n *leaderTerm) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, int64, outcome, error) {
 	select {
 	case <-l.ready:
 	case <-l.done:
@@ -438,7 +438,7 @@ func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, in
 // before idx. No-op and barrier entries never reach the FSM, so a node
 // waiting for a no-op's index would wait for the next command; waiting
 // for the last command before it is equivalent and always completes.
-func (n *Node) lastCommandAtOrBefore(idx uint64) uint64 {
+func (n *raftReplica) lastCommandAtOrBefore(idx uint64) uint64 {
 	var l raft.Log
 	for i := idx; i > 0; i-- {
 		if err := n.logs.GetLog(i, &l); err != nil {
@@ -454,7 +454,7 @@ func (n *Node) lastCommandAtOrBefore(idx uint64) uint64 {
 }
 
 // staleNow estimates the cluster clock without asking the leader.
-func (n *Node) staleNow() int64 {
+func (n *raftReplica) staleNow() int64 {
 	if l := n.lead.Load(); l != nil {
 		select {
 		case <-l.ready:

@@ -208,7 +208,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 // needs. The store time keeps the bound tight where the apply time would
 // not: entries in flight when a leader dies are stored before the
 // election and applied after it.
-func (n *Node) setApplied(idx uint64, now int64, force bool) {
+func (n *raftReplica) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
@@ -217,7 +217,7 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
 		mono = at
 	}
-	if mutantAnchor(n, now, force) {
+	if mutantAnchor(n.Node, now, force) {
 		n.lastApplyTime, n.lastApplyMono = now, mono
 	}
 	close(n.appliedCh)
@@ -235,7 +235,7 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 // change shortens a lease, and the new leader loses only the entry's
 // replication latency, not the idle time before the election (DESIGN.md
 // "Time").
-func (n *Node) clockFloor(m time.Time) int64 {
+func (n *raftReplica) clockFloor(m time.Time) int64 {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
 	if n.lastApplyTime == 0 {
@@ -245,21 +245,21 @@ func (n *Node) clockFloor(m time.Time) int64 {
 }
 
 // AppliedIndex returns the index of the last entry this node applied.
-func (n *Node) AppliedIndex() uint64 {
+func (n *raftReplica) AppliedIndex() uint64 {
 	idx, _ := n.appliedNext()
 	return idx
 }
 
 // appliedNext returns the index of the last entry this node applied and
 // a channel closed when it grows.
-func (n *Node) appliedNext() (uint64, <-chan struct{}) {
+func (n *raftReplica) appliedNext() (uint64, <-chan struct{}) {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
 	return n.applied, n.appliedCh
 }
 
 // waitApplied blocks until this node applied idx, or ctx ends.
-func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
+func (n *raftReplica) waitApplied(ctx context.Context, idx uint64) error {
 	return waitIndex(ctx, idx, n.appliedNext, n.closed)
 }
 
@@ -284,7 +284,7 @@ func waitIndex(ctx context.Context, idx uint64, current func() (uint64, <-chan s
 
 // WaitCommitted blocks until index is committed by a quorum and applied
 // on this node (applied implies committed), or ctx ends.
-func (n *Node) WaitCommitted(ctx context.Context, index uint64) error {
+func (n *raftReplica) WaitCommitted(ctx context.Context, index uint64) error {
 	return n.waitApplied(ctx, index)
 }
 
@@ -306,6 +306,6 @@ func isSetNX(args [][]byte) bool {
 // events are skipped), in log order, on the apply path: fn must not
 // block. cancel stops the calls; one already under way may still finish
 // after cancel returns.
-func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+func (n *raftReplica) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
 	return n.subscribe(fn)
 }

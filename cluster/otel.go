@@ -188,7 +188,7 @@ func (n *Node) applyTraced(ctx context.Context, cmd *fsm.Command) (fsm.Result, e
 // rpcApply; *plain caches its encoding across attempts. Under a recording
 // span it is a span of its own, and once traceVersion is active the call
 // carries that span's context (rpcApplyTraced).
-func (n *Node) forwardApply(ctx context.Context, cmd *fsm.Command, plain *[]byte) ([]byte, outcome, error) {
+func (n *forwarder) forwardApply(ctx context.Context, cmd *fsm.Command, plain *[]byte) ([]byte, outcome, error) {
 	if !n.traced(ctx) {
 		if *plain == nil {
 			*plain = cmd.AppendBinary([]byte{rpcApply})

@@ -37,7 +37,7 @@ var (
 // with the snapshot's applied index once that is done and before the
 // first byte goes to w. Cancelling ctx stops the wait for the read point
 // and the writing.
-func (n *Node) WriteSnapshot(ctx context.Context, w io.Writer, start func(index uint64)) error {
+func (n *raftReplica) WriteSnapshot(ctx context.Context, w io.Writer, start func(index uint64)) error {
 	s, err := newFileSnapshot(n.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
@@ -273,7 +273,7 @@ func firstMissing(dir string) (string, error) {
 // SnapshotTermer), recorded in backups next to the index: from the log,
 // or from raft's last snapshot when the log was compacted up to it; 0
 // when neither has it.
-func (n *Node) SnapshotTerm(index uint64) uint64 {
+func (n *raftReplica) SnapshotTerm(index uint64) uint64 {
 	if index == 0 || n.logs == nil {
 		return 0
 	}
