@@ -151,30 +151,40 @@ func (n *forwarder) enqueueForward(it *forwardItem) {
 
 // sendForwarded forwards the queue batch by batch until it is empty.
 func (n *forwarder) sendForwarded() {
-	q := &n.fwd
 	for {
-		q.mu.Lock()
-		k, size := 0, 0
-		for k < len(q.items) && k < maxForwardBatch {
-			size += len(q.items[k].req)
-			if k > 0 && size > maxForwardBatchBytes {
-				break
-			}
-			k++
-		}
-		batch := append([]*forwardItem(nil), q.items[:k]...)
-		clear(q.items[:k])
-		q.items = q.items[k:]
-		if k == 0 {
-			q.items = nil
-			q.sending = false
-		}
-		q.mu.Unlock()
-		if k == 0 {
+		batch := n.fwd.next()
+		if batch == nil {
 			return
 		}
 		n.forwardBatch(batch)
 	}
+}
+
+// next takes the queue's next batch, oldest first: at most
+// maxForwardBatch commands and maxForwardBatchBytes of their encodings,
+// but always the first command, however large. On an empty queue it
+// returns nil and marks the sender stopped under the same lock, so a
+// command queued after that starts a new sender.
+func (q *forwardQueue) next() []*forwardItem {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k, size := 0, 0
+	for k < len(q.items) && k < maxForwardBatch {
+		size += len(q.items[k].req)
+		if k > 0 && size > maxForwardBatchBytes {
+			break
+		}
+		k++
+	}
+	if k == 0 {
+		q.items = nil
+		q.sending = false
+		return nil
+	}
+	batch := append([]*forwardItem(nil), q.items[:k]...)
+	clear(q.items[:k])
+	q.items = q.items[k:]
+	return batch
 }
 
 // forwardBatch sends batch to the leader (or proposes it here if this
