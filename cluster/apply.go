@@ -297,7 +297,7 @@ func (n *forwarder) withLeader(ctx context.Context, retryUnknown bool, try func(
 // is not simply the leader's clock. stale=true skips the leader and runs
 // at once with this node's estimate of the clock. fn runs under the
 // table's read lock: it must not block, keep t, or mutate it.
-func (n *raftReplica) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
+func (n *forwarder) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	var now int64
 	if stale {
 		if n.unjoined.Load() {
@@ -370,7 +370,7 @@ func readTime(t *fsm.Table, leaderNow int64) int64 {
 // is far behind) would otherwise hold the read for as long as the
 // caller waits, which is forever for a client without a deadline; the
 // error wraps ErrNotReady and api.ErrNoLeader: retry on another node.
-func (n *raftReplica) waitReadIndex(ctx context.Context, idx uint64) error {
+func (n *forwarder) waitReadIndex(ctx context.Context, idx uint64) error {
 	if n.AppliedIndex() >= idx {
 		return nil
 	}

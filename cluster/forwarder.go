@@ -2,11 +2,11 @@ package cluster
 
 // forwarder is the node's way to the leader: it sends a follower's
 // commands and read-index requests to the leader (forward, withLeader,
-// with retries across elections), queues and batches the asynchronous
-// and pipelined ones (forward_batch.go, apply_async.go), answers the
-// forwarded calls as leader (rpc.go), and hands the commit hints that
-// come back to raft, so a follower applies its own commands without
-// waiting for the next AppendEntries.
+// with retries across elections; Read, a linearizable read), queues and
+// batches the asynchronous and pipelined commands (forward_batch.go,
+// apply_async.go), answers the forwarded calls as leader (rpc.go), and
+// hands the commit hints that come back to raft, so a follower applies
+// its own commands without waiting for the next AppendEntries.
 //
 // A part of Node (see raftReplica): its state is the forwarding queue,
 // the asynchronous window and the forced releases a forwarded command's

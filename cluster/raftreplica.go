@@ -13,9 +13,9 @@ import (
 // raftReplica is the node's table behind raft: the raft server and its
 // storage, the FSM table the log is applied to (fsm_adapter.go), the
 // applied index and its waiters, the lower bound of the cluster clock
-// that the applied entries give (clockFloor), reads of the table (Read),
-// snapshots (snapshot_export.go) and the halt of a node that cannot
-// apply what it is sent (version.go).
+// that the applied entries give (clockFloor), snapshots
+// (snapshot_export.go) and the halt of a node that cannot apply what it
+// is sent (version.go).
 //
 // It is one of the parts a Node composes (forwarder, leaderTerm, roster
 // are the others). Each part owns its state; it reaches the rest of the
