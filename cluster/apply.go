@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
@@ -83,7 +84,7 @@ func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 		// RetryTimeout the committed result is answered anyway, as the
 		// batched forwards do (forward_batch.go): a node that cannot
 		// apply (its log store fails) must not hold the request.
-		done := n.commitDemand()
+		done := n.hub.CommitDemand()
 		wctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
 		werr := n.waitApplied(wctx, r.Index)
 		cancel()
@@ -140,33 +141,7 @@ func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
-	return n.raft.Apply(c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))), 0)
-}
-
-// encodedSizeHint is a little more than cmd's encoded size (fixed fields
-// and varint lengths are guessed high), so the proposal is encoded into
-// one allocation.
-func encodedSizeHint(c *fsm.Command) int {
-	n := 64 + len(c.ReqID) + len(c.Key) + len(c.Owner) + len(c.Session) + len(c.Script)
-	for _, k := range c.Keys {
-		n += len(k) + 5
-	}
-	for _, a := range c.Args {
-		n += len(a) + 5
-	}
-	for _, a := range c.KeysB {
-		n += len(a) + 5
-	}
-	for _, m := range c.Multi {
-		for _, a := range m {
-			n += len(a) + 5
-		}
-		n += 5
-	}
-	for _, w := range c.Watch {
-		n += len(w.Key) + 15
-	}
-	return n
+	return n.raft.Apply(c.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(&c))), 0)
 }
 
 // classifyProposal says what a failed raft apply future means.
@@ -293,7 +268,7 @@ func (n *forwarder) withLeader(ctx context.Context, retryUnknown bool, try func(
 // Read runs fn against the local table once it is linearizable to read:
 // this node has applied everything the leader had committed when the
 // read began (the leader confirms it still leads first, a ReadIndex). now
-// is the cluster time to evaluate deadlines at: see readTime for why it
+// is the cluster time to evaluate deadlines at: see lockservice.ReadTime for why it
 // is not simply the leader's clock. stale=true skips the leader and runs
 // at once with this node's estimate of the clock. fn runs under the
 // table's read lock: it must not block, keep t, or mutate it.
@@ -325,43 +300,10 @@ func (n *forwarder) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, 
 	if stale {
 		now = max(now, n.table.Now())
 	} else {
-		now = readTime(n.table, now)
+		now = lockservice.ReadTime(n.table, now)
 	}
 	fn(n.table, now)
 	return nil
-}
-
-// readTime is the cluster time a linearizable read of t is evaluated at,
-// given the leader's clock: the leader's clock, but never at or past a
-// deadline the log has not reached yet.
-//
-// The leader's clock runs ahead of the log between commands, and nothing
-// commits it: a new leader continues from a lower bound of it (the last
-// committed time plus the time the new leader saw pass since it applied
-// that entry: the time rule), not from what the old one's clock showed. A read at the
-// old leader's clock could therefore call a hold expired that every
-// later write, stamped by the new leader, still finds alive: the owner's
-// extend succeeds, or the lock is granted to another only after the
-// owner released it (DESIGN.md properties 4 and 6 would conflict).
-//
-// Every later entry carries a time >= t.Now() (the FSM's clock only moves
-// forward, and a new leader starts from it). Every deadline that decides
-// what a read sees (leases, waits, sessions, value TTLs, lock-delays) is
-// in the due schedule, so no deadline lies in (t.Now(), NextDeadline):
-// any time in that range gives the same answers as t.Now() itself, an
-// instant every later write comes after. Past it, the read waits for the
-// leader's Tick like every write does. Remaining TTLs are reported at the
-// later time, so they are never longer than the leader's clock implies
-// by more than the Tick that is due.
-func readTime(t *fsm.Table, leaderNow int64) int64 {
-	applied := t.Now()
-	if leaderNow <= applied {
-		return applied
-	}
-	if at, ok := t.NextDeadline(); ok && at <= leaderNow {
-		return max(applied, at-1)
-	}
-	return leaderNow
 }
 
 // waitReadIndex waits until this node applied idx, a read index, for at

@@ -69,7 +69,7 @@ func (d *commitDemands) update(edit func([]*commitDemandFn) []*commitDemandFn) {
 // wantsCommits reports whether this node, as a follower, wants the leader
 // to push each commit at once.
 func (n *leaderTerm) wantsCommits() bool {
-	if n.eventHub.wantsApplies() {
+	if n.hub.WantsApplies() {
 		return true
 	}
 	if p := n.demands.list.Load(); p != nil {

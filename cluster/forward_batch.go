@@ -332,7 +332,7 @@ func (n *forwarder) completeForwarded(batch []*forwardItem, body []byte, sent in
 		if !hinted {
 			// A leader that gives no hint: its commit push tells this
 			// node of the commit (wantsCommits).
-			defer n.commitDemand()()
+			defer n.hub.CommitDemand()()
 		}
 		// Past the timeout the committed results are answered anyway,
 		// as Apply does when its ctx ends while this node catches up.

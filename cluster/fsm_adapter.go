@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/fsm/reply"
 )
@@ -44,7 +45,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	n.mu.Lock()
 	held := time.Now()
-	n.table.SetKeyspaceEvents(n.keyspace.on())
+	n.table.SetKeyspaceEvents(n.keyspace.On())
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -116,7 +117,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(counts)
 	for _, ae := range evs {
-		n.dispatch(ae.index, ae.events)
+		n.hub.Dispatch(ae.index, ae.events)
 	}
 	n.spanTimes.record(logs, held)
 	if lastApplied > 0 {
@@ -188,7 +189,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.setApplied(idx, now, true)
 	// Subscribers that keep state about keys (client-side caching) must
 	// drop it: the restored table carries no events of what changed.
-	n.dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
+	n.hub.Dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
 	return nil
 }
 
@@ -260,26 +261,7 @@ func (n *raftReplica) appliedNext() (uint64, <-chan struct{}) {
 
 // waitApplied blocks until this node applied idx, or ctx ends.
 func (n *raftReplica) waitApplied(ctx context.Context, idx uint64) error {
-	return waitIndex(ctx, idx, n.appliedNext, n.closed)
-}
-
-// waitIndex blocks until current reports idx reached, ctx ends
-// (ctx.Err()) or closed is closed (ErrClosed). current returns the index
-// and a channel closed when it grows: the wait needs no polling.
-func waitIndex(ctx context.Context, idx uint64, current func() (uint64, <-chan struct{}), closed <-chan struct{}) error {
-	for {
-		a, ch := current()
-		if a >= idx {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-closed:
-			return ErrClosed
-		}
-	}
+	return lockservice.WaitIndex(ctx, idx, n.appliedNext, n.closed)
 }
 
 // WaitCommitted blocks until index is committed by a quorum and applied
@@ -307,5 +289,5 @@ func isSetNX(args [][]byte) bool {
 // block. cancel stops the calls; one already under way may still finish
 // after cancel returns.
 func (n *raftReplica) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
-	return n.subscribe(fn)
+	return n.hub.Subscribe(fn)
 }

@@ -15,14 +15,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/transport"
 )
 
 // Errors of this package; the api sentinels (api.ErrNoLeader, ...) are
 // wrapped where callers branch on them.
 var (
-	ErrConfig = errors.New("cluster: invalid config")
-	ErrClosed = errors.New("cluster: node closed")
+	ErrConfig = lockservice.ErrConfig
+	ErrClosed = lockservice.ErrClosed
 	// ErrUnknownOutcome: the leader was lost while a request without a
 	// request id was in flight; it may or may not have been applied. It
 	// also wraps api.ErrNoLeader.
@@ -57,9 +58,9 @@ type Transport interface {
 // follower forwards to the leader) and implements api.Locker and
 // redisbridge.Backend. Create it with Start; stop it with Close.
 type Node struct {
-	// lockService is the lock API (locker.go, election.go) over this
-	// node as its replica (replica.go).
-	*lockService
+	// Service is the lock API (cluster/lockservice) over this node as
+	// its replica (replica.go).
+	*lockservice.Service
 
 	// The node's parts, each owning its state (docs/DESIGN.md "The
 	// node's parts"): the table behind raft, the way to the leader, this
@@ -80,11 +81,11 @@ type Node struct {
 
 	readyShare readyShare // Ready's shared evaluations
 
-	// eventHub: the local waiters and the subscribers (events.go).
-	eventHub
+	// hub: the local waiters and the subscribers (lockservice.Hub).
+	hub *lockservice.Hub
 
 	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
-	keyspace keyspaceDemand
+	keyspace lockservice.KeyspaceDemand
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -332,7 +333,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 		id:        cfg.ID,
 		log:       cfg.Logger.Named("cluster").With("node", cfg.ID),
 		clock:     cfg.Clock,
-		eventHub:  newEventHub(),
+		hub:       lockservice.NewHub(),
 		reqPrefix: reqPrefix,
 		closed:    make(chan struct{}),
 	}
@@ -340,8 +341,7 @@ func newNode(cfg Config, reqPrefix string) *Node {
 	n.forwarder = newForwarder(n)
 	n.leaderTerm = newLeaderTerm(n)
 	n.roster = &roster{Node: n}
-	n.lockService = newLockService(n, n.log, cfg.CancelTimeout)
-	n.lockService.traced = cfg.TracerProvider != nil
+	n.Service = lockservice.New(nodeReplica{n}, n.log, cfg.CancelTimeout, cfg.TracerProvider != nil)
 	n.metrics = newMetrics(n)
 	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n

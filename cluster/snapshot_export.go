@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -58,27 +59,14 @@ func (n *raftReplica) WriteSnapshot(ctx context.Context, w io.Writer, start func
 	if start != nil {
 		start(idx)
 	}
-	err = s.writeMapped(ctxWriter{ctx, w})
+	err = s.writeMapped(lockservice.ContextWriter{Ctx: ctx, W: w})
 	if errors.Is(err, errNotMapped) {
-		err = s.order.WriteOrderedAt(ctxWriter{ctx, w}, s.f, s.ix)
+		err = s.order.WriteOrderedAt(lockservice.ContextWriter{Ctx: ctx, W: w}, s.f, s.ix)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	return nil
-}
-
-// ctxWriter stops a long write once ctx ends.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
 
 // RestoreSnapshot prepares dataDir, which must be empty or absent, so

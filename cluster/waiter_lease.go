@@ -88,13 +88,7 @@ func (w *waiterLeases) due(l *leadership, queued []fsm.WaiterRef, now time.Time,
 
 // localWaiterIDs are the waiters this node's requests are blocked on.
 func (n *leaderTerm) localWaiterIDs() []string {
-	n.waitMu.Lock()
-	defer n.waitMu.Unlock()
-	ids := make([]string, 0, len(n.waiters))
-	for id := range n.waiters {
-		ids = append(ids, id)
-	}
-	return ids
+	return n.hub.WaiterIDs()
 }
 
 // waiterLeaseLoop claims this node's waiters and, while it leads, cancels

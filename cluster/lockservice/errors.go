@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"errors"
@@ -7,6 +7,13 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+)
+
+// Errors of the lock service; cluster returns the same values
+// (cluster.ErrClosed, cluster.ErrConfig).
+var (
+	ErrConfig = errors.New("cluster: invalid config")
+	ErrClosed = errors.New("cluster: node closed")
 )
 
 // errTable maps FSM refusals to the api errors api.Locker callers branch
