@@ -59,7 +59,7 @@ type Transport interface {
 // redisbridge.Backend. Create it with Start; stop it with Close.
 type Node struct {
 	// Service is the lock API (cluster/lockservice) over this node as
-	// its replica (replica.go).
+	// its replica (nodereplica.go).
 	*lockservice.Service
 
 	// The node's parts, each owning its state (docs/DESIGN.md "The
@@ -84,7 +84,7 @@ type Node struct {
 	// hub: the local waiters and the subscribers (lockservice.Hub).
 	hub *lockservice.Hub
 
-	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
+	// keyspace: WantKeyspaceEvents' callers (keyspace_demand.go).
 	keyspace lockservice.KeyspaceDemand
 
 	reqPrefix string
