@@ -64,6 +64,7 @@ func (s *Service) Limits() api.Limits {
 	return s.r.RequestLimits()
 }
 
+// LimitsOf is the request limits that a table of config c enforces.
 func LimitsOf(c fsm.Config) api.Limits {
 	return api.Limits{
 		MaxKeyBytes: c.MaxKeyBytes, MaxOwnerBytes: c.MaxOwnerBytes, MaxKeys: fsm.MaxLockKeys,
