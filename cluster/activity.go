@@ -132,7 +132,7 @@ func (n *Node) Activity(ctx context.Context) (api.Activity, error) {
 // PeerHTTPAddrs lists the members with their HTTP API addresses, this
 // node first; see PeerAddrs for how they are learned and how long it may
 // wait.
-func (n *Node) PeerHTTPAddrs(ctx context.Context) []api.PeerAddr {
+func (n *roster) PeerHTTPAddrs(ctx context.Context) []api.PeerAddr {
 	var out []api.PeerAddr
 	for _, a := range n.PeerAddrs(ctx) {
 		p := api.PeerAddr{ID: a.ID, HTTP: a.HTTP, Self: a.Self}

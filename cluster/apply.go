@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
 	"github.com/locknode/locknode/transport"
@@ -83,7 +84,7 @@ func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 		// RetryTimeout the committed result is answered anyway, as the
 		// batched forwards do (forward_batch.go): a node that cannot
 		// apply (its log store fails) must not hold the request.
-		done := n.commitDemand()
+		done := n.hub.CommitDemand()
 		wctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
 		werr := n.waitApplied(wctx, r.Index)
 		cancel()
@@ -105,7 +106,7 @@ func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 }
 
 // applyAsLeader stamps and proposes cmd on this node as leader of term l.
-func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
+func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Command) (fsm.Result, outcome, error) {
 	select {
 	case <-l.ready: // the usual case, checked alone: asking ctx for Done allocates
 	default:
@@ -123,7 +124,7 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
 	err := n.await(f)
-	ct.end(n, f, err)
+	ct.end(n.Node, f, err)
 	if err != nil {
 		oc, err := classifyProposal(err)
 		return fsm.Result{}, oc, err
@@ -136,37 +137,11 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 // propose stamps cmd with the term's clock and hands it to raft without
 // waiting. Proposals made one after another from one goroutine get log
 // indexes in that order (raft queues them on one channel).
-func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
-	return n.raft.Apply(c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))), 0)
-}
-
-// encodedSizeHint is a little more than cmd's encoded size (fixed fields
-// and varint lengths are guessed high), so the proposal is encoded into
-// one allocation.
-func encodedSizeHint(c *fsm.Command) int {
-	n := 64 + len(c.ReqID) + len(c.Key) + len(c.Owner) + len(c.Session) + len(c.Script)
-	for _, k := range c.Keys {
-		n += len(k) + 5
-	}
-	for _, a := range c.Args {
-		n += len(a) + 5
-	}
-	for _, a := range c.KeysB {
-		n += len(a) + 5
-	}
-	for _, m := range c.Multi {
-		for _, a := range m {
-			n += len(a) + 5
-		}
-		n += 5
-	}
-	for _, w := range c.Watch {
-		n += len(w.Key) + 15
-	}
-	return n
+	return n.raft.Apply(c.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(&c))), 0)
 }
 
 // classifyProposal says what a failed raft apply future means.
@@ -195,7 +170,7 @@ func proposalResult(f raft.ApplyFuture) (fsm.Result, error) {
 
 // forward sends req to the leader this node knows of. A stOK body is
 // returned with outcomeDone; everything else is classified.
-func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error) {
+func (n *forwarder) forward(ctx context.Context, req []byte) ([]byte, outcome, error) {
 	addr, id := n.raft.LeaderWithID()
 	if addr == "" {
 		return nil, outcomeNotReached, errLeaderUnknown
@@ -241,7 +216,7 @@ func (n *Node) forward(ctx context.Context, req []byte) ([]byte, outcome, error)
 // leader change or a short back-off. A ctx with a deadline is retried
 // until it ends, so a request rides out an election as the remote client
 // does; without one, RetryTimeout bounds the retries.
-func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
+func (n *forwarder) withLeader(ctx context.Context, retryUnknown bool, try func(context.Context) (outcome, error)) error {
 	var budget <-chan time.Time // nil: ctx alone bounds the retries
 	budgetSet := false
 	backoff := 5 * time.Millisecond
@@ -293,11 +268,11 @@ func (n *Node) withLeader(ctx context.Context, retryUnknown bool, try func(conte
 // Read runs fn against the local table once it is linearizable to read:
 // this node has applied everything the leader had committed when the
 // read began (the leader confirms it still leads first, a ReadIndex). now
-// is the cluster time to evaluate deadlines at: see readTime for why it
+// is the cluster time to evaluate deadlines at: see lockservice.ReadTime for why it
 // is not simply the leader's clock. stale=true skips the leader and runs
 // at once with this node's estimate of the clock. fn runs under the
 // table's read lock: it must not block, keep t, or mutate it.
-func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
+func (n *forwarder) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now int64)) error {
 	var now int64
 	if stale {
 		if n.unjoined.Load() {
@@ -325,43 +300,10 @@ func (n *Node) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now i
 	if stale {
 		now = max(now, n.table.Now())
 	} else {
-		now = readTime(n.table, now)
+		now = lockservice.ReadTime(n.table, now)
 	}
 	fn(n.table, now)
 	return nil
-}
-
-// readTime is the cluster time a linearizable read of t is evaluated at,
-// given the leader's clock: the leader's clock, but never at or past a
-// deadline the log has not reached yet.
-//
-// The leader's clock runs ahead of the log between commands, and nothing
-// commits it: a new leader continues from a lower bound of it (the last
-// committed time plus the time the new leader saw pass since it applied
-// that entry: the time rule), not from what the old one's clock showed. A read at the
-// old leader's clock could therefore call a hold expired that every
-// later write, stamped by the new leader, still finds alive: the owner's
-// extend succeeds, or the lock is granted to another only after the
-// owner released it (DESIGN.md properties 4 and 6 would conflict).
-//
-// Every later entry carries a time >= t.Now() (the FSM's clock only moves
-// forward, and a new leader starts from it). Every deadline that decides
-// what a read sees (leases, waits, sessions, value TTLs, lock-delays) is
-// in the due schedule, so no deadline lies in (t.Now(), NextDeadline):
-// any time in that range gives the same answers as t.Now() itself, an
-// instant every later write comes after. Past it, the read waits for the
-// leader's Tick like every write does. Remaining TTLs are reported at the
-// later time, so they are never longer than the leader's clock implies
-// by more than the Tick that is due.
-func readTime(t *fsm.Table, leaderNow int64) int64 {
-	applied := t.Now()
-	if leaderNow <= applied {
-		return applied
-	}
-	if at, ok := t.NextDeadline(); ok && at <= leaderNow {
-		return max(applied, at-1)
-	}
-	return leaderNow
 }
 
 // waitReadIndex waits until this node applied idx, a read index, for at
@@ -370,7 +312,7 @@ func readTime(t *fsm.Table, leaderNow int64) int64 {
 // is far behind) would otherwise hold the read for as long as the
 // caller waits, which is forever for a client without a deadline; the
 // error wraps ErrNotReady and api.ErrNoLeader: retry on another node.
-func (n *Node) waitReadIndex(ctx context.Context, idx uint64) error {
+func (n *forwarder) waitReadIndex(ctx context.Context, idx uint64) error {
 	if n.AppliedIndex() >= idx {
 		return nil
 	}
@@ -387,7 +329,7 @@ func (n *Node) waitReadIndex(ctx context.Context, idx uint64) error {
 // readIndex asks the leader (this node, when it leads) once for a read
 // index: an index that covers every write committed before the call,
 // and the term's clock.
-func (n *Node) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome, err error) {
+func (n *forwarder) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome, err error) {
 	if l := n.lead.Load(); l != nil {
 		return n.readIndexAsLeader(ctx, l)
 	}
@@ -416,7 +358,7 @@ func (n *Node) readIndex(ctx context.Context) (idx uint64, now int64, oc outcome
 // readIndexAsLeader returns an index that covers every write committed
 // before the call, after confirming leadership with a quorum, and the
 // term's clock.
-func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, int64, outcome, error) {
+func (n *leaderTerm) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, int64, outcome, error) {
 	select {
 	case <-l.ready:
 	case <-l.done:
@@ -438,7 +380,7 @@ func (n *Node) readIndexAsLeader(ctx context.Context, l *leadership) (uint64, in
 // before idx. No-op and barrier entries never reach the FSM, so a node
 // waiting for a no-op's index would wait for the next command; waiting
 // for the last command before it is equivalent and always completes.
-func (n *Node) lastCommandAtOrBefore(idx uint64) uint64 {
+func (n *raftReplica) lastCommandAtOrBefore(idx uint64) uint64 {
 	var l raft.Log
 	for i := idx; i > 0; i-- {
 		if err := n.logs.GetLog(i, &l); err != nil {
@@ -454,7 +396,7 @@ func (n *Node) lastCommandAtOrBefore(idx uint64) uint64 {
 }
 
 // staleNow estimates the cluster clock without asking the leader.
-func (n *Node) staleNow() int64 {
+func (n *raftReplica) staleNow() int64 {
 	if l := n.lead.Load(); l != nil {
 		select {
 		case <-l.ready:

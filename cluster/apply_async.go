@@ -34,7 +34,7 @@ import (
 // api.ErrNoLeader; a lost leadership after the proposal was stored wraps
 // ErrUnknownOutcome as with Apply. A proposal abandoned at shutdown ends
 // with ErrClosed.
-func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
+func (n *forwarder) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 	l := n.lead.Load()
 	if l != nil {
 		select {
@@ -56,7 +56,7 @@ func (n *Node) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 		return n.forwardAsync(cmd)
 	}
 	r, err := n.Apply(ctx, cmd)
-	return &applyFuture{n: n, done: closedChan, res: r, err: err}
+	return &applyFuture{n: n.Node, done: closedChan, res: r, err: err}
 }
 
 // closedChan is the Done of futures complete from the start.
@@ -75,11 +75,11 @@ var closedChan = func() chan struct{} {
 // filled 10,000 locks/s unbounded against 14,000 one at a time).
 const maxAsyncInFlight = 256
 
-func (n *Node) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command) *applyFuture {
+func (n *forwarder) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command) *applyFuture {
 	if f := n.takeAsyncSlot(ctx); f != nil {
 		return f
 	}
-	f := &applyFuture{n: n, done: make(chan struct{})}
+	f := &applyFuture{n: n.Node, done: make(chan struct{})}
 	win := n.asyncWindow
 	start := time.Now()
 	rf := n.propose(l, cmd)
@@ -99,13 +99,13 @@ func (n *Node) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Command
 
 // takeAsyncSlot waits for a slot of n.asyncWindow. It returns nil once
 // it has one, or a completed future with the reason it has none.
-func (n *Node) takeAsyncSlot(ctx context.Context) *applyFuture {
+func (n *forwarder) takeAsyncSlot(ctx context.Context) *applyFuture {
 	select {
 	case n.asyncWindow <- struct{}{}:
 		return nil
 	default:
 	}
-	f := &applyFuture{n: n, done: closedChan}
+	f := &applyFuture{n: n.Node, done: closedChan}
 	select {
 	case n.asyncWindow <- struct{}{}:
 		return nil

@@ -38,7 +38,7 @@ type commitDemandFn struct{ fn func() bool }
 // rather than with its next AppendEntries. fn is called on raft's
 // AppendEntries path, so it must be cheap and never block. The returned
 // function removes it.
-func (n *Node) AddCommitDemand(fn func() bool) (remove func()) {
+func (n *leaderTerm) AddCommitDemand(fn func() bool) (remove func()) {
 	d := &n.demands
 	e := &commitDemandFn{fn: fn}
 	d.update(func(cur []*commitDemandFn) []*commitDemandFn { return append(cur, e) })
@@ -68,8 +68,8 @@ func (d *commitDemands) update(edit func([]*commitDemandFn) []*commitDemandFn) {
 
 // wantsCommits reports whether this node, as a follower, wants the leader
 // to push each commit at once.
-func (n *Node) wantsCommits() bool {
-	if n.eventHub.wantsApplies() {
+func (n *leaderTerm) wantsCommits() bool {
+	if n.hub.WantsApplies() {
 		return true
 	}
 	if p := n.demands.list.Load(); p != nil {

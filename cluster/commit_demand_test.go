@@ -23,10 +23,10 @@ func TestWantsCommits(t *testing.T) {
 		start func() (end func())
 	}{
 		{"local waiter", func() func() {
-			f.awaitWaiter("w1")
-			return func() { f.stopWaiter("w1") }
+			f.hub.AwaitWaiter("w1")
+			return func() { f.hub.StopWaiter("w1") }
 		}},
-		{"observer", func() func() { return f.commitDemand() }},
+		{"observer", func() func() { return f.hub.CommitDemand() }},
 		{"added demand", func() func() { return f.AddCommitDemand(func() bool { return true }) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

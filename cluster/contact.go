@@ -18,7 +18,7 @@ import (
 // unreachableAfter is how long a member may leave the leader unanswered
 // before status marks it unreachable: the bound Ready gives a follower
 // without word from its leader.
-func (n *Node) unreachableAfter() time.Duration { return 3 * n.cfg.HeartbeatTimeout }
+func (n *roster) unreachableAfter() time.Duration { return 3 * n.cfg.HeartbeatTimeout }
 
 // contactBook holds the last answer of each peer, by id and address (a
 // member re-added at another address starts afresh). The zero value is
@@ -68,7 +68,7 @@ func (b *contactBook) last(servers []raft.Server) map[raft.ServerID]time.Time {
 // addContacts fills in the members' last contact and marks the
 // unreachable ones, when this node leads (no one else knows); the
 // members are in the order of servers.
-func (n *Node) addContacts(members []api.Member, servers []raft.Server) {
+func (n *roster) addContacts(members []api.Member, servers []raft.Server) {
 	l := n.lead.Load()
 	if l == nil || n.rtrans == nil {
 		return

@@ -6,19 +6,22 @@
 // implements api.Locker (the typed lock API) and the RESP bridge's
 // Backend (Apply, Read, Subscribe, WaitCommitted).
 //
-// The node is two layers. Its replica (replica.go) is raft, the table and
-// its lock, the applied index, the subscribers and the registry of local
-// waiters: Apply, Read, Subscribe and a waiter's outcome. The lock service
-// (locker.go, election.go) is the lock API written once over that
-// replica: it validates a request, builds the FSM command, proposes it
-// and maps the result. *Node embeds its lock service, so its lock methods
-// are the service's.
+// The node is two layers. Its replica is raft, the table and its lock,
+// the applied index, the subscribers and the registry of local waiters:
+// Apply, Read, Subscribe and a waiter's outcome; the node composes it
+// from parts that own their state (raftReplica, forwarder, leaderTerm,
+// roster: docs/DESIGN.md "The node's parts"). The lock service
+// (cluster/lockservice) is the lock API written once over a replica: it
+// validates a request, builds the FSM command, proposes it and maps the
+// result. *Node embeds its lock service, so its lock methods are the
+// service's.
 //
-// NewLocal runs the same lock service over one in-process table (Local):
-// a mutex in place of raft, commands stamped with LocalConfig.Clock, a
-// loop doing the leader's tick work, nothing on disk. It serves tests
-// (httpapitest.Fake and the bridge's test backend are built on it) and
-// single-process use that needs no durability.
+// NewLocal runs the same lock service over one in-process table (Local,
+// lockservice.Local): a mutex in place of raft, commands stamped with
+// LocalConfig.Clock, a loop doing the leader's tick work, nothing on
+// disk. It serves tests (httpapitest.Fake and the bridge's test backend
+// are built on it) and single-process use that needs no durability;
+// lockservice links no raft.
 //
 // What the node is responsible for:
 //
@@ -59,7 +62,7 @@
 //     confirmed its leadership with a quorum, waits until the local table
 //     reached it, and evaluates deadlines with the leader's clock, but
 //     never at or past a scheduled deadline that no committed entry has
-//     reached (readTime): a new leader continues from its bound of the
+//     reached (lockservice.ReadTime): a new leader continues from its bound of the
 //     cluster clock (the log's time plus what it has seen pass since),
 //     not from the old leader's clock, so a read must not call a lease
 //     ended that later writes find alive.

@@ -98,7 +98,7 @@ func batchable(cmd *fsm.Command) bool {
 
 // forwardQueued is one attempt of Apply on a follower: cmd joins the
 // queue and the attempt ends with its answer, as forward's does.
-func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
+func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
 	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
 	if n.traced(ctx) {
 		// The command carries its span's context to the leader when the
@@ -124,16 +124,16 @@ func (n *Node) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result,
 // forwardAsync queues cmd for the leader and returns its future; the
 // caller holds one slot of n.asyncWindow, released when the future
 // completes.
-func (n *Node) forwardAsync(cmd *fsm.Command) *applyFuture {
+func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
 	c := *cmd // cmd is the caller's: ApplyAsync does not modify it
-	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n, done: make(chan struct{})}}
+	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
 	n.enqueueForward(it)
 	return it.f
 }
 
 // enqueueForward appends it to the queue and starts the sender if it is
 // not running.
-func (n *Node) enqueueForward(it *forwardItem) {
+func (n *forwarder) enqueueForward(it *forwardItem) {
 	q := &n.fwd
 	q.mu.Lock()
 	q.items = append(q.items, it)
@@ -150,36 +150,46 @@ func (n *Node) enqueueForward(it *forwardItem) {
 }
 
 // sendForwarded forwards the queue batch by batch until it is empty.
-func (n *Node) sendForwarded() {
-	q := &n.fwd
+func (n *forwarder) sendForwarded() {
 	for {
-		q.mu.Lock()
-		k, size := 0, 0
-		for k < len(q.items) && k < maxForwardBatch {
-			size += len(q.items[k].req)
-			if k > 0 && size > maxForwardBatchBytes {
-				break
-			}
-			k++
-		}
-		batch := append([]*forwardItem(nil), q.items[:k]...)
-		clear(q.items[:k])
-		q.items = q.items[k:]
-		if k == 0 {
-			q.items = nil
-			q.sending = false
-		}
-		q.mu.Unlock()
-		if k == 0 {
+		batch := n.fwd.next()
+		if batch == nil {
 			return
 		}
 		n.forwardBatch(batch)
 	}
 }
 
+// next takes the queue's next batch, oldest first: at most
+// maxForwardBatch commands and maxForwardBatchBytes of their encodings,
+// but always the first command, however large. On an empty queue it
+// returns nil and marks the sender stopped under the same lock, so a
+// command queued after that starts a new sender.
+func (q *forwardQueue) next() []*forwardItem {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k, size := 0, 0
+	for k < len(q.items) && k < maxForwardBatch {
+		size += len(q.items[k].req)
+		if k > 0 && size > maxForwardBatchBytes {
+			break
+		}
+		k++
+	}
+	if k == 0 {
+		q.items = nil
+		q.sending = false
+		return nil
+	}
+	batch := append([]*forwardItem(nil), q.items[:k]...)
+	clear(q.items[:k])
+	q.items = q.items[k:]
+	return batch
+}
+
 // forwardBatch sends batch to the leader (or proposes it here if this
 // node leads now) and arranges for each item's future to complete.
-func (n *Node) forwardBatch(batch []*forwardItem) {
+func (n *forwarder) forwardBatch(batch []*forwardItem) {
 	var req []byte
 	handed := false // the futures are someone else's to complete
 	err := n.withLeader(context.Background(), false, func(ctx context.Context) (outcome, error) {
@@ -238,7 +248,7 @@ func (n *Node) forwardBatch(batch []*forwardItem) {
 // proposeBatchHere proposes batch on this node, which became the leader
 // while the batch waited: in order, each future completed by its own
 // goroutine as on proposeAsync.
-func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*forwardItem) (outcome, error) {
+func (n *forwarder) proposeBatchHere(ctx context.Context, l *leadership, batch []*forwardItem) (outcome, error) {
 	select {
 	case <-l.ready:
 	case <-l.done:
@@ -265,7 +275,7 @@ func (n *Node) proposeBatchHere(ctx context.Context, l *leadership, batch []*for
 // the answer sees the write), or its error. sent is when the call was
 // sent, for the latency trace. hinted: the body ends with the commit
 // hint (appendCommitHint), handed to raft before the wait for the apply.
-func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, hinted bool) error {
+func (n *forwarder) completeForwarded(batch []*forwardItem, body []byte, sent int64, hinted bool) error {
 	d := fsm.NewDecoder(body)
 	if cnt := d.Uvarint(); d.Err() != nil || cnt != uint64(len(batch)) {
 		return errBadRPC
@@ -322,7 +332,7 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, 
 		if !hinted {
 			// A leader that gives no hint: its commit push tells this
 			// node of the commit (wantsCommits).
-			defer n.commitDemand()()
+			defer n.hub.CommitDemand()()
 		}
 		// Past the timeout the committed results are answered anyway,
 		// as Apply does when its ctx ends while this node catches up.
@@ -349,7 +359,7 @@ func (n *Node) completeForwarded(batch []*forwardItem, body []byte, sent int64, 
 
 // finishForwarded completes it with res or err (as ApplyAsync reports
 // them: see applyFuture.complete).
-func (n *Node) finishForwarded(it *forwardItem, res fsm.Result, err error) {
+func (n *forwarder) finishForwarded(it *forwardItem, res fsm.Result, err error) {
 	if it.reply != nil {
 		oc := outcomeDone
 		switch {
@@ -389,7 +399,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // commands in order, then answers stOK with each command's status and
 // result (stNotLeader for the whole call if none was proposed), followed
 // if hinted by the commit hint (appendCommitHint).
-func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
+func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
 	cmds, tps, err := decodeApplyBatch(body, traced)
 	if err != nil {
@@ -423,7 +433,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced
 		if traceOn {
 			b.proposed[i] = traceStart()
 		}
-		b.spans.begin(n, i)
+		b.spans.begin(n.Node, i)
 		b.futs[i] = n.propose(l, &cmds[i])
 	}
 	resp, last, refused := n.answerBatch(ctx, b)
@@ -491,7 +501,7 @@ type servedBatch struct {
 // items: stOK, the count, then each command's status and result. It
 // returns the batch's last committed entry and how many proposals were
 // refused as not leader.
-func (n *Node) answerBatch(ctx context.Context, b *servedBatch) (resp []byte, last uint64, refused int) {
+func (n *forwarder) answerBatch(ctx context.Context, b *servedBatch) (resp []byte, last uint64, refused int) {
 	resp = binary.AppendUvarint([]byte{stOK}, uint64(len(b.futs)))
 	var item []byte
 	for i, f := range b.futs {
@@ -519,7 +529,7 @@ func (n *Node) answerBatch(ctx context.Context, b *servedBatch) (resp []byte, la
 				traceFwdServed(res.Index, b.recv, b.proposed[i])
 			}
 		}
-		b.spans.end(n, i, f, aerr)
+		b.spans.end(n.Node, i, f, aerr)
 		resp = append(resp, st)
 		resp = binary.AppendUvarint(resp, uint64(len(item)))
 		resp = append(resp, item...)
@@ -534,7 +544,7 @@ func (n *Node) answerBatch(ctx context.Context, b *servedBatch) (resp []byte, la
 // may hold an uncommitted entry of another term at that index, and the
 // term is what keeps it from committing that one (third_party/raft
 // FORK.md).
-func (n *Node) appendCommitHint(resp []byte, last uint64) []byte {
+func (n *forwarder) appendCommitHint(resp []byte, last uint64) []byte {
 	var term uint64
 	if last > 0 {
 		var l raft.Log
@@ -558,7 +568,7 @@ type commitHinter interface {
 
 // commitHint tells this node's raft, if it is the fork, that the entry at
 // index, written in term, is committed.
-func (n *Node) commitHint(index, term uint64) {
+func (n *forwarder) commitHint(index, term uint64) {
 	if h, ok := any(n.raft).(commitHinter); ok && index > 0 && term > 0 {
 		h.LocknodeCommitted(index, term)
 	}

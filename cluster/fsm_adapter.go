@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/fsm/reply"
 )
@@ -44,7 +45,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	n.mu.Lock()
 	held := time.Now()
-	n.table.SetKeyspaceEvents(n.keyspace.on())
+	n.table.SetKeyspaceEvents(n.keyspace.On())
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -116,7 +117,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(counts)
 	for _, ae := range evs {
-		n.dispatch(ae.index, ae.events)
+		n.hub.Dispatch(ae.index, ae.events)
 	}
 	n.spanTimes.record(logs, held)
 	if lastApplied > 0 {
@@ -188,7 +189,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.setApplied(idx, now, true)
 	// Subscribers that keep state about keys (client-side caching) must
 	// drop it: the restored table carries no events of what changed.
-	n.dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
+	n.hub.Dispatch(idx, []fsm.Event{{Kind: fsm.EvRestored}})
 	return nil
 }
 
@@ -208,7 +209,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 // needs. The store time keeps the bound tight where the apply time would
 // not: entries in flight when a leader dies are stored before the
 // election and applied after it.
-func (n *Node) setApplied(idx uint64, now int64, force bool) {
+func (n *raftReplica) setApplied(idx uint64, now int64, force bool) {
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
@@ -217,7 +218,7 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
 		mono = at
 	}
-	if mutantAnchor(n, now, force) {
+	if mutantAnchor(n.Node, now, force) {
 		n.lastApplyTime, n.lastApplyMono = now, mono
 	}
 	close(n.appliedCh)
@@ -235,7 +236,7 @@ func (n *Node) setApplied(idx uint64, now int64, force bool) {
 // change shortens a lease, and the new leader loses only the entry's
 // replication latency, not the idle time before the election (DESIGN.md
 // "Time").
-func (n *Node) clockFloor(m time.Time) int64 {
+func (n *raftReplica) clockFloor(m time.Time) int64 {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
 	if n.lastApplyTime == 0 {
@@ -245,46 +246,27 @@ func (n *Node) clockFloor(m time.Time) int64 {
 }
 
 // AppliedIndex returns the index of the last entry this node applied.
-func (n *Node) AppliedIndex() uint64 {
+func (n *raftReplica) AppliedIndex() uint64 {
 	idx, _ := n.appliedNext()
 	return idx
 }
 
 // appliedNext returns the index of the last entry this node applied and
 // a channel closed when it grows.
-func (n *Node) appliedNext() (uint64, <-chan struct{}) {
+func (n *raftReplica) appliedNext() (uint64, <-chan struct{}) {
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
 	return n.applied, n.appliedCh
 }
 
 // waitApplied blocks until this node applied idx, or ctx ends.
-func (n *Node) waitApplied(ctx context.Context, idx uint64) error {
-	return waitIndex(ctx, idx, n.appliedNext, n.closed)
-}
-
-// waitIndex blocks until current reports idx reached, ctx ends
-// (ctx.Err()) or closed is closed (ErrClosed). current returns the index
-// and a channel closed when it grows: the wait needs no polling.
-func waitIndex(ctx context.Context, idx uint64, current func() (uint64, <-chan struct{}), closed <-chan struct{}) error {
-	for {
-		a, ch := current()
-		if a >= idx {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-closed:
-			return ErrClosed
-		}
-	}
+func (n *raftReplica) waitApplied(ctx context.Context, idx uint64) error {
+	return lockservice.WaitIndex(ctx, idx, n.appliedNext, n.closed)
 }
 
 // WaitCommitted blocks until index is committed by a quorum and applied
 // on this node (applied implies committed), or ctx ends.
-func (n *Node) WaitCommitted(ctx context.Context, index uint64) error {
+func (n *raftReplica) WaitCommitted(ctx context.Context, index uint64) error {
 	return n.waitApplied(ctx, index)
 }
 
@@ -306,6 +288,6 @@ func isSetNX(args [][]byte) bool {
 // events are skipped), in log order, on the apply path: fn must not
 // block. cancel stops the calls; one already under way may still finish
 // after cancel returns.
-func (n *Node) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
-	return n.subscribe(fn)
+func (n *raftReplica) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+	return n.hub.Subscribe(fn)
 }

@@ -138,7 +138,7 @@ func (l *leadership) now(c Clock) int64 {
 
 // leadershipLoop follows raft's leadership notifications. It ends when
 // the node closes.
-func (n *Node) leadershipLoop(notify <-chan bool) {
+func (n *leaderTerm) leadershipLoop(notify <-chan bool) {
 	var cur *leadership
 	end := func() {
 		if cur != nil {
@@ -179,7 +179,7 @@ func (n *Node) leadershipLoop(notify <-chan bool) {
 }
 
 // leadTerm sets the term's clock and then runs the tick loop.
-func (n *Node) leadTerm(l *leadership) {
+func (n *leaderTerm) leadTerm(l *leadership) {
 	// The barrier makes every entry of earlier terms applied, so the
 	// table's clock is the largest time any committed command carries.
 	for {
@@ -236,7 +236,7 @@ func (n *Node) leadTerm(l *leadership) {
 // at the next deadline (at most TickInterval away) and after every
 // applied batch, and never proposes two Ticks less than MinTickGap apart;
 // the term's first Tick goes as soon as it is due.
-func (n *Node) tickLoop(l *leadership) {
+func (n *leaderTerm) tickLoop(l *leadership) {
 	timer := time.NewTimer(n.cfg.TickInterval)
 	defer timer.Stop()
 	var lastTick time.Time
@@ -311,7 +311,7 @@ const handoffMaxDefer = 10 * time.Millisecond
 // waited behind it took 1.7 times as long. Holding the acquire back costs
 // it nothing: it would have queued behind the holder anyway, and the
 // release it joins is what moves the queue.
-func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
+func (n *leaderTerm) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
 	if cmd.Wait == 0 || cmd.Key == "" || len(cmd.Keys) > 0 || cmd.Mode != fsm.Exclusive {
 		return
 	}
@@ -344,7 +344,7 @@ func (n *Node) deferQueuedAcquire(ctx context.Context, cmd *fsm.Command) {
 
 // openHandoff lets the acquires held back on cmd's keys go with the
 // release cmd that is about to be proposed.
-func (n *Node) openHandoff(cmd *fsm.Command) {
+func (n *leaderTerm) openHandoff(cmd *fsm.Command) {
 	l := n.lead.Load()
 	if l == nil {
 		return
@@ -360,7 +360,7 @@ func (n *Node) openHandoff(cmd *fsm.Command) {
 // readyLead returns this node's leadership once its term is ready to
 // propose (l.ready), or nil: a follower, or a leader still applying its
 // term's barrier.
-func (n *Node) readyLead() *leadership {
+func (n *leaderTerm) readyLead() *leadership {
 	l := n.lead.Load()
 	if l == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -12,7 +13,7 @@ import (
 // let through is not refused later by the FSM's own check, and the
 // reverse.
 func TestDefaultLimitsAgree(t *testing.T) {
-	if got, want := limitsOf(fsm.DefaultConfig()), api.DefaultLimits(); got != want {
+	if got, want := lockservice.LimitsOf(fsm.DefaultConfig()), api.DefaultLimits(); got != want {
 		t.Fatalf("fsm.DefaultConfig gives limits %+v, api.DefaultLimits %+v", got, want)
 	}
 	if err := api.DefaultLimits().Validate(); err != nil {

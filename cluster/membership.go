@@ -29,7 +29,7 @@ const joinProbeTimeout = 5 * time.Second
 //
 // The leader refuses (ErrVersionRefused) a node whose cluster versions do
 // not include the active one (version.go: it asks the node).
-func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+func (n *roster) AddVoter(ctx context.Context, id, addr string) error {
 	return n.addVoter(ctx, id, addr, VersionRange{}, true)
 }
 
@@ -39,13 +39,13 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 // refuses it with an error wrapping api.ErrNoLeader, which a client
 // retries on its next endpoint. The version check still applies when the
 // node answers.
-func (n *Node) AddVoterForce(ctx context.Context, id, addr string) error {
+func (n *roster) AddVoterForce(ctx context.Context, id, addr string) error {
 	return n.addVoter(ctx, id, addr, VersionRange{}, false)
 }
 
 // addVoter adds a voter; rng is the cluster versions the joiner said it
 // runs (zero: ask it), check whether addr must answer as a peer first.
-func (n *Node) addVoter(ctx context.Context, id, addr string, rng VersionRange, check bool) error {
+func (n *roster) addVoter(ctx context.Context, id, addr string, rng VersionRange, check bool) error {
 	if id == "" || addr == "" {
 		return fmt.Errorf("%w: id and addr are required", ErrConfig)
 	}
@@ -91,7 +91,7 @@ func appendJoin(id, addr string, rng VersionRange) []byte {
 // RemoveServer removes server id from the cluster (a dead member, or one
 // that leaves). Any member accepts it and forwards it to the leader. An
 // id the configuration does not hold is refused (ErrUnknownMember).
-func (n *Node) RemoveServer(ctx context.Context, id string) error {
+func (n *roster) RemoveServer(ctx context.Context, id string) error {
 	if id == "" {
 		return fmt.Errorf("%w: id is required", ErrConfig)
 	}
@@ -106,7 +106,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 
 // hasServer reports whether the latest configuration holds server id (at
 // addr, unless addr is empty).
-func (n *Node) hasServer(id, addr string) bool {
+func (n *roster) hasServer(id, addr string) bool {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return false
@@ -123,7 +123,7 @@ func (n *Node) hasServer(id, addr string) bool {
 // transport's handshake (TLS, when configured, authenticates it) and a
 // node-info call. An error answer still proves a peer (a node that
 // predates node info, or one that refuses this node).
-func (n *Node) probePeer(ctx context.Context, addr string) error {
+func (n *roster) probePeer(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, joinProbeTimeout)
 	defer cancel()
 	_, err := n.tr.Call(ctx, addr, []byte{rpcNodeInfo})
@@ -137,7 +137,7 @@ func (n *Node) probePeer(ctx context.Context, addr string) error {
 // changes are idempotent, so every failure is retried (for as long as
 // withLeader says). local runs on the leader: it may refuse the change
 // (a final answer) or start it.
-func (n *Node) membership(ctx context.Context, req []byte, local func(context.Context) (raft.IndexFuture, error)) error {
+func (n *roster) membership(ctx context.Context, req []byte, local func(context.Context) (raft.IndexFuture, error)) error {
 	lost := false // an earlier attempt may have made the change
 	err := n.withLeader(ctx, true, func(ctx context.Context) (outcome, error) {
 		if l := n.lead.Load(); l != nil {
@@ -203,7 +203,7 @@ func orNone(s string) string {
 // Leave removes this node from the cluster for good: a leader first
 // transfers leadership, then the (new) leader removes this node. Close
 // the node afterwards; its data directory is of no further use.
-func (n *Node) Leave(ctx context.Context) error {
+func (n *roster) Leave(ctx context.Context) error {
 	if n.raft.State() == raft.Leader && n.voters() > 1 {
 		if err := n.await(n.raft.LeadershipTransfer()); err != nil {
 			n.log.Warn("leadership transfer before leave failed", "error", err)
@@ -219,7 +219,7 @@ func (n *Node) Leave(ctx context.Context) error {
 // or bootstrapped. It retries until a member adds this node or ctx ends;
 // an address that is another service's port (an HTTP port, say) fails
 // at once with an error wrapping transport.ErrNotPeer.
-func (n *Node) Join(ctx context.Context, addrs []string) error {
+func (n *roster) Join(ctx context.Context, addrs []string) error {
 	if n.hadState || n.cfg.Bootstrap || len(addrs) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (n *Node) Join(ctx context.Context, addrs []string) error {
 // succeeds or ctx ends. Members may still be starting, so failed rounds
 // are repeated after a short pause; an address that is not a peer port
 // is a mistake no retry mends.
-func (n *Node) join(ctx context.Context, addrs []string) error {
+func (n *roster) join(ctx context.Context, addrs []string) error {
 	req := appendJoin(n.id, n.Addr(), LocalVersions())
 	var last error
 	warned := "" // the leader's last refusal logged at WARN
@@ -278,7 +278,7 @@ func (n *Node) join(ctx context.Context, addrs []string) error {
 
 // memberIDs lists the configuration's member ids, for an error that
 // refuses another.
-func (n *Node) memberIDs() string {
+func (n *roster) memberIDs() string {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return "unknown"

@@ -15,15 +15,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/transport"
 )
 
 // Errors of this package; the api sentinels (api.ErrNoLeader, ...) are
 // wrapped where callers branch on them.
 var (
-	ErrConfig = errors.New("cluster: invalid config")
-	ErrClosed = errors.New("cluster: node closed")
+	ErrConfig = lockservice.ErrConfig
+	ErrClosed = lockservice.ErrClosed
 	// ErrUnknownOutcome: the leader was lost while a request without a
 	// request id was in flight; it may or may not have been applied. It
 	// also wraps api.ErrNoLeader.
@@ -58,97 +58,41 @@ type Transport interface {
 // follower forwards to the leader) and implements api.Locker and
 // redisbridge.Backend. Create it with Start; stop it with Close.
 type Node struct {
-	// lockService is the lock API (locker.go, election.go) over this
-	// node as its replica (replica.go).
-	*lockService
+	// Service is the lock API (cluster/lockservice) over this node as
+	// its replica (nodereplica.go).
+	*lockservice.Service
+
+	// The node's parts, each owning its state (docs/DESIGN.md "The
+	// node's parts"): the table behind raft, the way to the leader, this
+	// node's terms as leader, and the cluster's members.
+	*raftReplica
+	*forwarder
+	*leaderTerm
+	*roster
 
 	// spanTimes times the applied batches for traced proposals (otel.go).
 	spanTimes applyTimes
 
-	cfg    Config
-	id     string
-	log    hclog.Logger
-	clock  Clock
-	tr     Transport
-	raft   *raft.Raft
-	store  *raftStorage  // log and stable store (logstore.go)
-	logs   raft.LogStore // store.logs
-	rtrans *raftNet
+	cfg   Config
+	id    string
+	log   hclog.Logger
+	clock Clock
+	tr    Transport
 
-	// mu guards table: Apply takes it for writing, reads and snapshots
-	// for reading.
-	mu     sync.RWMutex
-	table  *fsm.Table
-	limits fsm.Config // the table's limits, for cheap early checks
+	readyShare readyShare // Ready's shared evaluations
 
-	// applied is the index of the last log entry the table has seen
-	// (commands and configuration changes); appliedCh is closed and
-	// replaced whenever it grows.
-	appliedMu sync.Mutex
-	applied   uint64
-	appliedCh chan struct{}
-	// lastApplyTime/lastApplyMono anchor this node's lower bound of the
-	// cluster clock (clockFloor): an applied entry's time and this
-	// node's monotonic reading when it stored it (or applied it, if
-	// stored before this process began): always the latest applied
-	// entry (setApplied says why).
-	lastApplyTime int64
-	lastApplyMono time.Time
-	// storeTimes is when this node stored each entry not yet applied.
-	storeTimes storeTimes
-	// storeHealth is the outcome of the log store's latest writes (Ready).
-	storeHealth storeHealth
-	readyShare  readyShare // Ready's shared evaluations
+	// hub: the local waiters and the subscribers (lockservice.Hub).
+	hub *lockservice.Hub
 
-	// lead is the current leadership term's state, nil on followers.
-	lead atomic.Pointer[leadership]
-	// unjoined: this node started without raft state and has not heard
-	// from a leader since; it is no member yet, so requests are refused
-	// at once instead of waiting for a leader (membership.go).
-	unjoined atomic.Bool
-	// hadState: Start found raft state in DataDir (Join does nothing).
-	hadState bool
-	// haltErr is why this node stopped applying the log (version.go).
-	haltErr atomic.Pointer[error]
-	// noLeaderSince is when this node last lost (or, from its start, had
-	// not yet heard of) a leader, unix ns; 0 while it knows one
-	// (noleader.go).
-	noLeaderSince atomic.Int64
-	// leaderCh is closed and replaced whenever the known leader changes.
-	leaderMu sync.Mutex
-	leaderCh chan struct{}
-
-	// kick wakes the leader's tick loop after each applied batch.
-	kick chan struct{}
-
-	// eventHub: the local waiters and the subscribers (events.go).
-	eventHub
-	// demands: AddCommitDemand's functions (commit_demand.go).
-	demands commitDemands
-	leases  waiterLeases // the leader's claims of waiters (waiter_lease.go)
-
-	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
-	keyspace keyspaceDemand
+	// keyspace: WantKeyspaceEvents' callers (keyspace_demand.go).
+	keyspace lockservice.KeyspaceDemand
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
 	metrics *metrics
 
-	peerInfo nodeInfoCache // PeerAddrs' answers (nodeinfo.go)
-
 	history *history // recent grants and activity samples (history.go)
-
-	// forced remembers the forced releases of recent entries, which a
-	// forwarded command's result gets from here (peeraudit.go).
-	forced forcedLog
-
-	// asyncWindow is a semaphore of maxAsyncInFlight slots bounding the
-	// asynchronous proposals not yet answered (apply_async.go).
-	asyncWindow chan struct{}
-	// fwd is a follower's asynchronous proposals on their way to the
-	// leader (forward_batch.go).
-	fwd forwardQueue
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -239,7 +183,7 @@ func (n *Node) openTransport() error {
 
 // openStorage opens raft's log and stable store (n.store, n.logs) and
 // returns its snapshot store, all in cfg.DataDir.
-func (n *Node) openStorage() (raft.SnapshotStore, error) {
+func (n *raftReplica) openStorage() (raft.SnapshotStore, error) {
 	cfg := n.cfg
 	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, cfg.StorageFaults, n.log)
 	if err != nil {
@@ -271,7 +215,7 @@ type raftSignals struct {
 // stream layer, watching its leader changes. hasState reports whether
 // the storage held a raft state before (then the node neither bootstraps
 // nor joins).
-func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bool, err error) {
+func (n *raftReplica) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bool, err error) {
 	cfg := n.cfg
 	// Replication is not pipelined (MaxRPCsInFlight 1: one AppendEntries
 	// in flight per follower): raftNet would make pipelining safe, but
@@ -309,7 +253,7 @@ func (n *Node) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasState bo
 		return sig, false, fmt.Errorf("cluster: reading raft state: %w", err)
 	}
 
-	r, err := raft.NewRaft(rc, (*fsmAdapter)(n), n.logs, n.store.stable, snaps, n.rtrans)
+	r, err := raft.NewRaft(rc, (*fsmAdapter)(n.Node), n.logs, n.store.stable, snaps, n.rtrans)
 	if err != nil {
 		return sig, false, fmt.Errorf("cluster: raft: %w", err)
 	}
@@ -358,7 +302,7 @@ func (n *Node) startLoops(sig raftSignals) {
 // bootstrapOrJoin makes a node without raft state a member: it
 // bootstraps the configured cluster (cfg.Peers, or itself alone), or
 // joins one through cfg.Join; with neither it waits to be added.
-func (n *Node) bootstrapOrJoin(ctx context.Context) error {
+func (n *roster) bootstrapOrJoin(ctx context.Context) error {
 	cfg := n.cfg
 	switch {
 	case cfg.Bootstrap:
@@ -389,20 +333,15 @@ func newNode(cfg Config, reqPrefix string) *Node {
 		id:        cfg.ID,
 		log:       cfg.Logger.Named("cluster").With("node", cfg.ID),
 		clock:     cfg.Clock,
-		table:     fsm.New(cfg.FSM),
-		limits:    fsm.New(cfg.FSM).Config(),
-		appliedCh: make(chan struct{}),
-		leaderCh:  make(chan struct{}),
-		kick:      make(chan struct{}, 1),
-		eventHub:  newEventHub(),
+		hub:       lockservice.NewHub(),
 		reqPrefix: reqPrefix,
 		closed:    make(chan struct{}),
-
-		asyncWindow: make(chan struct{}, maxAsyncInFlight),
 	}
-	n.lastApplyMono = n.clock.Now()
-	n.lockService = newLockService(n, n.log, cfg.CancelTimeout)
-	n.lockService.traced = cfg.TracerProvider != nil
+	n.raftReplica = newRaftReplica(n, cfg.FSM)
+	n.forwarder = newForwarder(n)
+	n.leaderTerm = newLeaderTerm(n)
+	n.roster = &roster{Node: n}
+	n.Service = lockservice.New(nodeReplica{n}, n.log, cfg.CancelTimeout, cfg.TracerProvider != nil)
 	n.metrics = newMetrics(n)
 	n.history = newHistory(cfg.HistoryKeys, cfg.HistoryEntries, newActivity(cfg.ActivityWindow, time.Now))
 	return n
@@ -417,11 +356,11 @@ func (n *Node) Addr() string { return n.tr.Addr().String() }
 // Raft exposes the underlying raft server for operators and tests
 // (stats, snapshots). Do not Apply through it: commands must be stamped
 // by the node.
-func (n *Node) Raft() *raft.Raft { return n.raft }
+func (n *raftReplica) Raft() *raft.Raft { return n.raft }
 
 // IsLeader reports whether this node is the leader and has set up its
 // term's clock (it accepts proposals without forwarding).
-func (n *Node) IsLeader() bool {
+func (n *leaderTerm) IsLeader() bool {
 	l := n.lead.Load()
 	if l == nil {
 		return false
@@ -436,7 +375,7 @@ func (n *Node) IsLeader() bool {
 
 // Leader returns the id and address of the leader this node knows of;
 // empty when none is known.
-func (n *Node) Leader() (id, addr string) {
+func (n *leaderTerm) Leader() (id, addr string) {
 	a, i := n.raft.LeaderWithID()
 	return string(i), string(a)
 }
@@ -444,7 +383,7 @@ func (n *Node) Leader() (id, addr string) {
 // WaitLeader blocks until this node knows a leader that has finished
 // setting up its term (as far as this node can tell: on followers, that
 // a leader is known), or ctx ends.
-func (n *Node) WaitLeader(ctx context.Context) error {
+func (n *leaderTerm) WaitLeader(ctx context.Context) error {
 	for {
 		ch := n.leaderChanged()
 		if id, _ := n.Leader(); id != "" {
@@ -523,7 +462,7 @@ func (n *Node) shutdown(graceful bool) error {
 	return n.closeErr
 }
 
-func (n *Node) voters() int {
+func (n *roster) voters() int {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return 0
@@ -538,7 +477,7 @@ func (n *Node) voters() int {
 }
 
 // observeLoop turns raft's leader observations into leaderCh broadcasts.
-func (n *Node) observeLoop(obs chan raft.Observation) {
+func (n *leaderTerm) observeLoop(obs chan raft.Observation) {
 	for {
 		select {
 		case o := <-obs:
@@ -557,7 +496,7 @@ func (n *Node) observeLoop(obs chan raft.Observation) {
 	}
 }
 
-func (n *Node) broadcastLeader() {
+func (n *leaderTerm) broadcastLeader() {
 	n.leaderMu.Lock()
 	close(n.leaderCh)
 	n.leaderCh = make(chan struct{})
@@ -565,7 +504,7 @@ func (n *Node) broadcastLeader() {
 }
 
 // leaderChanged returns a channel closed at the next leader change.
-func (n *Node) leaderChanged() <-chan struct{} {
+func (n *leaderTerm) leaderChanged() <-chan struct{} {
 	n.leaderMu.Lock()
 	defer n.leaderMu.Unlock()
 	return n.leaderCh
@@ -580,7 +519,7 @@ func (n *Node) newReqID() string {
 // before raft shuts down). The goroutine that waits for raft's answer ends
 // when raft answers, at raft's shutdown at the latest: the fork gives
 // every future it accepts its shutdown channel (third_party/raft/FORK.md).
-func (n *Node) await(f raft.Future) error {
+func (n *raftReplica) await(f raft.Future) error {
 	ch := make(chan error, 1)
 	// Ends when raft answers f or shuts down (see above).
 	go func() { ch <- f.Error() }()

@@ -87,7 +87,7 @@ type nodeInfoEntry struct {
 // until they answer (or time out, in about a second) or ctx ends, in
 // which case they are listed unreachable. It never fails: without a
 // readable configuration it lists this node alone.
-func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
+func (n *roster) PeerAddrs(ctx context.Context) []NodeAddrs {
 	self := NodeAddrs{
 		ID: n.id, Raft: n.Addr(), ClientAddrs: n.cfg.Advertised, Self: true, Reachable: true, Versions: LocalVersions(),
 	}
@@ -175,7 +175,7 @@ func (n *Node) PeerAddrs(ctx context.Context) []NodeAddrs {
 // stores the answer in e. A failed query keeps the addresses last
 // reported (a client may still find the member there once it is back)
 // but marks it unreachable.
-func (n *Node) fetchNodeInfo(id raft.ServerID, e *nodeInfoEntry) {
+func (n *roster) fetchNodeInfo(id raft.ServerID, e *nodeInfoEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), nodeInfoTimeout)
 	defer cancel()
 	info, err := n.askNodeInfo(ctx, string(id), e.raftAddr)
@@ -202,7 +202,7 @@ type nodeInfo struct {
 
 // askNodeInfo runs one rpcNodeInfo call and checks the answer comes
 // from the member expected at addr.
-func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (nodeInfo, error) {
+func (n *roster) askNodeInfo(ctx context.Context, id, addr string) (nodeInfo, error) {
 	resp, err := n.tr.Call(ctx, addr, []byte{rpcNodeInfo})
 	if err != nil {
 		return nodeInfo{}, err
@@ -235,7 +235,7 @@ func (n *Node) askNodeInfo(ctx context.Context, id, addr string) (nodeInfo, erro
 }
 
 // handleNodeInfo answers rpcNodeInfo.
-func (n *Node) handleNodeInfo() []byte {
+func (n *roster) handleNodeInfo() []byte {
 	b := appendStr([]byte{stOK}, n.id)
 	b = appendStr(b, n.cfg.Advertised.HTTP)
 	b = appendStr(b, n.cfg.Advertised.RESP)

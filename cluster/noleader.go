@@ -27,7 +27,7 @@ func (c Config) NoLeaderBound() time.Duration {
 const minNoLeaderBound = 2 * time.Second
 
 // noteLeader records whether a leader is known (leader observations).
-func (n *Node) noteLeader(known bool) {
+func (n *leaderTerm) noteLeader(known bool) {
 	if known {
 		n.noLeaderSince.Store(0)
 		return
@@ -38,7 +38,7 @@ func (n *Node) noteLeader(known bool) {
 // leaderless returns a *NoLeaderError (wrapped with api.ErrNoLeader)
 // when this node has known no leader for longer than NoLeaderBound, else
 // nil. It asks raft itself, so a missed observation only delays it.
-func (n *Node) leaderless() error {
+func (n *leaderTerm) leaderless() error {
 	if _, id := n.raft.LeaderWithID(); id != "" {
 		n.noLeaderSince.Store(0)
 		return nil

@@ -53,7 +53,7 @@ func (n *Node) authorizeRPC(ctx context.Context, k *rpcKind, req []byte) error {
 
 // isMember reports whether id is in the latest raft configuration
 // (committed or not: a node being added is one).
-func (n *Node) isMember(id string) bool {
+func (n *roster) isMember(id string) bool {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return false

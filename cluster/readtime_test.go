@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -38,7 +39,7 @@ func TestReadTime(t *testing.T) {
 		{"nothing scheduled", empty, 5000, 5000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := readTime(tc.table, tc.leader)
+			got := lockservice.ReadTime(tc.table, tc.leader)
 			if got != tc.want {
 				t.Fatalf("readTime(leader %d) = %d, want %d", tc.leader, got, tc.want)
 			}

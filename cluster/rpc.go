@@ -31,12 +31,12 @@ var (
 )
 
 // serveApply serves rpcApply.
-func (n *Node) serveApply(ctx context.Context, body []byte) ([]byte, error) {
+func (n *forwarder) serveApply(ctx context.Context, body []byte) ([]byte, error) {
 	return n.serveApplyCmd(ctx, "", body)
 }
 
 // serveApplyTraced serves rpcApplyTraced.
-func (n *Node) serveApplyTraced(ctx context.Context, body []byte) ([]byte, error) {
+func (n *forwarder) serveApplyTraced(ctx context.Context, body []byte) ([]byte, error) {
 	d := fsm.NewDecoder(body)
 	tp := d.Str()
 	if d.Err() != nil || len(tp) > maxTraceparent {
@@ -47,7 +47,7 @@ func (n *Node) serveApplyTraced(ctx context.Context, body []byte) ([]byte, error
 
 // serveApplyCmd proposes the encoded command b forwarded by a follower,
 // traced under tp ("" untraced), and answers with its result.
-func (n *Node) serveApplyCmd(ctx context.Context, tp string, b []byte) ([]byte, error) {
+func (n *forwarder) serveApplyCmd(ctx context.Context, tp string, b []byte) ([]byte, error) {
 	cmd, err := fsm.DecodeCommand(b)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errBadRPC, err)
@@ -87,7 +87,7 @@ func (n *Node) serveApplyCmd(ctx context.Context, tp string, b []byte) ([]byte, 
 }
 
 // serveReadIndex serves rpcReadIndex.
-func (n *Node) serveReadIndex(ctx context.Context, _ []byte) ([]byte, error) {
+func (n *forwarder) serveReadIndex(ctx context.Context, _ []byte) ([]byte, error) {
 	l := n.lead.Load()
 	if l == nil {
 		return []byte{stNotLeader}, nil
@@ -107,7 +107,7 @@ func (n *Node) serveReadIndex(ctx context.Context, _ []byte) ([]byte, error) {
 }
 
 // serveJoin serves rpcJoin.
-func (n *Node) serveJoin(ctx context.Context, body []byte) ([]byte, error) {
+func (n *roster) serveJoin(ctx context.Context, body []byte) ([]byte, error) {
 	d := fsm.NewDecoder(body)
 	id, addr := d.Str(), d.Str()
 	// A join without a range comes from a member forwarding an AddVoter,
@@ -131,7 +131,7 @@ func (n *Node) serveJoin(ctx context.Context, body []byte) ([]byte, error) {
 }
 
 // serveRemove serves rpcRemove.
-func (n *Node) serveRemove(ctx context.Context, body []byte) ([]byte, error) {
+func (n *roster) serveRemove(ctx context.Context, body []byte) ([]byte, error) {
 	d := fsm.NewDecoder(body)
 	id := d.Str()
 	if d.Err() != nil || id == "" {
@@ -152,26 +152,26 @@ func statusOf(err error) []byte {
 }
 
 // serveNodeInfo serves rpcNodeInfo.
-func (n *Node) serveNodeInfo(context.Context, []byte) ([]byte, error) {
+func (n *roster) serveNodeInfo(context.Context, []byte) ([]byte, error) {
 	return n.handleNodeInfo(), nil
 }
 
 // serveWaiterClaim serves rpcWaiterClaim.
-func (n *Node) serveWaiterClaim(_ context.Context, body []byte) ([]byte, error) {
+func (n *leaderTerm) serveWaiterClaim(_ context.Context, body []byte) ([]byte, error) {
 	return n.handleWaiterClaim(body)
 }
 
 // serveApplyBatch, serveApplyBatchHinted and serveApplyBatchTraced serve
 // their kinds (handleApplyBatch).
-func (n *Node) serveApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
+func (n *forwarder) serveApplyBatch(ctx context.Context, body []byte) ([]byte, error) {
 	return n.handleApplyBatch(ctx, body, false, false)
 }
 
-func (n *Node) serveApplyBatchHinted(ctx context.Context, body []byte) ([]byte, error) {
+func (n *forwarder) serveApplyBatchHinted(ctx context.Context, body []byte) ([]byte, error) {
 	return n.handleApplyBatch(ctx, body, true, false)
 }
 
-func (n *Node) serveApplyBatchTraced(ctx context.Context, body []byte) ([]byte, error) {
+func (n *forwarder) serveApplyBatchTraced(ctx context.Context, body []byte) ([]byte, error) {
 	return n.handleApplyBatch(ctx, body, true, true)
 }
 

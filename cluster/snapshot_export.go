@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -37,7 +38,7 @@ var (
 // with the snapshot's applied index once that is done and before the
 // first byte goes to w. Cancelling ctx stops the wait for the read point
 // and the writing.
-func (n *Node) WriteSnapshot(ctx context.Context, w io.Writer, start func(index uint64)) error {
+func (n *raftReplica) WriteSnapshot(ctx context.Context, w io.Writer, start func(index uint64)) error {
 	s, err := newFileSnapshot(n.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
@@ -58,27 +59,14 @@ func (n *Node) WriteSnapshot(ctx context.Context, w io.Writer, start func(index 
 	if start != nil {
 		start(idx)
 	}
-	err = s.writeMapped(ctxWriter{ctx, w})
+	err = s.writeMapped(lockservice.ContextWriter{Ctx: ctx, W: w})
 	if errors.Is(err, errNotMapped) {
-		err = s.order.WriteOrderedAt(ctxWriter{ctx, w}, s.f, s.ix)
+		err = s.order.WriteOrderedAt(lockservice.ContextWriter{Ctx: ctx, W: w}, s.f, s.ix)
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	return nil
-}
-
-// ctxWriter stops a long write once ctx ends.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
 
 // RestoreSnapshot prepares dataDir, which must be empty or absent, so
@@ -273,7 +261,7 @@ func firstMissing(dir string) (string, error) {
 // SnapshotTermer), recorded in backups next to the index: from the log,
 // or from raft's last snapshot when the log was compacted up to it; 0
 // when neither has it.
-func (n *Node) SnapshotTerm(index uint64) uint64 {
+func (n *raftReplica) SnapshotTerm(index uint64) uint64 {
 	if index == 0 || n.logs == nil {
 		return 0
 	}

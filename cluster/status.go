@@ -50,13 +50,13 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 }
 
 // maxMemory is the key space's memory limit in bytes; 0 = none.
-func (n *Node) maxMemory() int64 {
+func (n *raftReplica) maxMemory() int64 {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return max(n.table.Config().MaxMemory, 0)
 }
 
-func (n *Node) stats() fsm.Stats {
+func (n *raftReplica) stats() fsm.Stats {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.table.Stats()

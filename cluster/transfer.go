@@ -38,7 +38,7 @@ const transferWait = 10 * time.Second
 // id once this node knows it. Only the leader takes it; a follower
 // refuses with an error wrapping api.ErrNoLeader that names the leader.
 // Cancelling ctx stops the wait, not a transfer raft has begun.
-func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferResult, error) {
+func (n *leaderTerm) TransferLeadership(ctx context.Context, id string) (api.TransferResult, error) {
 	self := n.id
 	if n.lead.Load() == nil {
 		return api.TransferResult{}, n.notLeader(ctx, "a leadership transfer")
@@ -115,7 +115,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (api.TransferR
 
 // notLeader is the refusal of a call only the leader takes, naming the
 // leader and, when known, the HTTP address to send the call to.
-func (n *Node) notLeader(ctx context.Context, what string) error {
+func (n *leaderTerm) notLeader(ctx context.Context, what string) error {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
 	if leaderID == "" {
 		return &wireErr{msg: fmt.Sprintf("%s is taken by the leader only, and node %s knows none: the cluster has no quorum or is electing one", what, n.id), is: []error{api.ErrNoLeader}}

@@ -68,7 +68,7 @@ var (
 
 // ClusterVersion returns the active cluster version as of the last entry
 // this node applied.
-func (n *Node) ClusterVersion() uint32 {
+func (n *raftReplica) ClusterVersion() uint32 {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.table.Version()
@@ -76,7 +76,7 @@ func (n *Node) ClusterVersion() uint32 {
 
 // Halted returns why this node stopped applying the log (an entry or
 // snapshot of a cluster version this binary does not run), or nil.
-func (n *Node) Halted() error {
+func (n *raftReplica) Halted() error {
 	if p := n.haltErr.Load(); p != nil {
 		return *p
 	}
@@ -85,7 +85,7 @@ func (n *Node) Halted() error {
 
 // halt stops this node for good after the table refused an entry or a
 // snapshot it cannot apply (see the comment at the top of this file).
-func (n *Node) halt(err error) {
+func (n *raftReplica) halt(err error) {
 	if !n.haltErr.CompareAndSwap(nil, &err) {
 		return
 	}
@@ -106,7 +106,7 @@ func (n *Node) halt(err error) {
 // the active version unchanged. Activation closes the rollback window:
 // a binary that does not run the new version cannot apply the log
 // afterwards (docs/UPGRADING.md).
-func (n *Node) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
+func (n *roster) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
 	res := api.UpgradeResult{Before: n.ClusterVersion(), Members: map[string]string{}}
 	res.ClusterVersion = res.Before
 	target, members, err := n.upgradeTarget(ctx)
@@ -133,7 +133,7 @@ func (n *Node) Upgrade(ctx context.Context) (api.UpgradeResult, error) {
 
 // upgradeTarget asks every member of the configuration for its range and
 // returns the highest version all of them run (at most this binary's).
-func (n *Node) upgradeTarget(ctx context.Context) (uint32, map[string]VersionRange, error) {
+func (n *roster) upgradeTarget(ctx context.Context) (uint32, map[string]VersionRange, error) {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return 0, nil, fmt.Errorf("%w: configuration: %w", ErrUpgradeBlocked, err)
@@ -171,7 +171,7 @@ const upgradeCheckTimeout = 10 * time.Second
 // interval into the term, so that a leader elected while its cluster
 // starts or stops does not ask every member at once. It ends with the
 // term (l.done) or the node, or once nothing is left to activate.
-func (n *Node) autoUpgradeLoop(l *leadership) {
+func (n *leaderTerm) autoUpgradeLoop(l *leadership) {
 	t := time.NewTicker(n.cfg.UpgradeCheckInterval)
 	defer t.Stop()
 	var lastBlock string
@@ -217,7 +217,7 @@ func (n *Node) autoUpgradeLoop(l *leadership) {
 // one) is asked of the node itself; one that does not answer is let in
 // (an operator may add a node before it starts: it halts if it cannot
 // apply the log).
-func (n *Node) checkJoin(ctx context.Context, id, addr string, rng VersionRange) error {
+func (n *roster) checkJoin(ctx context.Context, id, addr string, rng VersionRange) error {
 	if rng == (VersionRange{}) {
 		cctx, cancel := context.WithTimeout(ctx, nodeInfoTimeout)
 		info, err := n.askNodeInfo(cctx, id, addr)

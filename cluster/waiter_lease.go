@@ -87,19 +87,13 @@ func (w *waiterLeases) due(l *leadership, queued []fsm.WaiterRef, now time.Time,
 }
 
 // localWaiterIDs are the waiters this node's requests are blocked on.
-func (n *Node) localWaiterIDs() []string {
-	n.waitMu.Lock()
-	defer n.waitMu.Unlock()
-	ids := make([]string, 0, len(n.waiters))
-	for id := range n.waiters {
-		ids = append(ids, id)
-	}
-	return ids
+func (n *leaderTerm) localWaiterIDs() []string {
+	return n.hub.WaiterIDs()
 }
 
 // waiterLeaseLoop claims this node's waiters and, while it leads, cancels
 // the waiters nobody claims. It ends when the node closes.
-func (n *Node) waiterLeaseLoop() {
+func (n *leaderTerm) waiterLeaseLoop() {
 	lease := n.cfg.WaiterLease
 	if lease <= 0 {
 		return
@@ -118,7 +112,7 @@ func (n *Node) waiterLeaseLoop() {
 }
 
 // claimWaiters tells the leader which waiters this node waits for.
-func (n *Node) claimWaiters(timeout time.Duration) {
+func (n *leaderTerm) claimWaiters(timeout time.Duration) {
 	ids := n.localWaiterIDs()
 	if len(ids) == 0 {
 		return
@@ -145,7 +139,7 @@ func (n *Node) claimWaiters(timeout time.Duration) {
 }
 
 // handleWaiterClaim serves rpcWaiterClaim.
-func (n *Node) handleWaiterClaim(body []byte) ([]byte, error) {
+func (n *leaderTerm) handleWaiterClaim(body []byte) ([]byte, error) {
 	d := fsm.NewDecoder(body)
 	count := d.Uvarint()
 	if d.Err() != nil || count > maxClaimIDs {
@@ -172,7 +166,7 @@ const maxCancelsPerRound = 256
 
 // cancelUnclaimedWaiters, on the leader, cancels the queued waiters no
 // node claimed for lease.
-func (n *Node) cancelUnclaimedWaiters(lease time.Duration) {
+func (n *leaderTerm) cancelUnclaimedWaiters(lease time.Duration) {
 	l := n.readyLead()
 	if l == nil {
 		return

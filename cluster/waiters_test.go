@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -202,54 +201,5 @@ func TestAcquireCancel(t *testing.T) {
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Fatalf("wait ended after %v, before its 300ms", d)
-	}
-}
-
-// A cancel that lands after the waiter of a caller's request id was
-// granted leaves the hold alone: another attempt of the same request (a
-// client's retry after its connection dropped, here on another node)
-// was answered with that grant, and releasing it would leave the client
-// holding a lock that is free.
-func TestLateCancelKeepsGrantOfCallersRequestID(t *testing.T) {
-	tc := newTestCluster(t, 3, nil)
-	l := tc.leader(10 * time.Second)
-	f := tc.follower()
-	ctx := ctxT(t, 30*time.Second)
-	if _, err := l.TryAcquire(ctx, api.AcquireRequest{Key: "k", Owner: "holder", TTLMs: 60000}); err != nil {
-		t.Fatal(err)
-	}
-	req := api.AcquireRequest{Key: "k", Owner: "client", TTLMs: 60000, WaitMs: 20000, RequestID: "client-req-1"}
-	type res struct {
-		l   api.Lease
-		err error
-	}
-	got := make(chan res, 1)
-	go func() { // the retry that delivers the grant; ends when it returns
-		ls, err := f.Acquire(ctx, req)
-		got <- res{ls, err}
-	}()
-	tc.waitState(f, 5*time.Second, "waiter queued", func(t *fsm.Table, now int64) bool {
-		li, err := t.Inspect("k", now)
-		return err == nil && len(li.Waiters) == 1
-	})
-	if _, err := l.Release(ctx, api.ReleaseRequest{Key: "k", Owner: "holder"}); err != nil {
-		t.Fatal(err)
-	}
-	r := <-got
-	if r.err != nil || r.l.Fence == 0 {
-		t.Fatalf("retry: %+v", r)
-	}
-	// The first attempt's cancel, late: its caller's connection dropped
-	// before the grant.
-	err := l.cancelWait(req.RequestID, req, make(chan waiterEvent, 1), 0, context.Canceled)
-	if !errors.Is(err, api.ErrCancelled) {
-		t.Fatalf("cancelWait = %v, want ErrCancelled", err)
-	}
-	li, err := l.Inspect(ctx, "k", api.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(li.Holders) != 1 || li.Holders[0].Owner != "client" || li.Holders[0].Fence != r.l.Fence {
-		t.Fatalf("after the late cancel the lock is %+v, want held by client with fence %d", li, r.l.Fence)
 	}
 }

@@ -1,6 +1,6 @@
 // Package httpapitest provides test doubles for the HTTP lock API: Fake,
 // an api.Locker with the real lock semantics (the lock service over one
-// in-process table, cluster.Local) and test hooks (injected failures,
+// in-process table, lockservice.Local) and test hooks (injected failures,
 // call records), and Server, an httptest server around httpapi.New with
 // fault switches (drop connections, lose answers).
 //

@@ -9,17 +9,17 @@ import (
 	"time"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/cluster/lockservice"
 )
 
 // Fake is an api.Locker with the lock semantics of a real node: it is the
-// lock service over one in-process table (cluster.Local), wrapped with
+// lock service over one in-process table (lockservice.Local), wrapped with
 // test hooks (injected failures, call and request-id records, member
 // lists). Leases, FIFO waiters, sessions, elections and exactly-once
 // request ids behave as on a cluster; time is the wall clock. It is safe
 // for concurrent use.
 type Fake struct {
-	l *cluster.Local
+	l *lockservice.Local
 
 	mu      sync.Mutex
 	seen    []string // request ids in arrival order, repeats included
@@ -36,12 +36,12 @@ const fakeID = "fake"
 // NewFake returns an empty Fake. Close stops its tick loop; a Fake
 // nobody closes stops it when it is garbage collected.
 func NewFake() *Fake {
-	l, err := cluster.NewLocal(cluster.LocalConfig{ID: fakeID, TickInterval: 10 * time.Millisecond})
+	l, err := lockservice.NewLocal(lockservice.LocalConfig{ID: fakeID, TickInterval: 10 * time.Millisecond})
 	if err != nil {
 		panic(fmt.Sprintf("httpapitest: %v", err)) // the defaults are valid
 	}
 	f := &Fake{l: l, calls: map[string]int{}}
-	runtime.AddCleanup(f, func(l *cluster.Local) { _ = l.Close() }, l)
+	runtime.AddCleanup(f, func(l *lockservice.Local) { _ = l.Close() }, l)
 	return f
 }
 
@@ -50,7 +50,7 @@ func (f *Fake) Close() error { return f.l.Close() }
 
 // Local returns the lock service the Fake wraps, for tests that need its
 // Backend side (Apply, Read, Subscribe) or want to bypass the hooks.
-func (f *Fake) Local() *cluster.Local { return f.l }
+func (f *Fake) Local() *lockservice.Local { return f.l }
 
 // Fail makes every call return err (wrapped) until Fail(nil).
 func (f *Fake) Fail(err error) {

@@ -124,3 +124,21 @@ func Fail(span trace.Span, err error) {
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 }
+
+// Recording returns ctx's span if it records, else nil.
+func Recording(ctx context.Context) trace.Span {
+	if sp := trace.SpanFromContext(ctx); sp.IsRecording() {
+		return sp
+	}
+	return nil
+}
+
+// Child starts a child of ctx's recording span with that span's own
+// provider; without one it returns ctx and a nil span.
+func Child(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	parent := Recording(ctx)
+	if parent == nil {
+		return ctx, nil
+	}
+	return parent.TracerProvider().Tracer(Scope).Start(ctx, name, opts...)
+}

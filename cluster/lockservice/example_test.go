@@ -1,4 +1,4 @@
-package cluster_test
+package lockservice_test
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"fmt"
 
 	"github.com/locknode/locknode/api"
-	"github.com/locknode/locknode/cluster"
+	"github.com/locknode/locknode/cluster/lockservice"
 )
 
 // A Local runs the lock service over one in-process table: the lock
 // semantics of a cluster, for tests and single-process use.
 func ExampleNewLocal() {
-	l, err := cluster.NewLocal(cluster.LocalConfig{})
+	l, err := lockservice.NewLocal(lockservice.LocalConfig{})
 	if err != nil {
 		panic(err)
 	}

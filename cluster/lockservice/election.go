@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func NewElectionToken() (string, error) {
 // earlier candidates (a campaign with the same value but another token is
 // another candidate). Leadership ends with the session or Resign. If ctx
 // ends first, the candidate leaves the queue and ctx's error is returned.
-func (s *lockService) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
+func (s *Service) Campaign(ctx context.Context, req api.CampaignRequest) (api.Leader, error) {
 	if err := req.Validate(s.Limits()); err != nil {
 		return api.Leader{}, err
 	}
@@ -91,7 +91,7 @@ func (s *lockService) Campaign(ctx context.Context, req api.CampaignRequest) (ap
 // Resign ends leader's leadership: ErrNotOwner unless leader carries the
 // token of the campaign that holds the election, ErrNotHeld when nobody
 // does.
-func (s *lockService) Resign(ctx context.Context, leader api.Leader) error {
+func (s *Service) Resign(ctx context.Context, leader api.Leader) error {
 	rreq := api.ResignRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token}
 	if err := rreq.Validate(s.Limits()); err != nil {
 		return err
@@ -107,7 +107,7 @@ func (s *lockService) Resign(ctx context.Context, leader api.Leader) error {
 // Proclaim publishes value as leader's value in one replicated step
 // (fsm.OpReown): leadership, fence and session binding are kept, so there
 // is no moment without a leader and no other candidate can step in.
-func (s *lockService) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
+func (s *Service) Proclaim(ctx context.Context, leader api.Leader, value string) (api.Leader, error) {
 	preq := api.ProclaimRequest{Election: leader.Election, Value: leader.Value, Token: leader.Token, NewValue: value}
 	if err := preq.Validate(s.Limits()); err != nil {
 		return api.Leader{}, err
@@ -134,7 +134,7 @@ func (s *lockService) Proclaim(ctx context.Context, leader api.Leader, value str
 // polling). An empty Value means no leader. Intermediate states may be
 // skipped if the receiver is slow; the last one is always delivered. The
 // channel is closed when ctx ends or the node closes.
-func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
+func (s *Service) Observe(ctx context.Context, election string) (<-chan api.Leader, error) {
 	key, err := electionKey(election)
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.
 	out := make(chan api.Leader, 1)
 	out <- first
 	// A change of leader is applied here promptly (wantsCommits).
-	demandDone := s.r.commitDemand()
+	demandDone := s.r.CommitDemand()
 	// Ends when ctx ends or the node closes.
 	go func() {
 		defer close(out)
@@ -171,7 +171,7 @@ func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.
 			case <-dirty:
 			case <-ctx.Done():
 				return
-			case <-s.r.closing():
+			case <-s.r.Closing():
 				return
 			}
 			// Local state already includes the entry that signalled.
@@ -184,7 +184,7 @@ func (s *lockService) Observe(ctx context.Context, election string) (<-chan api.
 				last = cur
 			case <-ctx.Done():
 				return
-			case <-s.r.closing():
+			case <-s.r.Closing():
 				return
 			}
 		}
@@ -201,7 +201,7 @@ func containsKey(keys []string, k string) bool {
 	return false
 }
 
-func (s *lockService) electionLeader(ctx context.Context, election, key string, stale bool) (api.Leader, error) {
+func (s *Service) electionLeader(ctx context.Context, election, key string, stale bool) (api.Leader, error) {
 	ld := api.Leader{Election: election}
 	err := s.r.Read(ctx, stale, func(t *fsm.Table, now int64) {
 		if h, ok := t.Inspect(key, now); ok == nil && h.Kind == fsm.KindLock && len(h.Holders) > 0 {

@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"context"
@@ -12,21 +12,23 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/oteltrace"
 )
 
-// lockService is the lock API (api.Locker, elections included) over a
+// Service is the lock API (api.Locker, elections included) over a
 // replica: each method validates its request, builds one FSM command,
 // proposes it through the replica's Apply and maps the result; FSM
-// refusals become api errors through errTable. Node and Local embed it,
-// so the same code serves a raft cluster and a single local table.
-type lockService struct {
-	r   replica
+// refusals become api errors through errTable. cluster.Node and Local
+// embed it, so the same code serves a raft cluster and a single local
+// table.
+type Service struct {
+	r   Replica
 	log hclog.Logger
 	// cancelTimeout bounds the cleanup after a blocking acquire's caller
 	// gave up (cancelWait), which runs on a fresh context.
 	cancelTimeout time.Duration
 	// traced: the replica makes spans under a recording caller's span
-	// (Config.TracerProvider set; otel.go).
+	// (cluster.Config.TracerProvider set; otel.go).
 	traced bool
 	// handoffs links a waiter's span to the traced release that handed
 	// it the lock, when both ran through this replica.
@@ -34,17 +36,19 @@ type lockService struct {
 }
 
 var (
-	_ api.Locker = (*lockService)(nil)
-	_ api.Locker = (*Node)(nil)
+	_ api.Locker = (*Service)(nil)
 	_ api.Locker = (*Local)(nil)
 )
 
-func newLockService(r replica, log hclog.Logger, cancelTimeout time.Duration) *lockService {
-	return &lockService{r: r, log: log, cancelTimeout: cancelTimeout}
+// New returns the lock service over r. cancelTimeout bounds the cleanup
+// after a blocking acquire's caller gave up; traced: r makes spans under
+// a recording caller's span, and so does the service (otel.go).
+func New(r Replica, log hclog.Logger, cancelTimeout time.Duration, traced bool) *Service {
+	return &Service{r: r, log: log, cancelTimeout: cancelTimeout, traced: traced}
 }
 
 // Status implements api.Locker: the replica's.
-func (s *lockService) Status(ctx context.Context) (api.Status, error) {
+func (s *Service) Status(ctx context.Context) (api.Status, error) {
 	return s.r.Status(ctx)
 }
 
@@ -56,11 +60,12 @@ func badRequest(format string, args ...any) error {
 // derived from its table's fsm.Config: every front end validates a
 // request with them before it proposes anything (the FSM checks the same
 // values again).
-func (s *lockService) Limits() api.Limits {
-	return s.r.requestLimits()
+func (s *Service) Limits() api.Limits {
+	return s.r.RequestLimits()
 }
 
-func limitsOf(c fsm.Config) api.Limits {
+// LimitsOf is the request limits that a table of config c enforces.
+func LimitsOf(c fsm.Config) api.Limits {
 	return api.Limits{
 		MaxKeyBytes: c.MaxKeyBytes, MaxOwnerBytes: c.MaxOwnerBytes, MaxKeys: fsm.MaxLockKeys,
 		MinTTLMs: c.MinTTL, MaxTTLMs: c.MaxTTL, MaxPermits: c.MaxPermits,
@@ -73,7 +78,7 @@ func limitsOf(c fsm.Config) api.Limits {
 // embedded API carries this process's host and pid in its metadata
 // unless ctx says otherwise (api.WithoutDefaultMeta, which the HTTP and
 // RESP front ends set: their requests come from other processes).
-func (s *lockService) acquireCmd(ctx context.Context, req api.AcquireRequest) (*fsm.Command, error) {
+func (s *Service) acquireCmd(ctx context.Context, req api.AcquireRequest) (*fsm.Command, error) {
 	if err := req.Validate(s.Limits()); err != nil {
 		return nil, err
 	}
@@ -116,7 +121,7 @@ func lease(req api.AcquireRequest, fence uint64, deadline, now int64, count int)
 // the node assigns one, so a leader lost mid-request is retried safely.
 // req.Meta gets this process's host and pid where it has none of those
 // names, unless ctx comes from api.WithoutDefaultMeta (as Acquire).
-func (s *lockService) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+func (s *Service) TryAcquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := s.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
@@ -124,7 +129,7 @@ func (s *lockService) TryAcquire(ctx context.Context, req api.AcquireRequest) (a
 	if cmd.ReqID == "" {
 		// Exactly-once in the FSM makes the acquire safe to retry when
 		// the leader is lost mid-request, so a grant is never leaked.
-		cmd.ReqID = s.r.newReqID()
+		cmd.ReqID = s.r.NewReqID()
 	}
 	res, err := s.r.Apply(ctx, cmd)
 	if err != nil {
@@ -152,16 +157,16 @@ func (s *lockService) TryAcquire(ctx context.Context, req api.AcquireRequest) (a
 // names, unless ctx comes from api.WithoutDefaultMeta: the HTTP and RESP
 // front ends pass such contexts, so requests of other processes never
 // show the node's process as their holder.
-func (s *lockService) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+func (s *Service) Acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	if s.traced {
-		if sp := recordingSpan(ctx); sp != nil {
+		if sp := oteltrace.Recording(ctx); sp != nil {
 			return s.acquireTraced(ctx, req)
 		}
 	}
 	return s.acquire(ctx, req)
 }
 
-func (s *lockService) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
+func (s *Service) acquire(ctx context.Context, req api.AcquireRequest) (api.Lease, error) {
 	cmd, err := s.acquireCmd(ctx, req)
 	if err != nil {
 		return api.Lease{}, err
@@ -181,13 +186,13 @@ func (s *lockService) acquire(ctx context.Context, req api.AcquireRequest) (api.
 	}
 	cmd.Wait = wait
 	if cmd.ReqID == "" {
-		cmd.ReqID = s.r.newReqID()
+		cmd.ReqID = s.r.NewReqID()
 	}
 	id := cmd.ReqID
-	ch := s.r.awaitWaiter(id)
-	defer s.r.stopWaiter(id)
+	ch := s.r.AwaitWaiter(id)
+	defer s.r.StopWaiter(id)
 
-	s.r.deferQueuedAcquire(ctx, cmd)
+	s.r.DeferQueuedAcquire(ctx, cmd)
 	res, err := s.r.Apply(ctx, cmd)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -203,7 +208,7 @@ func (s *lockService) acquire(ctx context.Context, req api.AcquireRequest) (api.
 	case res.Err != nil:
 		return api.Lease{}, apiErr(res.Err)
 	case res.Granted:
-		s.r.observeWait(0)
+		s.r.ObserveWait(0)
 		return lease(req, res.Fence, res.Deadline, res.Now, res.Count), nil
 	case !res.Queued:
 		return api.Lease{}, fmt.Errorf("cluster: acquire neither granted, queued nor refused")
@@ -231,14 +236,14 @@ func (s *lockService) acquire(ctx context.Context, req api.AcquireRequest) (api.
 			}
 			l, err := waitOutcome(req, we.ev, res.Now)
 			if err == nil {
-				s.r.observeWait(float64(l.WaitedMs) / 1e3)
+				s.r.ObserveWait(float64(l.WaitedMs) / 1e3)
 			}
 			ws.outcome(s, req, we.index, l, err)
 			return l, err
 		case <-ctx.Done():
 			ws.outcome(s, req, 0, api.Lease{}, ctx.Err())
 			return api.Lease{}, s.cancelWait(id, req, ch, res.Index, ctx.Err())
-		case <-s.r.closing():
+		case <-s.r.Closing():
 			return api.Lease{}, ErrClosed
 		}
 	}
@@ -269,7 +274,7 @@ func waitOutcome(req api.AcquireRequest, ev fsm.Event, queuedAt int64) (api.Leas
 // grant, and releasing it would leave that client holding a lock that
 // is free. Such a grant ends with its lease, or with the release of the
 // attempt that delivered it.
-func (s *lockService) cancelWait(id string, req api.AcquireRequest, ch <-chan waiterEvent, queued uint64, cause error) error {
+func (s *Service) cancelWait(id string, req api.AcquireRequest, ch <-chan WaiterEvent, queued uint64, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cancelTimeout)
 	defer cancel()
 	res, err := s.r.Apply(ctx, &fsm.Command{Op: fsm.OpCancelWait, ReqID: id, Owner: req.Owner})
@@ -299,7 +304,7 @@ func (s *lockService) cancelWait(id string, req api.AcquireRequest, ch <-chan wa
 }
 
 // Release ends the owner's hold (or decrements a reentrant count).
-func (s *lockService) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
+func (s *Service) Release(ctx context.Context, req api.ReleaseRequest) (api.ReleaseResult, error) {
 	if err := req.Validate(s.Limits()); err != nil {
 		return api.ReleaseResult{}, err
 	}
@@ -308,9 +313,9 @@ func (s *lockService) Release(ctx context.Context, req api.ReleaseRequest) (api.
 	if len(c.Keys) > 0 {
 		c.Key = ""
 	}
-	s.r.openHandoff(c)
+	s.r.OpenHandoff(c)
 	if s.traced {
-		if sp := recordingSpan(ctx); sp != nil {
+		if sp := oteltrace.Recording(ctx); sp != nil {
 			keys, sc := spanKeys(req.Key, req.Keys), sp.SpanContext()
 			s.handoffs.begin(keys, sc)
 			var index uint64
@@ -337,7 +342,7 @@ func releaseResult(res fsm.Result, err error) (api.ReleaseResult, error) {
 }
 
 // Extend renews the owner's lease to now+TTL.
-func (s *lockService) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
+func (s *Service) Extend(ctx context.Context, req api.ExtendRequest) (api.Lease, error) {
 	if err := req.Validate(s.Limits()); err != nil {
 		return api.Lease{}, err
 	}
@@ -358,7 +363,7 @@ func (s *lockService) Extend(ctx context.Context, req api.ExtendRequest) (api.Le
 }
 
 // Inspect describes one key (linearizable unless opts.Stale).
-func (s *lockService) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
+func (s *Service) Inspect(ctx context.Context, key string, opts api.ReadOptions) (api.LockInfo, error) {
 	if err := s.Limits().CheckKey(key); err != nil {
 		return api.LockInfo{}, err
 	}
@@ -382,7 +387,7 @@ func (s *lockService) Inspect(ctx context.Context, key string, opts api.ReadOpti
 }
 
 // List pages through locks by key prefix (linearizable unless Stale).
-func (s *lockService) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
+func (s *Service) List(ctx context.Context, req api.ListRequest) (api.ListResult, error) {
 	if err := req.Validate(s.Limits()); err != nil {
 		return api.ListResult{}, err
 	}
@@ -454,7 +459,7 @@ func lockInfo(li fsm.LockInfo, now int64, applied uint64) api.LockInfo {
 }
 
 // OpenSession creates a session with a random 128-bit id.
-func (s *lockService) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
+func (s *Service) OpenSession(ctx context.Context, ttl time.Duration) (api.SessionInfo, error) {
 	sreq := api.SessionTTL(ttl)
 	if err := sreq.Validate(s.Limits()); err != nil {
 		return api.SessionInfo{}, err
@@ -477,7 +482,7 @@ func (s *lockService) OpenSession(ctx context.Context, ttl time.Duration) (api.S
 }
 
 // KeepAlive renews a session for its TTL.
-func (s *lockService) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
+func (s *Service) KeepAlive(ctx context.Context, id string) (api.SessionInfo, error) {
 	sreq := api.SessionIDRequest{ID: id}
 	if err := sreq.Validate(s.Limits()); err != nil {
 		return api.SessionInfo{}, err
@@ -501,7 +506,7 @@ func (s *lockService) KeepAlive(ctx context.Context, id string) (api.SessionInfo
 
 // CloseSession ends a session: its holds are released and its waiters
 // removed.
-func (s *lockService) CloseSession(ctx context.Context, id string) error {
+func (s *Service) CloseSession(ctx context.Context, id string) error {
 	sreq := api.SessionIDRequest{ID: id}
 	if err := sreq.Validate(s.Limits()); err != nil {
 		return err
@@ -517,7 +522,7 @@ func (s *lockService) CloseSession(ctx context.Context, id string) error {
 // least the highest token seen for resource, which it then becomes. A
 // token above the highest fence the cluster ever granted is refused
 // (api.ErrBadRequest) and changes nothing.
-func (s *lockService) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
+func (s *Service) FenceCheck(ctx context.Context, resource string, token uint64) (api.FenceResult, error) {
 	freq := api.FenceCheckRequest{Resource: resource, Token: token}
 	if err := freq.Validate(s.Limits()); err != nil {
 		return api.FenceResult{}, err

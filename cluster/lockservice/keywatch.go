@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"container/list"
@@ -12,8 +12,8 @@ import (
 // Key change indexes and their watchers: what blocking queries (GET
 // /v1/locks/{key}?index=N&wait=D) and the Go client's Watch wait on.
 //
-// Every applied entry's events (eventHub.dispatch) pass through
-// keyWatches.applied, which raises the change index of each key they
+// Every applied entry's events (Hub.Dispatch) pass through
+// KeyWatches.applied, which raises the change index of each key they
 // name: EvChanged, EvValueChanged, EvReleased (Key), EvGranted and
 // EvWaitEnded (Keys); EvRestored raises every key's. The index is the
 // raft index of the entry, the same on every node, so an index learned
@@ -34,9 +34,9 @@ import (
 // maxIdleWatchRecs bounds the records kept without watchers.
 const maxIdleWatchRecs = 4096
 
-// keyWatches is the registry: change indexes and watchers by key and by
+// KeyWatches is the registry: change indexes and watchers by key and by
 // key prefix.
-type keyWatches struct {
+type KeyWatches struct {
 	mu    sync.Mutex
 	floor uint64 // index of the last change of any key
 	keys  map[string]*watchRec
@@ -47,7 +47,7 @@ type keyWatches struct {
 	idle    list.List // *watchRec without watchers, least recently left first
 
 	// waiting counts the callers blocked in wait (Watchers), read without
-	// the lock by wantsApplies.
+	// the lock by WantsApplies.
 	waiting atomic.Int32
 }
 
@@ -58,16 +58,16 @@ type watchRec struct {
 	last   uint64        // index of the last change seen
 	ch     chan struct{} // closed on the next change; nil until a watcher needs it
 	n      int           // callers waiting
-	idleAt *list.Element // in keyWatches.idle while n == 0
+	idleAt *list.Element // in KeyWatches.idle while n == 0
 }
 
-func newKeyWatches() *keyWatches {
-	return &keyWatches{keys: make(map[string]*watchRec), pfx: make(map[string]*watchRec), pfxLens: make(map[int]int)}
+func newKeyWatches() *KeyWatches {
+	return &KeyWatches{keys: make(map[string]*watchRec), pfx: make(map[string]*watchRec), pfxLens: make(map[int]int)}
 }
 
 // applied records one entry's events. It never blocks: closing a channel
 // only marks its waiters runnable.
-func (w *keyWatches) applied(index uint64, events []fsm.Event) {
+func (w *KeyWatches) applied(index uint64, events []fsm.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := range events {
@@ -95,7 +95,7 @@ func (w *keyWatches) applied(index uint64, events []fsm.Event) {
 	}
 }
 
-func (w *keyWatches) changedLocked(index uint64, key string) {
+func (w *KeyWatches) changedLocked(index uint64, key string) {
 	w.floor = max(w.floor, index)
 	if r := w.keys[key]; r != nil {
 		r.changed(index)
@@ -124,7 +124,7 @@ func (r *watchRec) changed(index uint64) {
 // index returns the change index of key (prefix: of any key starting
 // with it): exact when it has a record, the floor otherwise; 0 while
 // this replica has applied no change at all.
-func (w *keyWatches) index(key string, prefix bool) uint64 {
+func (w *KeyWatches) index(key string, prefix bool) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if r := w.recs(prefix)[key]; r != nil {
@@ -133,7 +133,7 @@ func (w *keyWatches) index(key string, prefix bool) uint64 {
 	return w.floor
 }
 
-func (w *keyWatches) recs(prefix bool) map[string]*watchRec {
+func (w *KeyWatches) recs(prefix bool) map[string]*watchRec {
 	if prefix {
 		return w.pfx
 	}
@@ -144,7 +144,7 @@ func (w *keyWatches) recs(prefix bool) map[string]*watchRec {
 // with it) is above index, ctx ends or stop closes, and returns the index
 // then. It returns ctx's error (ErrClosed for stop) only when it ended
 // before such a change.
-func (w *keyWatches) wait(ctx context.Context, stop <-chan struct{}, key string, prefix bool, index uint64) (uint64, error) {
+func (w *KeyWatches) wait(ctx context.Context, stop <-chan struct{}, key string, prefix bool, index uint64) (uint64, error) {
 	w.mu.Lock()
 	r := w.recs(prefix)[key]
 	if r == nil {
@@ -203,7 +203,7 @@ func (w *keyWatches) wait(ctx context.Context, stop <-chan struct{}, key string,
 // trimIdleLocked drops the records without watchers left longest ago
 // past maxIdleWatchRecs. Their keys answer the floor again, which is at
 // least their last change.
-func (w *keyWatches) trimIdleLocked() {
+func (w *KeyWatches) trimIdleLocked() {
 	for w.idle.Len() > maxIdleWatchRecs {
 		r := w.idle.Remove(w.idle.Front()).(*watchRec)
 		r.idleAt = nil
@@ -217,4 +217,4 @@ func (w *keyWatches) trimIdleLocked() {
 }
 
 // watchers returns the number of callers blocked in wait.
-func (w *keyWatches) watchers() int { return int(w.waiting.Load()) }
+func (w *KeyWatches) watchers() int { return int(w.waiting.Load()) }

@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"sync"
@@ -7,14 +7,14 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-// eventHub hands applied entries' events to the requests waiting on this
+// Hub hands applied entries' events to the requests waiting on this
 // replica: the waiter registry (a blocking acquire's channel, by waiter
-// id) and the subscribers (Subscribe). Node and Local embed it; their
-// apply paths call dispatch once per entry with events.
-type eventHub struct {
+// id) and the subscribers (Subscribe). A cluster.Node and a Local each
+// hold one; their apply paths call Dispatch once per entry with events.
+type Hub struct {
 	waitMu  sync.Mutex
-	waiters map[string]chan waiterEvent
-	// nwaiters is len(waiters), read without the lock (wantsApplies).
+	waiters map[string]chan WaiterEvent
+	// nwaiters is len(waiters), read without the lock (WantsApplies).
 	nwaiters atomic.Int32
 
 	subMu  sync.Mutex
@@ -22,33 +22,34 @@ type eventHub struct {
 	subSeq uint64
 
 	// demand counts the other requests waiting for this replica's
-	// applies (commitDemand).
+	// applies (CommitDemand).
 	demand atomic.Int32
 
 	// watches holds the keys' change indexes and their watchers
 	// (keywatch.go).
-	watches *keyWatches
+	watches *KeyWatches
 }
 
-func newEventHub() eventHub {
-	return eventHub{
-		waiters: make(map[string]chan waiterEvent),
+// NewHub returns an empty Hub.
+func NewHub() *Hub {
+	return &Hub{
+		waiters: make(map[string]chan WaiterEvent),
 		subs:    make(map[uint64]func(uint64, []fsm.Event)),
 		watches: newKeyWatches(),
 	}
 }
 
-// waiterEvent is a local waiter's outcome (EvGranted or EvWaitEnded) and
+// WaiterEvent is a local waiter's outcome (EvGranted or EvWaitEnded) and
 // the index of the entry that produced it.
-type waiterEvent struct {
+type WaiterEvent struct {
 	index uint64
 	ev    fsm.Event
 }
 
-// dispatch completes local waiters and calls subscribers for one entry's
+// Dispatch completes local waiters and calls subscribers for one entry's
 // events. It never blocks: waiter channels have room for their one
 // outcome.
-func (h *eventHub) dispatch(index uint64, events []fsm.Event) {
+func (h *Hub) Dispatch(index uint64, events []fsm.Event) {
 	h.watches.applied(index, events)
 	h.waitMu.Lock()
 	for _, e := range events {
@@ -56,7 +57,7 @@ func (h *eventHub) dispatch(index uint64, events []fsm.Event) {
 			continue
 		}
 		if ch, ok := h.waiters[e.WaiterID]; ok {
-			we := waiterEvent{index: index, ev: e}
+			we := WaiterEvent{index: index, ev: e}
 			select {
 			case ch <- we:
 			default:
@@ -88,8 +89,8 @@ func (h *eventHub) dispatch(index uint64, events []fsm.Event) {
 	}
 }
 
-// subscribe is Subscribe (Node's and Local's).
-func (h *eventHub) subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
+// Subscribe is the replica's Subscribe (cluster.Node's and Local's).
+func (h *Hub) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
 	h.subMu.Lock()
 	h.subSeq++
 	id := h.subSeq
@@ -102,12 +103,12 @@ func (h *eventHub) subscribe(fn func(index uint64, events []fsm.Event)) (cancel 
 	}
 }
 
-// awaitWaiter returns the channel that receives waiter id's outcome
-// (EvGranted or EvWaitEnded) until stopWaiter(id). Register before
+// AwaitWaiter returns the channel that receives waiter id's outcome
+// (EvGranted or EvWaitEnded) until StopWaiter(id). Register before
 // proposing the acquire, so an outcome applied before the proposer
 // starts waiting is not lost.
-func (h *eventHub) awaitWaiter(id string) <-chan waiterEvent {
-	ch := make(chan waiterEvent, 1)
+func (h *Hub) AwaitWaiter(id string) <-chan WaiterEvent {
+	ch := make(chan WaiterEvent, 1)
 	h.waitMu.Lock()
 	h.waiters[id] = ch
 	h.nwaiters.Store(int32(len(h.waiters)))
@@ -115,28 +116,39 @@ func (h *eventHub) awaitWaiter(id string) <-chan waiterEvent {
 	return ch
 }
 
-// stopWaiter ends what awaitWaiter(id) started.
-func (h *eventHub) stopWaiter(id string) {
+// StopWaiter ends what AwaitWaiter(id) started.
+func (h *Hub) StopWaiter(id string) {
 	h.waitMu.Lock()
 	delete(h.waiters, id)
 	h.nwaiters.Store(int32(len(h.waiters)))
 	h.waitMu.Unlock()
 }
 
-// commitDemand marks a request that waits for entries other nodes commit
+// CommitDemand marks a request that waits for entries other nodes commit
 // to be applied here, and returns its end (call it once). While a local
 // waiter or such a request waits, a follower asks the leader to push each
 // commit at once (Node.wantsCommits).
-func (h *eventHub) commitDemand() (done func()) {
+func (h *Hub) CommitDemand() (done func()) {
 	h.demand.Add(1)
 	return func() { h.demand.Add(-1) }
 }
 
-// wantsApplies reports whether a local waiter, a commitDemand request or
+// WantsApplies reports whether a local waiter, a CommitDemand request or
 // a key watcher waits for this replica's applies.
-func (h *eventHub) wantsApplies() bool {
+func (h *Hub) WantsApplies() bool {
 	return h.nwaiters.Load() > 0 || h.demand.Load() > 0 || h.watches.watchers() > 0
 }
 
-// keyWatches is the replica's change-index registry (replica).
-func (h *eventHub) keyWatches() *keyWatches { return h.watches }
+// KeyWatches is the replica's change-index registry (Replica).
+func (h *Hub) KeyWatches() *KeyWatches { return h.watches }
+
+// WaiterIDs are the waiters this replica's requests are blocked on.
+func (h *Hub) WaiterIDs() []string {
+	h.waitMu.Lock()
+	defer h.waitMu.Unlock()
+	ids := make([]string, 0, len(h.waiters))
+	for id := range h.waiters {
+		ids = append(ids, id)
+	}
+	return ids
+}

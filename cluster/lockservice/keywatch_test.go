@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // waitWatchers waits until w has n callers blocked in wait.
-func waitWatchers(t *testing.T, w *keyWatches, n int) {
+func waitWatchers(t *testing.T, w *KeyWatches, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for w.watchers() != n {
@@ -27,7 +27,7 @@ type waitResult struct {
 	err error
 }
 
-func startWait(ctx context.Context, w *keyWatches, key string, prefix bool, index uint64) <-chan waitResult {
+func startWait(ctx context.Context, w *KeyWatches, key string, prefix bool, index uint64) <-chan waitResult {
 	ch := make(chan waitResult, 1)
 	// Ends when wait returns (a change, ctx, or stop).
 	go func() {

@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 // Watching keys: change indexes (keywatch.go) served to blocking queries
 // and to Watch.
 
-var _ api.LockWatcher = (*lockService)(nil)
+var _ api.LockWatcher = (*Service)(nil)
 
 // KeyIndex returns the index of key's last change as this node knows it:
 // the raft index of the last applied entry that changed the key, or a
@@ -18,14 +18,14 @@ var _ api.LockWatcher = (*lockService)(nil)
 // moment. A later change always has a larger index, so WaitKeyChange with
 // it wakes for that change. Read it before the key's state, so the state
 // is at least as new as the index.
-func (s *lockService) KeyIndex(key string) uint64 {
-	return s.r.keyWatches().index(key, false)
+func (s *Service) KeyIndex(key string) uint64 {
+	return s.r.KeyWatches().index(key, false)
 }
 
 // PrefixIndex is KeyIndex for the keys that start with prefix together
 // ("" for every key).
-func (s *lockService) PrefixIndex(prefix string) uint64 {
-	return s.r.keyWatches().index(prefix, true)
+func (s *Service) PrefixIndex(prefix string) uint64 {
+	return s.r.KeyWatches().index(prefix, true)
 }
 
 // WaitKeyChange blocks until KeyIndex(key) is above index, and returns
@@ -33,24 +33,24 @@ func (s *lockService) PrefixIndex(prefix string) uint64 {
 // the node closes, first. A waiting call costs a channel receive, no
 // goroutine or timer: the entry that changes key wakes the calls waiting
 // on it, and only those.
-func (s *lockService) WaitKeyChange(ctx context.Context, key string, index uint64) (uint64, error) {
-	return s.r.keyWatches().wait(ctx, s.r.closing(), key, false, index)
+func (s *Service) WaitKeyChange(ctx context.Context, key string, index uint64) (uint64, error) {
+	return s.r.KeyWatches().wait(ctx, s.r.Closing(), key, false, index)
 }
 
 // WaitPrefixChange is WaitKeyChange for any key that starts with prefix.
-func (s *lockService) WaitPrefixChange(ctx context.Context, prefix string, index uint64) (uint64, error) {
-	return s.r.keyWatches().wait(ctx, s.r.closing(), prefix, true, index)
+func (s *Service) WaitPrefixChange(ctx context.Context, prefix string, index uint64) (uint64, error) {
+	return s.r.KeyWatches().wait(ctx, s.r.Closing(), prefix, true, index)
 }
 
 // KeyWatchers returns how many WaitKeyChange and WaitPrefixChange calls
 // are waiting.
-func (s *lockService) KeyWatchers() int {
-	return s.r.keyWatches().watchers()
+func (s *Service) KeyWatchers() int {
+	return s.r.KeyWatches().watchers()
 }
 
 // inspectIndexed is Inspect with the key's change index (read first); a
 // key with nothing at it answers api.FreeLock instead of ErrNotFound.
-func (s *lockService) inspectIndexed(ctx context.Context, key string, stale bool) (api.LockInfo, error) {
+func (s *Service) inspectIndexed(ctx context.Context, key string, stale bool) (api.LockInfo, error) {
 	idx := s.KeyIndex(key)
 	info, err := s.Inspect(ctx, key, api.ReadOptions{Stale: stale})
 	if errors.Is(err, api.ErrNotFound) {
@@ -69,7 +69,7 @@ func (s *lockService) inspectIndexed(ctx context.Context, key string, stale bool
 // that does not hold the lock (a standby, a dashboard); a holder learns of
 // its loss from its lease's own signals. It returns an error when the key
 // is invalid or the first read fails.
-func (s *lockService) Watch(ctx context.Context, key string) (<-chan api.LockInfo, error) {
+func (s *Service) Watch(ctx context.Context, key string) (<-chan api.LockInfo, error) {
 	if err := s.Limits().CheckKey(key); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package lockservice
 
 import (
 	"bytes"
@@ -86,7 +86,7 @@ func (c LocalConfig) Validate() error {
 // and nothing is replicated, so every lock, session and fence is lost
 // with the process. Create it with NewLocal; stop it with Close.
 type Local struct {
-	*lockService
+	*Service
 
 	cfg   LocalConfig
 	clock Clock
@@ -106,10 +106,10 @@ type Local struct {
 	applied   uint64
 	appliedCh chan struct{} // closed and replaced whenever applied grows
 
-	eventHub
+	hub    *Hub
 	reqSeq atomic.Uint64
 	// keyspace: WantKeyspaceEvents' callers (keyspace_events.go).
-	keyspace keyspaceDemand
+	keyspace KeyspaceDemand
 
 	kick      chan struct{}
 	closeOnce sync.Once
@@ -131,13 +131,13 @@ func NewLocal(cfg LocalConfig) (*Local, error) {
 		t0:        m0.UnixMilli(),
 		m0:        m0,
 		table:     t,
-		limits:    limitsOf(t.Config()),
+		limits:    LimitsOf(t.Config()),
 		appliedCh: make(chan struct{}),
-		eventHub:  newEventHub(),
+		hub:       NewHub(),
 		kick:      make(chan struct{}, 1),
 		closed:    make(chan struct{}),
 	}
-	l.lockService = newLockService(l, cfg.Logger.Named("local"), cfg.CancelTimeout)
+	l.Service = New(localReplica{l}, cfg.Logger.Named("local"), cfg.CancelTimeout, false)
 	l.wg.Add(1)
 	// Ends when the Local closes.
 	go func() {
@@ -183,11 +183,11 @@ func (l *Local) Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error)
 	// The table's time never moves back, whatever the clock does.
 	c.Time = max(l.now(), l.table.Now())
 	idx := l.table.AppliedIndex() + 1
-	l.table.SetKeyspaceEvents(l.keyspace.on())
-	r := l.table.ApplyBytes(idx, c.AppendBinary(make([]byte, 0, encodedSizeHint(&c))))
+	l.table.SetKeyspaceEvents(l.keyspace.On())
+	r := l.table.ApplyBytes(idx, c.AppendBinary(make([]byte, 0, EncodedSizeHint(&c))))
 	l.mu.Unlock()
 	if len(r.Events) > 0 {
-		l.dispatch(idx, r.Events)
+		l.hub.Dispatch(idx, r.Events)
 	}
 	l.appliedMu.Lock()
 	l.applied = idx
@@ -210,7 +210,7 @@ func (l *Local) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now 
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	fn(l.table, readTime(l.table, l.now()))
+	fn(l.table, ReadTime(l.table, l.now()))
 	return nil
 }
 
@@ -218,7 +218,7 @@ func (l *Local) Read(ctx context.Context, stale bool, fn func(t *fsm.Table, now 
 // events are skipped), in log order, on the apply path: fn must not
 // block or apply. cancel stops the calls.
 func (l *Local) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
-	return l.subscribe(fn)
+	return l.hub.Subscribe(fn)
 }
 
 // AppliedIndex returns the index of the last applied command.
@@ -239,7 +239,7 @@ func (l *Local) Applied() (index uint64, next <-chan struct{}) {
 // WaitCommitted blocks until index is applied (a command is committed
 // when it is applied here), ctx ends or the Local closes.
 func (l *Local) WaitCommitted(ctx context.Context, index uint64) error {
-	return waitIndex(ctx, index, l.Applied, l.closed)
+	return WaitIndex(ctx, index, l.Applied, l.closed)
 }
 
 // Status describes the Local as a one-member cluster it leads.
@@ -259,7 +259,8 @@ func (l *Local) Status(ctx context.Context) (api.Status, error) {
 	st.KeyspaceMaxBytes = max(l.table.Config().MaxMemory, 0)
 	st.ClusterVersion = l.table.Version()
 	l.mu.RUnlock()
-	st.ClusterVersions = LocalVersions().String()
+	// As cluster.VersionRange prints the versions this binary runs.
+	st.ClusterVersions = fmt.Sprintf("%d..%d", fsm.MinClusterVersion, fsm.MaxClusterVersion)
 	st.Locks, st.Keys, st.Waiters, st.Sessions = stats.Locks, stats.Keys, stats.Waiters, stats.Sessions
 	st.KeyspaceBytes = stats.Memory
 	return st, nil
@@ -303,19 +304,27 @@ func (l *Local) tickLoop() {
 	}
 }
 
-// Local as a replica.
+// localReplica is a Local as the lock service's replica; the methods
+// of Replica that are not the Local's own are here, off its API.
+type localReplica struct{ *Local }
 
-func (l *Local) requestLimits() api.Limits { return l.limits }
-func (l *Local) closing() <-chan struct{}  { return l.closed }
-func (l *Local) observeWait(float64)       {}
+var _ Replica = localReplica{}
 
-func (l *Local) newReqID() string {
+func (l localReplica) AwaitWaiter(id string) <-chan WaiterEvent { return l.hub.AwaitWaiter(id) }
+func (l localReplica) StopWaiter(id string)                     { l.hub.StopWaiter(id) }
+func (l localReplica) CommitDemand() (done func())              { return l.hub.CommitDemand() }
+func (l localReplica) KeyWatches() *KeyWatches                  { return l.hub.KeyWatches() }
+func (l localReplica) RequestLimits() api.Limits                { return l.limits }
+func (l localReplica) Closing() <-chan struct{}                 { return l.closed }
+func (l localReplica) ObserveWait(float64)                      {}
+
+func (l localReplica) NewReqID() string {
 	return l.cfg.ID + "-" + strconv.FormatUint(l.reqSeq.Add(1), 10)
 }
 
 // One table has no log writes to share: nothing to hold back.
-func (l *Local) deferQueuedAcquire(context.Context, *fsm.Command) {}
-func (l *Local) openHandoff(*fsm.Command)                         {}
+func (l localReplica) DeferQueuedAcquire(context.Context, *fsm.Command) {}
+func (l localReplica) OpenHandoff(*fsm.Command)                         {}
 
 // WriteSnapshot writes the table to w in the fsm snapshot format, as
 // Node.WriteSnapshot does (httpapi's Snapshotter). The table is encoded
@@ -337,7 +346,7 @@ func (l *Local) WriteSnapshot(ctx context.Context, w io.Writer, start func(index
 	if start != nil {
 		start(idx)
 	}
-	if _, err := buf.WriteTo(ctxWriter{ctx, w}); err != nil {
+	if _, err := buf.WriteTo(ContextWriter{ctx, w}); err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
 	}
 	return nil
