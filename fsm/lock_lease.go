@@ -297,3 +297,11 @@ func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
 	t.fences[cmd.Key] = cmd.Token
 	return Result{Granted: true, Fence: cmd.Token}
 }
+
+// lockDeleted ends the holds of l, which del removed from key (keyLocks).
+func (t *Table) lockDeleted(ctx *applyCtx, key string, l *Lock, reason Reason) {
+	t.dropLock(key, l)
+	for i := 0; i < l.numHolders(); i++ {
+		t.holdEnded(ctx, key, l.holder(i), reason)
+	}
+}

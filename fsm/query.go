@@ -38,7 +38,7 @@ type Stats struct {
 	Memory int64
 }
 
-func (t *Table) readNow(now int64) int64 {
+func (t *keySpace) readNow(now int64) int64 {
 	if t.now > now {
 		return t.now
 	}

@@ -525,36 +525,23 @@ func (c *applyCtx) emit(e Event) {
 
 // Table is the replicated lock table and key space. It is not safe for
 // concurrent use: the node serialises Apply and guards queries.
+//
+// Table composes its tenants, each a type holding its own state (see
+// docs/DESIGN.md "The parts of the table"): the key-space core
+// (keySpace: values, expiry, memory, request ids), the lock ops and the
+// Redis commands with their script host. Table itself holds what spans
+// them: applying an entry, due work, snapshots and the cluster version.
 type Table struct {
-	cfg     Config
-	now     int64  // FSM clock, ms; never decreases
-	applied uint64 // index of the last applied entry
+	*keySpace
 
-	keys     map[string]*Value
 	queues   map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
 	waiters  map[string]*Waiter
 	sessions map[string]*Session
 	fences   map[string]uint64 // fence registry (CheckAndAdvance)
-	due      dueQueue          // derived: what falls due when (keyspace.go)
-
-	// nLocks and nHolds count the lock values in keys and their holds,
-	// kept as they change (countLock) so Stats is O(1). Derived.
-	nLocks, nHolds int
-	// mem is the accounted size of everything but the request ids (which
-	// reqs counts itself), kept as the table changes (memory.go).
-	// Derived: recounted on Restore.
-	mem int64
 
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
-
-	// keyspaceEvents: Apply emits EvKeyspace (SetKeyspaceEvents).
-	keyspaceEvents bool
-
-	// reqs are the remembered results by request id, in the order they
-	// were remembered (= expiry order): exactly-once (dedupe.go).
-	reqs reqTable
 
 	// goneHoldDue is the time of the pending dueHold item of keys whose
 	// lock is gone while the item is not (Value.holdDue holds it while the
@@ -626,23 +613,18 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxMetaKeyBytes, d.MaxMetaKeyBytes)
 	fill(&cfg.MaxMetaValueBytes, d.MaxMetaValueBytes)
 	fill(&cfg.MaxMetaBytes, d.MaxMetaBytes)
-	t := &Table{cfg: cfg}
+	t := &Table{}
+	t.keySpace = newKeySpace(cfg, t)
 	t.reset()
 	return t
 }
 
 func (t *Table) reset() {
-	t.now = 0
-	t.applied = 0
-	t.keys = make(map[string]*Value)
+	t.keySpace.reset()
 	t.queues = make(map[string][]*Waiter)
 	t.waiters = make(map[string]*Waiter)
 	t.sessions = make(map[string]*Session)
 	t.fences = make(map[string]uint64)
-	t.due = dueQueue{}
-	t.nLocks, t.nHolds = 0, 0
-	t.mem = 0
-	t.reqs.init(0)
 	t.goneHoldDue = make(map[string]int64)
 	t.sessHolds = make(map[string]map[holdRef]struct{})
 	t.sessWaiters = make(map[string]map[string]struct{})
@@ -653,15 +635,6 @@ func (t *Table) reset() {
 	t.version, t.halted = 0, nil
 	t.resetNext()
 }
-
-// Config returns the table's limits.
-func (t *Table) Config() Config { return t.cfg }
-
-// Now returns the FSM clock (ms): the largest command time applied so far.
-func (t *Table) Now() int64 { return t.now }
-
-// AppliedIndex returns the index of the last applied entry.
-func (t *Table) AppliedIndex() uint64 { return t.applied }
 
 // ApplyBytes decodes and applies one encoded command. A command that fails
 // to decode is refused with ErrBadCommand identically on every node; the
@@ -780,4 +753,40 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	r.Now = ctx.now
 	r.Events = ctx.events
 	return r
+}
+
+// expireDue runs every due item with time <= ctx.now, in (time, kind, id)
+// order, at the start of each Apply, so every command sees only live state.
+func (t *Table) expireDue(ctx *applyCtx) {
+	for {
+		kind, it, ok := t.due.next()
+		if !ok || it.at > ctx.now {
+			break
+		}
+		t.due[kind-1].pop()
+		ctx.at = it.at
+		switch kind {
+		case dueKey:
+			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
+				t.del(ctx, it.id, ReasonExpired)
+				ctx.notify(NotifyExpired, it.id)
+			}
+		case dueHold:
+			t.expireHolds(ctx, it.id)
+		case dueDelay:
+			t.delayEnded(ctx, it.id)
+		case dueWaiter:
+			t.expireWaiter(ctx, it.id)
+		case dueSession:
+			t.expireSession(ctx, it.id)
+		case dueReqID:
+			t.expireReqIDs(ctx)
+		case dueTombstone:
+			t.expireTombstone(ctx, it.id)
+		case duePump:
+			t.pump(ctx, it.id)
+		}
+		t.flushFreed(ctx)
+	}
+	ctx.at = ctx.now
 }
