@@ -33,6 +33,14 @@ type keySpace struct {
 	// keyspaceEvents: Apply emits EvKeyspace (SetKeyspaceEvents).
 	keyspaceEvents bool
 
+	// version is the active cluster version (version.go); 0 reads as 1.
+	// Every part decides under it (gate).
+	version uint32
+
+	// undo is the running script's undo log (script_undo.go): the parts
+	// record in it what a script changed beyond the keys it names.
+	undo undoLog
+
 	// locks is told when del removes a lock or frees a key.
 	locks keyLocks
 }
@@ -62,6 +70,7 @@ func (t *keySpace) reset() {
 	t.nLocks, t.nHolds = 0, 0
 	t.mem = 0
 	t.reqs.init(0)
+	t.version = 0
 }
 
 // Config returns the table's limits.

@@ -375,7 +375,7 @@ func (t *Table) lookup(ctx *applyCtx, key string) *Value {
 
 // lockLive reports whether some hold of l is still running at now (inside
 // Apply expired holds are gone already; Read may look past t.now).
-func (t *Table) lockLive(l *Lock, now int64) bool {
+func (t *lockSpace) lockLive(l *Lock, now int64) bool {
 	for i := 0; i < l.numHolders(); i++ {
 		if d := t.holdDeadline(l.holder(i)); d == 0 || d > now {
 			return true

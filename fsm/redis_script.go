@@ -15,7 +15,6 @@ import (
 type scripts struct {
 	cache  scriptCache       // replicated (script_cache.go)
 	engine *luaengine.Engine // derived: compiled scripts; never snapshotted
-	undo   undoLog           // the running script's undo log (script_undo.go)
 	// host is what the running script's redis.call reaches (scriptHost),
 	// kept here so that handing it to the engine allocates nothing.
 	host scriptHost
@@ -133,7 +132,7 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 	if err != nil {
 		return reply.NewError(err.Error()) // not reached: cached scripts compiled
 	}
-	t.scripts.undo.cacheAt = mark
+	t.undo.cacheAt = mark
 	r, _ := t.runScript(ctx, s, keys, args, ro)
 	return r
 }
@@ -146,22 +145,22 @@ func (t *Table) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byt
 	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
 	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
-	t.scripts.undo.begin(t, ctx)
-	t.scripts.undo.failed = true // until the engine says otherwise
+	t.undo.begin(t, ctx)
+	t.undo.failed = true // until the engine says otherwise
 	h := &t.scripts.host
 	h.t, h.ctx = t, ctx
 	defer func() {
 		ctx.readOnly = false
 		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
 		h.t, h.ctx = nil, nil
-		if t.scripts.undo.on { // the script panicked: Apply refuses the entry
-			t.scripts.undo.failed = true
+		if t.undo.on { // the script panicked: Apply refuses the entry
+			t.undo.failed = true
 			t.undoEnd(ctx)
 		}
 	}()
 	lim := luaengine.Limits{MaxSteps: t.cfg.MaxScriptSteps, MaxMemory: t.cfg.MaxScriptMemory, MaxValueBytes: t.cfg.MaxValueBytes}
 	used := luaengine.Usage{Steps: ctx.luaSteps, Mem: ctx.luaMem}
-	r, t.scripts.undo.failed = t.scripts.engine.Run(h, s, keys, args, lim, &used)
+	r, t.undo.failed = t.scripts.engine.Run(h, s, keys, args, lim, &used)
 	ctx.luaSteps, ctx.luaMem = used.Steps, used.Mem
 	return r, t.undoEnd(ctx)
 }

@@ -96,7 +96,7 @@ func (u *undoLog) begin(t *Table, ctx *applyCtx) {
 // end stops recording: on success the waiters of the keys the script
 // freed are offered them; on failure everything is undone.
 func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
-	u := &t.scripts.undo
+	u := &t.undo
 	failed = u.failed
 	u.on = false
 	if failed {
@@ -120,7 +120,7 @@ func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
 
 // rollback restores what the script changed, newest first.
 func (t *Table) rollback(ctx *applyCtx) {
-	u := &t.scripts.undo
+	u := &t.undo
 	for i := len(u.sess) - 1; i >= 0; i-- {
 		s := u.sess[i]
 		if s.added {
@@ -160,7 +160,7 @@ func (t *Table) rollback(ctx *applyCtx) {
 // undoCost is what saving the keys a write command names would copy, in
 // the accounted bytes of memory.go; 0 when nothing is recorded.
 func (t *Table) undoCost(name string, args [][]byte) int64 {
-	u := &t.scripts.undo
+	u := &t.undo
 	if !u.on {
 		return 0
 	}
@@ -179,7 +179,7 @@ func (t *Table) undoCost(name string, args [][]byte) int64 {
 // undoSave records the state of the keys the write command names, unless
 // already recorded in this script.
 func (t *Table) undoSave(name string, args [][]byte) {
-	u := &t.scripts.undo
+	u := &t.undo
 	if !u.on {
 		return
 	}
@@ -206,16 +206,16 @@ func (t *Table) undoSave(name string, args [][]byte) {
 }
 
 // undoSessHold records a change to the session index of holds.
-func (t *Table) undoSessHold(sess, key, owner string, added bool) {
-	if u := &t.scripts.undo; u.on {
+func (t *keySpace) undoSessHold(sess, key, owner string, added bool) {
+	if u := &t.undo; u.on {
 		u.sess = append(u.sess, undoSess{sess: sess, key: key, owner: owner, added: added})
 	}
 }
 
 // undoDeferPump reports whether key's waiters must wait for the running
 // script to succeed (it then records key).
-func (t *Table) undoDeferPump(key string) bool {
-	u := &t.scripts.undo
+func (t *keySpace) undoDeferPump(key string) bool {
+	u := &t.undo
 	if u.on {
 		u.pumps = append(u.pumps, key)
 	}

@@ -533,42 +533,18 @@ func (c *applyCtx) emit(e Event) {
 // them: applying an entry, due work, snapshots and the cluster version.
 type Table struct {
 	*keySpace
-
-	queues   map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
-	waiters  map[string]*Waiter
-	sessions map[string]*Session
-	fences   map[string]uint64 // fence registry (CheckAndAdvance)
+	// lockSpace is the lock ops (lockTable, and sessionTable under it)
+	// as the key-space core and the Redis commands reach them.
+	*lockSpace
 
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
 
-	// goneHoldDue is the time of the pending dueHold item of keys whose
-	// lock is gone while the item is not (Value.holdDue holds it while the
-	// lock exists), so a lock acquired and released in a loop keeps one
-	// heap entry, not one per grant. Derived.
-	goneHoldDue map[string]int64
-
-	// sessHolds and sessWaiters index the holds and waiters of each
-	// session (session.go). Derived from holds and waiters.
-	sessHolds   map[string]map[holdRef]struct{}
-	sessWaiters map[string]map[string]struct{}
-
-	// tombs are the release tombstones for Redlock quorum (lock_redis.go).
-	tombs map[string]tombstone
-
-	// maxFence is the highest fence ever granted (the index of the
-	// latest entry that created a hold): the fence registry refuses a
-	// token above it, which no grant issued and which would otherwise
-	// block the resource for every later holder.
-	maxFence uint64
-
-	// scripts is EVAL's state: the replicated script cache, the Lua
-	// engine and the running script's undo log (redis_script.go).
+	// scripts is EVAL's state: the replicated script cache and the Lua
+	// engine (redis_script.go).
 	scripts scripts
 
-	// version is the active cluster version (version.go); 0 reads as 1.
-	version uint32
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
 	halted error
@@ -613,26 +589,25 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxMetaKeyBytes, d.MaxMetaKeyBytes)
 	fill(&cfg.MaxMetaValueBytes, d.MaxMetaValueBytes)
 	fill(&cfg.MaxMetaBytes, d.MaxMetaBytes)
-	t := &Table{}
-	t.keySpace = newKeySpace(cfg, t)
+	ks := newKeySpace(cfg, nil)
+	st := &sessionTable{keySpace: ks}
+	lt := &lockTable{keySpace: ks, sessionTable: st}
+	st.locks = lt
+	ls := &lockSpace{lockTable: lt}
+	ks.locks = ls
+	t := &Table{keySpace: ks, lockSpace: ls}
 	t.reset()
 	return t
 }
 
 func (t *Table) reset() {
 	t.keySpace.reset()
-	t.queues = make(map[string][]*Waiter)
-	t.waiters = make(map[string]*Waiter)
-	t.sessions = make(map[string]*Session)
-	t.fences = make(map[string]uint64)
-	t.goneHoldDue = make(map[string]int64)
-	t.sessHolds = make(map[string]map[holdRef]struct{})
-	t.sessWaiters = make(map[string]map[string]struct{})
-	t.tombs = make(map[string]tombstone)
-	t.maxFence = 0
+	t.lockTable.reset()
+	t.sessionTable.reset()
+	t.lockSpace.reset()
 	t.scripts = scripts{}
 	t.scripts.init()
-	t.version, t.halted = 0, nil
+	t.halted = nil
 	t.resetNext()
 }
 

@@ -31,4 +31,4 @@ func (t *Table) encodeNext(*enc)               {}
 func (n *Table) restoreNext(*snapReader) error { return nil }
 func (t *Table) adoptNext(n *Table)            { t.next = n.next }
 func (t *Table) resetNext()                    { t.next = nextState{} }
-func (t *Table) sessionTTLRefused(int64) error { return nil }
+func (t *keySpace) sessionTTLRefused(int64) error { return nil }
