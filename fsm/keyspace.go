@@ -41,8 +41,8 @@ type keySpace struct {
 	// record in it what a script changed beyond the keys it names.
 	undo undoLog
 
-	// locks is told when del removes a lock or frees a key.
-	locks keyLocks
+	// keyLocks is told when del removes a lock or frees a key.
+	keyLocks keyLocks
 }
 
 // keyLocks is what the core asks of the lock ops when a key goes: the
@@ -56,7 +56,7 @@ type keyLocks interface {
 }
 
 func newKeySpace(cfg Config, locks keyLocks) *keySpace {
-	ks := &keySpace{cfg: cfg, locks: locks}
+	ks := &keySpace{cfg: cfg, keyLocks: locks}
 	ks.reset()
 	return ks
 }
@@ -179,12 +179,12 @@ func (t *keySpace) del(ctx *applyCtx, key string, reason Reason) bool {
 	if v.Kind() == KindLock {
 		l := v.lock()
 		t.countLock(v, -1)
-		t.locks.lockDeleted(ctx, key, l, reason)
+		t.keyLocks.lockDeleted(ctx, key, l, reason)
 		ctx.emit(Event{Kind: EvChanged, Key: key})
 	} else {
 		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
-	t.locks.keyFreed(ctx, key)
+	t.keyLocks.keyFreed(ctx, key)
 	return true
 }
 

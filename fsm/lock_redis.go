@@ -1,5 +1,7 @@
 package fsm
 
+import "slices"
+
 // The lock side of the one key space: what the Redis commands (redis*.go,
 // lua*.go) call to treat a native lock as a Redis string whose value is
 // the holder's token (DESIGN.md "One key space").
@@ -121,26 +123,11 @@ func (t *lockSpace) redisTombstone(key, token string, now int64) bool {
 
 // redisLockToken returns the exclusive holder's owner token of a lock
 // value (GET on a lock key); ok=false if it has no single exclusive holder.
-func (t *lockSpace) redisLockToken(l *Lock) (string, bool) {
+func (l *Lock) redisToken() (string, bool) {
 	if l.numHolders() == 1 && l.h0.Mode == Exclusive {
 		return l.h0.Owner, true
 	}
 	return "", false
-}
-
-// redisLockPTTL returns the remaining ms of the lock's latest hold deadline
-// at now (-1 if none).
-func (t *lockSpace) redisLockPTTL(l *Lock, now int64) int64 {
-	var latest int64
-	for i := 0; i < l.numHolders(); i++ {
-		if d := t.holdDeadline(l.holder(i)); d > latest {
-			latest = d
-		}
-	}
-	if latest <= now {
-		return -1
-	}
-	return latest - now
 }
 
 // redisSetNX implements `SET key token NX PX ttl`: it creates an exclusive,
@@ -241,4 +228,46 @@ func (t *lockSpace) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason)
 		t.tombstone(key, h.Owner, t.holdDeadline(h))
 	}
 	t.holdGone(ctx, key, h, reason)
+}
+
+// saveKeyUndo returns key's lock state beside its value, for the undo
+// log of a running script (redisLocks).
+func (t *lockSpace) saveKeyUndo(key string) keyLockUndo {
+	var u keyLockUndo
+	if tb, ok := t.tombs[key]; ok {
+		tb.recent = slices.Clone(tb.recent) // filtered in place (tombstone)
+		u.tomb, u.hasTomb = tb, true
+	}
+	u.holdDue, u.hasHoldDue = t.goneHoldDue[key]
+	return u
+}
+
+// restoreKeyUndo puts back what saveKeyUndo returned.
+func (t *lockSpace) restoreKeyUndo(key string, u keyLockUndo) {
+	if u.hasTomb {
+		t.tombs[key] = u.tomb
+	} else {
+		delete(t.tombs, key)
+	}
+	if u.hasHoldDue {
+		t.goneHoldDue[key] = u.holdDue
+	} else {
+		delete(t.goneHoldDue, key)
+	}
+}
+
+// fenceMark is the highest fence issued, which a failed script's grants
+// must not have raised.
+func (t *lockSpace) fenceMark() uint64 { return t.maxFence }
+
+// restoreFenceMark puts back what fenceMark returned.
+func (t *lockSpace) restoreFenceMark(f uint64) { t.maxFence = f }
+
+// revertSessHold undoes one change to the session index of holds.
+func (t *lockSpace) revertSessHold(s undoSess) {
+	if s.added {
+		t.sessDelHold(s.sess, s.key, s.owner)
+	} else {
+		t.sessAddHold(s.sess, s.key, s.owner)
+	}
 }

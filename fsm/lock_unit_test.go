@@ -241,7 +241,7 @@ func TestRedisHelpers(t *testing.T) {
 		t.Fatal("SET NX by another token succeeded")
 	}
 	l := tab.keys["k"].lock()
-	if tok, ok := tab.redisLockToken(l); !ok || tok != "tok" || l.h0.Fence != 1 {
+	if tok, ok := l.redisToken(); !ok || tok != "tok" || l.h0.Fence != 1 {
 		t.Fatalf("token %q %v fence %d", tok, ok, l.h0.Fence)
 	}
 	if p := tab.redisLockPTTL(l, 400); p != 600 {

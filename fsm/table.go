@@ -541,9 +541,9 @@ type Table struct {
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
 
-	// scripts is EVAL's state: the replicated script cache and the Lua
-	// engine (redis_script.go).
-	scripts scripts
+	// scripts is the script host (redis_script.go) over the Redis
+	// commands (redisTable, redis.go).
+	*scripts
 
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
@@ -594,8 +594,9 @@ func New(cfg Config) *Table {
 	lt := &lockTable{keySpace: ks, sessionTable: st}
 	st.locks = lt
 	ls := &lockSpace{lockTable: lt}
-	ks.locks = ls
-	t := &Table{keySpace: ks, lockSpace: ls}
+	ks.keyLocks = ls
+	rt := &redisTable{keySpace: ks, locks: ls}
+	t := &Table{keySpace: ks, lockSpace: ls, scripts: &scripts{redisTable: rt}}
 	t.reset()
 	return t
 }
@@ -605,7 +606,7 @@ func (t *Table) reset() {
 	t.lockTable.reset()
 	t.sessionTable.reset()
 	t.lockSpace.reset()
-	t.scripts = scripts{}
+	*t.scripts = scripts{redisTable: t.scripts.redisTable}
 	t.scripts.init()
 	t.halted = nil
 	t.resetNext()
