@@ -56,16 +56,16 @@ func (t *sessionTable) holdDeadline(h *hold) int64 {
 }
 
 // lockTable is the lock ops of a Table: native locks' holds and grants,
-// the wait queues, releases, leases, lock-delay and the fence registry.
-// The locks themselves are values of the key-space core; the sessions
-// that holds and waiters may be bound to are its sessionTable.
+// releases, leases, lock-delay, the fence registry and the read-only
+// queries (query.go). The locks themselves are values of the key-space
+// core; the acquires that wait are its waitQueue, the sessions that
+// holds and waiters may be bound to its sessionTable.
 type lockTable struct {
 	*keySpace
 	*sessionTable
+	*waitQueue
 
-	queues  map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
-	waiters map[string]*Waiter
-	fences  map[string]uint64 // fence registry (CheckAndAdvance)
+	fences map[string]uint64 // fence registry (CheckAndAdvance)
 
 	// goneHoldDue is the time of the pending dueHold item of keys whose
 	// lock is gone while the item is not (Value.holdDue holds it while the
@@ -82,8 +82,6 @@ type lockTable struct {
 
 // reset empties the lock state.
 func (t *lockTable) reset() {
-	t.queues = make(map[string][]*Waiter)
-	t.waiters = make(map[string]*Waiter)
 	t.fences = make(map[string]uint64)
 	t.goneHoldDue = make(map[string]int64)
 	t.maxFence = 0

@@ -591,8 +591,9 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxMetaBytes, d.MaxMetaBytes)
 	ks := newKeySpace(cfg, nil)
 	st := &sessionTable{keySpace: ks}
-	lt := &lockTable{keySpace: ks, sessionTable: st}
-	st.locks = lt
+	wq := &waitQueue{keySpace: ks, sessionTable: st}
+	lt := &lockTable{keySpace: ks, sessionTable: st, waitQueue: wq}
+	st.locks, wq.locks = lt, lt
 	ls := &lockSpace{lockTable: lt}
 	ks.keyLocks = ls
 	rt := &redisTable{keySpace: ks, locks: ls}
@@ -605,6 +606,7 @@ func (t *Table) reset() {
 	t.keySpace.reset()
 	t.lockTable.reset()
 	t.sessionTable.reset()
+	t.waitQueue.reset()
 	t.lockSpace.reset()
 	*t.scripts = scripts{redisTable: t.scripts.redisTable}
 	t.scripts.init()
