@@ -35,27 +35,27 @@ const (
 	maxSHAMemoText = 4 << 10
 )
 
-func (x *scripts) init() {
-	x.cache.init()
-	x.engine = luaengine.New()
-	x.shaOf = map[string]string{}
+func (t *scripts) init() {
+	t.cache.init()
+	t.engine = luaengine.New()
+	t.shaOf = map[string]string{}
 }
 
 // sha returns ScriptSHA(script), memoised.
-func (x *scripts) sha(script []byte) string {
-	if s, ok := x.shaOf[string(script)]; ok {
+func (t *scripts) sha(script []byte) string {
+	if s, ok := t.shaOf[string(script)]; ok {
 		return s
 	}
 	s := ScriptSHA(script)
 	if len(script) > maxSHAMemoText {
 		return s
 	}
-	if x.shaOf == nil {
-		x.shaOf = map[string]string{}
-	} else if len(x.shaOf) >= maxSHAMemo {
-		clear(x.shaOf)
+	if t.shaOf == nil {
+		t.shaOf = map[string]string{}
+	} else if len(t.shaOf) >= maxSHAMemo {
+		clear(t.shaOf)
 	}
-	x.shaOf[string(script)] = s
+	t.shaOf[string(script)] = s
 	return s
 }
 
