@@ -137,7 +137,8 @@ func (l *Lock) redisToken() (string, bool) {
 // ttl <= 0 (no PX/EX given) means MaxTTL: a lock never outlives the lease
 // limit. A ttl over MaxTTL (the caller refuses it with leaseOverLimit) or
 // under MinTTL fails.
-func (t *lockSpace) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
+func (t *lockSpace) redisSetNX(ctx *applyCtx, key string, tokenB []byte, ttl int64) bool {
+	token := string(tokenB) // does not escape: kept only inside kt below
 	if t.cfg.checkKey(key) != nil || t.cfg.checkOwner(token) != nil {
 		return false
 	}

@@ -25,8 +25,8 @@ func (f *fakeLocks) lockDeleted(_ *applyCtx, key string, _ *Lock, _ Reason) {
 }
 func (f *fakeLocks) keyFreed(_ *applyCtx, key string) { f.calls = append(f.calls, "keyFreed "+key) }
 func (f *fakeLocks) holdDeadline(h *hold) int64       { return h.Deadline }
-func (f *fakeLocks) redisSetNX(_ *applyCtx, key, token string, _ int64) bool {
-	f.calls = append(f.calls, "redisSetNX "+key+" "+token)
+func (f *fakeLocks) redisSetNX(_ *applyCtx, key string, token []byte, _ int64) bool {
+	f.calls = append(f.calls, "redisSetNX "+key+" "+string(token))
 	return f.setNX
 }
 func (f *fakeLocks) redisLockExpire(_ *applyCtx, key string, _ int64) {

@@ -86,7 +86,9 @@ type redisTable struct {
 type redisLocks interface {
 	// holdDeadline is when h ends if nothing changes; 0 = none.
 	holdDeadline(h *hold) int64
-	redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool
+	// redisSetNX takes the token as the command's bytes: a string made
+	// for a call through this interface would escape to the heap.
+	redisSetNX(ctx *applyCtx, key string, token []byte, ttl int64) bool
 	redisLockExpire(ctx *applyCtx, key string, at int64)
 	redisReleaseByToken(ctx *applyCtx, key, token string) bool
 	redisTombstone(key, token string, now int64) bool

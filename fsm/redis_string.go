@@ -223,7 +223,7 @@ func (t *redisTable) setNX(c *applyCtx, sc *setCall) reply.Reply {
 			return oomReply
 		}
 	}
-	if t.locks.redisSetNX(c, sc.key, string(sc.val), ttl) {
+	if t.locks.redisSetNX(c, sc.key, sc.val, ttl) {
 		return sc.okReply
 	}
 	return sc.abortReply
