@@ -192,9 +192,13 @@ func TestRedisClusterRueidis(t *testing.T) {
 	// Extended every validity/2; a second keeps a busy 2-core machine
 	// under -race from missing an extension. TryNextAfter as in
 	// TestRueidisLock: one commit can take longer than the default 20 ms.
+	// NoLoopTracking as docs/redis.md advises: without it every extension
+	// invalidates the holder's own tracked key, and rueidislock answers
+	// each invalidation with another extension (on Redis as here), a
+	// storm of writes that can starve the election this test waits for.
 	const validity = 2 * time.Second
 	locker, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: opt, KeyValidity: validity,
-		TryNextAfter: 2 * time.Second})
+		TryNextAfter: 2 * time.Second, NoLoopTracking: true})
 	if err != nil {
 		t.Fatalf("NewLocker: %v", err)
 	}
@@ -243,6 +247,18 @@ func TestRedisClusterRueidis(t *testing.T) {
 	// cycle starts once the survivors name a new master (the client, still
 	// routing to the dead one, has to find it by itself).
 	pc.waitMaster(ctx, pc.leader(failover))
+	// rueidislock counts a lock's validity from the start of its attempt,
+	// and the client routes to the dead master until a command of its
+	// fails there and it refreshes (with backoff: over a second): an
+	// attempt that spends its validity finding the new master takes a
+	// lock it gives up at once. One write through the locker's client
+	// moves its routing first.
+	cl := locker.Client()
+	if err := retryFor(failover, func() error {
+		return cl.Do(ctx, cl.B().Set().Key(uniq("rc-probe")).Value("1").Px(10*time.Second).Build()).Error()
+	}); err != nil {
+		t.Fatalf("a write through the locker's client after the kill: %v", err)
+	}
 	cycle("after the kill")
 }
 

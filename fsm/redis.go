@@ -220,18 +220,6 @@ func lookupCmd(name []byte) *redisCmd {
 	return redisCmds[string(b)]
 }
 
-// IsKnownCommand reports whether the FSM implements the Redis command
-// name (any case). The RESP bridge replies "ERR unknown command" for the
-// rest of what it does not handle itself.
-func IsKnownCommand(name []byte) bool { return lookupCmd(name) != nil }
-
-// IsReadOnly reports whether the command name only reads, so the bridge
-// may serve it with Read instead of a log entry.
-func IsReadOnly(name []byte) bool {
-	c := lookupCmd(name)
-	return c != nil && c.ro
-}
-
 func arityOK(c *redisCmd, n int) bool {
 	if c.arity >= 0 {
 		return n == c.arity

@@ -211,11 +211,11 @@ func TestRedisReadIsReadOnly(t *testing.T) {
 	if r.t.keys["s"] == nil || r.t.keys["s"].Version != before {
 		t.Fatal("Read changed the table")
 	}
-	if !IsReadOnly([]byte("zrangebyscore")) || IsReadOnly([]byte("SET")) || IsReadOnly([]byte("nope")) {
-		t.Error("IsReadOnly")
+	if !lookupCmd([]byte("zrangebyscore")).ro || lookupCmd([]byte("SET")).ro || lookupCmd([]byte("nope")) != nil {
+		t.Error("read-only commands")
 	}
-	if !IsKnownCommand([]byte("DelEx")) || IsKnownCommand([]byte("EVAL")) {
-		t.Error("IsKnownCommand")
+	if lookupCmd([]byte("DelEx")) == nil || lookupCmd([]byte("EVAL")) != nil {
+		t.Error("known commands")
 	}
 }
 

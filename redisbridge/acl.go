@@ -1,19 +1,20 @@
 package redisbridge
 
 import (
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 )
 
 // Permissions. With Config.Users set, each command is checked once, in
-// dispatch, against what its command-table entry says it needs: a
-// category and the keys and channels it names (Redis' order: command,
-// then keys, then channels; Redis' NOPERM texts). Connection commands
+// dispatch, against what its catalogue entry says it needs (refined by
+// subcommand in its command-table entry): a category and the keys and
+// channels it names (Redis' order: command, then keys, then channels;
+// Redis' NOPERM texts). Connection commands
 // (PING, AUTH, HELLO, CLIENT, ...) need no category.
 
 // access is what one command needs.
@@ -25,8 +26,10 @@ type access struct {
 	patterns bool // chans are PSUBSCRIBE patterns
 }
 
-// accessFn tells what a command with these arguments (arity checked)
-// needs; name is the command's name in lower case.
+// accessFn refines, by subcommand, the permission the catalogue gives a
+// command (args have its arity; name is its name in lower case): it
+// returns the category needed and, when not the command's, the name
+// NOPERM quotes ("script|flush"). Keys and channels are the catalogue's.
 type accessFn func(name string, args [][]byte) access
 
 const (
@@ -38,40 +41,32 @@ func msgNoPermCmd(name string) string {
 	return "NOPERM this user has no permissions to run the '" + name + "' command"
 }
 
-// Access functions of the command table.
-
-// connAccess: connection commands, any authenticated user.
-func connAccess(string, [][]byte) access { return access{} }
-
-// need returns an accessFn needing cat and no keys.
-func need(cat auth.Category) accessFn {
-	return func(string, [][]byte) access { return access{cat: cat} }
+// permCategory is the users-file category each catalogue permission
+// needs (0: any authenticated user).
+var permCategory = [...]auth.Category{
+	rediscmd.PermNone:  0,
+	rediscmd.PermRead:  auth.Read,
+	rediscmd.PermWrite: auth.Write,
+	rediscmd.PermAdmin: auth.Admin,
 }
 
-// firstKey: the key is args[1].
-func firstKey(cat auth.Category) accessFn {
-	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:2]} }
-}
-
-// restKeys: every argument after the name is a key (WATCH).
-func restKeys(cat auth.Category) accessFn {
-	return func(_ string, args [][]byte) access { return access{cat: cat, keys: args[1:]} }
-}
-
-// channels: every argument after the name is a channel (or pattern).
-func channels(cat auth.Category, patterns bool) accessFn {
-	return func(_ string, args [][]byte) access { return access{cat: cat, chans: args[1:], patterns: patterns} }
-}
-
-// publishAccess: PUBLISH channel message.
-func publishAccess(_ string, args [][]byte) access {
-	return access{cat: auth.Write, chans: args[1:2]}
+// accessOf is what cmd with args (arity checked) needs: the catalogue's
+// permission, keys and channels, the permission refined by the table's
+// accessFn when it has one.
+func accessOf(cmd *command, name string, args [][]byte) access {
+	s := cmd.spec
+	a := access{cat: permCategory[s.Perm], keys: s.KeyArgs(args), chans: s.ChannelArgs(args), patterns: s.Channels.Patterns}
+	if cmd.acl != nil {
+		r := cmd.acl(name, args)
+		a.cat, a.name = r.cat, r.name
+	}
+	return a
 }
 
 // lockReleaseAccess: LOCK.RELEASE of one's own hold is write; FORCE
 // (anybody's hold) is admin.
 func lockReleaseAccess(_ string, args [][]byte) access {
-	a := access{cat: auth.Write, keys: args[1:2]}
+	a := access{cat: auth.Write}
 	for i := 3; i < len(args); i++ {
 		switch {
 		case strings.EqualFold(string(args[i]), "id"):
@@ -81,20 +76,6 @@ func lockReleaseAccess(_ string, args [][]byte) access {
 		}
 	}
 	return a
-}
-
-// scriptKeys: EVAL/EVALSHA script numkeys key... arg...: every key in
-// KEYS must be the user's (Redis ACL semantics). A bad numkeys names no
-// keys; the handler refuses it.
-func scriptKeys(cat auth.Category) accessFn {
-	return func(_ string, args [][]byte) access {
-		a := access{cat: cat}
-		n, err := strconv.ParseInt(string(args[2]), 10, 64)
-		if err == nil && n >= 0 && n <= int64(len(args)-3) {
-			a.keys = args[3 : 3+n]
-		}
-		return a
-	}
 }
 
 // scriptAccess: SCRIPT LOAD is write, EXISTS read, FLUSH and KILL admin.
@@ -109,16 +90,6 @@ func scriptAccess(_ string, args [][]byte) access {
 		return access{cat: auth.Admin, name: "script|" + sub}
 	}
 	return access{} // HELP and unknown subcommands: the handler answers
-}
-
-// dataAccess: a Redis command of the FSM. Read-only ones need read, the
-// others write; keys by Redis' key positions.
-func dataAccess(name string, args [][]byte) access {
-	a := access{cat: auth.Write, keys: fsm.CommandKeysOf(name, args)}
-	if fsm.IsReadOnlyName(name) {
-		a.cat = auth.Read
-	}
-	return a
 }
 
 // connACL is who a connection is and what it may do: its user, and the
@@ -151,11 +122,7 @@ func (a *connACL) permission(cmd *command, name string, args [][]byte) string {
 		a.authed = false
 		return msgNoAuth
 	}
-	acc := cmd.acl
-	if acc == nil {
-		acc = dataAccess
-	}
-	ac := acc(name, args)
+	ac := accessOf(cmd, name, args)
 	if ac.cat == 0 {
 		return ""
 	}

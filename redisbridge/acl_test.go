@@ -25,6 +25,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 )
 
 // testUsers: one user per category, all in the namespace app:*, and one
@@ -102,6 +103,8 @@ var bridgeSamples = map[string]struct {
 	"lock.extend":  {args: []string{"LOCK.EXTEND", "app:k", "o", "1000"}, cat: auth.Write},
 	"lock.info":    {args: []string{"LOCK.INFO", "app:k"}, cat: auth.Read},
 	"fence.check":  {args: []string{"FENCE.CHECK", "app:k", "1"}, cat: auth.Write},
+	// Only in a build with -tags locknode_next (cmd_next.go).
+	"next.note": {args: []string{"NEXT.NOTE", "app:k", "v"}, cat: auth.Write},
 }
 
 // moreSamples: subcommands and options whose category differs from
@@ -138,7 +141,10 @@ type permCase struct {
 // the FSM's, plus moreSamples.
 func permCases(t *testing.T, s *Server) []permCase {
 	var cases []permCase
-	for name := range s.commands {
+	for name, cmd := range s.commands {
+		if cmd.flags&flagData != 0 {
+			continue // below
+		}
 		sm, ok := bridgeSamples[name]
 		if !ok {
 			t.Errorf("command %q has no sample in bridgeSamples: say which category it needs", name)
@@ -153,19 +159,20 @@ func permCases(t *testing.T, s *Server) []permCase {
 	for _, m := range moreSamples {
 		cases = append(cases, permCase{m.args, m.cat, m.name})
 	}
-	for _, name := range fsm.RedisCommands() {
-		if s.commands[name] != nil {
+	for _, name := range rediscmd.KeySpaceNames() {
+		if s.commands[name].flags&flagData == 0 {
 			continue // served by the bridge's own entry
-		}
-		cat := auth.Write
-		if fsm.IsReadOnly([]byte(name)) {
-			cat = auth.Read
 		}
 		// Arguments the FSM's arity accepts; every one a key of the
 		// namespace, so any key position is covered.
 		args := []string{strings.ToUpper(name)}
-		for n := 2; n <= 10 && !arityAccepts(dataCommand, name, toBytes(args)); n++ {
+		for n := 2; n <= 10 && !rediscmd.Lookup(name).ArityOK(len(args)); n++ {
 			args = append(args, "app:"+strconv.Itoa(n))
+		}
+		// Read, when the FSM runs it in a Read; else write.
+		cat := auth.Write
+		if _, ro := fsm.New(fsm.Config{}).Read(0, toBytes(args)); ro {
+			cat = auth.Read
 		}
 		cases = append(cases, permCase{args, cat, name})
 	}
@@ -233,15 +240,16 @@ func TestPermissionsTable(t *testing.T) {
 	}
 }
 
-// TestDataKeysCoverFSM: the key positions (fsm.CommandKeys) name, for every FSM
+// TestDataKeysCoverFSM: the key positions (the catalogue's) name, for every FSM
 // command, exactly the arguments the FSM treats as keys: with every
 // argument a namespaced key, a command whose keys were all outside
 // would pass; here each key position is moved out in turn and must be
 // refused. Commands without keys (TIME, PING) are listed.
 func TestDataKeysCoverFSM(t *testing.T) {
-	for _, name := range fsm.RedisCommands() {
+	cmds := commandTable()
+	for _, name := range rediscmd.KeySpaceNames() {
 		args := toBytes([]string{name, "k1", "v1", "k2", "v2"})
-		keys := fsm.CommandKeys(args)
+		keys := accessOf(cmds[name], name, args).keys
 		switch name {
 		case "time", "ping", "publish":
 			if len(keys) != 0 {

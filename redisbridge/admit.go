@@ -1,6 +1,9 @@
 package redisbridge
 
-import "github.com/locknode/locknode/auth"
+import (
+	"github.com/locknode/locknode/auth"
+	"github.com/locknode/locknode/fsm/rediscmd"
+)
 
 // refusal is the admission gate's answer to a command it refuses: the
 // error reply, and what refusing does besides.
@@ -21,10 +24,10 @@ type refusal struct {
 // replies. slot is the hash slot of the command's keys (-1: none or not
 // in cluster mode). Call from serve.
 func (c *conn) admit(cmd *command, name string, args [][]byte) (slot int, r *refusal) {
-	if !arityAccepts(cmd, name, args) {
+	if !cmd.spec.ArityOK(len(args)) {
 		return -1, &refusal{msg: errArity(name), abort: true}
 	}
-	if !c.acl.authed && cmd.flags&flagNoAuth == 0 {
+	if !c.acl.authed && cmd.spec.Flags&rediscmd.NoAuth == 0 {
 		return -1, &refusal{msg: msgNoAuth, audit: auth.ReasonCredentials}
 	}
 	if c.s.users != nil && c.acl.authed {

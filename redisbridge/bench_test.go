@@ -58,7 +58,7 @@ func BenchmarkPermission(b *testing.B) {
 	args := [][]byte{[]byte("GET"), []byte("k")}
 	b.ReportAllocs()
 	for b.Loop() {
-		if msg := c.acl.permission(dataCommand, "get", args); msg != "" {
+		if msg := c.acl.permission(s.commands["get"], "get", args); msg != "" {
 			b.Fatal(msg)
 		}
 	}

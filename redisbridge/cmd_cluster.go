@@ -497,11 +497,7 @@ func (c *conn) moved(cmd *command, name string, args [][]byte) string {
 	if !ok {
 		return ""
 	}
-	acc := cmd.acl
-	if acc == nil {
-		acc = dataAccess
-	}
-	a := acc(name, args)
+	a := accessOf(cmd, name, args)
 	if len(a.keys) == 0 || (c.readonly && a.cat == auth.Read) {
 		return ""
 	}
@@ -515,11 +511,7 @@ func (s *Server) crossSlot(cmd *command, name string, args [][]byte) (slot int, 
 	if !s.cfg.Cluster || len(args) < 3 {
 		return -1, "" // at most one key
 	}
-	acc := cmd.acl
-	if acc == nil {
-		acc = dataAccess
-	}
-	slot, ok := sameSlot(acc(name, args).keys)
+	slot, ok := sameSlot(cmd.spec.KeyArgs(args))
 	if !ok {
 		return slot, msgCrossSlot
 	}

@@ -446,11 +446,11 @@ func TestCommandInfo(t *testing.T) {
 		{"mset", -3, 1, -1, 2, "write"},
 		{"del", -2, 1, -1, 1, "write"},
 		{"mget", -2, 1, -1, 1, "readonly"},
-		{"watch", -2, 1, -1, 1, "readonly"},
+		{"watch", -2, 1, -1, 1, "allow_busy"},
 		{"ping", -1, 0, 0, 0, "fast"},
 		{"eval", -3, 0, 0, 0, "movablekeys"},
 		{"lock.acquire", -4, 1, 1, 1, "write"},
-		{"cluster", -2, 0, 0, 0, "readonly"},
+		{"lock.info", 2, 1, 1, 1, "readonly"},
 	} {
 		e, ok := byName[w.name]
 		if !ok {
@@ -478,9 +478,11 @@ func TestCommandInfo(t *testing.T) {
 	}{
 		{[]string{"COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"}, "[a b]"},
 		{[]string{"COMMAND", "GETKEYS", "EVAL", "return 1", "2", "x", "y", "z"}, "[x y]"},
-		{[]string{"COMMAND", "GETKEYS", "GET"}, "-" + msgGetKeysInvalid},
+		{[]string{"COMMAND", "GETKEYS", "EVAL", "return 1", "3", "x"}, "[]"},
+		{[]string{"COMMAND", "GETKEYS", "GET"}, "-ERR wrong number of arguments for 'command|getkeys' command"},
+		{[]string{"COMMAND", "GETKEYS", "GET", "a", "b"}, "-" + msgGetKeysArity},
 		{[]string{"COMMAND", "GETKEYS", "NOSUCH", "a"}, "-" + msgGetKeysUnknown},
-		{[]string{"COMMAND", "GETKEYS", "PING"}, "-" + msgGetKeysNone},
+		{[]string{"COMMAND", "GETKEYS", "PING", "x"}, "-" + msgGetKeysNone},
 		{[]string{"COMMAND", "GETKEYS"}, "-ERR wrong number of arguments for 'command|getkeys' command"},
 	} {
 		v := c.do(tc.args...)

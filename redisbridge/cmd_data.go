@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
 
@@ -14,7 +15,7 @@ import (
 // arity, options and outcome (SET NX, compare-and-delete, ...), so the
 // bridge never reads before it writes.
 func cmdData(c *conn, args [][]byte) {
-	if fsm.IsReadOnly(args[0]) {
+	if s := rediscmd.LookupBytes(args[0]); s != nil && !s.Writes() {
 		c.readRedis(args)
 		return
 	}

@@ -5,7 +5,6 @@ package redisbridge
 import (
 	"fmt"
 
-	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
 )
 
@@ -13,7 +12,7 @@ import (
 // rolling-upgrade tests: NEXT.NOTE key value sets key's note (fsm.OpNote,
 // cluster version 2) and replies with the note it replaces.
 var nextCommands = []*command{
-	{"next.note", 3, 0, firstKey(auth.Write), cmdNextNote},
+	{"next.note", 0, nil, cmdNextNote, nil},
 }
 
 // cmdNextNote proposes OpNote only once cluster version 2 is active here:

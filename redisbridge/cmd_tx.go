@@ -62,11 +62,7 @@ func (t *txState) enqueue(s *Server, w *resp.Writer, cmd *command, name string, 
 	if slot < 0 && s.cfg.Cluster && len(args) > 1 {
 		// One key at most (crossSlot looks only at commands that may
 		// name several).
-		acc := cmd.acl
-		if acc == nil {
-			acc = dataAccess
-		}
-		slot, _ = sameSlot(acc(name, args).keys)
+		slot, _ = sameSlot(cmd.spec.KeyArgs(args))
 	}
 	if slot >= 0 {
 		if t.slot >= 0 && t.slot != slot {

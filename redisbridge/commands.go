@@ -1,94 +1,110 @@
 package redisbridge
 
-import "github.com/locknode/locknode/auth"
+import (
+	"fmt"
 
-// command is one entry of the command table.
+	"github.com/locknode/locknode/fsm/rediscmd"
+)
+
+// command is one entry of the command table: how the bridge serves a
+// command. What the command is — arity, flags, key and channel positions,
+// the permission it needs — is its entry in the command catalogue
+// (package rediscmd), kept once for the key space and the bridge.
 type command struct {
 	name  string // lower case, as Redis names it in error texts
-	arity int    // Redis convention: n = exactly n args (name included), -n = at least n; 0 = checked by the FSM
 	flags cmdFlags
-	acl   accessFn // what a user needs to run it (acl.go)
-	fn    func(c *conn, args [][]byte)
+	// acl refines the catalogue's permission by subcommand (CONFIG SET
+	// is admin): nil when the catalogue's says it all (acl.go).
+	acl  accessFn
+	fn   func(c *conn, args [][]byte)
+	spec *rediscmd.Spec // the catalogue's entry; set by commandTable
 }
 
 type cmdFlags uint8
 
 const (
-	flagNoAuth cmdFlags = 1 << iota // allowed before AUTH
-	flagPubSub                      // allowed in RESP2 subscribe mode
+	flagPubSub cmdFlags = 1 << iota // allowed in RESP2 subscribe mode
 	flagTx                          // runs at once inside MULTI (MULTI, EXEC, DISCARD, WATCH, QUIT, RESET)
 	flagQueue                       // queued inside MULTI, run by EXEC's one OpExec; other commands are refused there
+	flagData                        // a command of the key space without a handler here (cmdData)
 )
 
-// dataCommand serves every Redis command the FSM implements
-// (fsm.IsKnownCommand) that the table below does not name: reads
-// (fsm.IsReadOnly) run in one linearizable Read, writes are one OpRedis
-// entry. The FSM checks their arity and options.
-var dataCommand = &command{name: "data", flags: flagQueue, acl: dataAccess, fn: cmdData}
-
-// commandTable is the bridge's whole surface, one line per command.
+// commandTable is the bridge's whole surface, one line per command it
+// handles itself; every other command of the key space (catalogue flag
+// KeySpace) is served by cmdData: reads in one linearizable Read, writes
+// as one OpRedis entry.
 func commandTable() map[string]*command {
 	list := []*command{
 		// connection and handshake (cmd_conn.go)
-		{"ping", -1, flagPubSub | flagQueue, connAccess, cmdPing},
-		{"echo", 2, 0, connAccess, cmdEcho},
-		{"hello", -1, flagNoAuth, connAccess, cmdHello},
-		{"auth", -2, flagNoAuth, connAccess, cmdAuth},
-		{"select", 2, 0, connAccess, cmdSelect},
-		{"client", -2, 0, clientAccess, cmdClient},
-		{"role", 1, 0, need(auth.Read), cmdRole},
-		{"info", -1, 0, need(auth.Read), cmdInfo},
-		{"config", -2, 0, configAccess, cmdConfig},
-		{"cluster", -2, 0, need(auth.Read), cmdCluster},
-		{"command", -1, 0, connAccess, cmdCommand},
-		{"quit", -1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdQuit},
-		{"reset", 1, flagNoAuth | flagPubSub | flagTx, connAccess, cmdReset},
-		{"readonly", 1, 0, connAccess, cmdReadonly},
-		{"readwrite", 1, 0, connAccess, cmdReadwrite},
-		{"asking", 1, 0, connAccess, cmdAsking},
-		{"wait", 3, 0, connAccess, cmdWait},
-		{"waitaof", 4, 0, connAccess, cmdWaitAOF},
-		{"sentinel", -2, 0, need(auth.Read), cmdSentinel},
-		{"acl", -2, 0, aclAccess, cmdACL},
-		{"slowlog", -2, 0, slowlogAccess, cmdSlowlog},
+		{"ping", flagPubSub | flagQueue, nil, cmdPing, nil},
+		{"echo", 0, nil, cmdEcho, nil},
+		{"hello", 0, nil, cmdHello, nil},
+		{"auth", 0, nil, cmdAuth, nil},
+		{"select", 0, nil, cmdSelect, nil},
+		{"client", 0, clientAccess, cmdClient, nil},
+		{"role", 0, nil, cmdRole, nil},
+		{"info", 0, nil, cmdInfo, nil},
+		{"config", 0, configAccess, cmdConfig, nil},
+		{"cluster", 0, nil, cmdCluster, nil},
+		{"command", 0, nil, cmdCommand, nil},
+		{"quit", flagPubSub | flagTx, nil, cmdQuit, nil},
+		{"reset", flagPubSub | flagTx, nil, cmdReset, nil},
+		{"readonly", 0, nil, cmdReadonly, nil},
+		{"readwrite", 0, nil, cmdReadwrite, nil},
+		{"asking", 0, nil, cmdAsking, nil},
+		{"wait", 0, nil, cmdWait, nil},
+		{"waitaof", 0, nil, cmdWaitAOF, nil},
+		{"sentinel", 0, nil, cmdSentinel, nil},
+		{"acl", 0, aclAccess, cmdACL, nil},
+		{"slowlog", 0, slowlogAccess, cmdSlowlog, nil},
 
 		// the key space (cmd_keyspace.go)
-		{"scan", -2, 0, need(auth.Read), cmdScan},
-		{"keys", 2, 0, need(auth.Read), cmdKeys},
-		{"dbsize", 1, 0, need(auth.Read), cmdDBSize},
+		{"scan", 0, nil, cmdScan, nil},
+		{"keys", 0, nil, cmdKeys, nil},
+		{"dbsize", 0, nil, cmdDBSize, nil},
 
 		// scripting (cmd_data.go)
-		{"eval", -3, flagQueue, scriptKeys(auth.Write), cmdEval},
-		{"evalsha", -3, flagQueue, scriptKeys(auth.Write), cmdEvalSHA},
-		{"eval_ro", -3, flagQueue, scriptKeys(auth.Read), cmdEvalRO},
-		{"evalsha_ro", -3, flagQueue, scriptKeys(auth.Read), cmdEvalSHARO},
-		{"script", -2, 0, scriptAccess, cmdScript},
+		{"eval", flagQueue, nil, cmdEval, nil},
+		{"evalsha", flagQueue, nil, cmdEvalSHA, nil},
+		{"eval_ro", flagQueue, nil, cmdEvalRO, nil},
+		{"evalsha_ro", flagQueue, nil, cmdEvalSHARO, nil},
+		{"script", 0, scriptAccess, cmdScript, nil},
 
 		// pub/sub (cmd_pubsub.go)
-		{"subscribe", -2, flagPubSub, channels(auth.Read, false), cmdSubscribe},
-		{"unsubscribe", -1, flagPubSub, connAccess, cmdUnsubscribe},
-		{"psubscribe", -2, flagPubSub, channels(auth.Read, true), cmdPSubscribe},
-		{"punsubscribe", -1, flagPubSub, connAccess, cmdPUnsubscribe},
-		{"publish", 3, flagQueue, publishAccess, cmdPublish},
+		{"subscribe", flagPubSub, nil, cmdSubscribe, nil},
+		{"unsubscribe", flagPubSub, nil, cmdUnsubscribe, nil},
+		{"psubscribe", flagPubSub, nil, cmdPSubscribe, nil},
+		{"punsubscribe", flagPubSub, nil, cmdPUnsubscribe, nil},
+		{"publish", flagQueue, nil, cmdPublish, nil},
 
 		// transactions (cmd_tx.go)
-		{"watch", -2, flagTx, restKeys(auth.Read), cmdWatch},
-		{"unwatch", 1, 0, connAccess, cmdUnwatch},
-		{"multi", 1, flagTx, connAccess, cmdMulti},
-		{"exec", 1, flagTx, connAccess, cmdExec},
-		{"discard", 1, flagTx, connAccess, cmdDiscard},
+		{"watch", flagTx, nil, cmdWatch, nil},
+		{"unwatch", 0, nil, cmdUnwatch, nil},
+		{"multi", flagTx, nil, cmdMulti, nil},
+		{"exec", flagTx, nil, cmdExec, nil},
+		{"discard", flagTx, nil, cmdDiscard, nil},
 
 		// native locks (cmd_lock.go)
-		{"lock.acquire", -4, 0, firstKey(auth.Write), cmdLockAcquire},
-		{"lock.release", -3, 0, lockReleaseAccess, cmdLockRelease},
-		{"lock.extend", -4, 0, firstKey(auth.Write), cmdLockExtend},
-		{"lock.info", 2, 0, firstKey(auth.Read), cmdLockInfo},
-		{"fence.check", 3, 0, firstKey(auth.Write), cmdFenceCheck},
+		{"lock.acquire", 0, nil, cmdLockAcquire, nil},
+		{"lock.release", 0, lockReleaseAccess, cmdLockRelease, nil},
+		{"lock.extend", 0, nil, cmdLockExtend, nil},
+		{"lock.info", 0, nil, cmdLockInfo, nil},
+		{"fence.check", 0, nil, cmdFenceCheck, nil},
 	}
 	list = append(list, nextCommands...)
 	m := make(map[string]*command, len(list))
 	for _, c := range list {
+		c.spec = rediscmd.Lookup(c.name)
+		if c.spec == nil {
+			// A programming error every test meets at once.
+			panic(fmt.Sprintf("redisbridge: command %q has no catalogue entry", c.name))
+		}
 		m[c.name] = c
+	}
+	for _, s := range rediscmd.All() {
+		if _, own := m[s.Name]; !own && s.Flags&rediscmd.KeySpace != 0 {
+			m[s.Name] = &command{name: s.Name, flags: flagQueue | flagData, fn: cmdData, spec: s}
+		}
 	}
 	return m
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/locknode/locknode/auth"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 	"github.com/locknode/locknode/fsm/reply"
 	"github.com/locknode/locknode/redisbridge/resp"
 )
@@ -280,9 +281,6 @@ func (c *conn) flush() error {
 func (c *conn) dispatch(args [][]byte) {
 	name := c.lowerName(args[0])
 	cmd := c.s.commands[name]
-	if cmd == nil && fsm.IsKnownCommand(args[0]) {
-		cmd = dataCommand
-	}
 	if cmd == nil {
 		c.s.stats.command("unknown")
 		c.tx.abort()
@@ -330,27 +328,7 @@ func (c *conn) lowerName(b []byte) string {
 	if cmd, ok := c.s.commands[string(n)]; ok {
 		return cmd.name
 	}
-	if name, ok := dataNames[string(n)]; ok {
-		return name
-	}
 	return string(n)
-}
-
-// dataNames maps each Redis command the FSM implements to itself, so
-// lowerName returns data commands (SET, GET, ...) without allocating.
-var dataNames = func() map[string]string {
-	m := make(map[string]string)
-	for _, n := range fsm.RedisCommands() {
-		m[n] = n
-	}
-	return m
-}()
-
-func arityOK(arity, n int) bool {
-	if arity >= 0 {
-		return n == arity
-	}
-	return n >= -arity
 }
 
 // ctx returns a context for one Apply or Read, bounded by RequestTimeout.
@@ -428,7 +406,9 @@ func (c *conn) readRedis(args [][]byte) {
 	var r reply.Reply
 	var known bool
 	if c.track.reads() {
-		c.s.trk.remember(c, fsm.CommandKeysOf(c.lowerName(args[0]), args))
+		if s := rediscmd.LookupBytes(args[0]); s != nil {
+			c.s.trk.remember(c, s.KeyArgs(args))
+		}
 	}
 	if !c.read(func(t *fsm.Table, now int64) { r, known = t.Read(now, args) }) {
 		return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -224,16 +225,16 @@ func TestPipelining(t *testing.T) {
 	}
 }
 
-// TestArityOfFSMCommands: the arities the bridge checks for the FSM's
-// commands are Redis' own.
+// TestArityOfFSMCommands: the arities the bridge checks (the catalogue's)
+// for the FSM's commands are Redis' own.
 func TestArityOfFSMCommands(t *testing.T) {
 	for name, want := range map[string]int{"get": 2, "set": -3, "del": -2, "hset": -4, "getrange": 4, "time": 1,
 		"zadd": -4, "pexpire": -3, "incr": 2} {
-		if !fsm.IsKnownCommand([]byte(name)) {
+		if s := rediscmd.Lookup(name); s == nil || s.Flags&rediscmd.KeySpace == 0 {
 			t.Errorf("%s: not an FSM command", name)
 			continue
 		}
-		if got := arityOf(dataCommand, name); got != want {
+		if got := rediscmd.Lookup(name).Arity; got != want {
 			t.Errorf("arity of %s = %d, want %d", name, got, want)
 		}
 	}
@@ -244,8 +245,8 @@ func TestArityOfFSMCommands(t *testing.T) {
 // wrong-arity error, or less (never a command the FSM accepts); and every
 // FSM command has an arity, accepting its minimal count.
 func TestArityAllFSMCommands(t *testing.T) {
-	for _, name := range fsm.RedisCommands() {
-		ar := arityOf(dataCommand, name)
+	for _, name := range rediscmd.KeySpaceNames() {
+		ar := rediscmd.Lookup(name).Arity
 		if ar == 0 {
 			t.Errorf("%s: no arity", name)
 			continue
@@ -259,7 +260,7 @@ func TestArityAllFSMCommands(t *testing.T) {
 			tbl := fsm.New(fsm.Config{})
 			r := tbl.Apply(1, &fsm.Command{Op: fsm.OpRedis, Args: args})
 			fsmRefuses := r.Reply.IsError() && strings.HasPrefix(r.Reply.Str, "ERR wrong number of arguments")
-			if !arityAccepts(dataCommand, name, args) && !fsmRefuses {
+			if !rediscmd.Lookup(name).ArityOK(len(args)) && !fsmRefuses {
 				t.Errorf("%s with %d args: the bridge refuses what the FSM accepts (%v)", name, n, r.Reply)
 			}
 			if least := max(ar, -ar); n == least && fsmRefuses {

@@ -11,7 +11,9 @@
 //	defer srv.Close()
 //
 // The bridge is a command table (commands.go): every command is one
-// handler that checks arity once, parses its options into a local struct,
+// handler, admitted once (admit.go) by its entry in the command catalogue
+// (package fsm/rediscmd: arity, flags, key positions, permission), that
+// parses its options into a local struct,
 // then either proposes ONE FSM command through Backend.Apply or runs ONE
 // read through Backend.Read, and replies. It never reads and then writes
 // (no check-then-act): conditional writes (SET NX, compare-and-delete
@@ -105,7 +107,7 @@
 //     MaxExecBytes argument bytes: the command past either is refused, the
 //     queue dropped, and EXEC answers EXECABORT.
 //   - With Config.Users, each command is checked once against what its
-//     command-table entry needs (acl.go): a category and the keys and
+//     catalogue entry needs (acl.go): a category and the keys and
 //     channels it names, with Redis 7's NOAUTH, WRONGPASS and NOPERM
 //     texts. Writes of a user without admin carry fsm.Command.NoForce (the
 //     FSM refuses to end or change a live lock without its token), and

@@ -30,11 +30,7 @@ func (ca *connACL) electionRefusal(cmd *command, name string, args [][]byte) str
 	if !named {
 		return ""
 	}
-	acc := cmd.acl
-	if acc == nil {
-		acc = dataAccess
-	}
-	a := acc(name, args)
+	a := accessOf(cmd, name, args)
 	if a.cat == 0 || a.cat == auth.Read {
 		return ""
 	}
@@ -53,12 +49,4 @@ func (ca *connACL) electionRefusal(cmd *command, name string, args [][]byte) str
 		return ""
 	}
 	return msgElectionKey
-}
-
-// orData is cmd, or the command of the FSM's Redis commands when nil.
-func orData(cmd *command) *command {
-	if cmd == nil {
-		return dataCommand
-	}
-	return cmd
 }

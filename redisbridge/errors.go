@@ -7,6 +7,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/apierr"
 )
 
 // Wire texts. Clients match several of them by prefix (NOAUTH, WRONGPASS,
@@ -66,47 +67,38 @@ const (
 )
 
 // errorTexts maps the errors a Backend returns to wire text; the first
-// match wins. Refusals keep their detail after the fixed prefix.
+// match wins. The key space's refusals are read through the api errors
+// they map to (internal/apierr, the table the lock service uses too),
+// so each has one wire text, whichever path it came by. Refusals keep
+// their detail after the fixed prefix.
 var errorTexts = []struct {
 	err  error
 	text string
 }{
 	{api.ErrNoLeader, msgNoLeader},
-	{api.ErrLocked, msgLocked},
-	{fsm.ErrLocked, msgLocked},
-	{api.ErrNotOwner, msgNotOwner},
-	{fsm.ErrNotOwner, msgNotOwner},
-	{api.ErrNotHeld, msgNotHeld},
-	{fsm.ErrNotHeld, msgNotHeld},
-	{api.ErrNotFound, msgNotFound},
-	{fsm.ErrNoSuchKey, msgNotFound},
-	{api.ErrWaitTimeout, msgWaitTimeout},
-	{fsm.ErrWaitTimeout, msgWaitTimeout},
-	{api.ErrCancelled, msgCancelled},
-	{fsm.ErrCancelled, msgCancelled},
-	{api.ErrSessionExpired, msgSession},
-	{fsm.ErrSessionUnknown, msgSession},
-	{api.ErrStaleFence, msgStaleFence},
-	{fsm.ErrStaleFence, msgStaleFence},
-	{api.ErrConflict, msgConflict},
-	{fsm.ErrPermits, msgConflict},
-	{api.ErrLimit, msgLimit},
-	{fsm.ErrLimit, msgLimit},
-	{fsm.ErrBadTTL, msgLimit},
-	{api.ErrMaxHold, msgMaxHold},
-	{fsm.ErrMaxHold, msgMaxHold},
-	{api.ErrLockDelay, msgLockDelay},
-	{fsm.ErrLockDelay, msgLockDelay},
+	// Redis' own refusal of a key of another type, before the api's
+	// conflict it maps to.
 	{fsm.ErrWrongType, msgWrongType},
+	{api.ErrLocked, msgLocked},
+	{api.ErrNotOwner, msgNotOwner},
+	{api.ErrNotHeld, msgNotHeld},
+	{api.ErrNotFound, msgNotFound},
+	{api.ErrWaitTimeout, msgWaitTimeout},
+	{api.ErrCancelled, msgCancelled},
+	{api.ErrSessionExpired, msgSession},
+	{api.ErrStaleFence, msgStaleFence},
+	{api.ErrConflict, msgConflict},
+	{api.ErrLimit, msgLimit},
+	{api.ErrMaxHold, msgMaxHold},
+	{api.ErrLockDelay, msgLockDelay},
 	{api.ErrBadRequest, msgBadRequest},
-	{fsm.ErrBadCommand, msgBadRequest},
 	{api.ErrOutOfMemory, msgOOM},
-	{fsm.ErrOutOfMemory, msgOOM},
 }
 
 // errorText renders err as one error line. Unknown errors become "ERR"
 // with their text; a deadline or shutdown asks the client to retry.
 func errorText(err error) string {
+	err = apierr.FromFSM(err)
 	for _, e := range errorTexts {
 		if errors.Is(err, e.err) {
 			if e.text == msgWrongType || e.text == msgOOM {
@@ -132,10 +124,16 @@ func errorText(err error) string {
 // sentinels' own texts, so the reply says which key or limit.
 func detail(err error) string {
 	full := err.Error()
-	for _, e := range errorTexts {
-		if errors.Is(err, e.err) {
-			full = strings.ReplaceAll(full, e.err.Error(), "")
+	strip := func(sentinel error) {
+		if errors.Is(err, sentinel) {
+			full = strings.ReplaceAll(full, sentinel.Error(), "")
 		}
+	}
+	for _, e := range errorTexts {
+		strip(e.err)
+	}
+	for code := uint8(1); fsm.ErrorOfCode(code) != nil; code++ {
+		strip(fsm.ErrorOfCode(code))
 	}
 	full = api.CleanText(strings.Trim(full, ": "))
 	for strings.Contains(full, ": : ") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/apierr"
 )
 
 var internalText = regexp.MustCompile(`(^|: |\()(fsm|cluster|httpapi|redisbridge|client|api|auth|transport|locknode): |Go (struct|value)|of type `)
@@ -45,6 +46,23 @@ func TestErrorRepliesNameTheCause(t *testing.T) {
 		}
 		if m := internalText.FindString(got); m != "" {
 			t.Errorf("errorText(%v) = %q shows an internal name (%q)", c.err, got, m)
+		}
+	}
+}
+
+// TestFSMRefusalsOneText: a refusal of the key space has one wire text
+// whichever path brings it — straight from an Apply's Result.Err or
+// through the lock service, which maps it to its api error first — and
+// never the generic "ERR" with the FSM's own words.
+func TestFSMRefusalsOneText(t *testing.T) {
+	for code := uint8(1); fsm.ErrorOfCode(code) != nil; code++ {
+		raw := fmt.Errorf("%w: %q", fsm.ErrorOfCode(code), "k")
+		direct, viaAPI := errorText(raw), errorText(apierr.FromFSM(raw))
+		if direct != viaAPI {
+			t.Errorf("%v: %q straight, %q through the api", raw, direct, viaAPI)
+		}
+		if m := internalText.FindString(direct); m != "" || strings.HasPrefix(direct, "ERR fsm") {
+			t.Errorf("%v: %q", raw, direct)
 		}
 	}
 }

@@ -60,7 +60,7 @@ func (p *pipeline) propose(args [][]byte) bool {
 		return false
 	}
 	name := c.lowerName(args[0])
-	if _, r := c.admit(orData(c.s.commands[name]), name, args); r != nil {
+	if _, r := c.admit(c.s.commands[name], name, args); r != nil {
 		return false // dispatch refuses it, in order
 	}
 	p.mu.Lock()
@@ -115,7 +115,7 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		}
 		return evalSHACommand(args[1], keys, argv, ro)
 	}
-	if c.s.commands[name] != nil || !fsm.IsKnownCommand(args[0]) || fsm.IsReadOnly(args[0]) {
+	if cmd := c.s.commands[name]; cmd == nil || cmd.flags&flagData == 0 || !cmd.spec.Writes() {
 		return nil
 	}
 	return &fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}

@@ -91,12 +91,8 @@ func (c *conn) observeSlow(cmd *command, name string, args [][]byte, took time.D
 			e.args[i] = string(a)
 		}
 	}
-	acc := cmd.acl
-	if acc == nil {
-		acc = dataAccess
-	}
 	size := 0
-	for _, k := range acc(name, args).keys {
+	for _, k := range cmd.spec.KeyArgs(args) {
 		if size += len(k); size > slowMaxKeyBytes {
 			e.keys, e.manyKeys = nil, true
 			break

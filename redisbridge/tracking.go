@@ -3,11 +3,11 @@ package redisbridge
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/rediscmd"
 )
 
 // Client-side caching (CLIENT TRACKING), as Redis 7's tracking.c: each
@@ -486,8 +486,10 @@ func (t *connTracking) begin(cmd *fsm.Command) *pendingReg {
 		}
 	case fsm.OpExec:
 		for _, args := range cmd.Multi {
-			if fsm.IsReadOnly(args[0]) {
-				for _, k := range fsm.CommandKeysOf(strings.ToLower(string(args[0])), args) {
+			// The reads of the key space: the queued commands the
+			// FSM runs (a script's keys are not tracked inside EXEC).
+			if s := rediscmd.LookupBytes(args[0]); s != nil && s.Flags&rediscmd.KeySpace != 0 && !s.Writes() {
+				for _, k := range s.KeyArgs(args) {
 					keys = append(keys, string(k))
 				}
 			}
