@@ -169,7 +169,7 @@ func errCode(err error) uint8 {
 }
 
 // dedupe answers a command whose ReqID was already applied.
-func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
+func (t *keySpace) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 	if cmd.ReqID == "" || !rememberedOp(cmd.Op) {
 		return Result{}, false
 	}
@@ -189,7 +189,7 @@ func (t *Table) dedupe(ctx *applyCtx, cmd *Command) (Result, bool) {
 }
 
 // remember records the result of a command with a ReqID.
-func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
+func (t *keySpace) remember(ctx *applyCtx, cmd *Command, r Result) {
 	if cmd.ReqID == "" || !rememberedOp(cmd.Op) || len(cmd.ReqID) > t.cfg.MaxOwnerBytes || r.Err != nil {
 		return
 	}
@@ -212,7 +212,7 @@ func (t *Table) remember(ctx *applyCtx, cmd *Command, r Result) {
 
 // addReq appends e (whose expiry is >= every remembered one) and forgets
 // the oldest entries over MaxReqIDs.
-func (t *Table) addReq(e reqEntry) {
+func (t *keySpace) addReq(e reqEntry) {
 	x := &t.reqs
 	x.add(e)
 	for x.len() > t.cfg.MaxReqIDs {
@@ -225,7 +225,7 @@ func (t *Table) addReq(e reqEntry) {
 }
 
 // expireReqIDs forgets the entries that expired by ctx.at.
-func (t *Table) expireReqIDs(ctx *applyCtx) {
+func (t *keySpace) expireReqIDs(ctx *applyCtx) {
 	x := &t.reqs
 	x.due = 0
 	for e := x.oldest(); e != nil && e.expires <= ctx.at; e = x.oldest() {
@@ -238,7 +238,7 @@ func (t *Table) expireReqIDs(ctx *applyCtx) {
 }
 
 // reqWaiterGranted updates the acquire entry of waiter id with its grant.
-func (t *Table) reqWaiterGranted(id string, r Result) {
+func (t *keySpace) reqWaiterGranted(id string, r Result) {
 	if e := t.reqs.get(id); e != nil && e.op == OpAcquire {
 		e.flags = e.flags&^reqQueued | reqGranted
 		e.fence, e.deadline, e.count = r.Fence, r.Deadline, int32(r.Count)
@@ -247,7 +247,7 @@ func (t *Table) reqWaiterGranted(id string, r Result) {
 
 // reqWaiterEnded updates the acquire entry of waiter id that left the
 // queue without the lock; a timed-out one is forgotten (see above).
-func (t *Table) reqWaiterEnded(id string, err error) {
+func (t *keySpace) reqWaiterEnded(id string, err error) {
 	e := t.reqs.get(id)
 	if e == nil || e.op != OpAcquire {
 		return

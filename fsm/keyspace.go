@@ -1,19 +1,96 @@
 package fsm
 
-// Key-space primitives shared by the lock table (lock*.go) and the Redis
-// commands (redis*.go). Every mutation goes through put, setDeadline and
-// del so that deadlines are scheduled, versions bumped and waiters handed
-// the key when it frees.
+// The key-space core: the values at the keys with their deadlines, the
+// due queue, the accounted memory and the remembered request ids. The
+// lock ops (lock*.go, session.go) and the Redis commands (redis*.go) are
+// built on it. Every mutation goes through put, setDeadline and del so
+// that deadlines are scheduled, versions bumped and waiters handed the
+// key when it frees.
+
+// keySpace is the key-space core of a Table. It is shared, by pointer, by
+// the parts built on it.
+type keySpace struct {
+	cfg     Config
+	now     int64  // FSM clock, ms; never decreases
+	applied uint64 // index of the last applied entry
+
+	keys map[string]*Value
+	due  dueQueue // derived: what falls due when
+
+	// nLocks and nHolds count the lock values in keys and their holds,
+	// kept as they change (countLock) so Stats is O(1). Derived.
+	nLocks, nHolds int
+	// mem is the accounted size of everything but the request ids (which
+	// reqs counts itself), kept as the table changes (memory.go): the
+	// parts built on the core add what they keep beside the values.
+	// Derived: recounted on Restore.
+	mem int64
+
+	// reqs are the remembered results by request id, in the order they
+	// were remembered (= expiry order): exactly-once (dedupe.go).
+	reqs reqTable
+
+	// keyspaceEvents: Apply emits EvKeyspace (SetKeyspaceEvents).
+	keyspaceEvents bool
+
+	// version is the active cluster version (version.go); 0 reads as 1.
+	// Every part decides under it (gate).
+	version uint32
+
+	// undo is the running script's undo log (script_undo.go): the parts
+	// record in it what a script changed beyond the keys it names.
+	undo undoLog
+
+	// keyLocks is told when del removes a lock or frees a key.
+	keyLocks keyLocks
+}
+
+// keyLocks is what the core asks of the lock ops when a key goes: the
+// holds of a deleted lock end, and the key's waiters are offered it.
+type keyLocks interface {
+	// lockDeleted ends the holds of l, which del removed from key.
+	lockDeleted(ctx *applyCtx, key string, l *Lock, reason Reason)
+	// keyFreed offers key, whose value del removed, to its waiters once
+	// the current step is over.
+	keyFreed(ctx *applyCtx, key string)
+}
+
+func newKeySpace(cfg Config, locks keyLocks) *keySpace {
+	ks := &keySpace{cfg: cfg, keyLocks: locks}
+	ks.reset()
+	return ks
+}
+
+// reset empties the key space; the limits and the lock ops stay.
+func (t *keySpace) reset() {
+	t.now = 0
+	t.applied = 0
+	t.keys = make(map[string]*Value)
+	t.due = dueQueue{}
+	t.nLocks, t.nHolds = 0, 0
+	t.mem = 0
+	t.reqs.init(0)
+	t.version = 0
+}
+
+// Config returns the table's limits.
+func (t *keySpace) Config() Config { return t.cfg }
+
+// Now returns the FSM clock (ms): the largest command time applied so far.
+func (t *keySpace) Now() int64 { return t.now }
+
+// AppliedIndex returns the index of the last applied entry.
+func (t *keySpace) AppliedIndex() uint64 { return t.applied }
 
 // get returns the live value at key, or nil. Inside Apply every due value
 // was already removed by expireDue, so this is a plain lookup.
-func (t *Table) get(key string) *Value { return t.keys[key] }
+func (t *keySpace) get(key string) *Value { return t.keys[key] }
 
 // getAt returns the value at key as seen at time now without changing
 // anything (read-only queries between entries). A value whose Deadline has
 // passed is gone. For a lock, callers must still skip holds whose Deadline
 // <= now (see liveHolds).
-func (t *Table) getAt(key string, now int64) *Value {
+func (t *keySpace) getAt(key string, now int64) *Value {
 	v := t.keys[key]
 	if v == nil || (v.deadline() != 0 && v.deadline() <= now) {
 		return nil
@@ -25,14 +102,14 @@ func (t *Table) getAt(key string, now int64) *Value {
 // without events (the caller deletes a held lock first with del; a lock
 // kept only for its waiters or lock-delay is dropped silently), bumps the
 // version and schedules v's deadline.
-func (t *Table) put(ctx *applyCtx, key string, v *Value) {
+func (t *keySpace) put(ctx *applyCtx, key string, v *Value) {
 	t.putValue(ctx, key, v, t.keys[key] == nil)
 }
 
 // putValue is put; isNew says whether the key is new to the key space
 // (the "new" keyspace event): SET over a lock it force-released first
 // replaces a key that existed.
-func (t *Table) putValue(ctx *applyCtx, key string, v *Value, isNew bool) {
+func (t *keySpace) putValue(ctx *applyCtx, key string, v *Value, isNew bool) {
 	if old := t.keys[key]; old != nil {
 		t.mem -= valueBytes(key, old)
 		if old.Kind() == KindLock {
@@ -52,7 +129,7 @@ func (t *Table) putValue(ctx *applyCtx, key string, v *Value, isNew bool) {
 }
 
 // putLock stores the new lock v at key, where nothing is.
-func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
+func (t *keySpace) putLock(ctx *applyCtx, key string, v *Value) {
 	ctx.notify(NotifyNew, key)
 	v.Version = ctx.index
 	t.keys[key] = v
@@ -63,13 +140,13 @@ func (t *Table) putLock(ctx *applyCtx, key string, v *Value) {
 
 // countLock adds (sign 1) or removes (sign -1) the lock v and its holds
 // to the counts Stats reports.
-func (t *Table) countLock(v *Value, sign int) {
+func (t *keySpace) countLock(v *Value, sign int) {
 	t.nLocks += sign
 	t.nHolds += sign * v.lock().numHolders()
 }
 
 // touch marks v (stored at key) as changed by this entry.
-func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
+func (t *keySpace) touch(ctx *applyCtx, key string, v *Value) {
 	if v.Kind() == KindLock {
 		ctx.emit(Event{Kind: EvChanged, Key: key})
 	} else if v.Version != ctx.index {
@@ -81,7 +158,7 @@ func (t *Table) touch(ctx *applyCtx, key string, v *Value) {
 }
 
 // setDeadline sets a non-lock value's deadline (0 = persist).
-func (t *Table) setDeadline(ctx *applyCtx, key string, v *Value, at int64) {
+func (t *keySpace) setDeadline(ctx *applyCtx, key string, v *Value, at int64) {
 	v.valueData.expireAt = at
 	t.touch(ctx, key, v)
 	if at != 0 {
@@ -92,7 +169,7 @@ func (t *Table) setDeadline(ctx *applyCtx, key string, v *Value, at int64) {
 // del removes the value at key. A lock's holds end with reason (EvReleased
 // each); then the key's waiters are offered it. It reports whether a value
 // was there.
-func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
+func (t *keySpace) del(ctx *applyCtx, key string, reason Reason) bool {
 	v := t.keys[key]
 	if v == nil {
 		return false
@@ -102,15 +179,12 @@ func (t *Table) del(ctx *applyCtx, key string, reason Reason) bool {
 	if v.Kind() == KindLock {
 		l := v.lock()
 		t.countLock(v, -1)
-		t.dropLock(key, l)
-		for i := 0; i < l.numHolders(); i++ {
-			t.holdEnded(ctx, key, l.holder(i), reason)
-		}
+		t.keyLocks.lockDeleted(ctx, key, l, reason)
 		ctx.emit(Event{Kind: EvChanged, Key: key})
 	} else {
 		ctx.emit(Event{Kind: EvValueChanged, Key: key})
 	}
-	t.keyFreed(ctx, key)
+	t.keyLocks.keyFreed(ctx, key)
 	return true
 }
 
@@ -223,7 +297,7 @@ func (q *dueQueue) next() (kind dueKind, it dueItem, ok bool) {
 }
 
 // schedule asks for a due check of (kind, id) at FSM time at.
-func (t *Table) schedule(at int64, kind dueKind, id string) {
+func (t *keySpace) schedule(at int64, kind dueKind, id string) {
 	t.due[kind-1].push(dueItem{at: at, id: id})
 }
 
@@ -231,43 +305,7 @@ func (t *Table) schedule(at int64, kind dueKind, id string) {
 // due (a lease, a wait, a session, a value's TTL, a lock-delay). The
 // leader proposes a Tick when it passes. ok is false when nothing is
 // scheduled. It may be a stale hint; a Tick for it is harmless.
-func (t *Table) NextDeadline() (at int64, ok bool) {
+func (t *keySpace) NextDeadline() (at int64, ok bool) {
 	_, it, ok := t.due.next()
 	return it.at, ok
-}
-
-// expireDue runs every due item with time <= ctx.now, in (time, kind, id)
-// order, at the start of each Apply, so every command sees only live state.
-func (t *Table) expireDue(ctx *applyCtx) {
-	for {
-		kind, it, ok := t.due.next()
-		if !ok || it.at > ctx.now {
-			break
-		}
-		t.due[kind-1].pop()
-		ctx.at = it.at
-		switch kind {
-		case dueKey:
-			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
-				t.del(ctx, it.id, ReasonExpired)
-				ctx.notify(NotifyExpired, it.id)
-			}
-		case dueHold:
-			t.expireHolds(ctx, it.id)
-		case dueDelay:
-			t.delayEnded(ctx, it.id)
-		case dueWaiter:
-			t.expireWaiter(ctx, it.id)
-		case dueSession:
-			t.expireSession(ctx, it.id)
-		case dueReqID:
-			t.expireReqIDs(ctx)
-		case dueTombstone:
-			t.expireTombstone(ctx, it.id)
-		case duePump:
-			t.pump(ctx, it.id)
-		}
-		t.flushFreed(ctx)
-	}
-	ctx.at = ctx.now
 }

@@ -41,7 +41,7 @@ func (l *Lock) holdIndex(owner string) int {
 // holdDeadline is when h ends if nothing changes: its own deadline, or for
 // a hold bound to a session the session's deadline capped by the hold's
 // own (HardLimit, or a Redis PEXPIRE). 0 = none.
-func (t *Table) holdDeadline(h *hold) int64 {
+func (t *sessionTable) holdDeadline(h *hold) int64 {
 	if h.opt == nil || h.opt.session == "" {
 		return h.Deadline
 	}
@@ -55,41 +55,73 @@ func (t *Table) holdDeadline(h *hold) int64 {
 	return d
 }
 
+// lockTable is the lock ops of a Table: native locks' holds and grants,
+// releases, leases, lock-delay, the fence registry and the read-only
+// queries (query.go). The locks themselves are values of the key-space
+// core; the acquires that wait are its waitQueue, the sessions that
+// holds and waiters may be bound to its sessionTable.
+type lockTable struct {
+	*keySpace
+	*sessionTable
+	*waitQueue
+
+	fences map[string]uint64 // fence registry (CheckAndAdvance)
+
+	// goneHoldDue is the time of the pending dueHold item of keys whose
+	// lock is gone while the item is not (Value.holdDue holds it while the
+	// lock exists), so a lock acquired and released in a loop keeps one
+	// heap entry, not one per grant. Derived.
+	goneHoldDue map[string]int64
+
+	// maxFence is the highest fence ever granted (the index of the
+	// latest entry that created a hold): the fence registry refuses a
+	// token above it, which no grant issued and which would otherwise
+	// block the resource for every later holder.
+	maxFence uint64
+}
+
+// reset empties the lock state.
+func (t *lockTable) reset() {
+	t.fences = make(map[string]uint64)
+	t.goneHoldDue = make(map[string]int64)
+	t.maxFence = 0
+}
+
 func errf(base error, format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{base}, args...)...)
 }
 
 // checkKey validates a lock or resource name.
-func (t *Table) checkKey(k string) error {
+func (c *Config) checkKey(k string) error {
 	if k == "" {
 		return errf(ErrBadCommand, "empty key")
 	}
-	if len(k) > t.cfg.MaxKeyBytes {
-		return errf(ErrLimit, "key longer than %d bytes", t.cfg.MaxKeyBytes)
+	if len(k) > c.MaxKeyBytes {
+		return errf(ErrLimit, "key longer than %d bytes", c.MaxKeyBytes)
 	}
 	return nil
 }
 
-func (t *Table) checkOwner(o string) error {
+func (c *Config) checkOwner(o string) error {
 	if o == "" {
 		return errf(ErrBadCommand, "empty owner")
 	}
-	if len(o) > t.cfg.MaxOwnerBytes {
-		return errf(ErrLimit, "owner longer than %d bytes", t.cfg.MaxOwnerBytes)
+	if len(o) > c.MaxOwnerBytes {
+		return errf(ErrLimit, "owner longer than %d bytes", c.MaxOwnerBytes)
 	}
 	return nil
 }
 
-func (t *Table) checkTTL(name string, ttl int64) error {
-	if ttl < t.cfg.MinTTL || ttl > t.cfg.MaxTTL {
-		return errf(ErrBadTTL, "%s %d ms not in [%d, %d]", name, ttl, t.cfg.MinTTL, t.cfg.MaxTTL)
+func (c *Config) checkTTL(name string, ttl int64) error {
+	if ttl < c.MinTTL || ttl > c.MaxTTL {
+		return errf(ErrBadTTL, "%s %d ms not in [%d, %d]", name, ttl, c.MinTTL, c.MaxTTL)
 	}
 	return nil
 }
 
 // cmdKeys returns the command's keys (Keys, or Key alone), validated.
 // one is scratch space for the single-key case, so it costs no allocation.
-func (t *Table) cmdKeys(cmd *Command, one *[1]string) ([]string, error) {
+func (c *Config) cmdKeys(cmd *Command, one *[1]string) ([]string, error) {
 	keys := cmd.Keys
 	if len(keys) == 0 {
 		one[0] = cmd.Key
@@ -99,7 +131,7 @@ func (t *Table) cmdKeys(cmd *Command, one *[1]string) ([]string, error) {
 		return nil, errf(ErrLimit, "more than %d keys", MaxLockKeys)
 	}
 	for i, k := range keys {
-		if err := t.checkKey(k); err != nil {
+		if err := c.checkKey(k); err != nil {
 			return nil, err
 		}
 		for _, k2 := range keys[:i] {
@@ -121,9 +153,9 @@ func permitsOf(mode Mode, permits int) int {
 }
 
 // acquire handles OpAcquire.
-func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
+func (t *lockTable) acquire(ctx *applyCtx, cmd *Command) Result {
 	var one [1]string
-	keys, err := t.cmdKeys(cmd, &one)
+	keys, err := t.cfg.cmdKeys(cmd, &one)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -204,7 +236,7 @@ func (t *Table) acquire(ctx *applyCtx, cmd *Command) Result {
 // grantGrows reports whether granting keys to owner adds a hold: some key
 // is free or not held by owner yet (a reentrant or repeated acquire by
 // the holder only counts up or changes nothing).
-func (t *Table) grantGrows(keys []string, owner string) bool {
+func (t *lockTable) grantGrows(keys []string, owner string) bool {
 	for _, k := range keys {
 		if v := t.keys[k]; v == nil || v.Kind() != KindLock || v.lock().holdIndex(owner) < 0 {
 			return true
@@ -214,11 +246,11 @@ func (t *Table) grantGrows(keys []string, owner string) bool {
 }
 
 // checkAcquire validates everything of an acquire but its keys.
-func (t *Table) checkAcquire(cmd *Command) error {
-	if err := t.checkOwner(cmd.Owner); err != nil {
+func (t *lockTable) checkAcquire(cmd *Command) error {
+	if err := t.cfg.checkOwner(cmd.Owner); err != nil {
 		return err
 	}
-	if err := t.checkMeta(cmd.Meta); err != nil {
+	if err := t.cfg.checkMeta(cmd.Meta); err != nil {
 		return err
 	}
 	switch {
@@ -241,7 +273,7 @@ func (t *Table) checkAcquire(cmd *Command) error {
 		// A session-bound hold lives as long as its session (doc.go); a
 		// TTL is optional then but must still be sane.
 		if cmd.TTL != 0 {
-			if err := t.checkTTL("ttl", cmd.TTL); err != nil {
+			if err := t.cfg.checkTTL("ttl", cmd.TTL); err != nil {
 				return err
 			}
 		}
@@ -250,7 +282,7 @@ func (t *Table) checkAcquire(cmd *Command) error {
 		}
 		return nil
 	}
-	return t.checkTTL("ttl", cmd.TTL)
+	return t.cfg.checkTTL("ttl", cmd.TTL)
 }
 
 // Refusals of keyBlock that waiting cannot cure.
@@ -263,7 +295,7 @@ var (
 // keyBlock says why w cannot take key (whose value is v) now, ignoring
 // the key's queue; nil if it can (free, compatible, or already held by w's
 // owner in w's mode).
-func (t *Table) keyBlock(key string, v *Value, w *Waiter) error {
+func (t *lockTable) keyBlock(key string, v *Value, w *Waiter) error {
 	if v == nil {
 		return nil
 	}
@@ -304,7 +336,7 @@ func (t *Table) keyBlock(key string, v *Value, w *Waiter) error {
 	return nil
 }
 
-func (t *Table) ownerHolds(key, owner string) bool {
+func (t *lockTable) ownerHolds(key, owner string) bool {
 	v := t.keys[key]
 	return v != nil && v.Kind() == KindLock && v.lock().holdIndex(owner) >= 0
 }
@@ -313,7 +345,7 @@ func (t *Table) ownerHolds(key, owner string) bool {
 // Existing holds of w's owner are kept (non-reentrant: idempotent) or
 // counted up (reentrant). The result carries the highest fence, the
 // earliest deadline and the first key's count.
-func (t *Table) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
+func (t *lockTable) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
 	r := Result{Granted: true}
 	for i, k := range keys {
 		h := t.grantKey(ctx, k, w)
@@ -324,7 +356,7 @@ func (t *Table) grantAll(ctx *applyCtx, w *Waiter, keys []string) Result {
 
 // foldHold adds the hold on the i-th key of a multi-key grant or extend
 // to r: the highest fence, the earliest deadline and the first key's count.
-func (t *Table) foldHold(r *Result, i int, h *hold) {
+func (t *lockTable) foldHold(r *Result, i int, h *hold) {
 	if h.Fence > r.Fence {
 		r.Fence = h.Fence
 	}
@@ -337,7 +369,7 @@ func (t *Table) foldHold(r *Result, i int, h *hold) {
 }
 
 // grantKey gives key to w and returns the hold.
-func (t *Table) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
+func (t *lockTable) grantKey(ctx *applyCtx, key string, w *Waiter) *hold {
 	v := t.keys[key]
 	var l *Lock
 	if v == nil {
@@ -412,7 +444,7 @@ func capAt(d, limit int64) int64 {
 
 // scheduleHold makes sure a dueHold item for key (whose lock is l) exists
 // at or before at.
-func (t *Table) scheduleHold(key string, l *Lock, at int64) {
+func (t *lockTable) scheduleHold(key string, l *Lock, at int64) {
 	if l.holdDue == 0 {
 		// An item scheduled for an earlier lock at key may still be
 		// pending (see dropLock); this lock takes it over.
@@ -434,7 +466,7 @@ func (t *Table) scheduleHold(key string, l *Lock, at int64) {
 // dropLock is called when the lock l leaves key: its pending dueHold item
 // stays in the heap, so it is remembered per key and a lock taken and
 // released in a loop keeps one heap item, not one per grant.
-func (t *Table) dropLock(key string, l *Lock) {
+func (t *lockTable) dropLock(key string, l *Lock) {
 	if l.holdDue != 0 {
 		t.goneHoldDue[key] = l.holdDue
 	}

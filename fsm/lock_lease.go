@@ -8,13 +8,13 @@ import "slices"
 // endHold removes the i-th hold of l (the lock at key) with reason.
 // Lock-delay applies when the hold was lost (expiry, session loss), never
 // after a clean release. The caller settles the key afterwards.
-func (t *Table) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
+func (t *lockTable) endHold(ctx *applyCtx, key string, l *Lock, i int, reason Reason) {
 	t.endHoldAs(ctx, key, l, i, reason, holdEndEvent(reason))
 }
 
 // endHoldAs is endHold with the keyspace event to emit (PEXPIRE in the
 // past ends holds as expired, yet Redis calls that a "del").
-func (t *Table) endHoldAs(ctx *applyCtx, key string, l *Lock, i int, reason Reason, event string) {
+func (t *lockTable) endHoldAs(ctx *applyCtx, key string, l *Lock, i int, reason Reason, event string) {
 	h := l.removeHolder(i)
 	t.nHolds--
 	t.mem -= holdBytes(&h)
@@ -30,20 +30,10 @@ func (t *Table) endHoldAs(ctx *applyCtx, key string, l *Lock, i int, reason Reas
 	}
 }
 
-// holdEnded is called by del for each hold of a lock it removed: a Redis
-// command ended it. When that was its owner's own release
-// (compare-and-delete), a tombstone remembers it (lock_redis.go).
-func (t *Table) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason) {
-	if reason == ReasonRelease {
-		t.tombstone(key, h.Owner, t.holdDeadline(h))
-	}
-	t.holdGone(ctx, key, h, reason)
-}
-
 // holdGone is the bookkeeping of a hold that ended: the event and the
 // session index. Native releases leave no tombstone: only Redlock clients
 // vote by repeating a release on several nodes.
-func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
+func (t *lockTable) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 	ctx.emit(Event{Kind: EvReleased, Key: key, Owner: h.Owner, Fence: h.Fence, Reason: reason, Granted: h.Granted})
 	if h.Fence == ctx.index && ctx.index != 0 && !slices.Contains(ctx.lostFresh, key) {
 		ctx.lostFresh = append(ctx.lostFresh, key)
@@ -55,12 +45,12 @@ func (t *Table) holdGone(ctx *applyCtx, key string, h *hold, reason Reason) {
 
 // settle deletes the lock at key if nothing holds it and no lock-delay is
 // active, marks it changed otherwise, then offers the key to its waiters.
-func (t *Table) settle(ctx *applyCtx, key string) {
+func (t *lockTable) settle(ctx *applyCtx, key string) {
 	t.settleValue(ctx, key, t.keys[key])
 }
 
 // settleValue is settle for the value v found at key.
-func (t *Table) settleValue(ctx *applyCtx, key string, v *Value) {
+func (t *lockTable) settleValue(ctx *applyCtx, key string, v *Value) {
 	if v != nil && v.Kind() == KindLock {
 		if l := v.lock(); l.numHolders() == 0 && l.DelayUntil() <= ctx.now {
 			delete(t.keys, key)
@@ -80,7 +70,7 @@ func (t *Table) settleValue(ctx *applyCtx, key string, v *Value) {
 
 // lockAt returns the lock at key, or an error saying why there is none
 // that could be released or extended.
-func (t *Table) lockAt(key string) (*Value, error) {
+func (t *lockTable) lockAt(key string) (*Value, error) {
 	v := t.keys[key]
 	switch {
 	case v == nil:
@@ -94,14 +84,14 @@ func (t *Table) lockAt(key string) (*Value, error) {
 }
 
 // release handles OpRelease: all keys are checked before any changes.
-func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
+func (t *lockTable) release(ctx *applyCtx, cmd *Command) Result {
 	var one [1]string
-	keys, err := t.cmdKeys(cmd, &one)
+	keys, err := t.cfg.cmdKeys(cmd, &one)
 	if err != nil {
 		return Result{Err: err}
 	}
 	if !cmd.Force {
-		if err := t.checkOwner(cmd.Owner); err != nil {
+		if err := t.cfg.checkOwner(cmd.Owner); err != nil {
 			return Result{Err: err}
 		}
 	}
@@ -165,17 +155,17 @@ func (t *Table) release(ctx *applyCtx, cmd *Command) Result {
 // the hold's own when 0), clamped to the hold's HardLimit; a hold already
 // at its HardLimit is refused with ErrMaxHold. A hold bound to a session
 // has no lease of its own: extending it keeps the session alive.
-func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
+func (t *lockTable) extend(ctx *applyCtx, cmd *Command) Result {
 	var one [1]string
-	keys, err := t.cmdKeys(cmd, &one)
+	keys, err := t.cfg.cmdKeys(cmd, &one)
 	if err != nil {
 		return Result{Err: err}
 	}
-	if err := t.checkOwner(cmd.Owner); err != nil {
+	if err := t.cfg.checkOwner(cmd.Owner); err != nil {
 		return Result{Err: err}
 	}
 	if cmd.TTL != 0 {
-		if err := t.checkTTL("ttl", cmd.TTL); err != nil {
+		if err := t.cfg.checkTTL("ttl", cmd.TTL); err != nil {
 			return Result{Err: err}
 		}
 	}
@@ -226,7 +216,7 @@ func (t *Table) extend(ctx *applyCtx, cmd *Command) Result {
 }
 
 // expireHolds ends the holds on key whose own deadline fell due by ctx.at.
-func (t *Table) expireHolds(ctx *applyCtx, key string) {
+func (t *lockTable) expireHolds(ctx *applyCtx, key string) {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {
 		if t.goneHoldDue[key] == ctx.at {
@@ -260,7 +250,7 @@ func (t *Table) expireHolds(ctx *applyCtx, key string) {
 }
 
 // delayEnded clears key's lock-delay once it fell due.
-func (t *Table) delayEnded(ctx *applyCtx, key string) {
+func (t *lockTable) delayEnded(ctx *applyCtx, key string) {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {
 		return
@@ -274,8 +264,8 @@ func (t *Table) delayEnded(ctx *applyCtx, key string) {
 // fenceCheck handles OpFenceCheck: CheckAndAdvance(Key, Token). A token
 // above the highest fence ever granted is refused (ErrBadCommand) and
 // changes nothing.
-func (t *Table) fenceCheck(ctx *applyCtx, cmd *Command) Result {
-	if err := t.checkKey(cmd.Key); err != nil {
+func (t *lockTable) fenceCheck(ctx *applyCtx, cmd *Command) Result {
+	if err := t.cfg.checkKey(cmd.Key); err != nil {
 		return Result{Err: err}
 	}
 	if cmd.Token > t.maxFence {

@@ -1,8 +1,24 @@
 package fsm
 
+import "slices"
+
 // The lock side of the one key space: what the Redis commands (redis*.go,
 // lua*.go) call to treat a native lock as a Redis string whose value is
 // the holder's token (DESIGN.md "One key space").
+
+// lockSpace is the lock ops as the rest of the one key space reaches them:
+// the key-space core when del removes a lock (keyLocks), and the Redis
+// commands and scripts, which see a lock as a string (redisLocks). It
+// keeps the release tombstones, which only Redis releases leave.
+type lockSpace struct {
+	*lockTable
+
+	// tombs are the release tombstones for Redlock quorum.
+	tombs map[string]tombstone
+}
+
+// reset forgets every tombstone.
+func (t *lockSpace) reset() { t.tombs = make(map[string]tombstone) }
 
 // tombstone remembers the last few tokens that released a key by their
 // own Redis release (compare-and-delete), each until that lease's old
@@ -26,7 +42,7 @@ type tombEntry struct {
 const maxTombsPerKey = 8
 
 // tombstone records owner's release of key (until = the hold's deadline).
-func (t *Table) tombstone(key, owner string, until int64) {
+func (t *lockSpace) tombstone(key, owner string, until int64) {
 	if until <= t.now {
 		return
 	}
@@ -71,7 +87,7 @@ func (tb tombstone) minUntil() int64 {
 // expireTombstone forgets key's tombstones that fell due. Only the item
 // matching tb.due acts, so the original and a restored table (whose heap
 // holds no stale items) clean up at the same times.
-func (t *Table) expireTombstone(ctx *applyCtx, key string) {
+func (t *lockSpace) expireTombstone(ctx *applyCtx, key string) {
 	tb, ok := t.tombs[key]
 	if !ok || tb.due != ctx.at {
 		return
@@ -96,7 +112,7 @@ func (t *Table) expireTombstone(ctx *applyCtx, key string) {
 
 // redisTombstone reports whether token released key by its own release
 // and that lease's old deadline has not passed at now.
-func (t *Table) redisTombstone(key, token string, now int64) bool {
+func (t *lockSpace) redisTombstone(key, token string, now int64) bool {
 	for _, e := range t.tombs[key].recent {
 		if e.owner == token && e.until > now {
 			return true
@@ -107,26 +123,11 @@ func (t *Table) redisTombstone(key, token string, now int64) bool {
 
 // redisLockToken returns the exclusive holder's owner token of a lock
 // value (GET on a lock key); ok=false if it has no single exclusive holder.
-func (t *Table) redisLockToken(l *Lock) (string, bool) {
+func (l *Lock) redisToken() (string, bool) {
 	if l.numHolders() == 1 && l.h0.Mode == Exclusive {
 		return l.h0.Owner, true
 	}
 	return "", false
-}
-
-// redisLockPTTL returns the remaining ms of the lock's latest hold deadline
-// at now (-1 if none).
-func (t *Table) redisLockPTTL(l *Lock, now int64) int64 {
-	var latest int64
-	for i := 0; i < l.numHolders(); i++ {
-		if d := t.holdDeadline(l.holder(i)); d > latest {
-			latest = d
-		}
-	}
-	if latest <= now {
-		return -1
-	}
-	return latest - now
 }
 
 // redisSetNX implements `SET key token NX PX ttl`: it creates an exclusive,
@@ -136,14 +137,15 @@ func (t *Table) redisLockPTTL(l *Lock, now int64) int64 {
 // ttl <= 0 (no PX/EX given) means MaxTTL: a lock never outlives the lease
 // limit. A ttl over MaxTTL (the caller refuses it with leaseOverLimit) or
 // under MinTTL fails.
-func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
-	if t.checkKey(key) != nil || t.checkOwner(token) != nil {
+func (t *lockSpace) redisSetNX(ctx *applyCtx, key string, tokenB []byte, ttl int64) bool {
+	token := string(tokenB) // does not escape: kept only inside kt below
+	if t.cfg.checkKey(key) != nil || t.cfg.checkOwner(token) != nil {
 		return false
 	}
 	if ttl <= 0 {
 		ttl = t.cfg.MaxTTL
 	}
-	if t.checkTTL("ttl", ttl) != nil {
+	if t.cfg.checkTTL("ttl", ttl) != nil {
 		return false
 	}
 	if v := t.keys[key]; v != nil {
@@ -170,7 +172,7 @@ func (t *Table) redisSetNX(ctx *applyCtx, key, token string, ttl int64) bool {
 // becomes at (capped by its HardLimit; a session-bound hold gets a deadline
 // of its own); at <= now ends them (ReasonExpired, lock-delay applies).
 // The callers refuse an at past now+MaxTTL.
-func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
+func (t *lockSpace) redisLockExpire(ctx *applyCtx, key string, at int64) {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {
 		return
@@ -195,7 +197,7 @@ func (t *Table) redisLockExpire(ctx *applyCtx, key string, at int64) {
 
 // redisReleaseByToken is compare-and-delete on a lock: true if token held
 // key and that hold ended (ReasonRelease, leaving a tombstone).
-func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
+func (t *lockSpace) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
 	v := t.keys[key]
 	if v == nil || v.Kind() != KindLock {
 		return false
@@ -209,4 +211,64 @@ func (t *Table) redisReleaseByToken(ctx *applyCtx, key, token string) bool {
 	t.endHold(ctx, key, l, i, ReasonRelease)
 	t.settle(ctx, key)
 	return true
+}
+
+// lockDeleted ends the holds of l, which del removed from key (keyLocks).
+func (t *lockSpace) lockDeleted(ctx *applyCtx, key string, l *Lock, reason Reason) {
+	t.dropLock(key, l)
+	for i := 0; i < l.numHolders(); i++ {
+		t.holdEnded(ctx, key, l.holder(i), reason)
+	}
+}
+
+// holdEnded is called by del for each hold of a lock it removed: a Redis
+// command ended it. When that was its owner's own release
+// (compare-and-delete), a tombstone remembers it (lock_redis.go).
+func (t *lockSpace) holdEnded(ctx *applyCtx, key string, h *hold, reason Reason) {
+	if reason == ReasonRelease {
+		t.tombstone(key, h.Owner, t.holdDeadline(h))
+	}
+	t.holdGone(ctx, key, h, reason)
+}
+
+// saveKeyUndo returns key's lock state beside its value, for the undo
+// log of a running script (redisLocks).
+func (t *lockSpace) saveKeyUndo(key string) keyLockUndo {
+	var u keyLockUndo
+	if tb, ok := t.tombs[key]; ok {
+		tb.recent = slices.Clone(tb.recent) // filtered in place (tombstone)
+		u.tomb, u.hasTomb = tb, true
+	}
+	u.holdDue, u.hasHoldDue = t.goneHoldDue[key]
+	return u
+}
+
+// restoreKeyUndo puts back what saveKeyUndo returned.
+func (t *lockSpace) restoreKeyUndo(key string, u keyLockUndo) {
+	if u.hasTomb {
+		t.tombs[key] = u.tomb
+	} else {
+		delete(t.tombs, key)
+	}
+	if u.hasHoldDue {
+		t.goneHoldDue[key] = u.holdDue
+	} else {
+		delete(t.goneHoldDue, key)
+	}
+}
+
+// fenceMark is the highest fence issued, which a failed script's grants
+// must not have raised.
+func (t *lockSpace) fenceMark() uint64 { return t.maxFence }
+
+// restoreFenceMark puts back what fenceMark returned.
+func (t *lockSpace) restoreFenceMark(f uint64) { t.maxFence = f }
+
+// revertSessHold undoes one change to the session index of holds.
+func (t *lockSpace) revertSessHold(s undoSess) {
+	if s.added {
+		t.sessDelHold(s.sess, s.key, s.owner)
+	} else {
+		t.sessAddHold(s.sess, s.key, s.owner)
+	}
 }

@@ -6,18 +6,18 @@ package fsm
 // identity it publishes without a moment in which it does not hold the
 // key. The hold's position in the holder list is kept; the session index
 // and the memory count follow the new token. Repeating it is harmless.
-func (t *Table) reown(ctx *applyCtx, cmd *Command) Result {
-	if err := t.checkKey(cmd.Key); err != nil {
+func (t *lockTable) reown(ctx *applyCtx, cmd *Command) Result {
+	if err := t.cfg.checkKey(cmd.Key); err != nil {
 		return Result{Err: err}
 	}
-	if err := t.checkOwner(cmd.Owner); err != nil {
+	if err := t.cfg.checkOwner(cmd.Owner); err != nil {
 		return Result{Err: err}
 	}
 	if len(cmd.Args) != 1 {
 		return Result{Err: errf(ErrBadCommand, "reown takes one new owner, got %d", len(cmd.Args))}
 	}
 	newOwner := string(cmd.Args[0])
-	if err := t.checkOwner(newOwner); err != nil {
+	if err := t.cfg.checkOwner(newOwner); err != nil {
 		return Result{Err: err}
 	}
 	v, err := t.lockAt(cmd.Key)

@@ -231,17 +231,17 @@ func TestRedisHelpers(t *testing.T) {
 		return &applyCtx{index: h.idx, now: h.tab.now, at: h.tab.now}
 	}
 	tab := h.tab
-	if !tab.redisSetNX(ctx(), "k", "tok", 1000) {
+	if !tab.redisSetNX(ctx(), "k", []byte("tok"), 1000) {
 		t.Fatal("SET NX on a free key failed")
 	}
-	if !tab.redisSetNX(ctx(), "k", "tok", 1000) {
+	if !tab.redisSetNX(ctx(), "k", []byte("tok"), 1000) {
 		t.Fatal("repeated SET NX by the holder failed")
 	}
-	if tab.redisSetNX(ctx(), "k", "other", 1000) {
+	if tab.redisSetNX(ctx(), "k", []byte("other"), 1000) {
 		t.Fatal("SET NX by another token succeeded")
 	}
 	l := tab.keys["k"].lock()
-	if tok, ok := tab.redisLockToken(l); !ok || tok != "tok" || l.h0.Fence != 1 {
+	if tok, ok := l.redisToken(); !ok || tok != "tok" || l.h0.Fence != 1 {
 		t.Fatalf("token %q %v fence %d", tok, ok, l.h0.Fence)
 	}
 	if p := tab.redisLockPTTL(l, 400); p != 600 {
@@ -271,7 +271,7 @@ func TestRedisHelpers(t *testing.T) {
 	// the hold and hands the key on.
 	h.apply(Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: 100, LockDelay: 50})
 	h.apply(Command{Op: OpAcquire, Key: "k", Owner: "b", TTL: 100, Wait: 1000, ReqID: "wb"})
-	if tab.redisSetNX(ctx(), "k", "c", 0) {
+	if tab.redisSetNX(ctx(), "k", []byte("c"), 0) {
 		t.Fatal("SET NX jumped the queue")
 	}
 	c := ctx()
@@ -455,7 +455,7 @@ func TestTombstonesKeepRecentReleasers(t *testing.T) {
 	}
 	tab := h.tab
 	for i, tok := range []string{"a", "b", "c"} {
-		if !tab.redisSetNX(ctx(), "k", tok, int64(1000*(i+1))) || !tab.redisReleaseByToken(ctx(), "k", tok) {
+		if !tab.redisSetNX(ctx(), "k", []byte(tok), int64(1000*(i+1))) || !tab.redisReleaseByToken(ctx(), "k", tok) {
 			t.Fatalf("cycle %s", tok)
 		}
 	}
@@ -476,7 +476,7 @@ func TestTombstonesKeepRecentReleasers(t *testing.T) {
 	}
 	for i := 0; i < maxTombsPerKey+2; i++ {
 		tok := string(rune('d' + i))
-		if !tab.redisSetNX(ctx(), "k", tok, 5000) || !tab.redisReleaseByToken(ctx(), "k", tok) {
+		if !tab.redisSetNX(ctx(), "k", []byte(tok), 5000) || !tab.redisReleaseByToken(ctx(), "k", tok) {
 			t.Fatalf("cycle %s", tok)
 		}
 	}

@@ -5,10 +5,28 @@ import "slices"
 // Waiting: FIFO queues per key, hand-off from the head, cancel and
 // timeout.
 
+// waitQueue is the acquires of a Table that wait: a FIFO queue per key and
+// the waiters by id. It hands a key to the head of its queue through the
+// lock ops' grants.
+type waitQueue struct {
+	*keySpace
+	*sessionTable
+	locks *lockTable
+
+	queues  map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
+	waiters map[string]*Waiter
+}
+
+// reset empties the queues.
+func (t *waitQueue) reset() {
+	t.queues = make(map[string][]*Waiter)
+	t.waiters = make(map[string]*Waiter)
+}
+
 // enqueue places w at the tail of each of its keys' queues, all in this
 // entry, so every queue orders waiters by the same log order: two
 // multi-lock waiters can never wait for each other in a cycle.
-func (t *Table) enqueue(w *Waiter) {
+func (t *waitQueue) enqueue(w *Waiter) {
 	for _, k := range w.Keys {
 		if len(t.queues[k]) == 0 {
 			t.mem += queueBytes(k)
@@ -24,7 +42,7 @@ func (t *Table) enqueue(w *Waiter) {
 }
 
 // unqueue removes w from its queues and the waiter index.
-func (t *Table) unqueue(w *Waiter) {
+func (t *waitQueue) unqueue(w *Waiter) {
 	for _, k := range w.Keys {
 		q := t.queues[k]
 		for i, x := range q {
@@ -53,12 +71,12 @@ func (t *Table) unqueue(w *Waiter) {
 
 // waiterFits: w is at the head of every one of its queues and every key
 // is free for it.
-func (t *Table) waiterFits(w *Waiter) bool {
+func (t *waitQueue) waiterFits(w *Waiter) bool {
 	for _, k := range w.Keys {
 		if q := t.queues[k]; len(q) == 0 || q[0] != w {
 			return false
 		}
-		if t.keyBlock(k, t.keys[k], w) != nil {
+		if t.locks.keyBlock(k, t.keys[k], w) != nil {
 			return false
 		}
 	}
@@ -68,7 +86,7 @@ func (t *Table) waiterFits(w *Waiter) bool {
 // pump grants key's queue from the head, as many waiters as fit, in order,
 // stopping at the first that does not. A granted multi-lock waiter leaves
 // the other queues too, so those keys are pumped next.
-func (t *Table) pump(ctx *applyCtx, key string) {
+func (t *waitQueue) pump(ctx *applyCtx, key string) {
 	var buf [4]string
 	work := append(buf[:0], key)
 	for len(work) > 0 {
@@ -81,7 +99,7 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 			}
 			w := q[0]
 			if mutant("grant-newest-first") && len(q) > 1 {
-				if n := q[len(q)-1]; len(n.Keys) == 1 && t.keyBlock(k, t.keys[k], n) == nil {
+				if n := q[len(q)-1]; len(n.Keys) == 1 && t.locks.keyBlock(k, t.keys[k], n) == nil {
 					w = n
 				}
 			}
@@ -113,7 +131,7 @@ func (t *Table) pump(ctx *applyCtx, key string) {
 
 // lostFreshKey reports whether a hold granted in this entry on one of w's
 // keys has ended in this entry (applyCtx.lostFresh).
-func (t *Table) lostFreshKey(ctx *applyCtx, w *Waiter) bool {
+func (t *waitQueue) lostFreshKey(ctx *applyCtx, w *Waiter) bool {
 	for _, k := range w.Keys {
 		if slices.Contains(ctx.lostFresh, k) {
 			return true
@@ -123,9 +141,9 @@ func (t *Table) lostFreshKey(ctx *applyCtx, w *Waiter) bool {
 }
 
 // grantWaiter turns queued w into holds and tells the node (EvGranted).
-func (t *Table) grantWaiter(ctx *applyCtx, w *Waiter) {
+func (t *waitQueue) grantWaiter(ctx *applyCtx, w *Waiter) {
 	t.unqueue(w)
-	r := t.grantAll(ctx, w, w.Keys)
+	r := t.locks.grantAll(ctx, w, w.Keys)
 	ctx.emit(Event{Kind: EvGranted, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner,
 		Fence: r.Fence, Deadline: r.Deadline, Count: r.Count, Now: ctx.now})
 	t.reqWaiterGranted(w.ID, r)
@@ -133,7 +151,7 @@ func (t *Table) grantWaiter(ctx *applyCtx, w *Waiter) {
 
 // waiterEnded removes w without the lock, tells the node (EvWaitEnded) and
 // offers its keys to the waiters behind it.
-func (t *Table) waiterEnded(ctx *applyCtx, w *Waiter, err error, pump bool) {
+func (t *waitQueue) waiterEnded(ctx *applyCtx, w *Waiter, err error, pump bool) {
 	t.unqueue(w)
 	ctx.emit(Event{Kind: EvWaitEnded, WaiterID: w.ID, Keys: w.Keys, Owner: w.Owner, Err: err})
 	t.reqWaiterEnded(w.ID, err)
@@ -146,7 +164,7 @@ func (t *Table) waiterEnded(ctx *applyCtx, w *Waiter, err error, pump bool) {
 
 // keyFreed is called by del after it removed key's value. The waiters are
 // offered the key once the current step is over (flushFreed).
-func (t *Table) keyFreed(ctx *applyCtx, key string) {
+func (t *waitQueue) keyFreed(ctx *applyCtx, key string) {
 	if len(t.queues[key]) > 0 {
 		ctx.freed = append(ctx.freed, key)
 	}
@@ -154,7 +172,7 @@ func (t *Table) keyFreed(ctx *applyCtx, key string) {
 
 // flushFreed offers every key freed by del during the last step to its
 // waiters, unless the step put a new value there.
-func (t *Table) flushFreed(ctx *applyCtx) {
+func (t *waitQueue) flushFreed(ctx *applyCtx) {
 	for i := 0; i < len(ctx.freed); i++ {
 		if k := ctx.freed[i]; t.keys[k] == nil {
 			t.pump(ctx, k)
@@ -167,7 +185,7 @@ func (t *Table) flushFreed(ctx *applyCtx) {
 // exactly-once cache (its ReqID names the waiter): Queued = the waiter was
 // still queued and is now gone; Granted (with its fence) = it had been
 // granted, so the caller must release; neither = unknown or gone.
-func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result {
+func (t *waitQueue) cancelWait(ctx *applyCtx, cmd *Command) Result {
 	if cmd.ReqID == "" {
 		return Result{Err: errf(ErrBadCommand, "cancel needs the waiter's request id")}
 	}
@@ -185,7 +203,7 @@ func (t *Table) cancelWait(ctx *applyCtx, cmd *Command) Result {
 }
 
 // expireWaiter ends waiter id's wait once it fell due (ErrWaitTimeout).
-func (t *Table) expireWaiter(ctx *applyCtx, id string) {
+func (t *waitQueue) expireWaiter(ctx *applyCtx, id string) {
 	if w := t.waiters[id]; w != nil && w.Deadline <= ctx.at {
 		t.waiterEnded(ctx, w, ErrWaitTimeout, true)
 	}

@@ -228,7 +228,7 @@ func FuzzLuaLimits(f *testing.F) {
 			twin.apply(&Command{Op: OpTick})
 			res := r.apply(&Command{Op: OpEval, Script: []byte(script), KeysB: bargs("k"), Args: bargs(arg)})
 			replies[i] = fmtReply(res.Reply)
-			if res.Reply.Kind == reply.Error && r.t.scripts.undo.failed {
+			if res.Reply.Kind == reply.Error && r.t.undo.failed {
 				if !bytes.Equal(snap(t, r.t), snap(t, twin.t)) {
 					t.Fatalf("failed script %q (%.200s) changed the table", script, replies[i])
 				}

@@ -65,16 +65,16 @@ const (
 
 // MemoryUsed returns the key space's accounted size in bytes, the figure
 // Config.MaxMemory bounds.
-func (t *Table) MemoryUsed() int64 { return t.mem + t.reqs.bytes }
+func (t *keySpace) MemoryUsed() int64 { return t.mem + t.reqs.bytes }
 
 // overMemory reports whether the key space is past MaxMemory, so that a
 // command that would grow it must be refused.
-func (t *Table) overMemory() bool {
+func (t *keySpace) overMemory() bool {
 	return t.cfg.MaxMemory > 0 && t.MemoryUsed() > t.cfg.MaxMemory
 }
 
 // errOOM is the native refusal while over MaxMemory.
-func (t *Table) errOOM() error {
+func (t *keySpace) errOOM() error {
 	return errf(ErrOutOfMemory, "%d bytes used, limit %d", t.MemoryUsed(), t.cfg.MaxMemory)
 }
 
@@ -125,7 +125,7 @@ func (v *Value) bodyBytes() int64 {
 }
 
 // grow adds n bytes of content to the collection v (n < 0 shrinks it).
-func (t *Table) grow(v *Value, n int64) {
+func (t *keySpace) grow(v *Value, n int64) {
 	v.valueData.mem += n
 	t.mem += n
 }

@@ -72,11 +72,10 @@ func (m Meta) bytes() int {
 
 // checkMeta refuses metadata over the limits of the table's Config, or
 // not in strict name order (which every front end's MetaOf produces).
-func (t *Table) checkMeta(m Meta) error {
+func (c *Config) checkMeta(m Meta) error {
 	if len(m) == 0 {
 		return nil
 	}
-	c := &t.cfg
 	if len(m) > c.MaxMetaEntries {
 		return errf(ErrLimit, "%d meta entries, over the limit of %d", len(m), c.MaxMetaEntries)
 	}

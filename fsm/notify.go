@@ -55,7 +55,7 @@ const (
 // table changes alike either way, so replicas may differ in this setting
 // (a node turns it on while its RESP bridge's notify-keyspace-events
 // selects any). Off, an entry allocates nothing for them.
-func (t *Table) SetKeyspaceEvents(on bool) { t.keyspaceEvents = on }
+func (t *keySpace) SetKeyspaceEvents(on bool) { t.keyspaceEvents = on }
 
 // notify emits the keyspace event name for key.
 func (c *applyCtx) notify(name, key string) {

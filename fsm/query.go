@@ -38,7 +38,7 @@ type Stats struct {
 	Memory int64
 }
 
-func (t *Table) readNow(now int64) int64 {
+func (t *keySpace) readNow(now int64) int64 {
 	if t.now > now {
 		return t.now
 	}
@@ -46,7 +46,7 @@ func (t *Table) readNow(now int64) int64 {
 }
 
 // liveHold returns a copy of h as seen at now, or false if it ended.
-func (t *Table) liveHold(h *hold, now int64) (Hold, bool) {
+func (t *lockTable) liveHold(h *hold, now int64) (Hold, bool) {
 	if sid := h.session(); sid != "" {
 		if s := t.sessions[sid]; s == nil || s.Deadline <= now {
 			return Hold{}, false
@@ -68,7 +68,7 @@ func copyWaiter(w *Waiter) Waiter {
 }
 
 // info builds key's LockInfo at now; ok is false when nothing is there.
-func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
+func (t *lockTable) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 	li := LockInfo{Key: key}
 	v := t.getAt(key, now)
 	if v != nil {
@@ -114,7 +114,7 @@ func (t *Table) info(key string, now int64, withWaiters bool) (LockInfo, bool) {
 // than owner at now. It is Inspect's answer to that one question without
 // copying holders and waiters (the leader asks it for every blocking
 // acquire of a busy lock).
-func (t *Table) HeldByOther(key, owner string, now int64) bool {
+func (t *lockTable) HeldByOther(key, owner string, now int64) bool {
 	now = t.readNow(now)
 	v := t.getAt(key, now)
 	if v == nil || v.Kind() != KindLock {
@@ -136,7 +136,7 @@ func (t *Table) HeldByOther(key, owner string, now int64) bool {
 // Inspect describes key: a lock with its holders and waiters, a Redis
 // value (Kind set, no holders), or only waiters (Kind KindNone).
 // ErrNoSuchKey if there is nothing.
-func (t *Table) Inspect(key string, now int64) (LockInfo, error) {
+func (t *lockTable) Inspect(key string, now int64) (LockInfo, error) {
 	li, ok := t.info(key, t.readNow(now), true)
 	if !ok {
 		return LockInfo{}, errf(ErrNoSuchKey, "%q", key)
@@ -147,7 +147,7 @@ func (t *Table) Inspect(key string, now int64) (LockInfo, error) {
 // List returns up to limit locks (100 if limit <= 0) whose key starts with
 // prefix and sorts after after, in key order; next is the last key
 // returned when more follow, else "".
-func (t *Table) List(prefix, after string, limit int, now int64) (infos []LockInfo, next string) {
+func (t *lockTable) List(prefix, after string, limit int, now int64) (infos []LockInfo, next string) {
 	now = t.readNow(now)
 	if limit <= 0 {
 		limit = 100
@@ -199,13 +199,13 @@ func (h *keyHeap) Pop() any {
 }
 
 // Stats counts the table's contents as of the last applied entry.
-func (t *Table) Stats() Stats {
+func (t *lockTable) Stats() Stats {
 	return Stats{Keys: len(t.keys), Locks: t.nLocks, Holds: t.nHolds, Waiters: len(t.waiters),
 		Sessions: len(t.sessions), ReqIDs: t.reqs.len(), Fences: len(t.fences), Memory: t.MemoryUsed()}
 }
 
 // Session returns session id if it is alive at now.
-func (t *Table) Session(id string, now int64) (Session, bool) {
+func (t *lockTable) Session(id string, now int64) (Session, bool) {
 	s := t.sessions[id]
 	if s == nil || s.Deadline <= t.readNow(now) {
 		return Session{}, false
@@ -214,7 +214,7 @@ func (t *Table) Session(id string, now int64) (Session, bool) {
 }
 
 // Waiter returns waiter id if it is still queued.
-func (t *Table) Waiter(id string) (Waiter, bool) {
+func (t *lockTable) Waiter(id string) (Waiter, bool) {
 	w := t.waiters[id]
 	if w == nil {
 		return Waiter{}, false
@@ -224,7 +224,7 @@ func (t *Table) Waiter(id string) (Waiter, bool) {
 
 // HoldOf returns owner's hold on key if it is alive at now (Deadline is
 // the effective one).
-func (t *Table) HoldOf(key, owner string, now int64) (Hold, bool) {
+func (t *lockTable) HoldOf(key, owner string, now int64) (Hold, bool) {
 	now = t.readNow(now)
 	v := t.getAt(key, now)
 	if v == nil || v.Kind() != KindLock {
@@ -243,7 +243,7 @@ type WaiterRef struct {
 }
 
 // WaiterRefs lists every queued waiter, in queueing order.
-func (t *Table) WaiterRefs() []WaiterRef {
+func (t *lockTable) WaiterRefs() []WaiterRef {
 	out := make([]WaiterRef, 0, len(t.waiters))
 	for _, w := range t.waiters {
 		out = append(out, WaiterRef{ID: w.ID, Owner: w.Owner, Enqueued: w.Enqueued})

@@ -71,12 +71,48 @@ func errUnknown(args [][]byte) reply.Reply {
 
 var wrongType = reply.NewError(errWrongType)
 
+// redisTable is the Redis commands of a Table: they run on the key-space
+// core and reach the locks only through redisLocks, so a lock key reads
+// as a string whose value is the holder's token.
+type redisTable struct {
+	*keySpace
+	locks redisLocks
+}
+
+// redisLocks is what the Redis commands and the script host ask of the
+// lock ops (lockSpace, lock_redis.go): a lock's deadlines, the lock forms
+// of SET NX, PEXPIRE and compare-and-delete with its tombstones, and
+// what undoing a failed script restores beyond the keys' values.
+type redisLocks interface {
+	// holdDeadline is when h ends if nothing changes; 0 = none.
+	holdDeadline(h *hold) int64
+	// redisSetNX takes the token as the command's bytes: a string made
+	// for a call through this interface would escape to the heap.
+	redisSetNX(ctx *applyCtx, key string, token []byte, ttl int64) bool
+	redisLockExpire(ctx *applyCtx, key string, at int64)
+	redisReleaseByToken(ctx *applyCtx, key, token string) bool
+	redisTombstone(key, token string, now int64) bool
+
+	// saveKeyUndo and restoreKeyUndo keep and put back key's lock
+	// state beside its value (tombstones, the pending hold due time).
+	saveKeyUndo(key string) keyLockUndo
+	restoreKeyUndo(key string, u keyLockUndo)
+	// fenceMark and restoreFenceMark keep and put back the highest fence
+	// issued.
+	fenceMark() uint64
+	restoreFenceMark(f uint64)
+	// revertSessHold undoes one change to the session index of holds.
+	revertSessHold(s undoSess)
+	// pump offers key to its waiters (a script that freed it succeeded).
+	pump(ctx *applyCtx, key string)
+}
+
 // redisCmd is one entry of the command table.
 type redisCmd struct {
 	name  string // lower case, as in Redis' error texts
 	arity int    // Redis convention: n = exactly n args (name included), -n = at least n
 	ro    bool   // read-only: Read may run it between entries
-	fn    func(t *Table, c *applyCtx, args [][]byte) reply.Reply
+	fn    func(t *redisTable, c *applyCtx, args [][]byte) reply.Reply
 }
 
 // redisCmds is the command table: the whole Redis surface of the FSM in
@@ -192,7 +228,7 @@ func arityOK(c *redisCmd, n int) bool {
 }
 
 // redis runs one Redis command inside Apply.
-func (t *Table) redis(ctx *applyCtx, args [][]byte) reply.Reply {
+func (t *redisTable) redis(ctx *applyCtx, args [][]byte) reply.Reply {
 	if len(args) == 0 {
 		return reply.NewError("ERR empty command")
 	}
@@ -207,7 +243,7 @@ func (t *Table) redis(ctx *applyCtx, args [][]byte) reply.Reply {
 }
 
 // runCmd applies the limits every command shares, then runs c.
-func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
+func (t *redisTable) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
 	if ctx.readOnly && !c.ro {
 		// Redis refuses write and may-replicate commands (PUBLISH) alike.
 		return reply.NewError(errROWrite)
@@ -232,7 +268,7 @@ func (t *Table) runCmd(ctx *applyCtx, c *redisCmd, args [][]byte) reply.Reply {
 // without a log entry and without changing anything: values whose
 // deadline has passed by now read as gone. ok is false, and nothing runs,
 // when the command is unknown or not read-only.
-func (t *Table) Read(now int64, args [][]byte) (r reply.Reply, ok bool) {
+func (t *redisTable) Read(now int64, args [][]byte) (r reply.Reply, ok bool) {
 	if len(args) == 0 {
 		return reply.Reply{}, false
 	}
@@ -255,7 +291,7 @@ func (t *Table) Read(now int64, args [][]byte) (r reply.Reply, ok bool) {
 // KeyVersion returns the version (raft index of the last change) of the
 // live value at key as of now, or 0 when there is none. WATCH records it;
 // EXEC compares it.
-func (t *Table) KeyVersion(key string, now int64) uint64 {
+func (t *redisTable) KeyVersion(key string, now int64) uint64 {
 	if now < t.now {
 		now = t.now
 	}
@@ -266,7 +302,7 @@ func (t *Table) KeyVersion(key string, now int64) uint64 {
 }
 
 // exec runs a MULTI block atomically, after checking the WATCHed versions.
-func (t *Table) exec(ctx *applyCtx, watch []WatchKey, multi [][][]byte) reply.Reply {
+func (t *scripts) exec(ctx *applyCtx, watch []WatchKey, multi [][][]byte) reply.Reply {
 	if r, ok := t.execTooBig(multi); !ok {
 		return r
 	}
@@ -295,7 +331,7 @@ func ExecLimitText(cfg Config) string {
 }
 
 // execTooBig refuses a block over the limits, before anything runs.
-func (t *Table) execTooBig(multi [][][]byte) (reply.Reply, bool) {
+func (t *scripts) execTooBig(multi [][][]byte) (reply.Reply, bool) {
 	if len(multi) > t.cfg.MaxExecCommands {
 		return reply.NewError(ExecLimitText(t.cfg)), false
 	}
@@ -314,7 +350,7 @@ func (t *Table) execTooBig(multi [][][]byte) (reply.Reply, bool) {
 // execScript runs EVAL, EVALSHA and their _RO forms queued inside MULTI
 // (Spring sends its lock scripts that way). EVALSHA finds its text in the
 // replicated script cache. ok is false for any other command.
-func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
+func (t *scripts) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 	if len(args) == 0 {
 		return reply.Reply{}, false
 	}
@@ -353,7 +389,7 @@ func (t *Table) execScript(ctx *applyCtx, args [][]byte) (reply.Reply, bool) {
 // absent or expired, or when it is a lock nobody holds any more (a lock
 // value can outlive its holds for its waiters or lock-delay; to Redis
 // clients that key does not exist).
-func (t *Table) lookup(ctx *applyCtx, key string) *Value {
+func (t *redisTable) lookup(ctx *applyCtx, key string) *Value {
 	v := t.getAt(key, ctx.now)
 	if v != nil && v.Kind() == KindLock && !t.lockLive(v.lock(), ctx.now) {
 		return nil
@@ -363,17 +399,32 @@ func (t *Table) lookup(ctx *applyCtx, key string) *Value {
 
 // lockLive reports whether some hold of l is still running at now (inside
 // Apply expired holds are gone already; Read may look past t.now).
-func (t *Table) lockLive(l *Lock, now int64) bool {
+func (t *redisTable) lockLive(l *Lock, now int64) bool {
 	for i := 0; i < l.numHolders(); i++ {
-		if d := t.holdDeadline(l.holder(i)); d == 0 || d > now {
+		if d := t.locks.holdDeadline(l.holder(i)); d == 0 || d > now {
 			return true
 		}
 	}
 	return false
 }
 
+// redisLockPTTL returns the remaining ms of the lock's latest hold deadline
+// at now (-1 if none).
+func (t *redisTable) redisLockPTTL(l *Lock, now int64) int64 {
+	var latest int64
+	for i := 0; i < l.numHolders(); i++ {
+		if d := t.locks.holdDeadline(l.holder(i)); d > latest {
+			latest = d
+		}
+	}
+	if latest <= now {
+		return -1
+	}
+	return latest - now
+}
+
 // canCreate checks the limits for storing a new value at key.
-func (t *Table) canCreate(key string) (reply.Reply, bool) {
+func (t *redisTable) canCreate(key string) (reply.Reply, bool) {
 	if len(key) > t.cfg.MaxKeyBytes {
 		return reply.NewError(errKeyTooLong), false
 	}
@@ -387,12 +438,12 @@ func (t *Table) canCreate(key string) (reply.Reply, bool) {
 // exclusive holder's token); ok is false for other kinds (WRONGTYPE).
 // hasVal is false when the value reads as nil (a lock without an
 // exclusive holder).
-func (t *Table) stringOf(v *Value) (s string, hasVal, ok bool) {
+func (t *redisTable) stringOf(v *Value) (s string, hasVal, ok bool) {
 	switch v.Kind() {
 	case KindString:
 		return string(v.Str), true, true
 	case KindLock:
-		tok, has := t.redisLockToken(v.lock())
+		tok, has := v.lock().redisToken()
 		return tok, has, true
 	}
 	return "", false, false

@@ -11,7 +11,7 @@ import (
 
 // typed looks key up for a command on kind: v is nil when absent; bad is
 // true (reply WRONGTYPE) when the key holds another kind, a lock included.
-func (t *Table) typed(c *applyCtx, key string, kind Kind) (v *Value, bad bool) {
+func (t *redisTable) typed(c *applyCtx, key string, kind Kind) (v *Value, bad bool) {
 	v = t.lookup(c, key)
 	if v != nil && v.Kind() != kind {
 		return nil, true
@@ -20,7 +20,7 @@ func (t *Table) typed(c *applyCtx, key string, kind Kind) (v *Value, bad bool) {
 }
 
 // create stores a new empty value of kind at key, after the limits.
-func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply, bool) {
+func (t *redisTable) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply, bool) {
 	if r, ok := t.canCreate(key); !ok {
 		return nil, r, false
 	}
@@ -40,7 +40,7 @@ func (t *Table) create(c *applyCtx, key string, kind Kind) (*Value, reply.Reply,
 // emptied emits event (the removal's keyspace event), then deletes key
 // when its collection became empty ("del"), as Redis does; otherwise it
 // marks it changed.
-func (t *Table) emptied(c *applyCtx, key string, v *Value, n int, event string) {
+func (t *redisTable) emptied(c *applyCtx, key string, v *Value, n int, event string) {
 	c.notify(event, key)
 	if n == 0 {
 		t.del(c, key, ReasonForced)
@@ -53,7 +53,7 @@ func (t *Table) emptied(c *applyCtx, key string, v *Value, n int, event string) 
 // removeMembers is HDEL, SREM and ZREM: it deletes the named members from
 // the collection coll picks out of the kind-typed value at args[1], replies
 // how many were present, and deletes the key when that emptied it.
-func removeMembers[V any](t *Table, c *applyCtx, args [][]byte, kind Kind, event string, coll func(*Value) map[string]V) reply.Reply {
+func removeMembers[V any](t *redisTable, c *applyCtx, args [][]byte, kind Kind, event string, coll func(*Value) map[string]V) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, kind)
 	if bad {
@@ -92,7 +92,7 @@ func memberBytes[V any](kind Kind, member []byte, val V) int64 {
 
 // card is HLEN, SCARD, ZCARD and LLEN: size of the kind-typed value at
 // key, 0 when absent.
-func (t *Table) card(c *applyCtx, key []byte, kind Kind, size func(*Value) int) reply.Reply {
+func (t *redisTable) card(c *applyCtx, key []byte, kind Kind, size func(*Value) int) reply.Reply {
 	v, bad := t.typed(c, string(key), kind)
 	if bad {
 		return wrongType
@@ -103,7 +103,7 @@ func (t *Table) card(c *applyCtx, key []byte, kind Kind, size func(*Value) int) 
 	return reply.NewInt(int64(size(v)))
 }
 
-func cmdHget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHget(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindHash)
 	if bad {
 		return wrongType
@@ -116,21 +116,21 @@ func cmdHget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.Null
 }
 
-func cmdHset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHset(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	if len(args)%2 != 0 {
 		return errArity("hset")
 	}
 	return t.hset(c, args, false)
 }
 
-func cmdHmset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHmset(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	if len(args)%2 != 0 {
 		return errArity("hmset")
 	}
 	return t.hset(c, args, true)
 }
 
-func (t *Table) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
+func (t *redisTable) hset(c *applyCtx, args [][]byte, status bool) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, KindHash)
 	if bad {
@@ -176,7 +176,7 @@ func hashGrows(v *Value, pairs [][]byte) bool {
 
 // hsetField sets field f of the hash v to a copy of val, keeping the
 // accounted size; it reports whether the field is new.
-func (t *Table) hsetField(v *Value, f, val []byte) bool {
+func (t *redisTable) hsetField(v *Value, f, val []byte) bool {
 	old, exists := v.Hash[string(f)]
 	if exists {
 		t.grow(v, int64(len(val)-len(old)))
@@ -187,7 +187,7 @@ func (t *Table) hsetField(v *Value, f, val []byte) bool {
 	return !exists
 }
 
-func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHsetnx(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, KindHash)
 	if bad {
@@ -214,7 +214,7 @@ func cmdHsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(1)
 }
 
-func cmdHexists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHexists(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindHash)
 	if bad {
 		return wrongType
@@ -227,7 +227,7 @@ func cmdHexists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(0)
 }
 
-func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHincrby(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	//lint:ignore SA6001 field is kept as a string: it is used as a map key twice below
 	key, field := string(args[1]), string(args[2])
 	incr, ok := parseInt(args[3])
@@ -266,16 +266,16 @@ func cmdHincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(cur)
 }
 
-func cmdHdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHdel(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return removeMembers(t, c, args, KindHash, NotifyHdel, func(v *Value) map[string][]byte { return v.Hash })
 }
 
-func cmdHlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHlen(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.card(c, args[1], KindHash, func(v *Value) int { return len(v.Hash) })
 }
 
 // hashReply renders a hash's fields, values or both in field order.
-func (t *Table) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Reply {
+func (t *redisTable) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Reply {
 	v, bad := t.typed(c, string(key), KindHash)
 	if bad {
 		return wrongType
@@ -302,17 +302,17 @@ func (t *Table) hashReply(c *applyCtx, key []byte, fields, vals bool) reply.Repl
 	return reply.Reply{Kind: kind, Arr: out}
 }
 
-func cmdHkeys(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHkeys(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.hashReply(c, args[1], true, false)
 }
-func cmdHvals(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHvals(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.hashReply(c, args[1], false, true)
 }
-func cmdHgetall(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHgetall(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.hashReply(c, args[1], true, true)
 }
 
-func cmdHmget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdHmget(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindHash)
 	if bad {
 		return wrongType
@@ -330,7 +330,7 @@ func cmdHmget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewArray(out...)
 }
 
-func cmdSadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdSadd(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, KindSet)
 	if bad {
@@ -372,11 +372,11 @@ func hasAll[V any](m map[string]V, members [][]byte) bool {
 	return true
 }
 
-func cmdSrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdSrem(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return removeMembers(t, c, args, KindSet, NotifySrem, func(v *Value) map[string]struct{} { return v.Set })
 }
 
-func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdSismember(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindSet)
 	if bad {
 		return wrongType
@@ -389,11 +389,11 @@ func cmdSismember(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(0)
 }
 
-func cmdScard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdScard(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.card(c, args[1], KindSet, func(v *Value) int { return len(v.Set) })
 }
 
-func cmdSmembers(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdSmembers(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindSet)
 	if bad {
 		return wrongType

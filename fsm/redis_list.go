@@ -8,10 +8,10 @@ import (
 
 // Lists (Value.List, head first).
 
-func cmdLpush(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.push(c, args, true) }
-func cmdRpush(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.push(c, args, false) }
+func cmdLpush(t *redisTable, c *applyCtx, args [][]byte) reply.Reply { return t.push(c, args, true) }
+func cmdRpush(t *redisTable, c *applyCtx, args [][]byte) reply.Reply { return t.push(c, args, false) }
 
-func (t *Table) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
+func (t *redisTable) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	key := string(args[1])
 	v, bad := t.typed(c, key, KindList)
 	if bad {
@@ -45,11 +45,11 @@ func (t *Table) push(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	return reply.NewInt(int64(len(v.List)))
 }
 
-func cmdLpop(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.pop(c, args, true) }
-func cmdRpop(t *Table, c *applyCtx, args [][]byte) reply.Reply { return t.pop(c, args, false) }
+func cmdLpop(t *redisTable, c *applyCtx, args [][]byte) reply.Reply { return t.pop(c, args, true) }
+func cmdRpop(t *redisTable, c *applyCtx, args [][]byte) reply.Reply { return t.pop(c, args, false) }
 
 // pop is Redis 7.0 popGenericCommand: LPOP key [count].
-func (t *Table) pop(c *applyCtx, args [][]byte, head bool) reply.Reply {
+func (t *redisTable) pop(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	if len(args) > 3 {
 		return errArity(lowerName(args[0]))
 	}
@@ -104,7 +104,7 @@ func (t *Table) pop(c *applyCtx, args [][]byte, head bool) reply.Reply {
 	return r
 }
 
-func cmdLindex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdLindex(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	i, ok := parseInt(args[2])
 	if !ok {
 		return reply.NewError(errNotInt)
@@ -126,7 +126,7 @@ func cmdLindex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewBulk(string(v.List[i]))
 }
 
-func cmdLrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdLrange(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	start, ok1 := parseInt(args[2])
 	end, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -172,7 +172,7 @@ func rangeIndices(start, end, n int64) (lo, hi int64, ok bool) {
 
 // cmdLrem removes count occurrences: from the head when count > 0, from
 // the tail when count < 0, all when 0.
-func cmdLrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdLrem(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	count, ok := parseInt(args[2])
 	if !ok {
 		return reply.NewError(errNotInt)
@@ -224,6 +224,6 @@ func cmdLrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(removed)
 }
 
-func cmdLlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdLlen(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.card(c, args[1], KindList, func(v *Value) int { return len(v.List) })
 }

@@ -41,7 +41,7 @@ func declaredKeys(ctx *applyCtx, args [][]byte) bool {
 // through here, and scripts given the holder's token in ARGV. It is
 // checked before the command changes anything, so a refused command
 // changes nothing.
-func (t *Table) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
+func (t *redisTable) forcesLock(ctx *applyCtx, name string, args [][]byte) bool {
 	if writesElection(name, args) {
 		return true
 	}

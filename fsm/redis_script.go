@@ -11,11 +11,14 @@ import (
 // Scripting: the replicated script cache, EVAL, and the native fast paths
 // for the hot Redlock scripts.
 
-// scripts is the Table's scripting state beyond the key space.
+// scripts is the script host of a Table: EVAL and EVALSHA with their
+// replicated cache and the undo of a failed script, MULTI/EXEC and SCRIPT
+// LOAD/FLUSH. Scripts run the Redis commands (redisTable) as redis.call.
 type scripts struct {
+	*redisTable
+
 	cache  scriptCache       // replicated (script_cache.go)
 	engine *luaengine.Engine // derived: compiled scripts; never snapshotted
-	undo   undoLog           // the running script's undo log (script_undo.go)
 	// host is what the running script's redis.call reaches (scriptHost),
 	// kept here so that handing it to the engine allocates nothing.
 	host scriptHost
@@ -32,27 +35,27 @@ const (
 	maxSHAMemoText = 4 << 10
 )
 
-func (x *scripts) init() {
-	x.cache.init()
-	x.engine = luaengine.New()
-	x.shaOf = map[string]string{}
+func (t *scripts) init() {
+	t.cache.init()
+	t.engine = luaengine.New()
+	t.shaOf = map[string]string{}
 }
 
 // sha returns ScriptSHA(script), memoised.
-func (x *scripts) sha(script []byte) string {
-	if s, ok := x.shaOf[string(script)]; ok {
+func (t *scripts) sha(script []byte) string {
+	if s, ok := t.shaOf[string(script)]; ok {
 		return s
 	}
 	s := ScriptSHA(script)
 	if len(script) > maxSHAMemoText {
 		return s
 	}
-	if x.shaOf == nil {
-		x.shaOf = map[string]string{}
-	} else if len(x.shaOf) >= maxSHAMemo {
-		clear(x.shaOf)
+	if t.shaOf == nil {
+		t.shaOf = map[string]string{}
+	} else if len(t.shaOf) >= maxSHAMemo {
+		clear(t.shaOf)
 	}
-	x.shaOf[string(script)] = s
+	t.shaOf[string(script)] = s
 	return s
 }
 
@@ -62,15 +65,15 @@ func ScriptSHA(script []byte) string { return luaengine.SHA(script) }
 
 // scriptLoad is SCRIPT LOAD: check that the script compiles, keep it
 // until SCRIPT FLUSH, reply its SHA1.
-func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
+func (t *scripts) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
 	sha := ScriptSHA(script)
-	if _, err := t.scripts.engine.Compile(sha, script); err != nil {
+	if _, err := t.engine.Compile(sha, script); err != nil {
 		return reply.NewError(err.Error())
 	}
-	if !t.scripts.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
+	if !t.cache.load(sha, script, t.cfg.MaxLoadedScripts) {
 		return reply.NewError(errScriptsFull)
 	}
 	return reply.NewBulk(sha)
@@ -79,29 +82,29 @@ func (t *Table) scriptLoad(ctx *applyCtx, script []byte) reply.Reply {
 // scriptFlush is SCRIPT FLUSH: every node empties its cache at the same
 // index. Compiled scripts stay in the node-local engine; they are found
 // only through the cache, by SHA1 of the same text.
-func (t *Table) scriptFlush() reply.Reply {
-	t.scripts.cache.flush()
+func (t *scripts) scriptFlush() reply.Reply {
+	t.cache.flush()
 	return reply.OK
 }
 
 // eval runs script with KEYS and ARGV as one atomic step, and caches it
 // (least recently used evicted) so that EVALSHA finds it. ro is EVAL_RO:
 // a write command from the script fails.
-func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool) reply.Reply {
+func (t *scripts) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool) reply.Reply {
 	if len(script) > t.cfg.MaxScriptBytes {
 		return reply.NewError(errScriptLong)
 	}
-	sha := t.scripts.sha(script)
+	sha := t.sha(script)
 	if !ro {
 		// The native paths write; a read-only run takes the Lua path,
 		// which refuses the write as Redis does.
 		fam := t.family(sha, script)
 		if r, ok := t.evalNative(ctx, fam, keys, args); ok {
-			t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+			t.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 			return r
 		}
 	}
-	s, err := t.scripts.engine.Compile(sha, script)
+	s, err := t.engine.Compile(sha, script)
 	if err != nil {
 		return reply.NewError(err.Error())
 	}
@@ -110,17 +113,17 @@ func (t *Table) eval(ctx *applyCtx, script []byte, keys, args [][]byte, ro bool)
 		// A failed script leaves no trace, in the cache neither; the
 		// script cannot see the cache, so caching it after the run is
 		// the same as before.
-		t.scripts.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
+		t.cache.addEval(sha, script, t.cfg.MaxEvalScripts)
 	}
 	return r
 }
 
 // evalSHA is EVALSHA: the script must be in the cache at this index,
 // else NOSCRIPT (Redis' text, on which clients fall back to EVAL).
-func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
+func (t *scripts) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool) reply.Reply {
 	sha = strings.ToLower(sha)
-	mark := t.scripts.cache.markOf(sha)
-	script, ok := t.scripts.cache.use(sha)
+	mark := t.cache.markOf(sha)
+	script, ok := t.cache.use(sha)
 	if !ok {
 		return reply.NewError(errNoScript)
 	}
@@ -129,11 +132,11 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 			return r
 		}
 	}
-	s, err := t.scripts.engine.Compile(sha, script)
+	s, err := t.engine.Compile(sha, script)
 	if err != nil {
 		return reply.NewError(err.Error()) // not reached: cached scripts compiled
 	}
-	t.scripts.undo.cacheAt = mark
+	t.undo.cacheAt = mark
 	r, _ := t.runScript(ctx, s, keys, args, ro)
 	return r
 }
@@ -141,27 +144,27 @@ func (t *Table) evalSHA(ctx *applyCtx, sha string, keys, args [][]byte, ro bool)
 // runScript runs a compiled script; with ro set every write command it
 // calls fails (runCmd). A script that fails (failed) changed nothing
 // (script_undo.go).
-func (t *Table) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byte, ro bool) (r reply.Reply, failed bool) {
+func (t *scripts) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byte, ro bool) (r reply.Reply, failed bool) {
 	// ro: every write command fails (runCmd); proof, inScript and
 	// scriptKeys: the caller's tokens and declared keys (redis_noforce.go).
 	ctx.readOnly = ro
 	ctx.proof, ctx.inScript, ctx.scriptKeys = args, true, keys
-	t.scripts.undo.begin(t, ctx)
-	t.scripts.undo.failed = true // until the engine says otherwise
-	h := &t.scripts.host
+	t.undo.begin(t.keySpace, t.locks.fenceMark(), ctx)
+	t.undo.failed = true // until the engine says otherwise
+	h := &t.host
 	h.t, h.ctx = t, ctx
 	defer func() {
 		ctx.readOnly = false
 		ctx.proof, ctx.inScript, ctx.scriptKeys = nil, false, nil
 		h.t, h.ctx = nil, nil
-		if t.scripts.undo.on { // the script panicked: Apply refuses the entry
-			t.scripts.undo.failed = true
+		if t.undo.on { // the script panicked: Apply refuses the entry
+			t.undo.failed = true
 			t.undoEnd(ctx)
 		}
 	}()
 	lim := luaengine.Limits{MaxSteps: t.cfg.MaxScriptSteps, MaxMemory: t.cfg.MaxScriptMemory, MaxValueBytes: t.cfg.MaxValueBytes}
 	used := luaengine.Usage{Steps: ctx.luaSteps, Mem: ctx.luaMem}
-	r, t.scripts.undo.failed = t.scripts.engine.Run(h, s, keys, args, lim, &used)
+	r, t.undo.failed = t.engine.Run(h, s, keys, args, lim, &used)
 	ctx.luaSteps, ctx.luaMem = used.Steps, used.Mem
 	return r, t.undoEnd(ctx)
 }
@@ -170,7 +173,7 @@ func (t *Table) runScript(ctx *applyCtx, s *luaengine.Script, keys, args [][]byt
 // command through the same path as OpRedis, so locks behave the same
 // inside scripts, after saving the undo copy of what it will write.
 type scriptHost struct {
-	t   *Table
+	t   *scripts
 	ctx *applyCtx
 	// cmds caches command lookups by the name as the script spelled it.
 	cmds map[string]*redisCmd
@@ -213,8 +216,8 @@ func (h *scriptHost) lookup(name []byte) *redisCmd {
 
 // family returns the native family of script (famNone for most), kept
 // with its compiled form in the engine's cache.
-func (t *Table) family(sha string, script []byte) scriptFamily {
-	return scriptFamily(t.scripts.engine.Tag(sha, script, classifyTag))
+func (t *scripts) family(sha string, script []byte) scriptFamily {
+	return scriptFamily(t.engine.Tag(sha, script, classifyTag))
 }
 
 func classifyTag(script []byte) uint8 { return uint8(classify(script)) }
@@ -322,7 +325,7 @@ func classify(script []byte) scriptFamily {
 // no native path or the input is one the native path does not cover
 // (missing KEYS/ARGV, a non-string value, an unusual TTL): the caller then
 // runs the Lua text, which produces Redis' exact reply or error.
-func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte) (reply.Reply, bool) {
+func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte) (reply.Reply, bool) {
 	if fam == famNone || len(keys) < 1 || len(args) < 1 {
 		return reply.Reply{}, false
 	}
@@ -357,7 +360,7 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 		// token that no longer holds the key answers 0 even right after
 		// its own release: "extended" would tell the client it holds a
 		// lock that anyone may take next.
-		if (fam == famCAD || fam == famCADMissing || fam == famCAD1) && t.redisTombstone(key, token, ctx.now) {
+		if (fam == famCAD || fam == famCADMissing || fam == famCAD1) && t.locks.redisTombstone(key, token, ctx.now) {
 			return reply.NewInt(1), true
 		}
 		if !has && fam == famCADMissing {
@@ -368,7 +371,7 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 	switch fam {
 	case famCAD, famCADMissing, famCAD1:
 		if v.Kind() == KindLock {
-			t.redisReleaseByToken(ctx, key, token)
+			t.locks.redisReleaseByToken(ctx, key, token)
 		} else {
 			t.del(ctx, key, ReasonForced)
 			ctx.notify(NotifyDel, key)
@@ -376,7 +379,7 @@ func (t *Table) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte)
 	case famCAPE, famCAPE1:
 		at := ctx.now + ms
 		if v.Kind() == KindLock {
-			t.redisLockExpire(ctx, key, at)
+			t.locks.redisLockExpire(ctx, key, at)
 		} else {
 			t.setDeadline(ctx, key, v, at)
 			ctx.notify(NotifyExpire, key)

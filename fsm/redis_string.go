@@ -11,7 +11,7 @@ import (
 
 // Keys, strings and the lock-as-a-string view (see redis.go).
 
-func cmdGet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdGet(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v := t.lookup(c, string(args[1]))
 	if v == nil {
 		return reply.Null
@@ -99,12 +99,12 @@ func expireAt(b []byte, seconds, relative bool, now int64, cmd string) (int64, r
 // leaseOverLimit is the error reply to a Redis command that asks for a
 // lock lease of ttl ms over MaxTTL: refused, never shortened, so a Redis
 // client is never told it holds a lock longer than it does.
-func (t *Table) leaseOverLimit(ttl int64) reply.Reply {
+func (t *redisTable) leaseOverLimit(ttl int64) reply.Reply {
 	return reply.NewError("ERR locknode: ttl " + strconv.FormatInt(ttl, 10) + " ms is over the limit of " +
 		strconv.FormatInt(t.cfg.MaxTTL, 10) + " ms")
 }
 
-func cmdSet(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdSet(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	o, ok := parseSet(args)
 	if !ok {
 		return reply.NewError(errSyntax)
@@ -162,7 +162,7 @@ type setCall struct {
 // setIfEq checks IFEQ: done with abortReply when the key does not hold
 // that string, done after extending a lock's lease natively when the
 // value is the lock's token; not done when the SET goes on.
-func (t *Table) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
+func (t *redisTable) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
 	if sc.v == nil {
 		return sc.abortReply, true
 	}
@@ -182,7 +182,7 @@ func (t *Table) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
 			return t.leaseOverLimit(sc.at - c.now), true
 		case sc.hasExp && sc.at > c.now:
 			c.notify(NotifySet, sc.key)
-			t.redisLockExpire(c, sc.key, sc.at)
+			t.locks.redisLockExpire(c, sc.key, sc.at)
 			return sc.okReply, true
 		case sc.keepTTL:
 			return sc.okReply, true
@@ -193,7 +193,7 @@ func (t *Table) setIfEq(c *applyCtx, sc *setCall) (r reply.Reply, done bool) {
 
 // setNX applies SET NX: on an absent key (or by the holder of a lock) it
 // is a lock acquisition (DESIGN.md, "One key space").
-func (t *Table) setNX(c *applyCtx, sc *setCall) reply.Reply {
+func (t *redisTable) setNX(c *applyCtx, sc *setCall) reply.Reply {
 	v := sc.v
 	if v != nil && v.Kind() != KindLock {
 		return sc.abortReply
@@ -223,7 +223,7 @@ func (t *Table) setNX(c *applyCtx, sc *setCall) reply.Reply {
 			return oomReply
 		}
 	}
-	if t.redisSetNX(c, sc.key, string(sc.val), ttl) {
+	if t.locks.redisSetNX(c, sc.key, sc.val, ttl) {
 		return sc.okReply
 	}
 	return sc.abortReply
@@ -231,7 +231,7 @@ func (t *Table) setNX(c *applyCtx, sc *setCall) reply.Reply {
 
 // setStore applies a SET that stores its string: a new expiry, the one
 // kept (KEEPTTL, a lock's lease included), or none.
-func (t *Table) setStore(c *applyCtx, sc *setCall) reply.Reply {
+func (t *redisTable) setStore(c *applyCtx, sc *setCall) reply.Reply {
 	v := sc.v
 	if r, ok := t.canCreate(sc.key); !ok {
 		return r
@@ -256,7 +256,7 @@ func (t *Table) setStore(c *applyCtx, sc *setCall) reply.Reply {
 
 // stringGrows reports whether storing a string of n bytes at key would
 // grow the key space: a new key, or more than what is there now.
-func (t *Table) stringGrows(key string, n int) bool {
+func (t *redisTable) stringGrows(key string, n int) bool {
 	old := t.keys[key]
 	return old == nil || memRedisValue+int64(len(key)+n) > valueBytes(key, old)
 }
@@ -267,7 +267,7 @@ func (t *Table) stringGrows(key string, n int) bool {
 // expire is set (SET's EX/PX/EXAT/PXAT); a deadline already past deletes
 // the key at once, which Redis 7 reports as the key set, given its expiry
 // and expired.
-func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, deadline int64, expire bool) {
+func (t *redisTable) storeString(c *applyCtx, key string, old *Value, val []byte, deadline int64, expire bool) {
 	if old != nil && old.Kind() == KindLock {
 		t.del(c, key, ReasonForced)
 	}
@@ -290,7 +290,7 @@ func (t *Table) storeString(c *applyCtx, key string, old *Value, val []byte, dea
 	}
 }
 
-func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdDel(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	var n int64
 	for _, k := range args[1:] {
 		key := string(k)
@@ -306,7 +306,7 @@ func cmdDel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // cmdDelex is Redis 8.4's DELEX key [IFEQ v | IFNE v]. On a lock, IFEQ by
 // the holder's token is a release by that owner (StackExchange.Redis'
 // LockRelease), which leaves the Redlock tombstone.
-func cmdDelex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdDelex(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	var cond string
 	var cmp []byte
@@ -335,7 +335,7 @@ func cmdDelex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 			return reply.NewInt(0)
 		}
 		if v.Kind() == KindLock && cond == "ifeq" {
-			if t.redisReleaseByToken(c, key, s) {
+			if t.locks.redisReleaseByToken(c, key, s) {
 				return reply.NewInt(1)
 			}
 			return reply.NewInt(0)
@@ -346,7 +346,7 @@ func cmdDelex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(1)
 }
 
-func cmdExists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdExists(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	var n int64
 	for _, k := range args[1:] {
 		if t.lookup(c, string(k)) != nil {
@@ -356,22 +356,22 @@ func cmdExists(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(n)
 }
 
-func cmdPexpire(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPexpire(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.expireGeneric(c, args, c.now, false)
 }
-func cmdExpire(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdExpire(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.expireGeneric(c, args, c.now, true)
 }
-func cmdPexpireat(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPexpireat(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.expireGeneric(c, args, 0, false)
 }
-func cmdExpireat(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdExpireat(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.expireGeneric(c, args, 0, true)
 }
 
 // expireGeneric is Redis 7.0 expireGenericCommand: options NX|XX|GT|LT,
 // then the time (negative allowed: a time in the past deletes the key).
-func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bool) reply.Reply {
+func (t *redisTable) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bool) reply.Reply {
 	var nx, xx, gt, lt bool
 	for _, a := range args[3:] {
 		switch strings.ToLower(string(a)) {
@@ -438,7 +438,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 		if when-c.now > t.cfg.MaxTTL {
 			return t.leaseOverLimit(when - c.now)
 		}
-		t.redisLockExpire(c, key, when)
+		t.locks.redisLockExpire(c, key, when)
 		return reply.NewInt(1)
 	}
 	t.setDeadline(c, key, v, when)
@@ -447,7 +447,7 @@ func (t *Table) expireGeneric(c *applyCtx, args [][]byte, base int64, seconds bo
 }
 
 // pttlOf is PTTL's answer for key at c.now: -2 absent, -1 no deadline.
-func (t *Table) pttlOf(c *applyCtx, key string) int64 {
+func (t *redisTable) pttlOf(c *applyCtx, key string) int64 {
 	v := t.lookup(c, key)
 	switch {
 	case v == nil:
@@ -460,11 +460,11 @@ func (t *Table) pttlOf(c *applyCtx, key string) int64 {
 	return max(v.deadline()-c.now, 0)
 }
 
-func cmdPttl(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPttl(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(t.pttlOf(c, string(args[1])))
 }
 
-func cmdTTL(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdTTL(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	p := t.pttlOf(c, string(args[1]))
 	if p < 0 {
 		return reply.NewInt(p)
@@ -474,7 +474,7 @@ func cmdTTL(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 // cmdPersist: a lock's lease cannot be made endless, so PERSIST on a lock
 // changes nothing and replies 0.
-func cmdPersist(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPersist(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v := t.lookup(c, key)
 	if v == nil || v.Kind() == KindLock || v.deadline() == 0 {
@@ -485,7 +485,7 @@ func cmdPersist(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(1)
 }
 
-func cmdType(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdType(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v := t.lookup(c, string(args[1]))
 	if v == nil {
 		return reply.NewStatus("none")
@@ -493,7 +493,7 @@ func cmdType(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewStatus(kindName(v.Kind()))
 }
 
-func cmdGetrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdGetrange(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	start, ok1 := parseInt(args[2])
 	end, ok2 := parseInt(args[3])
 	if !ok1 || !ok2 {
@@ -527,7 +527,7 @@ func cmdGetrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewBulk(s[start : end+1])
 }
 
-func cmdMget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdMget(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	out := make([]reply.Reply, 0, len(args)-1)
 	for _, k := range args[1:] {
 		r := reply.Null
@@ -543,7 +543,7 @@ func cmdMget(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 
 // canCreateAll checks the limits for storing values at every key of keys
 // at once, so a multi-key write is refused before it changes anything.
-func (t *Table) canCreateAll(keys []string) (reply.Reply, bool) {
+func (t *redisTable) canCreateAll(keys []string) (reply.Reply, bool) {
 	fresh := map[string]bool{}
 	for _, k := range keys {
 		if len(k) > t.cfg.MaxKeyBytes {
@@ -569,7 +569,7 @@ func msetKeys(args [][]byte) []string {
 
 // msetGrows reports whether MSET's pairs would grow the key space: some
 // key new or given a longer value.
-func (t *Table) msetGrows(keys []string, args [][]byte) bool {
+func (t *redisTable) msetGrows(keys []string, args [][]byte) bool {
 	for i, k := range keys {
 		if t.stringGrows(k, len(args[2+2*i])) {
 			return true
@@ -578,7 +578,7 @@ func (t *Table) msetGrows(keys []string, args [][]byte) bool {
 	return false
 }
 
-func cmdMset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdMset(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	if len(args)%2 != 1 {
 		return errArity("mset")
 	}
@@ -595,7 +595,7 @@ func cmdMset(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.OK
 }
 
-func cmdMsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdMsetnx(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	if len(args)%2 != 1 {
 		return errArity("msetnx")
 	}
@@ -617,20 +617,20 @@ func cmdMsetnx(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(1)
 }
 
-func cmdIncr(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdIncr(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.incrBy(c, string(args[1]), 1)
 }
-func cmdDecr(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdDecr(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.incrBy(c, string(args[1]), -1)
 }
-func cmdIncrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdIncrby(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	n, ok := parseInt(args[2])
 	if !ok {
 		return reply.NewError(errNotInt)
 	}
 	return t.incrBy(c, string(args[1]), n)
 }
-func cmdDecrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdDecrby(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	n, ok := parseInt(args[2])
 	if !ok {
 		return reply.NewError(errNotInt)
@@ -645,7 +645,7 @@ func cmdDecrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // A lock reads as a string, its holder's token, and is not a counter:
 // Redis' answer to a string that is not an integer, even for a token of
 // digits.
-func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
+func (t *redisTable) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 	v := t.lookup(c, key)
 	var cur int64
 	if v != nil {
@@ -685,13 +685,13 @@ func (t *Table) incrBy(c *applyCtx, key string, delta int64) reply.Reply {
 
 // cmdTime answers from the command's time (the FSM clock), never a local
 // clock: seconds and microseconds.
-func cmdTime(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdTime(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	sec := c.now / 1000
 	usec := (c.now % 1000) * 1000
 	return bulkArray([]string{strconv.FormatInt(sec, 10), strconv.FormatInt(usec, 10)})
 }
 
-func cmdPing(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPing(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	switch len(args) {
 	case 1:
 		return reply.NewStatus("PONG")
@@ -704,7 +704,7 @@ func cmdPing(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // cmdPublish emits the message as an event; each node delivers it to its
 // own subscribers when it applies the entry, so the receiver count is not
 // known here and the reply is always 0.
-func cmdPublish(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdPublish(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	c.emit(Event{Kind: EvPublish, Channel: string(args[1]), Message: string(args[2])})
 	return reply.NewInt(0)
 }

@@ -19,7 +19,7 @@ const (
 	errIncrNaN      = "ERR increment would produce NaN or Infinity"
 )
 
-func cmdStrlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdStrlen(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v := t.lookup(c, string(args[1]))
 	if v == nil {
 		return reply.NewInt(0)
@@ -31,7 +31,7 @@ func cmdStrlen(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.NewInt(int64(len(s)))
 }
 
-func cmdGetdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdGetdel(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v := t.lookup(c, key)
 	if v == nil {
@@ -53,7 +53,7 @@ func cmdGetdel(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 // cmdAppend keeps the key's TTL, as Redis does. The result is bounded by
 // MaxValueBytes like any stored string: appending is how a string would
 // otherwise outgrow it.
-func cmdAppend(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdAppend(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key, add := string(args[1]), args[2]
 	v := t.lookup(c, key)
 	if v == nil {
@@ -158,7 +158,7 @@ func fmtLongDouble(f *big.Float) string {
 	return s
 }
 
-func cmdIncrbyfloat(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdIncrbyfloat(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	key := string(args[1])
 	v := t.lookup(c, key)
 	cur := new(big.Float).SetPrec(ldPrec)
@@ -252,7 +252,7 @@ func parseGetex(args [][]byte) (o getexOpts, ok bool) {
 // cmdGetex: Redis checks the options, then the key (absent: nil; another
 // type: WRONGTYPE), then the time; the reply is the value before any
 // change.
-func cmdGetex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdGetex(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	o, ok := parseGetex(args)
 	if !ok {
 		return reply.NewError(errSyntax)
@@ -286,7 +286,7 @@ func cmdGetex(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 		if at-c.now > t.cfg.MaxTTL {
 			return t.leaseOverLimit(at - c.now)
 		}
-		t.redisLockExpire(c, key, at)
+		t.locks.redisLockExpire(c, key, at)
 	case o.anyExp():
 		t.setDeadline(c, key, v, at)
 		c.notify(NotifyExpire, key)

@@ -34,17 +34,17 @@ func scoreReply(f float64) reply.Reply {
 	return reply.Reply{Kind: reply.Double, Str: fmtScore(f)}
 }
 
-func cmdZadd(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZadd(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.zadd(c, args, 2, false)
 }
 
-func cmdZincrby(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZincrby(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.zadd(c, args, 2, true)
 }
 
 // zadd is Redis 7.0 zaddGenericCommand: options, then score/member pairs;
 // every score is parsed before anything changes.
-func (t *Table) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply {
+func (t *redisTable) zadd(c *applyCtx, args [][]byte, idx int, incr bool) reply.Reply {
 	o := zaddOpts{incr: incr}
 	if !incr {
 		idx = o.parse(args, idx)
@@ -152,7 +152,7 @@ type zaddResult struct {
 // zaddPairs applies the score/member pairs (pairs[2j+1] is the member of
 // scores[j]) to the sorted set v at key. ok is false when INCR made the
 // score NaN (an infinity added to its opposite): the caller refuses it.
-func (t *Table) zaddPairs(c *applyCtx, key string, v *Value, pairs [][]byte, scores []float64, o zaddOpts) (res zaddResult, ok bool) {
+func (t *redisTable) zaddPairs(c *applyCtx, key string, v *Value, pairs [][]byte, scores []float64, o zaddOpts) (res zaddResult, ok bool) {
 	for j := range scores {
 		res.score = scores[j]
 		m := string(pairs[2*j+1])
@@ -198,7 +198,7 @@ func (t *Table) zaddPairs(c *applyCtx, key string, v *Value, pairs [][]byte, sco
 
 // zsetHasAll reports whether every member of ZADD's n score/member pairs
 // from args[idx] is in v already.
-func (t *Table) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
+func (t *redisTable) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
 	for j := 0; j < n; j++ {
 		if _, ok := v.ZSet[string(args[idx+2*j+1])]; !ok {
 			return false
@@ -207,15 +207,15 @@ func (t *Table) zsetHasAll(v *Value, args [][]byte, idx, n int) bool {
 	return true
 }
 
-func cmdZrem(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZrem(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return removeMembers(t, c, args, KindZSet, NotifyZrem, func(v *Value) map[string]float64 { return v.ZSet })
 }
 
-func cmdZcard(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZcard(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.card(c, args[1], KindZSet, func(v *Value) int { return len(v.ZSet) })
 }
 
-func cmdZscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZscore(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindZSet)
 	if bad {
 		return wrongType
@@ -228,7 +228,7 @@ func cmdZscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
 	return reply.Null
 }
 
-func cmdZrank(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZrank(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	v, bad := t.typed(c, string(args[1]), KindZSet)
 	if bad {
 		return wrongType
@@ -286,17 +286,17 @@ func (r scoreRange) lteMax(s float64) bool {
 	return s <= r.max
 }
 
-func cmdZrange(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZrange(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.zrange(c, args, false)
 }
 
-func cmdZrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZrangebyscore(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	return t.zrange(c, args, true)
 }
 
 // zrange is Redis 7.0 zrangeGenericCommand for ranks and scores (BYLEX is
 // not supported: a syntax error).
-func (t *Table) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
+func (t *redisTable) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
 	var withScores, rev, revSet bool
 	offset, limit := int64(0), int64(-1)
 	limitSet := false
@@ -394,7 +394,7 @@ func (t *Table) zrange(c *applyCtx, args [][]byte, byScore bool) reply.Reply {
 	return reply.NewArray(out...)
 }
 
-func cmdZremrangebyscore(t *Table, c *applyCtx, args [][]byte) reply.Reply {
+func cmdZremrangebyscore(t *redisTable, c *applyCtx, args [][]byte) reply.Reply {
 	sr, ok := parseScoreRange(args[2], args[3])
 	if !ok {
 		return reply.NewError(errMinMax)

@@ -41,7 +41,7 @@ func ScanHash(key string) uint64 {
 
 // LiveKeys returns the entries of those of keys that are live at now, in
 // the order given.
-func (t *Table) LiveKeys(now int64, keys []string) []KeyEntry {
+func (t *redisTable) LiveKeys(now int64, keys []string) []KeyEntry {
 	now = t.readNow(now)
 	out := make([]KeyEntry, 0, len(keys))
 	for _, k := range keys {
@@ -57,7 +57,7 @@ func (t *Table) LiveKeys(now int64, keys []string) []KeyEntry {
 // liveKey returns the entry of key, holding v, as seen at now, or false
 // when a Redis client would not see the key (lookup's rule, without
 // looking key up again).
-func (t *Table) liveKey(now int64, key string, v *Value) (KeyEntry, bool) {
+func (t *redisTable) liveKey(now int64, key string, v *Value) (KeyEntry, bool) {
 	d := v.deadline()
 	if d != 0 && d <= now {
 		return KeyEntry{}, false
@@ -69,7 +69,7 @@ func (t *Table) liveKey(now int64, key string, v *Value) (KeyEntry, bool) {
 			return KeyEntry{}, false
 		}
 		for i := 0; i < l.numHolders(); i++ {
-			if t.holdDeadline(l.holder(i)) != 0 {
+			if t.locks.holdDeadline(l.holder(i)) != 0 {
 				e.Expires = true
 				break
 			}
@@ -81,7 +81,7 @@ func (t *Table) liveKey(now int64, key string, v *Value) (KeyEntry, bool) {
 // Keys returns every live key at now, in no order (KEYS, DBSIZE, INFO
 // keyspace). It walks the whole key space; the caller filters (patterns,
 // permissions) after releasing the table.
-func (t *Table) Keys(now int64) []KeyEntry {
+func (t *redisTable) Keys(now int64) []KeyEntry {
 	now = t.readNow(now)
 	out := make([]KeyEntry, 0, len(t.keys))
 	for k, v := range t.keys {
@@ -94,7 +94,7 @@ func (t *Table) Keys(now int64) []KeyEntry {
 
 // KeyCount counts the live keys at now and those of them with a deadline
 // (DBSIZE and INFO keyspace of a user of every key), without copying.
-func (t *Table) KeyCount(now int64) (keys, expires int) {
+func (t *redisTable) KeyCount(now int64) (keys, expires int) {
 	now = t.readNow(now)
 	for k, v := range t.keys {
 		if e, ok := t.liveKey(now, k, v); ok {
@@ -113,7 +113,7 @@ func (t *Table) KeyCount(now int64) (keys, expires int) {
 // walk is done. Every key with a given hash is returned by the same step,
 // so a key present for a whole iteration is returned exactly once
 // (Redis' guarantee is at least once), whichever nodes serve the steps.
-func (t *Table) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, next uint64) {
+func (t *redisTable) ScanKeys(now int64, cursor uint64, count int) (keys []KeyEntry, next uint64) {
 	now = t.readNow(now)
 	limit := max(count, len(t.keys)/ScanSpread, 1)
 	// The limit smallest hashes >= cursor, in a max-heap. minOut is the

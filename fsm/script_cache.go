@@ -153,24 +153,24 @@ type ScriptStats struct {
 }
 
 // ScriptStats reports the script cache's size.
-func (t *Table) ScriptStats() ScriptStats {
-	c := &t.scripts.cache
+func (t *scripts) ScriptStats() ScriptStats {
+	c := &t.cache
 	return ScriptStats{Loaded: len(c.loaded), LoadedBytes: c.loadedBytes, Eval: c.lru.Len(), EvalBytes: c.evalBytes}
 }
 
 // ScriptBySHA returns the cached script with that SHA1 (hex, any case).
 // It changes nothing (the least-recently-used order moves only when a
 // script runs).
-func (t *Table) ScriptBySHA(sha string) ([]byte, bool) {
-	return t.scripts.cache.get(strings.ToLower(sha))
+func (t *scripts) ScriptBySHA(sha string) ([]byte, bool) {
+	return t.cache.get(strings.ToLower(sha))
 }
 
 // ScriptSHAs reports, for each sha (hex, any case), whether the cache
 // holds it (SCRIPT EXISTS).
-func (t *Table) ScriptSHAs(shas []string) []bool {
+func (t *scripts) ScriptSHAs(shas []string) []bool {
 	out := make([]bool, len(shas))
 	for i, s := range shas {
-		_, out[i] = t.scripts.cache.get(strings.ToLower(s))
+		_, out[i] = t.cache.get(strings.ToLower(s))
 	}
 	return out
 }

@@ -71,9 +71,15 @@ const maxUndoKept = 1024
 
 // undoKey is one key's state before the script's first write to it.
 type undoKey struct {
-	key        string
-	ptr        *Value // the value object at key; nil = no value
-	val        Value  // a deep copy of *ptr
+	key   string
+	ptr   *Value // the value object at key; nil = no value
+	val   Value  // a deep copy of *ptr
+	locks keyLockUndo
+}
+
+// keyLockUndo is what the lock ops keep for a key beside its value: its
+// release tombstones and its pending dueHold time (redisLocks).
+type keyLockUndo struct {
 	tomb       tombstone
 	hasTomb    bool
 	holdDue    int64
@@ -87,23 +93,23 @@ type undoSess struct {
 }
 
 // begin starts recording for a script run in ctx.
-func (u *undoLog) begin(t *Table, ctx *applyCtx) {
+func (u *undoLog) begin(t *keySpace, maxFence uint64, ctx *applyCtx) {
 	u.on, u.failed = true, false
-	u.mem, u.nLocks, u.nHolds, u.maxFence = t.mem, t.nLocks, t.nHolds, t.maxFence
+	u.mem, u.nLocks, u.nHolds, u.maxFence = t.mem, t.nLocks, t.nHolds, maxFence
 	u.events, u.freed = len(ctx.events), len(ctx.freed)
 }
 
 // end stops recording: on success the waiters of the keys the script
 // freed are offered them; on failure everything is undone.
-func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
-	u := &t.scripts.undo
+func (t *scripts) undoEnd(ctx *applyCtx) (failed bool) {
+	u := &t.undo
 	failed = u.failed
 	u.on = false
 	if failed {
 		t.rollback(ctx)
 	} else {
 		for _, k := range u.pumps {
-			t.pump(ctx, k)
+			t.locks.pump(ctx, k)
 		}
 	}
 	clear(u.seen)
@@ -119,15 +125,10 @@ func (t *Table) undoEnd(ctx *applyCtx) (failed bool) {
 }
 
 // rollback restores what the script changed, newest first.
-func (t *Table) rollback(ctx *applyCtx) {
-	u := &t.scripts.undo
+func (t *scripts) rollback(ctx *applyCtx) {
+	u := &t.undo
 	for i := len(u.sess) - 1; i >= 0; i-- {
-		s := u.sess[i]
-		if s.added {
-			t.sessDelHold(s.sess, s.key, s.owner)
-		} else {
-			t.sessAddHold(s.sess, s.key, s.owner)
-		}
+		t.locks.revertSessHold(u.sess[i])
 	}
 	for i := len(u.keys) - 1; i >= 0; i-- {
 		k := &u.keys[i]
@@ -137,30 +138,22 @@ func (t *Table) rollback(ctx *applyCtx) {
 			*k.ptr = k.val
 			t.keys[k.key] = k.ptr
 		}
-		if k.hasTomb {
-			t.tombs[k.key] = k.tomb
-		} else {
-			delete(t.tombs, k.key)
-		}
-		if k.hasHoldDue {
-			t.goneHoldDue[k.key] = k.holdDue
-		} else {
-			delete(t.goneHoldDue, k.key)
-		}
+		t.locks.restoreKeyUndo(k.key, k.locks)
 	}
-	t.mem, t.nLocks, t.nHolds, t.maxFence = u.mem, u.nLocks, u.nHolds, u.maxFence
+	t.mem, t.nLocks, t.nHolds = u.mem, u.nLocks, u.nHolds
+	t.locks.restoreFenceMark(u.maxFence)
 	clear(ctx.events[u.events:]) // drop what they point to
 	ctx.events = ctx.events[:u.events]
 	ctx.freed = ctx.freed[:u.freed]
 	if m := u.cacheAt; m.el != nil && m.next != nil {
-		t.scripts.cache.lru.MoveBefore(m.el, m.next)
+		t.cache.lru.MoveBefore(m.el, m.next)
 	}
 }
 
 // undoCost is what saving the keys a write command names would copy, in
 // the accounted bytes of memory.go; 0 when nothing is recorded.
-func (t *Table) undoCost(name string, args [][]byte) int64 {
-	u := &t.scripts.undo
+func (t *scripts) undoCost(name string, args [][]byte) int64 {
+	u := &t.undo
 	if !u.on {
 		return 0
 	}
@@ -178,8 +171,8 @@ func (t *Table) undoCost(name string, args [][]byte) int64 {
 
 // undoSave records the state of the keys the write command names, unless
 // already recorded in this script.
-func (t *Table) undoSave(name string, args [][]byte) {
-	u := &t.scripts.undo
+func (t *scripts) undoSave(name string, args [][]byte) {
+	u := &t.undo
 	if !u.on {
 		return
 	}
@@ -196,26 +189,22 @@ func (t *Table) undoSave(name string, args [][]byte) {
 		if v := t.keys[key]; v != nil {
 			e.ptr, e.val = v, cloneValue(v)
 		}
-		if tb, ok := t.tombs[key]; ok {
-			tb.recent = slices.Clone(tb.recent) // filtered in place (tombstone)
-			e.tomb, e.hasTomb = tb, true
-		}
-		e.holdDue, e.hasHoldDue = t.goneHoldDue[key]
+		e.locks = t.locks.saveKeyUndo(key)
 		u.keys = append(u.keys, e)
 	}
 }
 
 // undoSessHold records a change to the session index of holds.
-func (t *Table) undoSessHold(sess, key, owner string, added bool) {
-	if u := &t.scripts.undo; u.on {
+func (t *keySpace) undoSessHold(sess, key, owner string, added bool) {
+	if u := &t.undo; u.on {
 		u.sess = append(u.sess, undoSess{sess: sess, key: key, owner: owner, added: added})
 	}
 }
 
 // undoDeferPump reports whether key's waiters must wait for the running
 // script to succeed (it then records key).
-func (t *Table) undoDeferPump(key string) bool {
-	u := &t.scripts.undo
+func (t *keySpace) undoDeferPump(key string) bool {
+	u := &t.undo
 	if u.on {
 		u.pumps = append(u.pumps, key)
 	}

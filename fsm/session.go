@@ -10,22 +10,42 @@ import (
 // a session that expires loses its holds (ReasonSession, lock-delay
 // applies) and its waiters (ErrSessionUnknown).
 
-func (t *Table) checkSessionID(id string) error {
+// sessionTable is the sessions of a Table and the index of the holds and
+// waiters bound to each. Ending a session ends those through the lock ops.
+type sessionTable struct {
+	*keySpace
+	locks *lockTable
+
+	sessions map[string]*Session
+	// sessHolds and sessWaiters index the holds and waiters of each
+	// session. Derived from holds and waiters.
+	sessHolds   map[string]map[holdRef]struct{}
+	sessWaiters map[string]map[string]struct{}
+}
+
+// reset empties the sessions.
+func (t *sessionTable) reset() {
+	t.sessions = make(map[string]*Session)
+	t.sessHolds = make(map[string]map[holdRef]struct{})
+	t.sessWaiters = make(map[string]map[string]struct{})
+}
+
+func (c *Config) checkSessionID(id string) error {
 	if id == "" {
 		return errf(ErrBadCommand, "empty session id")
 	}
-	if len(id) > t.cfg.MaxOwnerBytes {
-		return errf(ErrLimit, "session id longer than %d bytes", t.cfg.MaxOwnerBytes)
+	if len(id) > c.MaxOwnerBytes {
+		return errf(ErrLimit, "session id longer than %d bytes", c.MaxOwnerBytes)
 	}
 	return nil
 }
 
 // sessionOpen handles OpSessionOpen.
-func (t *Table) sessionOpen(ctx *applyCtx, cmd *Command) Result {
-	if err := t.checkSessionID(cmd.Session); err != nil {
+func (t *sessionTable) sessionOpen(ctx *applyCtx, cmd *Command) Result {
+	if err := t.cfg.checkSessionID(cmd.Session); err != nil {
 		return Result{Err: err}
 	}
-	if err := t.checkTTL("session ttl", cmd.TTL); err != nil {
+	if err := t.cfg.checkTTL("session ttl", cmd.TTL); err != nil {
 		return Result{Err: err}
 	}
 	if err := t.sessionTTLRefused(cmd.TTL); err != nil {
@@ -49,12 +69,12 @@ func (t *Table) sessionOpen(ctx *applyCtx, cmd *Command) Result {
 
 // sessionKeepAlive handles OpSessionKeepAlive: the deadline becomes
 // now+TTL; a non-zero TTL in the command replaces the session's TTL.
-func (t *Table) sessionKeepAlive(ctx *applyCtx, cmd *Command) Result {
-	if err := t.checkSessionID(cmd.Session); err != nil {
+func (t *sessionTable) sessionKeepAlive(ctx *applyCtx, cmd *Command) Result {
+	if err := t.cfg.checkSessionID(cmd.Session); err != nil {
 		return Result{Err: err}
 	}
 	if cmd.TTL != 0 {
-		if err := t.checkTTL("session ttl", cmd.TTL); err != nil {
+		if err := t.cfg.checkTTL("session ttl", cmd.TTL); err != nil {
 			return Result{Err: err}
 		}
 	}
@@ -68,7 +88,7 @@ func (t *Table) sessionKeepAlive(ctx *applyCtx, cmd *Command) Result {
 
 // keepAlive renews s. Its holds' deadlines move with it, so their keys
 // change (EvChanged, in key order).
-func (t *Table) keepAlive(ctx *applyCtx, s *Session, ttl int64) {
+func (t *sessionTable) keepAlive(ctx *applyCtx, s *Session, ttl int64) {
 	if ttl != 0 {
 		s.TTL = ttl
 	}
@@ -88,8 +108,8 @@ func (t *Table) keepAlive(ctx *applyCtx, s *Session, ttl int64) {
 }
 
 // sessionClose handles OpSessionClose.
-func (t *Table) sessionClose(ctx *applyCtx, cmd *Command) Result {
-	if err := t.checkSessionID(cmd.Session); err != nil {
+func (t *sessionTable) sessionClose(ctx *applyCtx, cmd *Command) Result {
+	if err := t.cfg.checkSessionID(cmd.Session); err != nil {
 		return Result{Err: err}
 	}
 	s := t.sessions[cmd.Session]
@@ -101,7 +121,7 @@ func (t *Table) sessionClose(ctx *applyCtx, cmd *Command) Result {
 }
 
 // expireSession ends session id once its deadline fell due.
-func (t *Table) expireSession(ctx *applyCtx, id string) {
+func (t *sessionTable) expireSession(ctx *applyCtx, id string) {
 	if s := t.sessions[id]; s != nil && s.Deadline <= ctx.at {
 		t.endSession(ctx, s, ReasonSession, ErrSessionUnknown)
 	}
@@ -110,7 +130,7 @@ func (t *Table) expireSession(ctx *applyCtx, id string) {
 // endSession removes s, its waiters (first, so none of them is handed a
 // key its own session frees) and its holds, then settles every key
 // touched, in a deterministic order.
-func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error) {
+func (t *sessionTable) endSession(ctx *applyCtx, s *Session, reason Reason, werr error) {
 	delete(t.sessions, s.ID)
 	t.mem -= sessionBytes(s)
 	var keys []string
@@ -128,8 +148,8 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			if w := t.waiters[id]; w != nil {
-				t.waiterEnded(ctx, w, werr, false)
+			if w := t.locks.waiters[id]; w != nil {
+				t.locks.waiterEnded(ctx, w, werr, false)
 				for _, k := range w.Keys {
 					add(k)
 				}
@@ -145,14 +165,14 @@ func (t *Table) endSession(ctx *applyCtx, s *Session, reason Reason, werr error)
 			}
 			l := v.lock()
 			if i := l.holdIndex(r.owner); i >= 0 && l.holder(i).session() == s.ID {
-				t.endHold(ctx, r.key, l, i, reason)
+				t.locks.endHold(ctx, r.key, l, i, reason)
 				add(r.key)
 			}
 		}
 	}
 	delete(t.sessHolds, s.ID)
 	for _, k := range keys {
-		t.settle(ctx, k)
+		t.locks.settle(ctx, k)
 	}
 }
 
@@ -170,7 +190,7 @@ func sortedRefs(m map[holdRef]struct{}) []holdRef {
 	return refs
 }
 
-func (t *Table) sessAddHold(sess, key, owner string) {
+func (t *sessionTable) sessAddHold(sess, key, owner string) {
 	m := t.sessHolds[sess]
 	if m == nil {
 		m = make(map[holdRef]struct{})
@@ -182,7 +202,7 @@ func (t *Table) sessAddHold(sess, key, owner string) {
 	m[holdRef{key, owner}] = struct{}{}
 }
 
-func (t *Table) sessDelHold(sess, key, owner string) {
+func (t *sessionTable) sessDelHold(sess, key, owner string) {
 	if m := t.sessHolds[sess]; m != nil {
 		if _, ok := m[holdRef{key, owner}]; ok {
 			t.undoSessHold(sess, key, owner, false)
@@ -194,7 +214,7 @@ func (t *Table) sessDelHold(sess, key, owner string) {
 	}
 }
 
-func (t *Table) sessAddWaiter(sess, id string) {
+func (t *sessionTable) sessAddWaiter(sess, id string) {
 	m := t.sessWaiters[sess]
 	if m == nil {
 		m = make(map[string]struct{})
@@ -203,7 +223,7 @@ func (t *Table) sessAddWaiter(sess, id string) {
 	m[id] = struct{}{}
 }
 
-func (t *Table) sessDelWaiter(sess, id string) {
+func (t *sessionTable) sessDelWaiter(sess, id string) {
 	if m := t.sessWaiters[sess]; m != nil {
 		delete(m, id)
 		if len(m) == 0 {

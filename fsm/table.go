@@ -525,63 +525,26 @@ func (c *applyCtx) emit(e Event) {
 
 // Table is the replicated lock table and key space. It is not safe for
 // concurrent use: the node serialises Apply and guards queries.
+//
+// Table composes its tenants, each a type holding its own state (see
+// docs/DESIGN.md "The parts of the table"): the key-space core
+// (keySpace: values, expiry, memory, request ids), the lock ops and the
+// Redis commands with their script host. Table itself holds what spans
+// them: applying an entry, due work, snapshots and the cluster version.
 type Table struct {
-	cfg     Config
-	now     int64  // FSM clock, ms; never decreases
-	applied uint64 // index of the last applied entry
-
-	keys     map[string]*Value
-	queues   map[string][]*Waiter // per-key FIFO, survives the value (waiting on a foreign value)
-	waiters  map[string]*Waiter
-	sessions map[string]*Session
-	fences   map[string]uint64 // fence registry (CheckAndAdvance)
-	due      dueQueue          // derived: what falls due when (keyspace.go)
-
-	// nLocks and nHolds count the lock values in keys and their holds,
-	// kept as they change (countLock) so Stats is O(1). Derived.
-	nLocks, nHolds int
-	// mem is the accounted size of everything but the request ids (which
-	// reqs counts itself), kept as the table changes (memory.go).
-	// Derived: recounted on Restore.
-	mem int64
+	*keySpace
+	// lockSpace is the lock ops (lockTable, and sessionTable under it)
+	// as the key-space core and the Redis commands reach them.
+	*lockSpace
 
 	// actx is Apply's scratch context, reused so an entry costs no
 	// allocation for it (the Lua engine makes it escape).
 	actx applyCtx
 
-	// keyspaceEvents: Apply emits EvKeyspace (SetKeyspaceEvents).
-	keyspaceEvents bool
+	// scripts is the script host (redis_script.go) over the Redis
+	// commands (redisTable, redis.go).
+	*scripts
 
-	// reqs are the remembered results by request id, in the order they
-	// were remembered (= expiry order): exactly-once (dedupe.go).
-	reqs reqTable
-
-	// goneHoldDue is the time of the pending dueHold item of keys whose
-	// lock is gone while the item is not (Value.holdDue holds it while the
-	// lock exists), so a lock acquired and released in a loop keeps one
-	// heap entry, not one per grant. Derived.
-	goneHoldDue map[string]int64
-
-	// sessHolds and sessWaiters index the holds and waiters of each
-	// session (session.go). Derived from holds and waiters.
-	sessHolds   map[string]map[holdRef]struct{}
-	sessWaiters map[string]map[string]struct{}
-
-	// tombs are the release tombstones for Redlock quorum (lock_redis.go).
-	tombs map[string]tombstone
-
-	// maxFence is the highest fence ever granted (the index of the
-	// latest entry that created a hold): the fence registry refuses a
-	// token above it, which no grant issued and which would otherwise
-	// block the resource for every later holder.
-	maxFence uint64
-
-	// scripts is EVAL's state: the replicated script cache, the Lua
-	// engine and the running script's undo log (redis_script.go).
-	scripts scripts
-
-	// version is the active cluster version (version.go); 0 reads as 1.
-	version uint32
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
 	halted error
@@ -626,42 +589,30 @@ func New(cfg Config) *Table {
 	fill(&cfg.MaxMetaKeyBytes, d.MaxMetaKeyBytes)
 	fill(&cfg.MaxMetaValueBytes, d.MaxMetaValueBytes)
 	fill(&cfg.MaxMetaBytes, d.MaxMetaBytes)
-	t := &Table{cfg: cfg}
+	ks := newKeySpace(cfg, nil)
+	st := &sessionTable{keySpace: ks}
+	wq := &waitQueue{keySpace: ks, sessionTable: st}
+	lt := &lockTable{keySpace: ks, sessionTable: st, waitQueue: wq}
+	st.locks, wq.locks = lt, lt
+	ls := &lockSpace{lockTable: lt}
+	ks.keyLocks = ls
+	rt := &redisTable{keySpace: ks, locks: ls}
+	t := &Table{keySpace: ks, lockSpace: ls, scripts: &scripts{redisTable: rt}}
 	t.reset()
 	return t
 }
 
 func (t *Table) reset() {
-	t.now = 0
-	t.applied = 0
-	t.keys = make(map[string]*Value)
-	t.queues = make(map[string][]*Waiter)
-	t.waiters = make(map[string]*Waiter)
-	t.sessions = make(map[string]*Session)
-	t.fences = make(map[string]uint64)
-	t.due = dueQueue{}
-	t.nLocks, t.nHolds = 0, 0
-	t.mem = 0
-	t.reqs.init(0)
-	t.goneHoldDue = make(map[string]int64)
-	t.sessHolds = make(map[string]map[holdRef]struct{})
-	t.sessWaiters = make(map[string]map[string]struct{})
-	t.tombs = make(map[string]tombstone)
-	t.maxFence = 0
-	t.scripts = scripts{}
+	t.keySpace.reset()
+	t.lockTable.reset()
+	t.sessionTable.reset()
+	t.waitQueue.reset()
+	t.lockSpace.reset()
+	*t.scripts = scripts{redisTable: t.scripts.redisTable}
 	t.scripts.init()
-	t.version, t.halted = 0, nil
+	t.halted = nil
 	t.resetNext()
 }
-
-// Config returns the table's limits.
-func (t *Table) Config() Config { return t.cfg }
-
-// Now returns the FSM clock (ms): the largest command time applied so far.
-func (t *Table) Now() int64 { return t.now }
-
-// AppliedIndex returns the index of the last applied entry.
-func (t *Table) AppliedIndex() uint64 { return t.applied }
 
 // ApplyBytes decodes and applies one encoded command. A command that fails
 // to decode is refused with ErrBadCommand identically on every node; the
@@ -780,4 +731,40 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	r.Now = ctx.now
 	r.Events = ctx.events
 	return r
+}
+
+// expireDue runs every due item with time <= ctx.now, in (time, kind, id)
+// order, at the start of each Apply, so every command sees only live state.
+func (t *Table) expireDue(ctx *applyCtx) {
+	for {
+		kind, it, ok := t.due.next()
+		if !ok || it.at > ctx.now {
+			break
+		}
+		t.due[kind-1].pop()
+		ctx.at = it.at
+		switch kind {
+		case dueKey:
+			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
+				t.del(ctx, it.id, ReasonExpired)
+				ctx.notify(NotifyExpired, it.id)
+			}
+		case dueHold:
+			t.expireHolds(ctx, it.id)
+		case dueDelay:
+			t.delayEnded(ctx, it.id)
+		case dueWaiter:
+			t.expireWaiter(ctx, it.id)
+		case dueSession:
+			t.expireSession(ctx, it.id)
+		case dueReqID:
+			t.expireReqIDs(ctx)
+		case dueTombstone:
+			t.expireTombstone(ctx, it.id)
+		case duePump:
+			t.pump(ctx, it.id)
+		}
+		t.flushFreed(ctx)
+	}
+	ctx.at = ctx.now
 }

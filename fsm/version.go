@@ -88,11 +88,11 @@ var maxFieldVersion = func() uint32 {
 }()
 
 // Version returns the active cluster version.
-func (t *Table) Version() uint32 { return max(t.version, 1) }
+func (t *keySpace) Version() uint32 { return max(t.version, 1) }
 
 // gate reports whether cluster version v is active: the test every new
 // form or decision of the FSM is written under.
-func (t *Table) gate(v uint32) bool { return t.Version() >= v }
+func (t *keySpace) gate(v uint32) bool { return t.Version() >= v }
 
 // Halted returns the error that stopped the table (an entry or snapshot
 // this binary cannot apply), or nil.

@@ -27,8 +27,8 @@ type nextState struct{}
 
 func (t *Table) applyNext(*applyCtx, *Command) (Result, bool) { return Result{}, false }
 
-func (t *Table) encodeNext(*enc)               {}
-func (n *Table) restoreNext(*snapReader) error { return nil }
-func (t *Table) adoptNext(n *Table)            { t.next = n.next }
-func (t *Table) resetNext()                    { t.next = nextState{} }
-func (t *Table) sessionTTLRefused(int64) error { return nil }
+func (t *Table) encodeNext(*enc)                  {}
+func (n *Table) restoreNext(*snapReader) error    { return nil }
+func (t *Table) adoptNext(n *Table)               { t.next = n.next }
+func (t *Table) resetNext()                       { t.next = nextState{} }
+func (t *keySpace) sessionTTLRefused(int64) error { return nil }

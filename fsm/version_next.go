@@ -125,7 +125,7 @@ func (t *Table) adoptNext(n *Table) { t.next = n.next }
 func (t *Table) resetNext()         { t.next = nextState{} }
 
 // sessionTTLRefused is the changed decision of version 3.
-func (t *Table) sessionTTLRefused(ttl int64) error {
+func (t *keySpace) sessionTTLRefused(ttl int64) error {
 	if t.gate(3) && ttl < minSessionTTLv2 {
 		return errf(ErrBadTTL, "session ttl %d ms under %d ms (cluster version 3)", ttl, minSessionTTLv2)
 	}
