@@ -38,6 +38,11 @@ var (
 const (
 	typeRaft byte = 0x01
 	typeRPC  byte = 0x02
+	// typeRaftLean: raft's RPCs in the lean framing (raftwire.go). A
+	// release without it closes such a connection as an unknown type, so
+	// a node dials it only once every member understands it (the
+	// cluster package gates it on the cluster version).
+	typeRaftLean byte = 0x03
 )
 
 const (
@@ -200,6 +205,7 @@ type Transport struct {
 	ln     *netguard.Listener // retries failed accepts (EMFILE...) with a backoff
 	addr   advertiseAddr
 	raft   *raftLayer
+	lean   *raftLayer      // typeRaftLean connections
 	ctx    context.Context // cancelled by Close; parent of every connection's context
 	cancel context.CancelFunc
 
@@ -257,7 +263,8 @@ func New(cfg Config) (*Transport, error) {
 		in:     make(map[net.Conn]struct{}),
 		peers:  make(map[string]*peer),
 	}
-	t.raft = newRaftLayer(t)
+	t.raft = newRaftLayer(t, typeRaft)
+	t.lean = newRaftLayer(t, typeRaftLean)
 	// Ends when the listener is closed by Close.
 	t.spawn(t.acceptLoop)
 	t.log.Debug("transport listening", "addr", ln.Addr().String(), "advertise", adv)
@@ -309,6 +316,7 @@ func (t *Transport) Close() error {
 			t.closeErr = fmt.Errorf("transport: close listener: %w", err)
 		}
 		t.raft.Close()
+		t.lean.Close()
 		for _, c := range conns {
 			c.Close()
 		}
@@ -406,7 +414,7 @@ func (t *Transport) handleConn(raw net.Conn) {
 		raw.Close()
 		return
 	}
-	if typ == typeRaft || typ == typeRPC {
+	if typ == typeRaft || typ == typeRaftLean || typ == typeRPC {
 		conn, err = t.awaitFirstRequest(raw, conn, typ, accepted)
 		if err != nil {
 			t.log.Warn("dropping connection", "remote", remote, "error", err)
@@ -418,6 +426,8 @@ func (t *Transport) handleConn(raw net.Conn) {
 	switch typ {
 	case typeRaft:
 		t.raft.handoff(&trackedConn{Conn: conn, t: t, raw: raw})
+	case typeRaftLean:
+		t.lean.handoff(&trackedConn{Conn: conn, t: t, raw: raw})
 	case typeRPC:
 		t.serveRPC(raw, conn)
 	default:
@@ -445,7 +455,7 @@ func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
 		return nil, 0, fmt.Errorf("read type byte: %w", err)
 	}
-	if b[0] != typeRaft && b[0] != typeRPC {
+	if b[0] != typeRaft && b[0] != typeRaftLean && b[0] != typeRPC {
 		return conn, b[0], nil // dispatched (and refused) by the caller
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
