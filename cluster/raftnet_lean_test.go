@@ -299,3 +299,69 @@ func TestLeanRaftMixedFraming(t *testing.T) {
 		}
 	}
 }
+
+// TestLeanRaftFallsBackForLegacyPeer: a peer that closes lean
+// connections unanswered (a release before the framing, in a cluster
+// where version 3 is active only through a rollback against the rules)
+// still gets every RPC, over raft's own framing, and is not redialled in
+// the lean framing on every RPC.
+func TestLeanRaftFallsBackForLegacyPeer(t *testing.T) {
+	var refused atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldTr, err := transport.New(transport.Config{Listener: legacyListener{Listener: ln, refused: &refused}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oldTr.Close()
+	old := newNetTransport(oldTr, 1)
+	defer old.Close()
+	done := make(chan struct{})
+	defer close(done)
+	// Ends when the test ends.
+	go func() {
+		for {
+			select {
+			case rpc := <-old.Consumer():
+				switch req := rpc.Command.(type) {
+				case *raft.AppendEntriesRequest:
+					rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, Success: true}, nil)
+				case *raft.RequestVoteRequest:
+					rpc.Respond(&raft.RequestVoteResponse{Term: req.Term, Granted: true}, nil)
+				default:
+					rpc.Respond(nil, fmt.Errorf("unexpected %T", req))
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	tr, err := transport.New(transport.Config{BindAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	rn := newLeanRaftNet(newNetTransport(tr, 1), transport.LeanRaftConfig{Stream: tr.LeanRaftStreamLayer(), Timeout: 5 * time.Second},
+		func() bool { return true })
+	defer rn.Close()
+	target := raft.ServerAddress(oldTr.Addr().String())
+	for i := range 3 {
+		var resp raft.AppendEntriesResponse
+		req := &raft.AppendEntriesRequest{Term: 2, PrevLogEntry: 1, Entries: []*raft.Log{{Index: 2, Term: 2, Data: []byte("x")}}}
+		if err := rn.AppendEntries("old", target, req, &resp); err != nil || !resp.Success {
+			t.Fatalf("append %d to a legacy peer: %v %+v", i, err, resp)
+		}
+	}
+	var vr raft.RequestVoteResponse
+	if err := rn.RequestVote("old", target, &raft.RequestVoteRequest{Term: 3}, &vr); err != nil || !vr.Granted {
+		t.Fatalf("vote of a legacy peer: %v %+v", err, vr)
+	}
+	if n := refused.Load(); n != 1 {
+		t.Fatalf("the legacy peer was dialled %d times in the lean framing, want once", n)
+	}
+	if s := rn.LeanStats(); s.Sent != 0 {
+		t.Fatalf("lean answers from a legacy peer: %+v", s)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -128,15 +129,22 @@ func (l *LeanRaft) Close() error {
 	return nil
 }
 
+// ErrLeanRefused: the peer closed a new lean connection without
+// answering its first request: a release that does not know the framing
+// (an unknown connection type), or one going down. Nothing was served;
+// the caller may send the request over raft's own transport.
+var ErrLeanRefused = errors.New("transport: the peer closed the lean raft connection unanswered")
+
 // leanConn is one outgoing connection with its reused buffers; it serves
 // one call at a time (or one pipeline).
 type leanConn struct {
-	target raft.ServerAddress
-	conn   net.Conn
-	r      *bufio.Reader
-	hdr    [raftFrameHeader]byte
-	wbuf   []byte
-	rbuf   []byte
+	target   raft.ServerAddress
+	conn     net.Conn
+	r        *bufio.Reader
+	hdr      [raftFrameHeader]byte
+	wbuf     []byte
+	rbuf     []byte
+	answered bool // the peer has answered a request on it
 }
 
 func (l *LeanRaft) getConn(target raft.ServerAddress) (*leanConn, error) {
@@ -201,6 +209,9 @@ func (l *LeanRaft) call(target raft.ServerAddress, kind rpcKind,
 	}
 	k, body, err := readRaftFrame(c.r, &c.hdr, &c.rbuf)
 	if err != nil {
+		if !c.answered && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			err = fmt.Errorf("%w: %w", ErrLeanRefused, err)
+		}
 		return fail(err)
 	}
 	if k != kind {
@@ -210,6 +221,7 @@ func (l *LeanRaft) call(target raft.ServerAddress, kind rpcKind,
 	if err != nil {
 		return fail(err)
 	}
+	c.answered = true
 	l.sent.Add(1)
 	l.returnConn(c)
 	return rpcErr
