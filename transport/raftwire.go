@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/raft"
 )
@@ -135,7 +137,7 @@ func appendAppendResponse(dst []byte, r *raft.AppendEntriesResponse, rpcErr erro
 	b = appendHeader(b, &r.RPCHeader)
 	b = binary.AppendUvarint(b, r.Term)
 	b = binary.AppendUvarint(b, r.LastLog)
-	b = append(b, flag(r.Success, flagSuccess)|flag(r.NoRetryBackoff, flagNoRetryBackoff), r.LocknodeCommitPush)
+	b = append(b, flag(r.Success, flagSuccess)|flag(r.NoRetryBackoff, flagNoRetryBackoff), commitPush(r))
 	return endRaftFrame(b)
 }
 
@@ -382,7 +384,7 @@ func decodeAppendResponse(body []byte, r *raft.AppendEntriesResponse) (rpcErr, e
 	r.LastLog = d.uvarint("last log")
 	f := d.byte1("flags")
 	r.Success, r.NoRetryBackoff = f&flagSuccess != 0, f&flagNoRetryBackoff != 0
-	r.LocknodeCommitPush = d.byte1("commit push")
+	setCommitPush(r, d.byte1("commit push"))
 	return rpcErr, d.end()
 }
 
@@ -473,6 +475,33 @@ func readRaftFrame(r io.Reader, hdr *[raftFrameHeader]byte, buf *[]byte) (rpcKin
 		*buf = b
 	}
 	return k, b, nil
+}
+
+// The fork of raft locknode builds with (third_party/raft) has
+// AppendEntriesResponse.LocknodeCommitPush, a uint8 by which a follower
+// says whether it wants commit indexes pushed; upstream raft, which a
+// program embedding locknode may build with, has not. The field is found
+// once by reflection and then read and written at its offset; without it
+// the framing carries 0 ("yes", what an upstream follower says).
+var commitPushOffset, hasCommitPush = func() (uintptr, bool) {
+	f, ok := reflect.TypeOf(raft.AppendEntriesResponse{}).FieldByName("LocknodeCommitPush")
+	if !ok || f.Type.Kind() != reflect.Uint8 || len(f.Index) != 1 {
+		return 0, false
+	}
+	return f.Offset, true
+}()
+
+func commitPush(r *raft.AppendEntriesResponse) byte {
+	if !hasCommitPush {
+		return 0
+	}
+	return *(*uint8)(unsafe.Add(unsafe.Pointer(r), commitPushOffset))
+}
+
+func setCommitPush(r *raft.AppendEntriesResponse, v byte) {
+	if hasCommitPush {
+		*(*uint8)(unsafe.Add(unsafe.Pointer(r), commitPushOffset)) = v
+	}
 }
 
 // maxKeptBuffer is the largest read or write buffer a connection keeps
