@@ -130,21 +130,42 @@ func (l *LeanRaft) Close() error {
 }
 
 // ErrLeanRefused: the peer closed a new lean connection without
-// answering its first request: a release that does not know the framing
-// (an unknown connection type), or one going down. Nothing was served;
-// the caller may send the request over raft's own transport.
-var ErrLeanRefused = errors.New("transport: the peer closed the lean raft connection unanswered")
+// acknowledging its type byte: a release that does not know the framing
+// (an unknown connection type). Nothing was served; the caller may send
+// the request over raft's own transport.
+var ErrLeanRefused = errors.New("transport: the peer does not accept the lean raft framing")
 
 // leanConn is one outgoing connection with its reused buffers; it serves
 // one call at a time (or one pipeline).
 type leanConn struct {
-	target   raft.ServerAddress
-	conn     net.Conn
-	r        *bufio.Reader
-	hdr      [raftFrameHeader]byte
-	wbuf     []byte
-	rbuf     []byte
-	answered bool // the peer has answered a request on it
+	target raft.ServerAddress
+	conn   net.Conn
+	r      *bufio.Reader
+	hdr    [raftFrameHeader]byte
+	wbuf   []byte
+	rbuf   []byte
+	acked  bool // the peer's acknowledgement of the type byte has been read
+}
+
+// readAck reads the acknowledgement a peer that knows the framing sends
+// as soon as it has read the type byte (handleConn), ahead of the first
+// answer; a peer of an older release closes the connection instead.
+func (c *leanConn) readAck() error {
+	if c.acked {
+		return nil
+	}
+	b, err := c.r.ReadByte()
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("%w: %w", ErrLeanRefused, err)
+		}
+		return err
+	}
+	if b != typeRaftLean {
+		return fmt.Errorf("%w: acknowledgement %#x of a lean raft connection", ErrProtocol, b)
+	}
+	c.acked = true
+	return nil
 }
 
 func (l *LeanRaft) getConn(target raft.ServerAddress) (*leanConn, error) {
@@ -207,11 +228,11 @@ func (l *LeanRaft) call(target raft.ServerAddress, kind rpcKind,
 	if _, err := c.conn.Write(b); err != nil {
 		return fail(err)
 	}
+	if err := c.readAck(); err != nil {
+		return fail(err)
+	}
 	k, body, err := readRaftFrame(c.r, &c.hdr, &c.rbuf)
 	if err != nil {
-		if !c.answered && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
-			err = fmt.Errorf("%w: %w", ErrLeanRefused, err)
-		}
 		return fail(err)
 	}
 	if k != kind {
@@ -221,7 +242,6 @@ func (l *LeanRaft) call(target raft.ServerAddress, kind rpcKind,
 	if err != nil {
 		return fail(err)
 	}
-	c.answered = true
 	l.sent.Add(1)
 	l.returnConn(c)
 	return rpcErr
@@ -476,6 +496,9 @@ func (p *leanPipeline) decode() {
 			return
 		}
 		err := c.conn.SetReadDeadline(time.Now().Add(p.l.cfg.Timeout))
+		if err == nil {
+			err = c.readAck()
+		}
 		var k rpcKind
 		var body []byte
 		if err == nil {

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -116,9 +117,8 @@ func TestLeanRaftRoundTrips(t *testing.T) {
 	if s := p.cli.Stats(); s.Sent != 8 {
 		t.Fatalf("client stats %+v, want 8 sent", s)
 	}
-	if s := p.srv.Stats(); s.Served != 8 {
-		t.Fatalf("server stats %+v, want 8 served", s)
-	}
+	// The server counts an answer once written: after the client read it.
+	waitFor(t, 5*time.Second, "8 served", func() bool { return p.srv.Stats().Served == 8 })
 }
 
 func TestLeanRaftTooLargeSendsNothing(t *testing.T) {
@@ -131,8 +131,9 @@ func TestLeanRaftTooLargeSendsNothing(t *testing.T) {
 	if err := p.cli.AppendEntries("s", p.target, sampleAppend(2), &resp); err != nil || !resp.Success {
 		t.Fatalf("next append: %v", err)
 	}
-	if s := p.srv.Stats(); s.Served != 1 {
-		t.Fatalf("served %d, want 1 (the oversized one is never sent)", s.Served)
+	waitFor(t, 5*time.Second, "1 served", func() bool { return p.srv.Stats().Served == 1 })
+	if s := p.cli.Stats(); s.Sent != 1 {
+		t.Fatalf("sent %d, want 1 (the oversized one is never sent)", s.Sent)
 	}
 }
 
@@ -192,6 +193,12 @@ func TestLeanRaftDropsBadFrames(t *testing.T) {
 		}
 		if _, err := c.Write(append([]byte{typeRaftLean}, bad...)); err != nil {
 			t.Fatal(err)
+		}
+		// The type byte is acknowledged; then the bad frame drops the
+		// connection without an answer.
+		var ack [1]byte
+		if _, err := io.ReadFull(c, ack[:]); err != nil || ack[0] != typeRaftLean {
+			t.Fatalf("acknowledgement %#x, %v", ack[0], err)
 		}
 		expectDropped(t, c)
 		c.Close()
@@ -286,4 +293,41 @@ func BenchmarkRaftAppendRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLeanRaftRefusedOnlyByOlderReleases: a peer that closes a lean
+// connection without acknowledging it (a release before the framing)
+// is ErrLeanRefused; a peer of this release that is going down (its
+// lean layer closed) is an ordinary failure, not a refusal.
+func TestLeanRaftRefusedOnlyByOlderReleases(t *testing.T) {
+	// An older release: reads the type byte, closes.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// Ends when the listener is closed.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			var b [1]byte
+			_, _ = io.ReadFull(c, b[:])
+			c.Close()
+		}
+	}()
+	cli := NewLeanRaft(LeanRaftConfig{Stream: newTransport(t, nil).LeanRaftStreamLayer(), Consumer: make(chan raft.RPC), Timeout: 2 * time.Second})
+	defer cli.Close()
+	var resp raft.AppendEntriesResponse
+	if err := cli.AppendEntries("s", raft.ServerAddress(ln.Addr().String()), sampleAppend(1), &resp); !errors.Is(err, ErrLeanRefused) {
+		t.Fatalf("older release: %v, want ErrLeanRefused", err)
+	}
+	p := newLeanPair(t, nil, 1)
+	p.srv.Close()
+	err = p.cli.AppendEntries("s", p.target, sampleAppend(1), &resp)
+	if err == nil || errors.Is(err, ErrLeanRefused) {
+		t.Fatalf("a peer going down: %v, want a failure that is not ErrLeanRefused", err)
+	}
 }

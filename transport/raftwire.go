@@ -15,8 +15,10 @@ import (
 // encoded field by field without reflection (raft's NetworkTransport uses
 // msgpack, which costs an allocation per entry and per field on both
 // sides). A connection of this kind starts with the type byte typeRaftLean
-// (after TLS, like every connection of the peer port); then the dialer
-// sends request frames and the acceptor answers each, in order:
+// (after TLS, like every connection of the peer port), which the acceptor
+// acknowledges by sending it back at once (a release without the framing
+// closes the connection instead: ErrLeanRefused); the dialer sends request
+// frames without waiting for it, and the acceptor answers each, in order:
 //
 //	length uint32 big-endian   = 1 + len(body)
 //	kind   byte                (rpcKind: the same in the request and its answer)

@@ -414,6 +414,19 @@ func (t *Transport) handleConn(raw net.Conn) {
 		raw.Close()
 		return
 	}
+	if typ == typeRaftLean {
+		// Acknowledge the type byte: a dialer that gets no
+		// acknowledgement before the connection closes knows it reached a
+		// release without the lean framing (ErrLeanRefused), whatever
+		// becomes of this connection later (a node going down closes it
+		// after the acknowledgement).
+		if err := ackLean(raw, conn, t.cfg.HandshakeTimeout); err != nil {
+			t.log.Warn("dropping connection", "remote", remote, "error", err)
+			t.untrack(raw)
+			raw.Close()
+			return
+		}
+	}
 	if typ == typeRaft || typ == typeRaftLean || typ == typeRPC {
 		conn, err = t.awaitFirstRequest(raw, conn, typ, accepted)
 		if err != nil {
@@ -462,6 +475,18 @@ func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
 		return nil, 0, err
 	}
 	return conn, b[0], nil
+}
+
+// ackLean writes the acknowledgement of a lean raft connection's type
+// byte (the byte itself), within timeout.
+func ackLean(raw, conn net.Conn, timeout time.Duration) error {
+	if err := raw.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte{typeRaftLean}); err != nil {
+		return fmt.Errorf("acknowledge lean raft: %w", err)
+	}
+	return raw.SetWriteDeadline(time.Time{})
 }
 
 // dial opens an outgoing connection of the given type: dial, TLS if
