@@ -331,3 +331,39 @@ func TestLeanRaftRefusedOnlyByOlderReleases(t *testing.T) {
 		t.Fatalf("a peer going down: %v, want a failure that is not ErrLeanRefused", err)
 	}
 }
+
+// TestSilentLeanConnectionsAreClosed: a lean connection that sends only
+// its type byte, or part of a first frame, is acknowledged and then
+// closed once HandshakeTimeout has passed (the acknowledgement does not
+// end the handshake; only an answer does), and nothing reaches raft.
+func TestSilentLeanConnectionsAreClosed(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	srv := newTransport(t, func(c *Config) { c.HandshakeTimeout = timeout })
+	consumer := make(chan raft.RPC, 1)
+	lr := NewLeanRaft(LeanRaftConfig{Stream: srv.LeanRaftStreamLayer(), Consumer: consumer})
+	defer lr.Close()
+	for _, in := range [][]byte{{typeRaftLean}, {typeRaftLean, 0, 0, 0, 40, 1, 3}} {
+		c, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := c.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		var ack [1]byte
+		if _, err := io.ReadFull(c, ack[:]); err != nil || ack[0] != typeRaftLean {
+			t.Fatalf("acknowledgement %#x, %v", ack[0], err)
+		}
+		expectDropped(t, c)
+		if d := time.Since(start); d < timeout/2 {
+			t.Fatalf("dropped after %v, before the handshake timeout %v", d, timeout)
+		}
+		c.Close()
+	}
+	select {
+	case rpc := <-consumer:
+		t.Fatalf("a partial frame reached raft: %T", rpc.Command)
+	default:
+	}
+}
