@@ -222,7 +222,7 @@ func (n *raftReplica) startRaft(snaps raft.SnapshotStore) (sig raftSignals, hasS
 	// pipelining splits followers' batches into more log writes to save
 	// one round trip, which does not pay on loopback
 	// (bench/results/tuning.md).
-	n.rtrans = newRaftNet(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	n.rtrans = n.newRaftNet(raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:          n.tr.RaftStreamLayer(),
 		MaxPool:         3,
 		MaxRPCsInFlight: 1,

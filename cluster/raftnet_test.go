@@ -86,7 +86,7 @@ func (p *pipeRaft) isLeader() bool { return p.r.State() == raft.Leader }
 
 // startPipeRafts starts a bare 3-node raft cluster (no locknode FSM) over
 // our transport, with the raft.Transport that wrap builds.
-func startPipeRafts(t *testing.T, wrap func(*raft.NetworkTransport) raft.Transport, inFlight int) []*pipeRaft {
+func startPipeRafts(t *testing.T, wrap func(*transport.Transport, *raft.NetworkTransport) raft.Transport, inFlight int) []*pipeRaft {
 	t.Helper()
 	const n = 3
 	nets := make([]raft.Transport, n)
@@ -97,7 +97,7 @@ func startPipeRafts(t *testing.T, wrap func(*raft.NetworkTransport) raft.Transpo
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { tr.Close() })
-		nets[i] = wrap(newNetTransport(tr, inFlight))
+		nets[i] = wrap(tr, newNetTransport(tr, inFlight))
 		servers = append(servers, raft.Server{ID: raft.ServerID(fmt.Sprint("p", i)), Address: nets[i].LocalAddr()})
 	}
 	nodes := make([]*pipeRaft, n)
@@ -196,16 +196,25 @@ func TestPipelineSurvivesRefusedAppends(t *testing.T) {
 	tests := []struct {
 		name     string
 		inFlight int
+		lean     bool
 	}{
-		{"pipelined", 2},
-		{"pipelined deeper", 4},
-		{"not pipelined", 1},
+		{"pipelined", 2, false},
+		{"pipelined deeper", 4, false},
+		{"not pipelined", 1, false},
+		{"lean pipelined", 2, true},
+		{"lean pipelined deeper", 4, true},
+		{"lean not pipelined", 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var opened atomic.Int64
-			nodes := startPipeRafts(t, func(nt *raft.NetworkTransport) raft.Transport {
-				return countingNet{raftNet: newRaftNet(nt), opened: &opened}
+			nodes := startPipeRafts(t, func(tr *transport.Transport, nt *raft.NetworkTransport) raft.Transport {
+				if !tt.lean {
+					return countingNet{raftNet: newRaftNet(nt), opened: &opened}
+				}
+				return countingNet{raftNet: newLeanRaftNet(nt, transport.LeanRaftConfig{
+					Stream: tr.LeanRaftStreamLayer(), Timeout: 5 * time.Second, MaxInFlight: tt.inFlight,
+				}, func() bool { return true }), opened: &opened}
 			}, tt.inFlight)
 			if !waitCond(10*time.Second, func() bool { return pipeLeader(nodes) != nil }) {
 				t.Fatal("no leader within 10s")

@@ -6,11 +6,25 @@
 // The first byte of every new connection says what it carries (as in
 // Consul): 0x01 is raft, handed to the raft.StreamLayer returned by
 // RaftStreamLayer (give it to raft.NewNetworkTransport); 0x02 is RPC,
-// served by the Handler installed with Serve. Any other byte closes the
-// connection. With TLS configured, the handshake comes first and the type
-// byte travels inside TLS, so one listener serves both kinds under TLS and
-// a peer that fails the handshake never gets a byte read. RPC handlers
+// served by the Handler installed with Serve; 0x03 is raft in the lean
+// framing (raftwire.go), handed to LeanRaftStreamLayer for a LeanRaft.
+// Any other byte closes the connection. With TLS configured, the
+// handshake comes first and the type byte travels inside TLS, so one
+// listener serves every kind under TLS and a peer that fails the
+// handshake never gets a byte read. RPC handlers
 // find the verified peer certificate with PeerCertificate.
+//
+// # Lean raft framing
+//
+// LeanRaft carries raft's AppendEntries, votes and TimeoutNow in a binary
+// framing of its own (no msgpack, no reflection, buffers reused, a batch
+// of entries decoded into one allocation). It implements those methods of
+// raft.Transport; a raft.Transport of the caller's embeds it beside
+// raft's NetworkTransport, which keeps InstallSnapshot and any
+// AppendEntries longer than MaxRaftFrame (ErrTooLarge). A release that
+// does not know the framing closes its connections, so the caller
+// decides when every peer understands it (the cluster package: cluster
+// version 3).
 //
 // # RPC
 //

@@ -56,7 +56,7 @@ func (t *Transport) awaitFirstRequest(raw, conn net.Conn, typ byte, accepted tim
 	// raft answers a request only once it has read all of it, so its
 	// first write ends the handshake; RPC answers concurrently with
 	// reading, so serveRPC ends it.
-	return &handshakeConn{Conn: conn, raw: raw, timeout: t.cfg.HandshakeTimeout, endOnWrite: typ == typeRaft}, nil
+	return &handshakeConn{Conn: conn, raw: raw, timeout: t.cfg.HandshakeTimeout, endOnWrite: typ != typeRPC}, nil
 }
 
 // handshakeConn holds the first-request deadline of an accepted

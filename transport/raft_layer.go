@@ -9,11 +9,12 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// raftLayer is the raft.StreamLayer view of a Transport: accepted
-// connections whose type byte is typeRaft are queued for Accept; Dial
-// opens connections that start with typeRaft.
+// raftLayer is a raft.StreamLayer view of a Transport: accepted
+// connections whose type byte is typ are queued for Accept; Dial opens
+// connections that start with typ.
 type raftLayer struct {
 	t        *Transport
+	typ      byte
 	acceptCh chan net.Conn
 	closed   chan struct{}
 	once     sync.Once
@@ -21,8 +22,8 @@ type raftLayer struct {
 
 var _ raft.StreamLayer = (*raftLayer)(nil)
 
-func newRaftLayer(t *Transport) *raftLayer {
-	return &raftLayer{t: t, acceptCh: make(chan net.Conn), closed: make(chan struct{})}
+func newRaftLayer(t *Transport, typ byte) *raftLayer {
+	return &raftLayer{t: t, typ: typ, acceptCh: make(chan net.Conn), closed: make(chan struct{})}
 }
 
 // RaftStreamLayer returns the stream layer to give raft.NewNetworkTransport.
@@ -30,6 +31,12 @@ func newRaftLayer(t *Transport) *raftLayer {
 // only: Accept fails from then on and raft connections arriving later are
 // refused, while RPC traffic carries on until the Transport is closed.
 func (t *Transport) RaftStreamLayer() raft.StreamLayer { return t.raft }
+
+// LeanRaftStreamLayer returns the stream layer of the lean raft framing,
+// for NewLeanRaft: its connections start with their own type byte, so one
+// listener serves raft's own transport and the lean one side by side
+// (a rolling upgrade has both). Closing it stops lean connections only.
+func (t *Transport) LeanRaftStreamLayer() raft.StreamLayer { return t.lean }
 
 // handoff gives an accepted raft connection to Accept, or closes it if
 // nobody will ever accept it.
@@ -76,7 +83,7 @@ func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	raw, conn, err := l.t.dial(ctx, string(address), typeRaft)
+	raw, conn, err := l.t.dial(ctx, string(address), l.typ)
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,11 @@ var (
 const (
 	typeRaft byte = 0x01
 	typeRPC  byte = 0x02
+	// typeRaftLean: raft's RPCs in the lean framing (raftwire.go). A
+	// release without it closes such a connection as an unknown type, so
+	// a node dials it only once every member understands it (the
+	// cluster package gates it on the cluster version).
+	typeRaftLean byte = 0x03
 )
 
 const (
@@ -200,6 +205,7 @@ type Transport struct {
 	ln     *netguard.Listener // retries failed accepts (EMFILE...) with a backoff
 	addr   advertiseAddr
 	raft   *raftLayer
+	lean   *raftLayer      // typeRaftLean connections
 	ctx    context.Context // cancelled by Close; parent of every connection's context
 	cancel context.CancelFunc
 
@@ -257,7 +263,8 @@ func New(cfg Config) (*Transport, error) {
 		in:     make(map[net.Conn]struct{}),
 		peers:  make(map[string]*peer),
 	}
-	t.raft = newRaftLayer(t)
+	t.raft = newRaftLayer(t, typeRaft)
+	t.lean = newRaftLayer(t, typeRaftLean)
 	// Ends when the listener is closed by Close.
 	t.spawn(t.acceptLoop)
 	t.log.Debug("transport listening", "addr", ln.Addr().String(), "advertise", adv)
@@ -309,6 +316,7 @@ func (t *Transport) Close() error {
 			t.closeErr = fmt.Errorf("transport: close listener: %w", err)
 		}
 		t.raft.Close()
+		t.lean.Close()
 		for _, c := range conns {
 			c.Close()
 		}
@@ -406,7 +414,20 @@ func (t *Transport) handleConn(raw net.Conn) {
 		raw.Close()
 		return
 	}
-	if typ == typeRaft || typ == typeRPC {
+	if typ == typeRaftLean {
+		// Acknowledge the type byte: a dialer that gets no
+		// acknowledgement before the connection closes knows it reached a
+		// release without the lean framing (ErrLeanRefused), whatever
+		// becomes of this connection later (a node going down closes it
+		// after the acknowledgement).
+		if err := ackLean(raw, conn, t.cfg.HandshakeTimeout); err != nil {
+			t.log.Warn("dropping connection", "remote", remote, "error", err)
+			t.untrack(raw)
+			raw.Close()
+			return
+		}
+	}
+	if typ == typeRaft || typ == typeRaftLean || typ == typeRPC {
 		conn, err = t.awaitFirstRequest(raw, conn, typ, accepted)
 		if err != nil {
 			t.log.Warn("dropping connection", "remote", remote, "error", err)
@@ -418,6 +439,8 @@ func (t *Transport) handleConn(raw net.Conn) {
 	switch typ {
 	case typeRaft:
 		t.raft.handoff(&trackedConn{Conn: conn, t: t, raw: raw})
+	case typeRaftLean:
+		t.lean.handoff(&trackedConn{Conn: conn, t: t, raw: raw})
 	case typeRPC:
 		t.serveRPC(raw, conn)
 	default:
@@ -445,13 +468,25 @@ func (t *Transport) serverHandshake(raw net.Conn) (net.Conn, byte, error) {
 	if _, err := io.ReadFull(conn, b[:]); err != nil {
 		return nil, 0, fmt.Errorf("read type byte: %w", err)
 	}
-	if b[0] != typeRaft && b[0] != typeRPC {
+	if b[0] != typeRaft && b[0] != typeRaftLean && b[0] != typeRPC {
 		return conn, b[0], nil // dispatched (and refused) by the caller
 	}
 	if err := raw.SetDeadline(time.Time{}); err != nil {
 		return nil, 0, err
 	}
 	return conn, b[0], nil
+}
+
+// ackLean writes the acknowledgement of a lean raft connection's type
+// byte (the byte itself), within timeout.
+func ackLean(raw, conn net.Conn, timeout time.Duration) error {
+	if err := raw.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	if _, err := conn.Write([]byte{typeRaftLean}); err != nil {
+		return fmt.Errorf("acknowledge lean raft: %w", err)
+	}
+	return raw.SetWriteDeadline(time.Time{})
 }
 
 // dial opens an outgoing connection of the given type: dial, TLS if

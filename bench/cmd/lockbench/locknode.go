@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -175,7 +176,33 @@ func (c *lnCluster) start(ctx context.Context) error {
 	if first != nil {
 		return first
 	}
-	return c.waitHealthy(ctx, 60*time.Second)
+	if err := c.waitHealthy(ctx, 60*time.Second); err != nil {
+		return err
+	}
+	return c.waitTopVersion(ctx, 60*time.Second)
+}
+
+// waitTopVersion waits until every node runs the highest cluster version
+// its binary has (activated by the leader within seconds of the start),
+// so that every workload measures what the release does once upgraded,
+// not the forms it keeps for a rolling upgrade.
+func (c *lnCluster) waitTopVersion(ctx context.Context, timeout time.Duration) error {
+	return waitFor(ctx, timeout, "locknode cluster version", func(ctx context.Context) error {
+		for i, n := range c.nodes {
+			st, err := c.status(ctx, i)
+			if err != nil {
+				return err
+			}
+			_, hi, ok := strings.Cut(st.ClusterVersions, "..")
+			if !ok {
+				continue // a binary from before cluster versions
+			}
+			if top, err := strconv.ParseUint(hi, 10, 32); err == nil && uint64(st.ClusterVersion) < top {
+				return fmt.Errorf("node %s at cluster version %d of %d", n.id, st.ClusterVersion, top)
+			}
+		}
+		return nil
+	})
 }
 
 func (c *lnCluster) status(ctx context.Context, i int) (api.Status, error) {
