@@ -176,6 +176,11 @@ type Config struct {
 	// the node meets the errors as it would meet the disk's
 	// (testcluster's disk nemesis).
 	StorageFaults StorageFaults
+	// Disk is the file system of the data directory (see Disk for what
+	// goes through it); nil, the default: the operating system's
+	// (OSDisk). Tests plug in a simulated disk that loses, at a crash,
+	// what was written and not yet synced.
+	Disk Disk
 
 	// TickInterval, default 100ms: the leader checks at least this often
 	// whether a lease, wait, session or key fell due and proposes a Tick

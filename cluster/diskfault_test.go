@@ -114,7 +114,7 @@ func overwrite(t *testing.T, path string, off int64, n int) {
 // opens shorter, and says so at ERROR with the range it cut.
 func TestWALCorruptTailIsReported(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestWALCorruptTailIsReported(t *testing.T) {
 	overwrite(t, last, end-4000, 3000)
 
 	var logs logBuffer
-	s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+	s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs))
 	if err != nil {
 		t.Fatalf("open after a corrupt tail: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestWALCorruptTailIsReported(t *testing.T) {
 func TestWALCorruptMiddleSegmentRefusesStart(t *testing.T) {
 	smallSegments(t)
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestWALCorruptMiddleSegmentRefusesStart(t *testing.T) {
 	}
 	overwrite(t, files[1], writtenEnd(t, files[1])/2, 3000)
 
-	_, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	_, err = openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if !errors.Is(err, ErrCorruptLog) {
 		t.Fatalf("open = %v, want ErrCorruptLog", err)
 	}
@@ -201,7 +201,7 @@ func TestWALHealsAfterFailedRotation(t *testing.T) {
 		return 0, nil
 	}
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, faults, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestWALHealsAfterFailedRotation(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestWALTornTail(t *testing.T) {
 
 	t.Run("torn", func(t *testing.T) {
 		dir := t.TempDir()
-		s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+		s, err := openRaftStorage(nil, dir, LogStoreWAL, faults, hclog.NewNullLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -356,7 +356,7 @@ func TestWALTornTail(t *testing.T) {
 		}
 		_ = s.Close() // the crash: what is on disk stays
 		var logs logBuffer
-		s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+		s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +371,7 @@ func TestWALTornTail(t *testing.T) {
 
 	t.Run("rewritten", func(t *testing.T) {
 		dir := t.TempDir()
-		s, err := openRaftStorage(dir, LogStoreWAL, faults, hclog.NewNullLogger())
+		s, err := openRaftStorage(nil, dir, LogStoreWAL, faults, hclog.NewNullLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,7 +383,7 @@ func TestWALTornTail(t *testing.T) {
 		storeEntries(t, s.logs, 21, 22) // shorter: the failed batch's end stays on disk
 		_ = s.Close()
 		var logs logBuffer
-		s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+		s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -533,7 +533,7 @@ func TestLeaderStepsDownOnDiskFull(t *testing.T) {
 func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
 	smallSegments(t)
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
 		storeEntries(t, s.logs, i, i)
 		last = i
 		if st, _ := s.wal.db.Load(walPath); len(st.Segments) == 1 {
-			sc, err := scanSegment(filepath.Join(walPath, segment.FileName(st.Segments[0])), st.Segments[0])
+			sc, err := scanSegment(OSDisk{}, filepath.Join(walPath, segment.FileName(st.Segments[0])), st.Segments[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -591,7 +591,7 @@ func TestWALRecordsAnUnrecordedRotation(t *testing.T) {
 	db.Close()
 
 	var logs logBuffer
-	s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+	s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +636,7 @@ func TestWALTruncationAfterTornSeal(t *testing.T) {
 			}
 			dir := t.TempDir()
 			var logs logBuffer
-			s, err := openRaftStorage(dir, LogStoreWAL, faults, bufLogger(&logs))
+			s, err := openRaftStorage(nil, dir, LogStoreWAL, faults, bufLogger(&logs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -655,7 +655,7 @@ func TestWALTruncationAfterTornSeal(t *testing.T) {
 					t.Fatal(err)
 				}
 				logs = logBuffer{}
-				if s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
+				if s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
 					t.Fatalf("restart after the torn seal: %v", err)
 				}
 				if !strings.Contains(logs.String(), "not completely written") {
@@ -677,7 +677,7 @@ func TestWALTruncationAfterTornSeal(t *testing.T) {
 				t.Fatal(err)
 			}
 			logs = logBuffer{}
-			s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs))
+			s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs))
 			if err != nil {
 				t.Fatalf("reopen: %v", err)
 			}
@@ -699,7 +699,7 @@ func TestWALTruncationAfterTornSeal(t *testing.T) {
 				t.Fatal(err)
 			}
 			logs = logBuffer{}
-			if s, err = openRaftStorage(dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
+			if s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, bufLogger(&logs)); err != nil {
 				t.Fatalf("second reopen: %v", err)
 			}
 			if strings.Contains(logs.String(), "rebuilt it") {

@@ -146,7 +146,7 @@ func (f *fsmAdapter) Snapshot() (raft.FSMSnapshot, error) {
 		// with: a snapshot would let raft drop entries never applied.
 		return nil, fmt.Errorf("cluster: snapshot: halted: %w", err)
 	}
-	s, err := newFileSnapshot(n.cfg.DataDir)
+	s, err := newFileSnapshot(n.cfg.Disk, n.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot: %w", err)
 	}

@@ -3,7 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,7 +13,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
-	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
@@ -103,9 +102,11 @@ type raftStorage struct {
 // openWAL checks the WAL in dir (checkWAL) and opens it on vfs,
 // reporting a cut tail. The meta store is returned even when opening fails, to be
 // closed.
-func openWAL(dir string, vfs types.VFS, logger hclog.Logger) (*wal.WAL, *metadb.BoltMetaDB, error) {
+//
+// checkWAL reads and repairs through disk, without the faults vfs may add.
+func openWAL(dir string, disk Disk, vfs types.VFS, logger hclog.Logger) (*wal.WAL, *metadb.BoltMetaDB, error) {
 	db := &metadb.BoltMetaDB{}
-	cut, err := checkWAL(dir, db, logger)
+	cut, err := checkWAL(dir, disk, db, logger)
 	if err != nil {
 		return nil, db, err
 	}
@@ -131,9 +132,10 @@ func openWAL(dir string, vfs types.VFS, logger hclog.Logger) (*wal.WAL, *metadb.
 //     so a node upgraded from a release without raft-wal still finds
 //     every entry it acknowledged.
 //
-// faults, nil but in tests, fails the WAL's file operations
-// (Config.StorageFaults).
-func openRaftStorage(dataDir, want string, faults StorageFaults, logger hclog.Logger) (_ *raftStorage, err error) {
+// The WAL's files are on disk (Config.Disk; nil: OSDisk). faults, nil
+// but in tests, fails the WAL's file operations (Config.StorageFaults).
+func openRaftStorage(disk Disk, dataDir, want string, faults StorageFaults, logger hclog.Logger) (_ *raftStorage, err error) {
+	disk = diskOrOS(disk)
 	s := &raftStorage{}
 	defer func() {
 		if err != nil {
@@ -153,7 +155,7 @@ func openRaftStorage(dataDir, want string, faults StorageFaults, logger hclog.Lo
 	}
 	s.stable = stable
 
-	kind, why, err := chooseLogStore(dataDir, want, stable)
+	kind, why, err := chooseLogStore(disk, dataDir, want, stable)
 	if err != nil {
 		return nil, err
 	}
@@ -161,14 +163,14 @@ func openRaftStorage(dataDir, want string, faults StorageFaults, logger hclog.Lo
 	var logs raft.LogStore = stable
 	if kind == LogStoreWAL {
 		dir := filepath.Join(dataDir, walDir)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := disk.MkdirAll(dir); err != nil {
 			return nil, fmt.Errorf("cluster: wal dir: %w", err)
 		}
-		var vfs types.VFS = walfs.New()
+		var vfs types.VFS = walVFS{disk}
 		if faults != nil {
 			vfs = faultVFS{VFS: vfs, faults: faults}
 		}
-		s.walOpen = func() (*wal.WAL, *metadb.BoltMetaDB, error) { return openWAL(dir, vfs, logger) }
+		s.walOpen = func() (*wal.WAL, *metadb.BoltMetaDB, error) { return openWAL(dir, disk, vfs, logger) }
 		w, db, err := s.walOpen()
 		s.walDB = db
 		if err != nil {
@@ -185,8 +187,8 @@ func openRaftStorage(dataDir, want string, faults StorageFaults, logger hclog.Lo
 }
 
 // chooseLogStore returns the log format for dataDir and why.
-func chooseLogStore(dataDir, want string, stable *raftboltdb.BoltStore) (kind, why string, err error) {
-	fi, err := os.Stat(filepath.Join(dataDir, walDir))
+func chooseLogStore(disk Disk, dataDir, want string, stable *raftboltdb.BoltStore) (kind, why string, err error) {
+	fi, err := disk.Stat(filepath.Join(dataDir, walDir))
 	switch {
 	case err == nil && !fi.IsDir():
 		return "", "", fmt.Errorf("cluster: %s in the data dir is not a directory", walDir)
@@ -195,7 +197,7 @@ func chooseLogStore(dataDir, want string, stable *raftboltdb.BoltStore) (kind, w
 			return LogStoreWAL, "the data dir already has a wal log (LogStore " + want + " is for new data dirs)", nil
 		}
 		return LogStoreWAL, "configured", nil
-	case !errors.Is(err, os.ErrNotExist):
+	case !errors.Is(err, fs.ErrNotExist):
 		return "", "", fmt.Errorf("cluster: wal dir: %w", err)
 	}
 	last, err := stable.LastIndex()

@@ -77,7 +77,7 @@ func TestRaftStorageLayout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := openRaftStorage(dir, tc.first, nil, hclog.NewNullLogger())
+			s, err := openRaftStorage(nil, dir, tc.first, nil, hclog.NewNullLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestRaftStorageLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			s, err = openRaftStorage(dir, tc.second, nil, hclog.NewNullLogger())
+			s, err = openRaftStorage(nil, dir, tc.second, nil, hclog.NewNullLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,13 +128,13 @@ func TestRaftStorageWALPathIsFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, walDir), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger()); err == nil {
+	if s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger()); err == nil {
 		s.Close()
 		t.Fatal("opened a data dir whose wal is a regular file")
 	}
 	// The failed open released raft.db: a second attempt fails the same
 	// way instead of blocking on bolt's file lock.
-	if s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger()); err == nil {
+	if s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger()); err == nil {
 		s.Close()
 		t.Fatal("second open succeeded")
 	}
@@ -448,7 +448,7 @@ func TestFollowerInstallsSnapshotOnWAL(t *testing.T) {
 // raft.NewRaft panicked and the node could not restart.
 func TestWALTailTruncationReopens(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestWALTailTruncationReopens(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestWALTailTruncationReopens(t *testing.T) {
 // also when reopened.
 func TestWALLogAppendAfterGap(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger())
+	s, err := openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestWALLogAppendAfterGap(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s, err = openRaftStorage(dir, LogStoreWAL, nil, hclog.NewNullLogger()); err != nil {
+	if s, err = openRaftStorage(nil, dir, LogStoreWAL, nil, hclog.NewNullLogger()); err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()

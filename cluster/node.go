@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -147,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 // prepareNode creates the data directory and a Node with its own state
 // (newNode) and a request-id prefix no other node or restart uses.
 func prepareNode(cfg Config) (*Node, error) {
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := diskOrOS(cfg.Disk).MkdirAll(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
 	var pfx [8]byte
@@ -185,7 +184,7 @@ func (n *Node) openTransport() error {
 // returns its snapshot store, all in cfg.DataDir.
 func (n *raftReplica) openStorage() (raft.SnapshotStore, error) {
 	cfg := n.cfg
-	store, err := openRaftStorage(cfg.DataDir, cfg.LogStore, cfg.StorageFaults, n.log)
+	store, err := openRaftStorage(cfg.Disk, cfg.DataDir, cfg.LogStore, cfg.StorageFaults, n.log)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +194,7 @@ func (n *raftReplica) openStorage() (raft.SnapshotStore, error) {
 		logs = cfg.wrapLogStore(logs)
 	}
 	n.logs = timedLogStore{logs, n.metrics.logStore, n.clock, &n.storeTimes, &n.storeHealth}
-	snaps, err := newCleanSnapshotStore(cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
+	snaps, err := newCleanSnapshotStore(cfg.Disk, cfg.DataDir, cfg.SnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}

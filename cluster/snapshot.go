@@ -60,7 +60,8 @@ import (
 // in a second unlinked file (the index); Persist puts the records in
 // order on the way to the sink.
 type fileSnapshot struct {
-	f, ix *os.File
+	f, ix File // from Disk.CreateTemp
+	disk  Disk
 	names []string // still to remove on Release when unlinking early failed
 	order *fsm.UnorderedSnapshot
 
@@ -80,17 +81,18 @@ type fileSnapshot struct {
 
 var _ raft.FSMSnapshot = (*fileSnapshot)(nil)
 
-// newFileSnapshot creates the unlinked files in dir; it needs no lock,
-// so the caller makes them before locking the table.
-func newFileSnapshot(dir string) (*fileSnapshot, error) {
-	s := &fileSnapshot{log: hclog.NewNullLogger(), mapFile: mapFile}
-	for _, f := range []**os.File{&s.f, &s.ix} {
+// newFileSnapshot creates the unlinked files in dir on disk (nil:
+// OSDisk); it needs no lock, so the caller makes them before locking the
+// table.
+func newFileSnapshot(disk Disk, dir string) (*fileSnapshot, error) {
+	s := &fileSnapshot{log: hclog.NewNullLogger(), mapFile: mapFile, disk: diskOrOS(disk)}
+	for _, f := range []*File{&s.f, &s.ix} {
 		var err error
-		if *f, err = os.CreateTemp(dir, fsmSnapshotPattern); err != nil {
+		if *f, err = s.disk.CreateTemp(dir, fsmSnapshotPattern); err != nil {
 			s.Release()
 			return nil, err
 		}
-		if err := os.Remove((*f).Name()); err != nil {
+		if err := s.disk.Remove((*f).Name()); err != nil {
 			// Not on every OS can an open file be unlinked; Release
 			// removes it then.
 			s.names = append(s.names, (*f).Name())
@@ -155,17 +157,22 @@ var errNotMapped = errors.New("cluster: snapshot file not mapped")
 // The mappings' pages are the page cache's: they count in the process's
 // resident set only until the unmap at the end.
 func (s *fileSnapshot) writeMapped(w io.Writer) error {
-	b, unmap, err := s.mapFile(s.f, s.order.Size())
+	f, okF := s.f.(*os.File)
+	ix, okIx := s.ix.(*os.File)
+	if !okF || !okIx {
+		return fmt.Errorf("%w: not the operating system's files", errNotMapped)
+	}
+	b, unmap, err := s.mapFile(f, s.order.Size())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotMapped, err)
 	}
 	defer func() { _ = unmap() }()
-	ix, unmapIx, err := s.mapFile(s.ix, s.order.IndexSize())
+	ixb, unmapIx, err := s.mapFile(ix, s.order.IndexSize())
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotMapped, err)
 	}
 	defer func() { _ = unmapIx() }()
-	return s.order.WriteOrderedDropping(w, b, ix, dropMapped)
+	return s.order.WriteOrderedDropping(w, b, ixb, dropMapped)
 }
 
 // Release closes (and so frees) the files. Raft always calls it, also
@@ -178,13 +185,13 @@ func (s *fileSnapshot) Release() {
 	}
 	s.released = true
 	s.order = nil
-	for _, f := range []*os.File{s.f, s.ix} {
+	for _, f := range []File{s.f, s.ix} {
 		if f != nil {
 			_ = f.Close()
 		}
 	}
 	for _, name := range s.names {
-		_ = os.Remove(name)
+		_ = s.disk.Remove(name)
 	}
 }
 

@@ -39,7 +39,7 @@ var (
 // first byte goes to w. Cancelling ctx stops the wait for the read point
 // and the writing.
 func (n *raftReplica) WriteSnapshot(ctx context.Context, w io.Writer, start func(index uint64)) error {
-	s, err := newFileSnapshot(n.cfg.DataDir)
+	s, err := newFileSnapshot(n.cfg.Disk, n.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("cluster: snapshot: %w", err)
 	}

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,16 +42,18 @@ const partialSuffix = ".tmp"
 // snapshot directories (see above).
 type cleanSnapshotStore struct {
 	*raft.FileSnapshotStore
-	dir string // DataDir/snapshots
-	log hclog.Logger
+	dir  string // DataDir/snapshots
+	disk Disk   // removes the partial snapshots
+	log  hclog.Logger
 
 	mu   sync.Mutex
 	live map[string]bool // .tmp directory names of sinks not yet closed
 }
 
-// newCleanSnapshotStore opens the snapshot store in dataDir and removes
-// the partial snapshots a previous run left.
-func newCleanSnapshotStore(dataDir string, retain int, logger hclog.Logger) (*cleanSnapshotStore, error) {
+// newCleanSnapshotStore opens the snapshot store in dataDir and removes,
+// on disk (nil: OSDisk), the partial snapshots a previous run left.
+func newCleanSnapshotStore(disk Disk, dataDir string, retain int, logger hclog.Logger) (*cleanSnapshotStore, error) {
+	disk = diskOrOS(disk)
 	fs, err := raft.NewFileSnapshotStoreWithLogger(dataDir, retain, logger)
 	if err != nil {
 		return nil, err
@@ -60,6 +61,7 @@ func newCleanSnapshotStore(dataDir string, retain int, logger hclog.Logger) (*cl
 	s := &cleanSnapshotStore{
 		FileSnapshotStore: fs,
 		dir:               filepath.Join(dataDir, snapshotsDir),
+		disk:              disk,
 		log:               logger,
 		live:              map[string]bool{},
 	}
@@ -67,15 +69,21 @@ func newCleanSnapshotStore(dataDir string, retain int, logger hclog.Logger) (*cl
 	// The FSM's snapshot files (fileSnapshot) are unlinked as soon as
 	// they are made; where the OS cannot unlink an open file, a crash
 	// leaves them in the data directory.
-	if stale, err := filepath.Glob(filepath.Join(dataDir, fsmSnapshotPattern)); err == nil {
-		for _, path := range stale {
-			size := int64(0)
-			if fi, err := os.Stat(path); err == nil {
-				size = fi.Size()
-			}
-			if err := os.Remove(path); err == nil {
-				logger.Warn("removed a partial snapshot", "path", path, "bytes", size, "why", "left by an earlier run")
-			}
+	ents, err := disk.ReadDir(dataDir)
+	if err != nil {
+		logger.Warn("cannot list the data directory to remove partial snapshots", "dir", dataDir, "error", err)
+	}
+	for _, e := range ents {
+		if ok, _ := filepath.Match(fsmSnapshotPattern, e.Name()); !ok || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dataDir, e.Name())
+		size := int64(0)
+		if fi, err := e.Info(); err == nil {
+			size = fi.Size()
+		}
+		if err := disk.Remove(path); err == nil {
+			logger.Warn("removed a partial snapshot", "path", path, "bytes", size, "why", "left by an earlier run")
 		}
 	}
 	return s, nil
@@ -83,7 +91,7 @@ func newCleanSnapshotStore(dataDir string, retain int, logger hclog.Logger) (*cl
 
 // removePartial removes every .tmp directory no live sink writes.
 func (s *cleanSnapshotStore) removePartial(why string) {
-	ents, err := os.ReadDir(s.dir)
+	ents, err := s.disk.ReadDir(s.dir)
 	if err != nil {
 		s.log.Warn("cannot list snapshots to remove partial ones", "dir", s.dir, "error", err)
 		return
@@ -101,8 +109,8 @@ func (s *cleanSnapshotStore) removePartial(why string) {
 // remove deletes one partial snapshot directory, logging what it frees.
 func (s *cleanSnapshotStore) remove(name, why string) {
 	path := filepath.Join(s.dir, name)
-	size := dirSize(path)
-	if err := os.RemoveAll(path); err != nil {
+	size := dirSize(s.disk, path)
+	if err := s.disk.RemoveAll(path); err != nil {
 		s.log.Error("cannot remove a partial snapshot", "path", path, "error", err)
 		return
 	}
@@ -111,16 +119,22 @@ func (s *cleanSnapshotStore) remove(name, why string) {
 
 // dirSize is the total size of the regular files under path (best effort:
 // it is only logged).
-func dirSize(path string) int64 {
+func dirSize(disk Disk, path string) int64 {
+	ents, err := disk.ReadDir(path)
+	if err != nil {
+		return 0
+	}
 	var n int64
-	_ = filepath.WalkDir(path, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if fi, err := d.Info(); err == nil {
+	for _, e := range ents {
+		switch {
+		case e.IsDir():
+			n += dirSize(disk, filepath.Join(path, e.Name()))
+		case e.Type().IsRegular():
+			if fi, err := e.Info(); err == nil {
 				n += fi.Size()
 			}
 		}
-		return nil
-	})
+	}
 	return n
 }
 
@@ -163,7 +177,7 @@ func (c *cleanSink) end(err error, why string) error {
 		return err // a second Close or Cancel
 	}
 	delete(s.live, c.name)
-	if _, statErr := os.Stat(filepath.Join(s.dir, c.name)); statErr == nil {
+	if _, statErr := s.disk.Stat(filepath.Join(s.dir, c.name)); statErr == nil {
 		// Still there: the sink failed before it renamed or removed it.
 		s.remove(c.name, why)
 	}

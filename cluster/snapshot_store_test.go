@@ -62,7 +62,7 @@ func TestPartialSnapshotsRemovedAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs logBuffer
-	s, err := newCleanSnapshotStore(dir, 2, bufLogger(&logs))
+	s, err := newCleanSnapshotStore(nil, dir, 2, bufLogger(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestFailedSnapshotLeavesNoPartial(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newCleanSnapshotStore(dir, 2, hclog.NewNullLogger())
+	s, err := newCleanSnapshotStore(nil, dir, 2, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
+	"io/fs"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -98,12 +99,12 @@ type segmentScan struct {
 
 // openSegment opens the segment file at path and reads its file header;
 // the file is nil (and the error too) when not even that was written.
-func openSegment(path string) (*os.File, *bufio.Reader, []byte, error) {
-	f, err := os.Open(path)
+func openSegment(disk Disk, path string) (File, *bufio.Reader, []byte, error) {
+	f, err := disk.Open(path, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, math.MaxInt64), 1<<20)
 	hdr := make([]byte, walFileHeaderLen)
 	if _, err := io.ReadFull(r, hdr); err != nil {
 		f.Close()
@@ -117,9 +118,9 @@ func openSegment(path string) (*os.File, *bufio.Reader, []byte, error) {
 
 // scanSegment reads the segment at path, whose first entry is
 // info.BaseIndex.
-func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
+func scanSegment(disk Disk, path string, info types.SegmentInfo) (segmentScan, error) {
 	sc := segmentScan{damage: -1}
-	f, r, hdr, err := openSegment(path)
+	f, r, hdr, err := openSegment(disk, path)
 	if f == nil || err != nil {
 		return sc, err // f nil, err nil: nothing written yet
 	}
@@ -224,16 +225,9 @@ func scanSegment(path string, info types.SegmentInfo) (segmentScan, error) {
 // batch that was written again shorter after a failed write are not a
 // whole batch (it started before the damage), so only damage followed by
 // batches the segment really held counts.
-func entriesBeyond(f *os.File, off int64, after uint64) (uint64, error) {
-	fi, err := f.Stat()
+func entriesBeyond(f io.ReaderAt, off int64, after uint64) (uint64, error) {
+	rest, err := readAll(f, off)
 	if err != nil {
-		return 0, err
-	}
-	if fi.Size() <= off {
-		return 0, nil
-	}
-	rest := make([]byte, fi.Size()-off)
-	if _, err := f.ReadAt(rest, off); err != nil && !errors.Is(err, io.EOF) {
 		return 0, err
 	}
 	isCommit := func(h []byte) bool {
@@ -305,7 +299,7 @@ type tailCut struct {
 // the caller) before the WAL opens them (see above). It returns
 // ErrCorruptLog for damage before the tail and what to report about the
 // tail, or nil.
-func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut, error) {
+func checkWAL(dir string, disk Disk, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut, error) {
 	st, err := db.Load(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: wal meta store: %w", err)
@@ -315,12 +309,12 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 		path := filepath.Join(dir, file)
 		last := i == len(st.Segments)-1
 		sealed := !si.SealTime.IsZero()
-		sc, err := scanSegment(path, si)
-		if errors.Is(err, os.ErrNotExist) && last && !sealed {
+		sc, err := scanSegment(disk, path, si)
+		if errors.Is(err, fs.ErrNotExist) && last && !sealed {
 			return nil, nil // raft-wal creates it (a crash right after the rotation was recorded)
 		}
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%w: segment %s (entries %d to %d) is missing; %s",
 					ErrCorruptLog, file, si.BaseIndex, si.MaxIndex, corruptAdvice)
 			}
@@ -329,7 +323,7 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 		if sealed {
 			want := si.MaxIndex - si.BaseIndex + 1
 			if !sc.sealed && sc.entries >= want && want > 0 {
-				if err := rebuildIndex(path, db, st, i, sc); err != nil {
+				if err := rebuildIndex(disk, path, db, st, i, sc); err != nil {
 					return nil, err
 				}
 				logger.Warn("a sealed wal segment had no index frame (a write torn while the segment was sealed); rebuilt it from the segment's entries, all of which verify",
@@ -358,7 +352,7 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 		}
 		// The tail.
 		if sc.tornIndex > 0 {
-			if err := zeroTornSeal(path, sc); err != nil {
+			if err := zeroTornSeal(disk, path, sc); err != nil {
 				return nil, err
 			}
 			logger.Warn("the wal's last segment holds a seal that was not completely written (a torn write); removed it, the segment stays open",
@@ -397,7 +391,7 @@ func checkWAL(dir string, db *metadb.BoltMetaDB, logger hclog.Logger) (*tailCut,
 // writes it: an index frame holding the offsets of every entry frame,
 // then a commit frame with the CRC of the index frame. It fsyncs the file
 // and records where the index starts.
-func rebuildIndex(path string, db *metadb.BoltMetaDB, st types.PersistentState, i int, sc segmentScan) error {
+func rebuildIndex(disk Disk, path string, db *metadb.BoltMetaDB, st types.PersistentState, i int, sc segmentScan) error {
 	n := len(sc.offsets)
 	body := n * 4
 	padded := body + (walFrameHeaderLen-body%walFrameHeaderLen)&(walFrameHeaderLen-1)
@@ -411,7 +405,7 @@ func rebuildIndex(path string, db *metadb.BoltMetaDB, st types.PersistentState, 
 	commit[0] = walFrameCommit
 	binary.LittleEndian.PutUint32(commit[4:8], crc32.Checksum(buf[:walFrameHeaderLen+padded], castagnoli))
 
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := disk.Open(path, true)
 	if err != nil {
 		return fmt.Errorf("cluster: rebuilding the index of wal segment %s: %w", filepath.Base(path), err)
 	}
@@ -437,8 +431,8 @@ func rebuildIndex(path string, db *metadb.BoltMetaDB, st types.PersistentState, 
 // zeroTornSeal clears the tail segment's bytes from its last verified
 // commit frame to the end of the uncommitted index frame after it: a
 // batch that was never committed, so never acknowledged.
-func zeroTornSeal(path string, sc segmentScan) error {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func zeroTornSeal(disk Disk, path string, sc segmentScan) error {
+	f, err := disk.Open(path, true)
 	if err != nil {
 		return fmt.Errorf("cluster: clearing a torn seal in wal segment %s: %w", filepath.Base(path), err)
 	}

@@ -39,6 +39,7 @@ var plantedBugs = []plantedBug{
 	{"grant-dying-session", fsm.SetMutant, 30, "history: d559275 (a campaign won and lost in one entry: two leaders, one fence)"},
 	{"anchor-largest-bound", cluster.SetMutant, 30, "history: 69fc964 (a fast follower's clock anchor ended leases early)"},
 	{"anchor-max-age", cluster.SetMutant, 30, "history: 10fa033 (a slow leader's clock anchor ended leases early)"},
+	{"lost-fsync", cluster.SetMutant, 10, "the raft log's appended entries are acknowledged without their fsync"},
 }
 
 // TestMutants plants each bug in turn and runs seeded schedules until a

@@ -141,7 +141,8 @@ func Run(t *testing.T, cfg Config) (res Result) {
 func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
 	nw := NewNetwork(cfg.Seed)
-	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
+	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel(),
+		SimulatedDisk: true})
 	h := testcluster.NewHistory()
 	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed, Think: max(cfg.Think, 0)}
 	w.Clients = []*testcluster.Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1%cfg.Nodes), c.HTTPClient(h, 2),
@@ -270,8 +271,9 @@ const memDir = "/dev/shm"
 // useMemDir puts the test binary's temporary directories (so the nodes'
 // data directories) in memory where the system has it, unless TMPDIR says
 // otherwise: an fsync to a real disk costs milliseconds of wall time and
-// nothing of simulated time, and a node crash here never loses the page
-// cache anyway (the process lives on), so the disk's semantics are alike.
+// nothing of simulated time, and what a crash loses is the simulated
+// disk's business (testcluster.Options.SimulatedDisk), not the page
+// cache's.
 // Call it from TestMain, before any test runs.
 func useMemDir() {
 	if fi, err := os.Stat(memDir); err == nil && fi.IsDir() && os.Getenv("TMPDIR") == "" {

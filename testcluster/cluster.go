@@ -17,6 +17,7 @@ import (
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/cluster"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/internal/simdisk"
 	"github.com/locknode/locknode/redisbridge"
 	"github.com/locknode/locknode/server"
 	"github.com/locknode/locknode/transport"
@@ -26,7 +27,7 @@ import (
 type Options struct {
 	// Config, when set, adjusts node i's cluster.Config before it starts
 	// (and before every restart). ID, DataDir, Transport, Bootstrap,
-	// Peers, Clock, Logger and StorageFaults are set by the Cluster.
+	// Peers, Clock, Logger, StorageFaults and Disk are set by the Cluster.
 	Config func(i int, c *cluster.Config)
 	// NoHTTP and NoRESP leave out the HTTP API and the RESP bridge that
 	// each node serves by default.
@@ -44,6 +45,13 @@ type Options struct {
 	// instead of loopback TCP: package sim's in-memory network, on which
 	// a whole cluster runs in virtual time. Default: loopback TCP.
 	Network Network
+	// SimulatedDisk puts each node's data directory on a simulated disk
+	// (internal/simdisk, seeded from Seed and the node): a Crash, the
+	// nemesis's among them, loses what the node wrote and had not synced,
+	// or tears it. Default: the operating system's disk, on which a
+	// crashed node keeps everything it wrote (the page cache is the
+	// process's).
+	SimulatedDisk bool
 }
 
 // Network is what a Cluster listens and dials on (Options.Network).
@@ -96,8 +104,9 @@ type Cluster struct {
 	httpLn []*stableListener
 	respLn []*stableListener
 
-	disks      []*diskState // each node's disk faults (disk.go)
-	diskFaults atomic.Int64 // operations they failed
+	disks      []*diskState    // each node's disk faults (disk.go)
+	simDisks   []*simdisk.Disk // with Options.SimulatedDisk, each node's disk
+	diskFaults atomic.Int64    // operations they failed
 
 	mu    sync.Mutex
 	nodes []*cluster.Node
@@ -161,6 +170,9 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 		c.peers = append(c.peers, cluster.Peer{ID: nodeID(i), Addr: rl.addr()})
 		c.clocks = append(c.clocks, newSkewClock())
 		c.disks = append(c.disks, &diskState{faults: &c.diskFaults})
+		if opts.SimulatedDisk {
+			c.simDisks = append(c.simDisks, simdisk.New(opts.Seed^uint64(i+1)*0x9e3779b97f4a7c15))
+		}
 	}
 	for i := range n {
 		if err := c.start(i); err != nil {
@@ -209,6 +221,9 @@ func (c *Cluster) start(i int) error {
 	cfg.Clock = c.clocks[i]
 	cfg.Logger = c.log
 	cfg.StorageFaults = c.disks[i].hook
+	if c.simDisks != nil {
+		cfg.Disk = c.simDisks[i]
+	}
 	sc := server.Config{
 		Cluster: cfg,
 		RESP:    redisbridge.Config{RequestTimeout: 10 * time.Second},
@@ -445,6 +460,13 @@ func (c *Cluster) SetFaults(f Faults) {
 func (c *Cluster) Crash(i int) {
 	c.log.Info("crash", "node", nodeID(i))
 	c.stop(i)
+	if c.simDisks != nil {
+		// The node is down: what it had not synced goes, a seeded part of
+		// it torn (Options.SimulatedDisk).
+		if err := c.simDisks[i].Crash(true); err != nil {
+			c.t.Errorf("testcluster: simulated disk crash of %s: %v", nodeID(i), err)
+		}
+	}
 }
 
 // Restart starts crashed node i again from its data directory, on the
