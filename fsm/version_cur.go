@@ -5,13 +5,14 @@ package fsm
 // The cluster versions this binary runs. Version 1 is the behaviour of
 // the first release with cluster versions; version 2 lets a follower
 // forward a command with its trace context (a peer RPC kind: the table
-// decides nothing differently). docs/UPGRADING.md says which releases run
-// which versions.
+// decides nothing differently); version 3 lets the leader write many
+// renewals in one entry (OpBatchRenew, VersionBatchRenew). docs/UPGRADING.md
+// says which releases run which versions.
 const (
 	MinClusterVersion = 1
 	// nextBuild: the synthetic next release (build tag locknode_next).
 	nextBuild         = false
-	MaxClusterVersion = 2
+	MaxClusterVersion = 3
 )
 
 // snapFormat is the snapshot format this table writes: the newest one
