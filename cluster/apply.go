@@ -135,8 +135,19 @@ func (n *Node) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.Comman
 
 // propose stamps cmd with the term's clock and hands it to raft without
 // waiting. Proposals made one after another from one goroutine get log
-// indexes in that order (raft queues them on one channel).
+// indexes in that order (raft queues them on one channel); renewals may
+// share an entry, in that order too (renew_batch.go).
 func (n *Node) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+	if n.renew.on.Load() && n.batchableRenewal(cmd) {
+		return n.queueRenewal(l, cmd)
+	}
+	// Renewals queued before cmd go first, so that order holds.
+	n.flushRenewals()
+	return n.proposeOne(l, cmd)
+}
+
+// proposeOne stamps cmd and hands it to raft as an entry of its own.
+func (n *Node) proposeOne(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
@@ -501,6 +512,8 @@ func opName(op fsm.Op) string {
 		return "script_flush"
 	case fsm.OpReown:
 		return "reown"
+	case fsm.OpBatchRenew:
+		return "batch_renew"
 	}
 	return "other"
 }

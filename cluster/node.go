@@ -149,6 +149,9 @@ type Node struct {
 	// fwd is a follower's asynchronous proposals on their way to the
 	// leader (forward_batch.go).
 	fwd forwardQueue
+	// renew coalesces the leader's renewals into OpBatchRenew entries
+	// (renew_batch.go).
+	renew renewBatcher
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// Coalesced renewals. Holding a lock costs a renewal every TTL/3 or so;
+// with one raft entry each, holding many locks costs as much log as
+// taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
+// proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
+// Redis PEXPIRE or compare-and-pexpire script) at once when no renewal
+// entry of its is in flight, and otherwise queues it; when the entry in
+// flight is answered, everything queued goes into one OpBatchRenew entry.
+// So a renewal never waits for a tick, only for the renewal entry before
+// it, and under load the renewals of one commit round share an entry.
+//
+// The lease rules are those of any entry: each renewal is answered once
+// its entry is committed and applied, with its own result; its time is the
+// entry's, stamped when the entry is proposed (never earlier than the
+// renewal's arrival, so no lease ends earlier than the client reckons);
+// a request id is remembered per renewal (fsm/batch_renew.go).
+//
+// Order: a proposal from the same goroutine after a queued renewal must
+// get a later index, as it would without the queue. Any other proposal
+// first proposes what is queued (flushRenewals), under the same lock as
+// the queue, so a pipeline's release never overtakes its extend.
+
+// maxRenewBatchBytes bounds the encoded renewals of one entry; a queue
+// that reaches it (or fsm.MaxBatchRenew renewals) is proposed at once.
+const maxRenewBatchBytes = 1 << 20
+
+// maxRenewScripts bounds the remembered classifications of script
+// SHA1s (renewal or not); past it a script is classified under the
+// table's lock each time.
+const maxRenewScripts = 1024
+
+// renewBatcher is the leader's queue of renewals.
+type renewBatcher struct {
+	// on: the active cluster version runs OpBatchRenew.
+	on atomic.Bool
+	// queued is len(queue), readable without mu: zero means every
+	// renewal queued before was handed to raft already.
+	queued atomic.Int64
+
+	mu       sync.Mutex
+	inflight int // renewal entries proposed and not answered yet
+	queue    []*renewFuture
+	bytes    int         // encoded size of queue
+	l        *leadership // the term the queue was proposed in
+
+	// scripts remembers whether a cached script (by SHA1) is a
+	// compare-and-pexpire; scriptsN counts its entries.
+	scripts  sync.Map
+	scriptsN atomic.Int64
+}
+
+// noteVersion records the active cluster version after an apply (the
+// node's table lock held).
+func (b *renewBatcher) noteVersion(v uint32) {
+	if on := v >= fsm.VersionBatchRenew; b.on.Load() != on {
+		b.on.Store(on)
+	}
+}
+
+// renewFuture is one queued renewal, answered from its entry's result.
+// It is a raft.ApplyFuture so the callers of propose treat it like any.
+type renewFuture struct {
+	enc  []byte // the renewal's encoding, for the batch entry
+	cmd  fsm.Command
+	done chan struct{}
+	// Written once, before done closes.
+	err   error
+	index uint64
+	res   fsm.Result
+}
+
+var _ raft.ApplyFuture = (*renewFuture)(nil)
+
+func (f *renewFuture) Error() error          { <-f.done; return f.err }
+func (f *renewFuture) Index() uint64         { <-f.done; return f.index }
+func (f *renewFuture) Response() interface{} { <-f.done; return &f.res }
+
+// batchableRenewal reports whether cmd may be coalesced: a renewal, and
+// for a script by SHA1 one whose cached text is a compare-and-pexpire (an
+// unknown script is proposed alone, answering NOSCRIPT as it does).
+func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
+	if !fsm.Renewal(cmd) {
+		return false
+	}
+	if cmd.Op != fsm.OpEvalSHA {
+		return true
+	}
+	b := &n.renew
+	if v, ok := b.scripts.Load(cmd.Key); ok {
+		return v.(bool)
+	}
+	// Classifying may compile into the engine's cache: the write lock.
+	n.mu.Lock()
+	renewal, known := n.table.RenewalScript(cmd.Key)
+	n.mu.Unlock()
+	// A script's text is fixed by its SHA1, so the answer for a cached one
+	// never changes.
+	if known && b.scriptsN.Load() < maxRenewScripts {
+		if _, loaded := b.scripts.LoadOrStore(cmd.Key, renewal); !loaded {
+			b.scriptsN.Add(1)
+		}
+	}
+	return renewal
+}
+
+// queueRenewal queues cmd, proposing the queue at once if no renewal
+// entry is in flight (or the queue is full).
+func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+	f := &renewFuture{cmd: *cmd, done: make(chan struct{})}
+	f.cmd.Time = 0 // the entry's time is the renewal's
+	f.enc = f.cmd.AppendBinary(nil)
+	b := &n.renew
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, f)
+	b.bytes += len(f.enc)
+	b.queued.Store(int64(len(b.queue)))
+	b.l = l
+	if b.inflight == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+		n.proposeRenewalsLocked()
+	}
+	return f
+}
+
+// flushRenewals proposes the queued renewals now, whatever is in flight:
+// a proposal that follows them must follow them in the log.
+func (n *Node) flushRenewals() {
+	b := &n.renew
+	if b.queued.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		n.proposeRenewalsLocked()
+	}
+	b.mu.Unlock()
+}
+
+// proposeRenewalsLocked hands the queue to raft as one entry (the
+// renewal's own when it is alone) and starts the goroutine that answers
+// it. b.mu is held, so entries leave in queue order.
+func (n *Node) proposeRenewalsLocked() {
+	b := &n.renew
+	q, l := b.queue, b.l
+	b.queue, b.bytes = nil, 0
+	defer b.queued.Store(0) // after raft has the entry: see flushRenewals
+	select {
+	case <-l.done:
+		// The term ended while they waited: not proposed, so the callers
+		// may try again with the next leader.
+		for _, f := range q {
+			f.err = fmt.Errorf("cluster: renewal queued in an ended term: %w", raft.ErrNotLeader)
+			close(f.done)
+		}
+		return
+	default:
+	}
+	var rf raft.ApplyFuture
+	if len(q) == 1 {
+		rf = n.proposeOne(l, &q[0].cmd)
+	} else {
+		c := fsm.Command{Op: fsm.OpBatchRenew, Args: make([][]byte, len(q))}
+		for i, f := range q {
+			c.Args[i] = f.enc
+		}
+		rf = n.proposeOne(l, &c)
+		n.metrics.renewalsBatched.Add(float64(len(q)))
+	}
+	b.inflight++
+	// Ends when raft answers rf (see proposeAsync: a proposal still
+	// queued at shutdown is never answered, and this goroutine then stays
+	// blocked as the callers' awaits, which end on n.closed).
+	go n.answerRenewals(rf, q)
+}
+
+// answerRenewals waits for the entry of q, answers each renewal, and
+// proposes what queued meanwhile.
+func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
+	err := rf.Error()
+	var res fsm.Result
+	if err == nil {
+		res, err = proposalResult(rf)
+	}
+	for i, f := range q {
+		switch {
+		case err != nil:
+			f.err = err
+		case len(q) == 1:
+			f.index, f.res = rf.Index(), res
+		case res.Err != nil:
+			// The entry was refused whole (a bug: the proposer sends only
+			// renewals): each renewal is refused with it.
+			f.index, f.res = rf.Index(), fsm.Result{Err: res.Err, Index: res.Index, Now: res.Now}
+		case len(res.Batch) != len(q):
+			f.err = fmt.Errorf("cluster: batched renewals answered %d results for %d", len(res.Batch), len(q))
+		default:
+			f.index, f.res = rf.Index(), res.Batch[i]
+		}
+		close(f.done)
+	}
+	b := &n.renew
+	b.mu.Lock()
+	b.inflight--
+	if b.inflight == 0 && len(b.queue) > 0 {
+		n.proposeRenewalsLocked()
+	}
+	b.mu.Unlock()
+}
