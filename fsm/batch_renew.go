@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/locknode/locknode/fsm/reply"
@@ -46,7 +47,7 @@ func init() { opVersion[OpBatchRenew] = VersionBatchRenew }
 
 // Renewal reports whether cmd may go into an OpBatchRenew entry by its op
 // and fields alone: a lock extend, a session keep-alive, a Redis PEXPIRE
-// or EXPIRE, or an EVALSHA (not read-only) — the last only when its
+// or EXPIRE to a positive time, or an EVALSHA (not read-only) — the last only when its
 // script is a compare-and-pexpire (RenewalScript), which the FSM checks
 // again when it applies the entry.
 func Renewal(cmd *Command) bool {
@@ -54,11 +55,18 @@ func Renewal(cmd *Command) bool {
 	case OpExtend, OpSessionKeepAlive:
 		return true
 	case OpRedis:
-		return len(cmd.Args) == 3 && renewalCommand(cmd.Args[0])
+		return len(cmd.Args) == 3 && renewalCommand(cmd.Args[0]) && positive(cmd.Args[2])
 	case OpEvalSHA:
 		return !cmd.ReadOnly
 	}
 	return false
+}
+
+// positive reports whether b is a decimal integer above zero: a PEXPIRE
+// to zero or below deletes the key, which is no renewal.
+func positive(b []byte) bool {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return err == nil && n > 0
 }
 
 func renewalCommand(name []byte) bool {
@@ -118,6 +126,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []*Command) Result {
 	out := make([]Result, len(subs))
 	for i, s := range subs {
 		ctx.noForce, ctx.keysOnly = s.NoForce, s.KeysOnly
+		nev := len(ctx.events)
 		if r, ok := t.dedupe(ctx, s); ok {
 			r.Now = ctx.now
 			out[i] = r
@@ -146,6 +155,8 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []*Command) Result {
 		r.Index = ctx.index
 		t.remember(ctx, s, r)
 		r.Now = ctx.now
+		// What this renewal caused, as its own entry's result would say.
+		r.Events = ctx.events[nev:len(ctx.events):len(ctx.events)]
 		out[i] = r
 	}
 	ctx.noForce, ctx.keysOnly = false, false
