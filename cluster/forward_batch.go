@@ -416,6 +416,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced
 		b.proposed = make([]int64, len(cmds))
 	}
 	b.spans = n.serveBatchTraced(ctx, tps, cmds)
+	release := n.holdRenewals()
 	for i := range cmds {
 		if cmds[i].Op == fsm.OpRelease {
 			n.openHandoff(&cmds[i])
@@ -426,6 +427,7 @@ func (n *Node) handleApplyBatch(ctx context.Context, body []byte, hinted, traced
 		b.spans.begin(n, i)
 		b.futs[i] = n.propose(l, &cmds[i])
 	}
+	release()
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.

@@ -50,6 +50,10 @@ type renewBatcher struct {
 
 	mu       sync.Mutex
 	inflight int // renewal entries proposed and not answered yet
+	// held counts callers proposing a group of commands that arrived
+	// together (holdRenewals): their renewals wait for the group's end
+	// instead of the first going alone.
+	held int
 	queue    []*renewFuture
 	bytes    int         // encoded size of queue
 	l        *leadership // the term the queue was proposed in
@@ -127,10 +131,33 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	if b.inflight == 0 && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
 		n.proposeRenewalsLocked()
 	}
 	return f
+}
+
+// holdRenewals is called before proposing commands that arrived together
+// (a forwarded batch): their renewals share an entry rather than the
+// first going alone and the rest after its commit. The returned function
+// ends the group, proposing what it queued unless a renewal entry is in
+// flight (whose answer then does).
+func (n *Node) holdRenewals() func() {
+	b := &n.renew
+	if !b.on.Load() {
+		return func() {}
+	}
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.held--
+		if b.inflight == 0 && len(b.queue) > 0 {
+			n.proposeRenewalsLocked()
+		}
+		b.mu.Unlock()
+	}
 }
 
 // flushRenewals proposes the queued renewals now, whatever is in flight:
