@@ -53,10 +53,10 @@ type renewBatcher struct {
 	// held counts callers proposing a group of commands that arrived
 	// together (holdRenewals): their renewals wait for the group's end
 	// instead of the first going alone.
-	held int
-	queue    []*renewFuture
-	bytes    int         // encoded size of queue
-	l        *leadership // the term the queue was proposed in
+	held  int
+	queue []*renewFuture
+	bytes int         // encoded size of queue
+	l     *leadership // the term the queue was proposed in
 
 	// scripts remembers whether a cached script (by SHA1) is a
 	// compare-and-pexpire; scriptsN counts its entries.

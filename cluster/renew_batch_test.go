@@ -9,8 +9,8 @@ import (
 	"github.com/locknode/locknode/fsm"
 )
 
-// renewCluster starts 3 nodes; batched: at fsm.VersionBatchRenew (else
-// left at version 1 by ManualUpgrade). It holds locks k0..k<n-1> for
+// renewCluster starts 3 nodes; batched: at the highest cluster version,
+// fsm.VersionBatchRenew or later (else left at version 1 by ManualUpgrade). It holds locks k0..k<n-1> for
 // owner "o" with 60 s leases.
 func renewCluster(t *testing.T, batched bool, n int) *testCluster {
 	t.Helper()
@@ -18,12 +18,13 @@ func renewCluster(t *testing.T, batched bool, n int) *testCluster {
 		c.UpgradeCheckInterval = 10 * time.Millisecond
 		c.ManualUpgrade = !batched
 	})
-	want := uint32(1)
-	if batched {
-		want = fsm.VersionBatchRenew
-	}
 	for _, nd := range tc.nodes {
-		tc.eventually(10*time.Second, nd.ID()+" at the cluster version", func() bool { return nd.ClusterVersion() == want })
+		// Batched: the highest version this binary runs, which includes
+		// fsm.VersionBatchRenew (the synthetic next release runs more).
+		tc.eventually(10*time.Second, nd.ID()+" at the cluster version", func() bool {
+			v := nd.ClusterVersion()
+			return batched && v == fsm.MaxClusterVersion || !batched && v == 1
+		})
 	}
 	l := tc.leader(10 * time.Second)
 	ctx := ctxT(t, 30*time.Second)
