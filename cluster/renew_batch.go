@@ -35,11 +35,6 @@ import (
 // that reaches it (or fsm.MaxBatchRenew renewals) is proposed at once.
 const maxRenewBatchBytes = 1 << 20
 
-// maxRenewScripts bounds the remembered classifications of script
-// SHA1s (renewal or not); past it a script is classified under the
-// table's lock each time.
-const maxRenewScripts = 1024
-
 // renewBatcher is the leader's queue of renewals.
 type renewBatcher struct {
 	// on: the active cluster version runs OpBatchRenew.
@@ -57,11 +52,6 @@ type renewBatcher struct {
 	queue []*renewFuture
 	bytes int         // encoded size of queue
 	l     *leadership // the term the queue was proposed in
-
-	// scripts remembers whether a cached script (by SHA1) is a
-	// compare-and-pexpire; scriptsN counts its entries.
-	scripts  sync.Map
-	scriptsN atomic.Int64
 }
 
 // noteVersion records the active cluster version after an apply (the
@@ -90,32 +80,11 @@ func (f *renewFuture) Error() error          { <-f.done; return f.err }
 func (f *renewFuture) Index() uint64         { <-f.done; return f.index }
 func (f *renewFuture) Response() interface{} { <-f.done; return &f.res }
 
-// batchableRenewal reports whether cmd may be coalesced: a renewal, and
-// for a script by SHA1 one whose cached text is a compare-and-pexpire (an
-// unknown script is proposed alone, answering NOSCRIPT as it does).
+// batchableRenewal reports whether cmd may be coalesced (fsm.Renewal: for
+// a script by SHA1, a known compare-and-pexpire text, so no table lock is
+// taken on the way to raft).
 func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
-	if !fsm.Renewal(cmd) {
-		return false
-	}
-	if cmd.Op != fsm.OpEvalSHA {
-		return true
-	}
-	b := &n.renew
-	if v, ok := b.scripts.Load(cmd.Key); ok {
-		return v.(bool)
-	}
-	// Classifying may compile into the engine's cache: the write lock.
-	n.mu.Lock()
-	renewal, known := n.table.RenewalScript(cmd.Key)
-	n.mu.Unlock()
-	// A script's text is fixed by its SHA1, so the answer for a cached one
-	// never changes.
-	if known && b.scriptsN.Load() < maxRenewScripts {
-		if _, loaded := b.scripts.LoadOrStore(cmd.Key, renewal); !loaded {
-			b.scriptsN.Add(1)
-		}
-	}
-	return renewal
+	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key))
 }
 
 // queueRenewal queues cmd, proposing the queue at once if no renewal

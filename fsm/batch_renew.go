@@ -47,9 +47,11 @@ func init() { opVersion[OpBatchRenew] = VersionBatchRenew }
 
 // Renewal reports whether cmd may go into an OpBatchRenew entry by its op
 // and fields alone: a lock extend, a session keep-alive, a Redis PEXPIRE
-// or EXPIRE to a positive time, or an EVALSHA (not read-only) — the last only when its
-// script is a compare-and-pexpire (RenewalScript), which the FSM checks
-// again when it applies the entry.
+// or EXPIRE to a positive time, or an EVALSHA (not read-only), which the
+// FSM refuses alone when the cached script is not a compare-and-pexpire.
+// A proposer batches an EVALSHA only of a known text (RenewalSHA); this
+// looser rule is the FSM's, so that a later release may know more texts
+// without a new cluster version.
 func Renewal(cmd *Command) bool {
 	switch cmd.Op {
 	case OpExtend, OpSessionKeepAlive:
@@ -76,8 +78,8 @@ func renewalCommand(name []byte) bool {
 // RenewalScript reports whether the cached script sha is a
 // compare-and-pexpire (redsync's Extend and the like: scriptFamily
 // famCAPE or famCAPE1), and known whether the cache holds sha at all.
-// It may compile the script's classification into the engine's cache: the
-// caller holds the table exclusively.
+// It may compile the script's classification into the engine's cache:
+// the caller holds the table exclusively.
 func (t *Table) RenewalScript(sha string) (renewal, known bool) {
 	sha = strings.ToLower(sha)
 	script, ok := t.scripts.cache.get(sha)
@@ -87,6 +89,29 @@ func (t *Table) RenewalScript(sha string) (renewal, known bool) {
 	fam := t.family(sha, script)
 	return fam == famCAPE || fam == famCAPE1, true
 }
+
+// RenewalSHA reports whether sha (hex) is the SHA1 of a compare-and-pexpire
+// script text exactly as a known client sends it: what a proposer may
+// batch without looking at the table (Table.RenewalScript checks the
+// cached text again when the entry is applied). A variant of the text
+// (other white space) runs natively all the same but is proposed alone.
+func RenewalSHA(sha string) bool {
+	_, ok := renewalSHAs[strings.ToLower(sha)]
+	return ok
+}
+
+// renewalSHAs are the SHA1s of the compare-and-pexpire texts of
+// hotScripts as written there, and of go-redsync/redsync v4's
+// touchScript (scripts.go), byte for byte.
+var renewalSHAs = func() map[string]struct{} {
+	m := map[string]struct{}{"d75bb8b5bd13532ddedd17762e772346e39b321e": {}}
+	for _, h := range hotScripts {
+		if h.fam == famCAPE || h.fam == famCAPE1 {
+			m[ScriptSHA([]byte(h.text))] = struct{}{}
+		}
+	}
+	return m
+}()
 
 // decodeRenewals decodes the renewals of an OpBatchRenew entry before
 // anything changes. One that needs a newer binary halts the table (as a

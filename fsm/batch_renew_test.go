@@ -228,4 +228,9 @@ func TestBatchRenewRedis(t *testing.T) {
 	if renewal, known := tab.RenewalScript(sha(other)); renewal || !known {
 		t.Fatal("SET script taken for a renewal")
 	}
+	// What a proposer batches without the table: the exact texts clients
+	// send (redsync v4's touchScript by its published SHA1).
+	if !RenewalSHA(sha(cape)) || !RenewalSHA("D75BB8B5BD13532DDEDD17762E772346E39B321E") || RenewalSHA(sha(other)) {
+		t.Fatal("RenewalSHA")
+	}
 }
