@@ -157,3 +157,56 @@ func TestRenewalKeepsPipelineOrder(t *testing.T) {
 		}
 	}
 }
+
+// redsync's Extend (its touchScript by EVALSHA) is coalesced like an
+// extend, and answers as it does alone: 1 for the owner's token, 0 for
+// another; a script that is not a compare-and-pexpire is never batched.
+func TestRenewalScriptsCoalesced(t *testing.T) {
+	const touch = "\n\tif redis.call(\"GET\", KEYS[1]) == ARGV[1] then\n\t\treturn redis.call(\"PEXPIRE\", KEYS[1], ARGV[2])\n\telse\n\t\treturn 0\n\tend\n"
+	const n = 100
+	tc := renewCluster(t, true, 0)
+	l := tc.leader(10 * time.Second)
+	ctx := ctxT(t, 30*time.Second)
+	load, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(touch)})
+	if err != nil || load.Reply.Str != "d75bb8b5bd13532ddedd17762e772346e39b321e" {
+		t.Fatalf("SCRIPT LOAD: %+v %v", load, err)
+	}
+	sha := load.Reply.Str
+	for i := range n {
+		r, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), []byte(fmt.Sprint("r", i)), []byte("tok"), []byte("NX"), []byte("PX"), []byte("10000")}})
+		if err != nil || r.Reply.Str != "OK" {
+			t.Fatalf("SET r%d: %+v %v", i, r, err)
+		}
+	}
+	batches, evals := tc.allProposals("batch_renew"), tc.allProposals("evalsha")
+	futs := make([]fsm.Future, n)
+	for i := range n {
+		tok := "tok"
+		if i == n/2 {
+			tok = "other"
+		}
+		futs[i] = l.ApplyAsync(ctx, &fsm.Command{Op: fsm.OpEvalSHA, Key: sha, KeysB: [][]byte{[]byte(fmt.Sprint("r", i))}, Args: [][]byte{[]byte(tok), []byte("60000")}})
+	}
+	for i, f := range futs {
+		r, err := f.Result()
+		want := int64(1)
+		if i == n/2 {
+			want = 0
+		}
+		if err != nil || r.Err != nil || r.Reply.Int != want {
+			t.Fatalf("extend r%d: %+v %v, want %d", i, r, err, want)
+		}
+	}
+	entries := tc.allProposals("batch_renew") - batches + tc.allProposals("evalsha") - evals
+	if entries > n/4 || tc.allProposals("batch_renew") == batches {
+		t.Fatalf("%d script renewals took %.0f entries", n, entries)
+	}
+	// Another script (a plain GET) goes alone, as before.
+	get, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(`return redis.call("GET", KEYS[1])`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsm.Renewal(&fsm.Command{Op: fsm.OpEvalSHA, Key: get.Reply.Str}) && l.batchableRenewal(&fsm.Command{Op: fsm.OpEvalSHA, Key: get.Reply.Str}) {
+		t.Fatal("a GET script taken for a renewal")
+	}
+}
