@@ -148,7 +148,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 // and rolled forward again it catches up.
 func testUpgradeRollback(t *testing.T, cur, next string) {
 	// Manual from the start: the current release would activate its own
-	// highest version (2) by itself.
+	// highest version by itself.
 	p := NewProcCluster(t, cur, 3, "--cluster-upgrade", "manual")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
