@@ -136,8 +136,19 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 
 // propose stamps cmd with the term's clock and hands it to raft without
 // waiting. Proposals made one after another from one goroutine get log
-// indexes in that order (raft queues them on one channel).
+// indexes in that order (raft queues them on one channel); renewals may
+// share an entry, in that order too (renew_batch.go).
 func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+	if n.renew.on.Load() && n.batchableRenewal(cmd) {
+		return n.queueRenewal(l, cmd)
+	}
+	// Renewals queued before cmd go first, so that order holds.
+	n.flushRenewals()
+	return n.proposeOne(l, cmd)
+}
+
+// proposeOne stamps cmd and hands it to raft as an entry of its own.
+func (n *leaderTerm) proposeOne(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
@@ -443,6 +454,8 @@ func opName(op fsm.Op) string {
 		return "script_flush"
 	case fsm.OpReown:
 		return "reown"
+	case fsm.OpBatchRenew:
+		return "batch_renew"
 	}
 	return "other"
 }

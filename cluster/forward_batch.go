@@ -426,6 +426,7 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 		b.proposed = make([]int64, len(cmds))
 	}
 	b.spans = n.serveBatchTraced(ctx, tps, cmds)
+	release := n.holdRenewals()
 	for i := range cmds {
 		if cmds[i].Op == fsm.OpRelease {
 			n.openHandoff(&cmds[i])
@@ -436,6 +437,7 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 		b.spans.begin(n.Node, i)
 		b.futs[i] = n.propose(l, &cmds[i])
 	}
+	release()
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.

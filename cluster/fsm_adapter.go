@@ -100,6 +100,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	now := n.table.Now()
 	halted := n.table.Halted()
+	n.renew.noteVersion(n.table.Version())
 	lastApplied := uint64(0)
 	if len(logs) > 0 {
 		lastApplied = logs[len(logs)-1].Index
@@ -184,6 +185,7 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 	n.mu.Lock()
 	n.table = t
 	idx, now := t.AppliedIndex(), t.Now()
+	n.renew.noteVersion(t.Version())
 	n.mu.Unlock()
 	n.history.reset()
 	n.setApplied(idx, now, true)

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -111,22 +110,48 @@ func (g *handoffGate) open(key string) {
 // release through the lock API opens the key when it is proposed
 // (openHandoff); one by a Redis DEL or script that hands the lock on
 // leaves the held-back acquires to handoffMaxDefer.
+//
+// One entry may carry a great many events (a Tick that expires a whole
+// fill of keys, a FLUSHALL), and this runs on the leader's apply path:
+// it costs one pass over them, and nothing while no acquire is held back.
 func (g *handoffGate) openFreed(events []fsm.Event) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.keys) == 0 {
+		return
+	}
+	var granted map[string]bool // built at the first freed key with waiters
 	for _, e := range events {
 		if e.Kind != fsm.EvReleased {
 			continue
 		}
-		granted := false
-		for _, o := range events {
-			if o.Kind == fsm.EvGranted && (o.Key == e.Key || slices.Contains(o.Keys, e.Key)) {
-				granted = true
-				break
-			}
+		w, ok := g.keys[e.Key]
+		if !ok {
+			continue
 		}
-		if !granted {
-			g.open(e.Key)
+		if granted == nil {
+			granted = grantedKeys(events)
+		}
+		if !granted[e.Key] {
+			close(w.ch)
+			delete(g.keys, e.Key)
 		}
 	}
+}
+
+// grantedKeys is the set of keys events grant.
+func grantedKeys(events []fsm.Event) map[string]bool {
+	m := map[string]bool{}
+	for _, o := range events {
+		if o.Kind != fsm.EvGranted {
+			continue
+		}
+		m[o.Key] = true
+		for _, k := range o.Keys {
+			m[k] = true
+		}
+	}
+	return m
 }
 
 // now is the cluster clock as this leader stamps it: t0 plus the

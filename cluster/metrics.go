@@ -24,9 +24,12 @@ type metrics struct {
 	rpcServed    *prometheus.CounterVec // RPCs this node served, by kind
 	rpcRefused   *prometheus.CounterVec // RPCs refused: the peer is not a member, by kind
 	forwarded    prometheus.Counter     // commands this node forwarded and got answered
-	commands     prometheus.Counter
-	grants       prometheus.Counter
-	expiries     prometheus.Counter
+	// renewalsBatched counts renewals proposed inside OpBatchRenew
+	// entries (renew_batch.go).
+	renewalsBatched prometheus.Counter
+	commands        prometheus.Counter
+	grants          prometheus.Counter
+	expiries        prometheus.Counter
 	// releases and forced are the other ways a hold ends: its owner
 	// let go (or closed its session), or an administrator or a Redis
 	// DEL/overwrite ended it.
@@ -72,6 +75,8 @@ func newMetrics(n *Node) *metrics {
 			Name: "locknode_rpc_refused_total", Help: "Node-to-node requests refused because the peer's certificate names no member, by kind."}, []string{"kind"}),
 		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_forwarded_total", Help: "Commands forwarded to the leader and answered."}),
+		renewalsBatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "locknode_renewals_batched_total", Help: "Renewals this node proposed coalesced into shared log entries."}),
 		commands: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "locknode_applied_commands_total", Help: "Commands applied to this node's table."}),
 		grants: prometheus.NewCounter(prometheus.CounterOpts{
@@ -110,7 +115,7 @@ func newMetrics(n *Node) *metrics {
 		}),
 	}
 	m.reg.MustRegister(
-		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded,
+		m.isLeader, m.applyLatency, m.proposals, m.forwardCalls, m.rpcServed, m.rpcRefused, m.forwarded, m.renewalsBatched,
 		m.commands, m.grants, m.expiries, m.releases, m.forced, m.fenceRejects, m.leaderChanges, m.ticks, m.applyBatch, m.lockWait, m.lockHold, m.logStore,
 		collectors.NewGoCollector(),
 		// process_cpu_seconds_total, resident memory, open files: what a

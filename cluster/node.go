@@ -93,6 +93,10 @@ type Node struct {
 
 	history *history // recent grants and activity samples (history.go)
 
+	// renew coalesces the leader's renewals into OpBatchRenew entries
+	// (renew_batch.go).
+	renew renewBatcher
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	wg        sync.WaitGroup // background goroutines

@@ -105,7 +105,8 @@ func TestPeerAddrsJoin(t *testing.T) {
 // The answer names the node that gave it, so a different node found at a
 // member's old address is not taken for that member.
 func TestNodeInfoChecksID(t *testing.T) {
-	tc := newTestCluster(t, 1, func(c *Config) { c.Advertised = advertised(c.ID) })
+	// Manual activation: the active version stays 1 (the answer's).
+	tc := newTestCluster(t, 1, func(c *Config) { c.Advertised = advertised(c.ID); c.ManualUpgrade = true })
 	n := tc.nodes[0]
 	if _, err := n.askNodeInfo(ctxT(t, 5*time.Second), "someone-else", n.Addr()); err == nil {
 		t.Fatal("answer for the wrong id accepted")

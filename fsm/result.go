@@ -52,6 +52,10 @@ type Result struct {
 	// Reply is the outcome of OpRedis, OpEval and OpExec.
 	Reply reply.Reply
 
+	// Batch is the result of each renewal of an OpBatchRenew entry, in
+	// order (batch_renew.go); their events are the entry's Events.
+	Batch []Result
+
 	// Events lists what this command caused beyond its own result: grants
 	// to queued waiters, waiters that timed out or were cancelled, holds
 	// that ended, and PUBLISHed messages. The node uses them to complete

@@ -659,6 +659,10 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		return Result{Index: index, Err: t.halted}
 	}
 	halt, refuse := t.checkVersion(cmd)
+	var renewals []*Command
+	if halt == nil && refuse == nil && cmd.Op == OpBatchRenew {
+		renewals, halt, refuse = t.decodeRenewals(cmd)
+	}
 	if halt != nil {
 		// Nothing changes, not even the applied index: the entry is not
 		// applied, and neither is any after it.
@@ -719,6 +723,8 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		r = Result{Reply: t.scriptLoad(ctx, cmd.Script)}
 	case OpReown:
 		r = t.reown(ctx, cmd)
+	case OpBatchRenew:
+		r = t.applyRenewals(ctx, renewals)
 	default:
 		var ok bool
 		if r, ok = t.applyNext(ctx, cmd); !ok {

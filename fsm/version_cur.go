@@ -7,8 +7,9 @@ package fsm
 // forward a command with its trace context (a peer RPC kind: the table
 // decides nothing differently); version 3 lets nodes send raft's RPCs in
 // the lean framing (transport.LeanRaft; the table decides nothing
-// differently either). docs/UPGRADING.md says which releases run which
-// versions.
+// differently) and lets the leader write many renewals in one entry
+// (OpBatchRenew, VersionBatchRenew). docs/UPGRADING.md says which
+// releases run which versions.
 const (
 	MinClusterVersion = 1
 	// nextBuild: the synthetic next release (build tag locknode_next).

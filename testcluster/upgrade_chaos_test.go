@@ -14,13 +14,14 @@ import (
 )
 
 // TestUpgradeChaos activates the synthetic next version (build tag
-// locknode_next: every node runs 1..4, activation is manual) under load
-// and the nemesis: the leader crashes with the activation entry in
-// flight, then the activation is retried through crashes, partitions,
-// message loss and leader kills until every node runs version 4. The history stays
-// linearizable with increasing fences, no acknowledged hold is lost, and
-// the replicas converge (byte-identical format-6 snapshots). `make
-// upgrade-test` runs it.
+// locknode_next: every node runs 1..fsm.MaxClusterVersion, activation is
+// manual) under load and the nemesis: the leader crashes with the
+// activation entry in flight, then the activation is retried through
+// crashes, partitions, message loss and leader kills until every node
+// runs the next release's version. The history stays linearizable with
+// increasing fences, no acknowledged hold is lost, and the replicas
+// converge (byte-identical format-6 snapshots). `make upgrade-test` runs
+// it.
 func TestUpgradeChaos(t *testing.T) {
 	seed := uint64(28)
 	opts := Options{Seed: seed, Config: func(_ int, c *cluster.Config) { c.ManualUpgrade = true }}
@@ -74,8 +75,8 @@ func TestUpgradeChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The activation entry itself, proposed on the leader as Upgrade
-	// would after asking the members (all run 1..4 here), and the
-	// leader crashed at once.
+	// would after asking the members (all run 1..fsm.MaxClusterVersion
+	// here), and the leader crashed at once.
 	f := c.Node(l)
 	done := make(chan error, 1)
 	go func() { // ends when Apply returns, within its context
@@ -96,7 +97,7 @@ func TestUpgradeChaos(t *testing.T) {
 	activated := make(chan struct{})
 	var awg sync.WaitGroup
 	awg.Add(1)
-	go func() { // ends once every node runs version 4, or wctx ends
+	go func() { // ends once every node runs the next version, or wctx ends
 		defer awg.Done()
 		for wctx.Err() == nil {
 			all := true
@@ -134,7 +135,7 @@ func TestUpgradeChaos(t *testing.T) {
 	select {
 	case <-activated:
 	case <-wctx.Done():
-		t.Fatal("version 4 not active on every node")
+		t.Fatal("the next version not active on every node")
 	}
 	awg.Wait()
 	waitOps(20)

@@ -19,16 +19,26 @@ import (
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/client"
+	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/wire"
+)
+
+// curVersion is the current code's highest cluster version, which a
+// cluster of it activates by itself; nextVersion is the synthetic next
+// release's (fsm/version_next.go).
+const (
+	curVersion  = fsm.MaxClusterVersion
+	nextVersion = curVersion + 1
 )
 
 // Rolling upgrades between two real binaries (docs/UPGRADING.md): the
 // current code, and the synthetic next release built with -tags
-// locknode_next, which runs cluster versions 1..4 and brings, gated on
-// version 4, a new op (NEXT.NOTE), a new snapshot format (6) and a
-// changed decision. `make upgrade-test` runs them (LOCKNODE_UPGRADE_TEST=1);
-// they build two binaries and run `locknode serve` processes for a few
-// minutes, so `make test` leaves them out.
+// locknode_next, which runs one cluster version more than the current
+// code (nextVersion) and brings, gated on it, a new op (NEXT.NOTE), a new
+// snapshot format (6) and a changed decision. `make upgrade-test` runs
+// them (LOCKNODE_UPGRADE_TEST=1); they build two binaries and run
+// `locknode serve` processes for a few minutes, so `make test` leaves
+// them out.
 func TestUpgrade(t *testing.T) {
 	if os.Getenv("LOCKNODE_UPGRADE_TEST") != "1" {
 		t.Skip("builds two locknode binaries and runs mixed-version clusters: make upgrade-test (LOCKNODE_UPGRADE_TEST=1)")
@@ -43,8 +53,8 @@ func TestUpgrade(t *testing.T) {
 // (locks with renewals and waits over HTTP and RESP on every node, Lua
 // scripts, elections, held locks that must survive) are replaced one at
 // a time by the next release. Until the third is, the cluster stays at
-// version 3 (the current release's highest): the new op is refused and every node writes the same
-// format-5 snapshot. Then version 4 is activated by itself, the new op
+// curVersion: the new op is refused and every node writes the same
+// format-5 snapshot. Then nextVersion is activated by itself, the new op
 // works, snapshots are format 6 on every node, a node of the current
 // release may no longer join, and a format-6 snapshot does not restore
 // with the current binary. The checkers judge the whole history.
@@ -56,7 +66,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 		t.Fatal(err)
 	}
 	// The current release activates its own highest version first.
-	waitVersion(ctx, t, p, 3)
+	waitVersion(ctx, t, p, curVersion)
 	load := newUpgradeLoad(t, p)
 	load.run(ctx, func() { load.waitOps(ctx, 30) })
 	// A snapshot of the current release restores with the next one.
@@ -79,8 +89,8 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 			load.waitOps(ctx, 20)
 		})
 		if i < 2 {
-			checkVersions(ctx, t, p, 3)
-			if _, err := noteAt(ctx, p, i, "a", "x"); err == nil || !strings.Contains(err.Error(), "needs cluster version 4") {
+			checkVersions(ctx, t, p, curVersion)
+			if _, err := noteAt(ctx, p, i, "a", "x"); err == nil || !strings.Contains(err.Error(), fmt.Sprint("needs cluster version ", nextVersion)) {
 				t.Fatalf("NEXT.NOTE before every node runs the next release: %v", err)
 			}
 			if f := converge(ctx, t, p); f != 5 {
@@ -92,7 +102,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 			}
 		}
 	}
-	waitVersion(ctx, t, p, 4)
+	waitVersion(ctx, t, p, nextVersion)
 	load.run(ctx, func() { load.waitOps(ctx, 40) })
 	if prev, err := noteAt(ctx, p, 0, "a", "x"); err != nil || prev != nil {
 		t.Fatalf("first note: %v %v", prev, err)
@@ -109,7 +119,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 
 	// A node of the current release may not join the activated cluster.
 	if i, err := p.AddNode(cur); err == nil {
-		t.Fatalf("a node that runs only versions 1..3 joined a version 4 cluster as %s", nodeID(i))
+		t.Fatalf("a node of the current release joined a version %d cluster as %s", nextVersion, nodeID(i))
 	}
 	if st := status(ctx, t, p, 0); len(st.Members) != 3 {
 		t.Fatalf("members after a refused join: %+v", st.Members)
@@ -119,7 +129,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 	// version; the next release restores it.
 	snap := saveSnapshot(ctx, t, p, 0)
 	out, err := exec.Command(cur, "snapshot", "restore", snap, "--data", t.TempDir()+"/d", "--id", "z", "--peers", "z=127.0.0.1:1").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "needs cluster version 4") {
+	if err == nil || !strings.Contains(string(out), fmt.Sprint("needs cluster version ", nextVersion)) {
 		t.Fatalf("current release restoring a format-6 snapshot: %v\n%s", err, out)
 	}
 	if out, err := exec.Command(next, "snapshot", "restore", snap, "--data", t.TempDir()+"/d", "--id", "z", "--peers", "z=127.0.0.1:1").CombinedOutput(); err != nil {
@@ -138,7 +148,7 @@ func testRollingUpgrade(t *testing.T, cur, next string) {
 // and rolled forward again it catches up.
 func testUpgradeRollback(t *testing.T, cur, next string) {
 	// Manual from the start: the current release would activate its own
-	// highest version (3) by itself.
+	// highest version by itself.
 	p := NewProcCluster(t, cur, 3, "--cluster-upgrade", "manual")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -179,7 +189,7 @@ func testUpgradeRollback(t *testing.T, cur, next string) {
 	replace(1, cur, "roll back")
 	replace(1, next, "roll forward")
 	replace(2, next, "roll forward")
-	// Every node runs 1..4, activation is manual: still version 1.
+	// Every node runs 1..nextVersion, activation is manual: still version 1.
 	if _, err := noteAt(ctx, p, 0, "a", "x"); err == nil {
 		t.Fatal("NEXT.NOTE before activation")
 	}
@@ -204,23 +214,23 @@ func testUpgradeRollback(t *testing.T, cur, next string) {
 	p.Restart(l)
 	waitReady(ctx, t, p, l)
 	out, err := exec.Command(next, "cluster", "upgrade", "--json", "--endpoints", ep).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), `"cluster_version": 4`) {
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf(`"cluster_version": %d`, nextVersion)) {
 		t.Fatalf("cluster upgrade: %v\n%s", err, out)
 	}
-	waitVersion(ctx, t, p, 4)
+	waitVersion(ctx, t, p, nextVersion)
 	if prev, err := noteAt(ctx, p, 1, "a", "x"); err != nil || prev != nil {
 		t.Fatalf("note after activation: %v %v", prev, err)
 	}
 
 	// Rolled back after activation, a node cannot apply the log: it
 	// stops with an error naming the version (at its start, restoring a
-	// snapshot of version 4, or once it meets the activation entry).
+	// snapshot of nextVersion, or once it meets the activation entry).
 	p.Kill(0)
 	p.SetBinary(0, cur)
 	if err := p.start(0, p.peers()); err == nil {
 		if _, err := waitFor(ctx, 50*time.Millisecond, func() (string, bool) {
 			st, err := p.Locker(0).Status(ctx)
-			return st.Halted, err == nil && strings.Contains(st.Halted, "cluster version 4")
+			return st.Halted, err == nil && strings.Contains(st.Halted, fmt.Sprint("cluster version ", nextVersion))
 		}); err != nil {
 			t.Fatalf("a node rolled back after activation did not halt: %v", err)
 		}

@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/locknode/locknode/fsm"
+)
+
+// Coalesced renewals. Holding a lock costs a renewal every TTL/3 or so;
+// with one raft entry each, holding many locks costs as much log as
+// taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
+// proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
+// Redis PEXPIRE or compare-and-pexpire script) at once when no renewal
+// entry of its is in flight, and otherwise queues it; when the entry in
+// flight is answered, everything queued goes into one OpBatchRenew entry.
+// So a renewal never waits for a tick, only for the renewal entry before
+// it, and under load the renewals of one commit round share an entry.
+//
+// The lease rules are those of any entry: each renewal is answered once
+// its entry is committed and applied, with its own result; its time is the
+// entry's, stamped when the entry is proposed (never earlier than the
+// renewal's arrival, so no lease ends earlier than the client reckons);
+// a request id is remembered per renewal (fsm/batch_renew.go).
+//
+// Order: a proposal from the same goroutine after a queued renewal must
+// get a later index, as it would without the queue. Any other proposal
+// first proposes what is queued (flushRenewals), under the same lock as
+// the queue, so a pipeline's release never overtakes its extend.
+
+// maxRenewBatchBytes bounds the encoded renewals of one entry; a queue
+// that reaches it (or fsm.MaxBatchRenew renewals) is proposed at once.
+const maxRenewBatchBytes = 1 << 20
+
+// renewBatcher is the leader's queue of renewals.
+type renewBatcher struct {
+	// on: the active cluster version runs OpBatchRenew.
+	on atomic.Bool
+	// queued is len(queue), readable without mu: zero means every
+	// renewal queued before was handed to raft already.
+	queued atomic.Int64
+
+	mu       sync.Mutex
+	inflight int // renewal entries proposed and not answered yet
+	// held counts callers proposing a group of commands that arrived
+	// together (holdRenewals): their renewals wait for the group's end
+	// instead of the first going alone.
+	held  int
+	queue []*renewFuture
+	bytes int         // encoded size of queue
+	l     *leadership // the term the queue was proposed in
+}
+
+// noteVersion records the active cluster version after an apply (the
+// node's table lock held).
+func (b *renewBatcher) noteVersion(v uint32) {
+	if on := v >= fsm.VersionBatchRenew; b.on.Load() != on {
+		b.on.Store(on)
+	}
+}
+
+// renewFuture is one queued renewal, answered from its entry's result.
+// It is a raft.ApplyFuture so the callers of propose treat it like any.
+type renewFuture struct {
+	enc  []byte // the renewal's encoding, for the batch entry
+	cmd  fsm.Command
+	done chan struct{}
+	// Written once, before done closes.
+	err   error
+	index uint64
+	res   fsm.Result
+}
+
+var _ raft.ApplyFuture = (*renewFuture)(nil)
+
+func (f *renewFuture) Error() error          { <-f.done; return f.err }
+func (f *renewFuture) Index() uint64         { <-f.done; return f.index }
+func (f *renewFuture) Response() interface{} { <-f.done; return &f.res }
+
+// batchableRenewal reports whether cmd may be coalesced (fsm.Renewal: for
+// a script by SHA1, a known compare-and-pexpire text, so no table lock is
+// taken on the way to raft).
+func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
+	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key))
+}
+
+// queueRenewal queues cmd, proposing the queue at once if no renewal
+// entry is in flight (or the queue is full).
+func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+	f := &renewFuture{cmd: *cmd, done: make(chan struct{})}
+	f.cmd.Time = 0 // the entry's time is the renewal's
+	f.enc = f.cmd.AppendBinary(nil)
+	b := &n.renew
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queue = append(b.queue, f)
+	b.bytes += len(f.enc)
+	b.queued.Store(int64(len(b.queue)))
+	b.l = l
+	if b.inflight == 0 && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+		n.proposeRenewalsLocked()
+	}
+	return f
+}
+
+// holdRenewals is called before proposing commands that arrived together
+// (a forwarded batch): their renewals share an entry rather than the
+// first going alone and the rest after its commit. The returned function
+// ends the group, proposing what it queued unless a renewal entry is in
+// flight (whose answer then does).
+func (n *Node) holdRenewals() func() {
+	b := &n.renew
+	if !b.on.Load() {
+		return func() {}
+	}
+	b.mu.Lock()
+	b.held++
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.held--
+		if b.inflight == 0 && len(b.queue) > 0 {
+			n.proposeRenewalsLocked()
+		}
+		b.mu.Unlock()
+	}
+}
+
+// flushRenewals proposes the queued renewals now, whatever is in flight:
+// a proposal that follows them must follow them in the log.
+func (n *Node) flushRenewals() {
+	b := &n.renew
+	if b.queued.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		n.proposeRenewalsLocked()
+	}
+	b.mu.Unlock()
+}
+
+// proposeRenewalsLocked hands the queue to raft as one entry (the
+// renewal's own when it is alone) and starts the goroutine that answers
+// it. b.mu is held, so entries leave in queue order.
+func (n *Node) proposeRenewalsLocked() {
+	b := &n.renew
+	q, l := b.queue, b.l
+	b.queue, b.bytes = nil, 0
+	defer b.queued.Store(0) // after raft has the entry: see flushRenewals
+	select {
+	case <-l.done:
+		// The term ended while they waited: not proposed, so the callers
+		// may try again with the next leader.
+		for _, f := range q {
+			f.err = fmt.Errorf("cluster: renewal queued in an ended term: %w", raft.ErrNotLeader)
+			close(f.done)
+		}
+		return
+	default:
+	}
+	var rf raft.ApplyFuture
+	if len(q) == 1 {
+		rf = n.proposeOne(l, &q[0].cmd)
+	} else {
+		c := fsm.Command{Op: fsm.OpBatchRenew, Args: make([][]byte, len(q))}
+		for i, f := range q {
+			c.Args[i] = f.enc
+		}
+		rf = n.proposeOne(l, &c)
+		n.metrics.renewalsBatched.Add(float64(len(q)))
+	}
+	b.inflight++
+	// Ends when raft answers rf (see proposeAsync: a proposal still
+	// queued at shutdown is never answered, and this goroutine then stays
+	// blocked as the callers' awaits, which end on n.closed).
+	go n.answerRenewals(rf, q)
+}
+
+// answerRenewals waits for the entry of q, answers each renewal, and
+// proposes what queued meanwhile.
+func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
+	err := rf.Error()
+	var res fsm.Result
+	if err == nil {
+		res, err = proposalResult(rf)
+	}
+	for i, f := range q {
+		switch {
+		case err != nil:
+			f.err = err
+		case len(q) == 1:
+			f.index, f.res = rf.Index(), res
+		case res.Err != nil:
+			// The entry was refused whole (a bug: the proposer sends only
+			// renewals): each renewal is refused with it.
+			f.index, f.res = rf.Index(), fsm.Result{Err: res.Err, Index: res.Index, Now: res.Now}
+		case len(res.Batch) != len(q):
+			f.err = fmt.Errorf("cluster: batched renewals answered %d results for %d", len(res.Batch), len(q))
+		default:
+			f.index, f.res = rf.Index(), res.Batch[i]
+		}
+		close(f.done)
+	}
+	b := &n.renew
+	b.mu.Lock()
+	b.inflight--
+	if b.inflight == 0 && len(b.queue) > 0 {
+		n.proposeRenewalsLocked()
+	}
+	b.mu.Unlock()
+}

@@ -1,0 +1,189 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/locknode/locknode/fsm/reply"
+)
+
+// Batched renewals. Holding a lock costs a renewal every TTL/3 or so (a
+// lock extend, a session keep-alive, a Redis client's compare-and-pexpire
+// watchdog); one raft entry per renewal makes holding many locks cost
+// as much log as taking them. OpBatchRenew carries many renewals in one
+// entry: the leader coalesces the renewals that arrive while its previous
+// renewal entry is in flight (cluster/renew_batch.go).
+//
+// Each renewal in the entry is applied as if it were an entry of its own
+// at the same index and time, in order: its own outcome (one may fail
+// because its lock was lost while the others succeed), its own request id
+// remembered and answered exactly once, its own NoForce and KeysOnly.
+// The entry's due work (expiries, hand-offs) runs once, before the first
+// renewal, as for any entry; so a lease that ended before the entry's
+// time is not renewed by it, exactly as with one entry per renewal.
+//
+// Only renewals may be batched (Renewal): ops that can neither grant a
+// lock nor wait, so the per-entry rules (a fence is the index of the
+// entry that grants) hold as they do for one entry per renewal.
+
+// VersionBatchRenew is the cluster version that introduced OpBatchRenew.
+// Kept in its own constant so a renumbering of cluster versions is a
+// change of this line.
+const VersionBatchRenew = 3
+
+// OpBatchRenew applies Args, each the encoding of one renewal command
+// (Renewal), in order, as if each were an entry of its own at this
+// entry's index and time; Result.Batch holds their results. Cluster
+// version VersionBatchRenew.
+const OpBatchRenew Op = 18
+
+// MaxBatchRenew bounds the renewals of one OpBatchRenew entry; a longer
+// one is refused whole (ErrBadCommand).
+const MaxBatchRenew = 4096
+
+func init() { opVersion[OpBatchRenew] = VersionBatchRenew }
+
+// Renewal reports whether cmd may go into an OpBatchRenew entry by its op
+// and fields alone: a lock extend, a session keep-alive, a Redis PEXPIRE
+// or EXPIRE to a positive time, or an EVALSHA (not read-only), which the
+// FSM refuses alone when the cached script is not a compare-and-pexpire.
+// A proposer batches an EVALSHA only of a known text (RenewalSHA); this
+// looser rule is the FSM's, so that a later release may know more texts
+// without a new cluster version.
+func Renewal(cmd *Command) bool {
+	switch cmd.Op {
+	case OpExtend, OpSessionKeepAlive:
+		return true
+	case OpRedis:
+		return len(cmd.Args) == 3 && renewalCommand(cmd.Args[0]) && positive(cmd.Args[2])
+	case OpEvalSHA:
+		return !cmd.ReadOnly
+	}
+	return false
+}
+
+// positive reports whether b is a decimal integer above zero: a PEXPIRE
+// to zero or below deletes the key, which is no renewal.
+func positive(b []byte) bool {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return err == nil && n > 0
+}
+
+func renewalCommand(name []byte) bool {
+	return strings.EqualFold(string(name), "pexpire") || strings.EqualFold(string(name), "expire")
+}
+
+// RenewalScript reports whether the cached script sha is a
+// compare-and-pexpire (redsync's Extend and the like: scriptFamily
+// famCAPE or famCAPE1), and known whether the cache holds sha at all.
+// It may compile the script's classification into the engine's cache:
+// the caller holds the table exclusively.
+func (t *Table) RenewalScript(sha string) (renewal, known bool) {
+	sha = strings.ToLower(sha)
+	script, ok := t.scripts.cache.get(sha)
+	if !ok {
+		return false, false
+	}
+	fam := t.family(sha, script)
+	return fam == famCAPE || fam == famCAPE1, true
+}
+
+// RenewalSHA reports whether sha (hex) is the SHA1 of a compare-and-pexpire
+// script text exactly as a known client sends it: what a proposer may
+// batch without looking at the table (Table.RenewalScript checks the
+// cached text again when the entry is applied). A variant of the text
+// (other white space) runs natively all the same but is proposed alone.
+func RenewalSHA(sha string) bool {
+	_, ok := renewalSHAs[strings.ToLower(sha)]
+	return ok
+}
+
+// renewalSHAs are the SHA1s of the compare-and-pexpire texts of
+// hotScripts as written there, and of go-redsync/redsync v4's
+// touchScript (scripts.go), byte for byte.
+var renewalSHAs = func() map[string]struct{} {
+	m := map[string]struct{}{"d75bb8b5bd13532ddedd17762e772346e39b321e": {}}
+	for _, h := range hotScripts {
+		if h.fam == famCAPE || h.fam == famCAPE1 {
+			m[ScriptSHA([]byte(h.text))] = struct{}{}
+		}
+	}
+	return m
+}()
+
+// decodeRenewals decodes the renewals of an OpBatchRenew entry before
+// anything changes. One that needs a newer binary halts the table (as a
+// whole entry would); a malformed one, one that is not a renewal, or one
+// whose op or field is not active refuses the whole entry: a proposer
+// never sends such a batch.
+func (t *Table) decodeRenewals(cmd *Command) (subs []*Command, halt, refuse error) {
+	if len(cmd.Args) == 0 || len(cmd.Args) > MaxBatchRenew {
+		return nil, nil, errf(ErrBadCommand, "batched renewals: %d, want 1..%d", len(cmd.Args), MaxBatchRenew)
+	}
+	subs = make([]*Command, len(cmd.Args))
+	for i, b := range cmd.Args {
+		s, err := DecodeCommand(b)
+		if err != nil {
+			if errors.Is(err, ErrNeedVersion) {
+				return nil, err, nil
+			}
+			return nil, nil, errf(ErrBadCommand, "batched renewal %d: %v", i, err)
+		}
+		if !Renewal(s) {
+			return nil, nil, errf(ErrBadCommand, "batched renewal %d: op %d is not a renewal", i, s.Op)
+		}
+		if h, r := t.checkVersion(s); h != nil || r != nil {
+			if h != nil {
+				return nil, h, nil
+			}
+			return nil, nil, errf(ErrBadCommand, "batched renewal %d: %v", i, r)
+		}
+		subs[i] = s
+	}
+	return subs, nil, nil
+}
+
+// applyRenewals applies the decoded renewals of one entry in order, each
+// with its own exactly-once answer. Their events join the entry's.
+func (t *Table) applyRenewals(ctx *applyCtx, subs []*Command) Result {
+	out := make([]Result, len(subs))
+	for i, s := range subs {
+		ctx.noForce, ctx.keysOnly = s.NoForce, s.KeysOnly
+		nev := len(ctx.events)
+		if r, ok := t.dedupe(ctx, s); ok {
+			r.Now = ctx.now
+			out[i] = r
+			continue
+		}
+		var r Result
+		switch s.Op {
+		case OpExtend:
+			r = t.extend(ctx, s)
+		case OpSessionKeepAlive:
+			r = t.sessionKeepAlive(ctx, s)
+		case OpRedis:
+			r = Result{Reply: t.redis(ctx, s.Args)}
+		case OpEvalSHA:
+			if renewal, known := t.RenewalScript(s.Key); known && !renewal {
+				r = Result{Err: errf(ErrBadCommand, "batched renewal %d: script %s is not a compare-and-pexpire", i, s.Key)}
+			} else {
+				// An unknown sha answers NOSCRIPT, as it would alone.
+				r = Result{Reply: t.evalSHA(ctx, s.Key, s.KeysB, s.Args, false)}
+			}
+		default:
+			// Not reached: decodeRenewals let only renewals in.
+			r = Result{Reply: reply.NewError(fmt.Sprintf("ERR op %d is not a renewal", s.Op))}
+		}
+		t.flushFreed(ctx)
+		r.Index = ctx.index
+		t.remember(ctx, s, r)
+		r.Now = ctx.now
+		// What this renewal caused, as its own entry's result would say.
+		r.Events = ctx.events[nev:len(ctx.events):len(ctx.events)]
+		out[i] = r
+	}
+	ctx.noForce, ctx.keysOnly = false, false
+	return Result{Batch: out}
+}
