@@ -273,3 +273,58 @@ func TestSessionLockAskingMoreThanTheSessionStaysHeld(t *testing.T) {
 		}
 	})
 }
+
+// slowAnswers delays every answer by delay (virtual time in a bubble).
+type slowAnswers struct {
+	next  http.RoundTripper
+	delay time.Duration
+}
+
+func (s slowAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	time.Sleep(s.delay)
+	return resp, err
+}
+
+// A grant whose answer arrives after the hold's jeopardy point comes back
+// with its Context already done: the caller never starts work that only
+// the renewal loop, scheduled later, would stop (by then the lease may
+// have gone to someone else). One answered in time comes back Held.
+func TestLockGrantedLate(t *testing.T) {
+	const ttl = 600 * time.Millisecond // margin 60 ms: safe at 540, jeopardy at 340
+	for _, tc := range []struct {
+		name   string
+		delay  time.Duration
+		doneAt bool
+	}{
+		{"in time", 100 * time.Millisecond, false},
+		{"past the jeopardy point", 400 * time.Millisecond, true},
+		{"past the safe deadline", 700 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := httpapitest.NewFake()
+				t.Cleanup(func() { _ = fake.Close() })
+				c, err := client.New(client.Config{
+					Endpoints:      []string{"http://fake.invalid"},
+					HTTPClient:     &http.Client{Transport: slowAnswers{httpapitest.NewTransport(fake), tc.delay}},
+					Retry:          client.RetryPolicy{MaxAttempts: 1},
+					RequestTimeout: 2 * time.Second,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				l, err := c.Lock(context.Background(), "k", client.WithTTL(ttl))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Checked at once: the renewal loop may not have run yet.
+				if done := l.Context().Err() != nil; done != tc.doneAt || (l.State() == client.Held) == tc.doneAt {
+					t.Fatalf("at return: state %v, context done %v; want done %v", l.State(), done, tc.doneAt)
+				}
+				_ = l.Unlock(context.Background())
+				synctest.Wait()
+			})
+		})
+	}
+}

@@ -225,6 +225,13 @@ func (c *handles) newLock(key, owner string, o lockOptions, lease api.Lease, sen
 	}
 	l.safe = l.safeDeadline(sent, lease)
 	c.log.Debug("lock held", "lock", key, "fence", lease.Fence, "ttl", o.ttl)
+	// A grant answered so late that the hold is already in jeopardy (a
+	// long wait for the answer) comes back with its Context done: the
+	// caller must not begin work that the renewal loop, scheduled later,
+	// would only then stop — by then another holder may have the key.
+	if !time.Now().Before(l.safe.Add(-l.granted(lease) / 3)) {
+		l.enterJeopardy(l.safe)
+	}
 	// Ends when Unlock closes l.stop or the lock is lost.
 	go l.run(sent)
 	return l

@@ -334,6 +334,16 @@ func (s *Surfaces) handleWorker(ctx context.Context, i int, rng *rand.Rand) {
 			pause(ctx, time.Duration(20+rng.IntN(100))*time.Millisecond)
 			continue
 		}
+		if l.Context().Err() != nil {
+			// Granted, but answered too late to use: the handle came back
+			// with its Context done, so its holder never believed it held
+			// the key (the client's contract; TestLockGrantedLate).
+			s.count("handle granted in jeopardy")
+			uctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_ = l.Unlock(uctx)
+			cancel()
+			continue
+		}
 		from := s.h.Now()
 		done := s.doneAt(l.Context().Done())
 		// Work for a while; some holds outlast a renewal or two.
