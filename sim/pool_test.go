@@ -88,6 +88,10 @@ func runWorker(t *testing.T, exe string, seed uint64) scheduleResult {
 		fmt.Sprintf("-sim.nodes=%d", *flagNodes), "-sim.think=" + flagThink.String(), "-sim.jobs=1"}
 	start := time.Now()
 	cmd := exec.Command(exe, args...)
+	// A race-enabled binary sleeps a second before it exits (GORACE
+	// atexit_sleep_ms, for reports of goroutines still running); a worker
+	// has ended them all, so that second would only be waited out.
+	cmd.Env = append(os.Environ(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	runErr := cmd.Run()
