@@ -142,7 +142,7 @@ func Run(t *testing.T, cfg Config) (res Result) {
 func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
 	nw := NewNetwork(cfg.Seed)
-	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel()})
+	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel(), Config: snapshotOften})
 	quietMetrics()
 	h := testcluster.NewHistory()
 	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed, Think: max(cfg.Think, 0)}
