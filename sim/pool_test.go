@@ -83,7 +83,9 @@ func runPool(t *testing.T, seeds []uint64, jobs int) []scheduleResult {
 // reported; a worker that fails, or ends without reporting, fails t with
 // its output.
 func runWorker(t *testing.T, exe string, seed uint64) scheduleResult {
-	args := []string{"-test.run=^TestSim$", "-test.v", "-test.timeout=0",
+	// A worker that hangs ends with the test binary's timeout panic (and
+	// its goroutines' stacks) long after any schedule should have.
+	args := []string{"-test.run=^TestSim$", "-test.v", "-test.timeout=30m",
 		fmt.Sprintf("-sim.seed=%d", seed), "-sim.duration=" + flagDuration.String(),
 		fmt.Sprintf("-sim.nodes=%d", *flagNodes), "-sim.think=" + flagThink.String(), "-sim.jobs=1"}
 	start := time.Now()

@@ -61,7 +61,8 @@ func TestSim(t *testing.T) {
 			// failure inside the bubble may end the subtest (FailNow) before
 			// Run returns.
 			ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-				r = Run(t, Config{Seed: seed, Duration: *flagDuration, Nodes: *flagNodes, Think: *flagThink})
+				r = Run(t, Config{Seed: seed, Duration: *flagDuration, Nodes: *flagNodes, Think: *flagThink,
+					Replay: fmt.Sprintf("go test -count=1 -run '^TestSim$' ./sim/ -sim.seed=%%d -sim.duration=%v -sim.nodes=%d -sim.think=%v", *flagDuration, *flagNodes, *flagThink)})
 				t.Logf("seed %d: %d ops, %.1f simulated s in %.2f wall s (linearizability check %.2f s)", seed, r.Ops, r.Simulated.Seconds(), r.Wall.Seconds(), r.Check.Seconds())
 			})
 			sr := scheduleResult{Seed: seed, Ops: r.Ops, Simulated: r.Simulated, Wall: r.Wall, Failed: !ok}
@@ -76,7 +77,7 @@ func TestSim(t *testing.T) {
 		sim += r.Simulated
 		if r.Failed {
 			failed++
-			fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d\n", r.Seed, r.Seed, *flagDuration, *flagNodes)
+			fmt.Printf("FAILED seed %d; replay: make sim SEED=%d SIM_DURATION=%v SIM_NODES=%d SIM_THINK=%v\n", r.Seed, r.Seed, *flagDuration, *flagNodes, *flagThink)
 		}
 	}
 	if cpu := cpuTime() - cpu0; cpu > 0 {
