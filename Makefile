@@ -166,6 +166,6 @@ sim:
 # seeded schedules until a checker objects; fails if one survives its
 # stated number of seeds. Ends with `mutants: K of M found`.
 sim-mutants:
-	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ >$(SIMLOG) 2>&1; \
+	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ -sim.think=$(SIM_THINK) >$(SIMLOG) 2>&1; \
 		grep -E '^(mutant |panic)' $(SIMLOG); grep '^mutants: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
 		! grep -q 'SURVIVED' $(SIMLOG)

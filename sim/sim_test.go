@@ -12,15 +12,18 @@ import (
 	"time"
 )
 
-// The defaults are the slice `make test` runs under the race detector
-// (bench/results/sim-*.md has its cost); `make sim` sets them.
+// The defaults are the slice `make test` runs under the race detector:
+// 50 schedules of 10 s, two at a time, with the workload's clients
+// pausing up to 300 ms instead of make sim's 100 ms, which puts it within
+// two minutes on two cores (bench/results/sim-*.md); `make sim` and
+// `make sim-mutants` set them.
 var (
 	flagSeed      = flag.Uint64("sim.seed", 0, "replay this one seed")
 	flagSchedules = flag.Int("sim.schedules", 50, "schedules to run (seeds sim.base .. sim.base+n-1)")
 	flagBase      = flag.Uint64("sim.base", 1, "first seed")
 	flagNodes     = flag.Int("sim.nodes", 3, "nodes in the cluster")
 	flagDuration  = flag.Duration("sim.duration", 10*time.Second, "simulated length of each schedule's faults")
-	flagThink     = flag.Duration("sim.think", 100*time.Millisecond, "longest pause of a workload client between two lock sessions (the work per simulated second)")
+	flagThink     = flag.Duration("sim.think", 300*time.Millisecond, "longest pause of a workload client between two lock sessions (the work per simulated second; make sim: 100ms)")
 	flagJobs      = flag.Int("sim.jobs", 0, "schedules run side by side, each in a process of its own (0: GOMAXPROCS; 1: one after another in this process)")
 )
 
