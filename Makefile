@@ -24,7 +24,8 @@ run:
 # `cd third_party/raft && go test .`. bench/ is a module too: its unit
 # tests run here, its benchmarks under `make bench`. The binary is also
 # built for windows and darwin so that it keeps building there. ./sim's
-# slice is 15 simulated schedules under -race (about 1.5 minutes).
+# slice is 50 simulated schedules of 10 s under -race, two at a time
+# (docs/simulation.md).
 test:
 	$(GO) test -race -p 2 -timeout 14m $(PKGS)
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
@@ -141,18 +142,22 @@ chaos:
 
 # The whole cluster on virtual time (docs/simulation.md): SCHEDULES seeded
 # schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each on
-# SIM_NODES nodes, or SEED=s to replay one, without the race detector
-# (make test runs a short slice with it). Prints each failing seed with
-# its replay command and ends with one line: `sim: N schedules, S
-# simulated s in W wall s (X.Yx real time), F failed`. Full log: SIMLOG.
+# SIM_NODES nodes, SIM_JOBS at a time (0: one per core), or SEED=s to
+# replay one, without the race detector (make test runs a short slice
+# with it). SIM_THINK is the workload clients' longest pause. Prints each
+# failing seed with its replay command and ends with one line: `sim: N
+# schedules, S simulated s in W wall s (X.Yx real time), F failed`.
+# Full log: SIMLOG.
 SCHEDULES ?= 1000
 SIM_DURATION ?= 60s
 SIM_BASE ?= 1
 SIM_NODES ?= 3
+SIM_JOBS ?= 0
+SIM_THINK ?= 100ms
 SIMLOG ?= /tmp/locknode-sim.log
 sim:
 	@$(GO) test -count=1 -timeout 0 -v -run '^TestSim$$' ./sim/ -sim.schedules=$(SCHEDULES) -sim.base=$(SIM_BASE) -sim.nodes=$(SIM_NODES) \
-		-sim.duration=$(SIM_DURATION) $(if $(SEED),-sim.seed=$(SEED)) >$(SIMLOG) 2>&1; \
+		-sim.jobs=$(SIM_JOBS) -sim.think=$(SIM_THINK) -sim.duration=$(SIM_DURATION) $(if $(SEED),-sim.seed=$(SEED)) >$(SIMLOG) 2>&1; \
 		grep -E '^(FAILED|panic)' $(SIMLOG); grep '^sim: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
 		grep -q '^sim: .* 0 failed$$' $(SIMLOG)
 
@@ -161,6 +166,6 @@ sim:
 # seeded schedules until a checker objects; fails if one survives its
 # stated number of seeds. Ends with `mutants: K of M found`.
 sim-mutants:
-	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ >$(SIMLOG) 2>&1; \
+	@$(GO) test -v -tags locknode_mutants -count=1 -timeout 30m -run '^TestMutants$$' ./sim/ -sim.think=$(SIM_THINK) >$(SIMLOG) 2>&1; \
 		grep -E '^(mutant |panic)' $(SIMLOG); grep '^mutants: ' $(SIMLOG) || { tail -40 $(SIMLOG); exit 1; }; \
 		! grep -q 'SURVIVED' $(SIMLOG)

@@ -63,7 +63,7 @@ func TestMutants(t *testing.T) {
 				seed := *flagBase + uint64(i)
 				var r Result
 				t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-					r = Run(t, Config{Seed: seed, Duration: *flagMutantDuration, Expect: true, CheckTimeout: 10 * time.Second})
+					r = Run(t, Config{Seed: seed, Duration: *flagMutantDuration, Think: *flagThink, Expect: true, CheckTimeout: 10 * time.Second})
 				})
 				if len(r.Problems) > 0 {
 					found++

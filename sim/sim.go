@@ -58,6 +58,7 @@ func (c *Config) defaults() {
 			testcluster.FaultPartition, testcluster.FaultIsolate, testcluster.FaultCrash,
 			testcluster.FaultKillLeader, testcluster.FaultPause, testcluster.FaultSkew, testcluster.FaultLoss,
 			testcluster.FaultDiskFull, testcluster.FaultDiskError, testcluster.FaultTornCrash,
+			testcluster.FaultClockJump,
 		}
 	}
 	if c.CheckTimeout <= 0 {
@@ -142,11 +143,12 @@ func runBubble(t *testing.T, rep *report, cfg Config) []testcluster.Op {
 	sched := testcluster.NewSchedule(cfg.Seed, cfg.Nodes, cfg.Duration, cfg.Kinds...)
 	nw := NewNetwork(cfg.Seed)
 	c := testcluster.New(t, cfg.Nodes, testcluster.Options{Seed: cfg.Seed, Network: nw, LogLevel: logLevel(),
-		SimulatedDisk: true})
+		SimulatedDisk: true, Config: snapshotOften})
+	quietMetrics()
 	h := testcluster.NewHistory()
 	w := &testcluster.Workload{Keys: testcluster.Keys("k", 3), Seed: cfg.Seed, Think: max(cfg.Think, 0)}
 	w.Clients = []*testcluster.Client{c.NativeClient(h, 0, 0), c.NativeClient(h, 1, 1%cfg.Nodes), c.HTTPClient(h, 2),
-		c.RESPClient(h, 3, 2%cfg.Nodes, false), c.RESPClient(h, 4, 0, true)}
+		c.RESPClient(h, 3, 2%cfg.Nodes, false), c.ScriptClient(h, 4, 0), c.RawHTTPClient(h, 8, 1%cfg.Nodes)}
 	durable := []*testcluster.Client{c.NativeClient(h, 5, 2%cfg.Nodes), c.HTTPClient(h, 6), c.RESPClient(h, 7, 1%cfg.Nodes, false)}
 	for _, cl := range append(append([]*testcluster.Client(nil), w.Clients...), durable...) {
 		defer cl.Close()

@@ -69,7 +69,11 @@ func checkExclusion(bs []Belief, sentinel error) error {
 					errs = append(errs, fmt.Errorf("%w: %q: %v began after %v ended, with a fence not larger", sentinel, k, b, l))
 				}
 			}
-			live = append(kept, b)
+			live = kept
+			if superseded(live, b) {
+				continue
+			}
+			live = append(live, b)
 			if limit := max(b.Limit, 1); len(live) > limit {
 				names := make([]string, len(live))
 				for i, l := range live {
@@ -80,6 +84,26 @@ func checkExclusion(bs []Belief, sentinel error) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// superseded reports whether b is the late answer to a grant already
+// superseded: an exclusive belief that ended the instant it began (the
+// handle's Context, or the Leadership's Done, was closed when Lock or
+// Elect returned it), with a fence below one believed at that instant.
+// The client never had an instant in which to act on it (the surfaces
+// check Done before each write, and the resource would refuse the older
+// fence), so it is no second believer; the one live with the larger fence
+// was granted after it, as it must be.
+func superseded(live []Belief, b Belief) bool {
+	if b.To > b.From || b.Fence == 0 || max(b.Limit, 1) > 1 {
+		return false
+	}
+	for _, l := range live {
+		if l.Fence > b.Fence {
+			return true
+		}
+	}
+	return false
 }
 
 // FenceAccept is one write a fenced resource accepted, in the order it

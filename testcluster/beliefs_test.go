@@ -34,6 +34,20 @@ func TestBeliefCheckersCatch(t *testing.T) {
 		{"later handle with an older fence", func() error {
 			return CheckHandles([]Belief{b("k", "a", 7, 1, 0, 10), b("k", "b", 5, 1, 11, 20)})
 		}, ErrTwoHolders},
+		{"grant answered after it was superseded, already lost", func() error {
+			// sim seeds 38 and 43: the older grant's answer arrives while
+			// the newer holder believes, with Done already closed.
+			return CheckHandles([]Belief{b("k", "a", 9, 1, 0, 20), b("k", "b", 5, 1, 10, 10)})
+		}, nil},
+		{"leadership learnt already lost, older fence", func() error {
+			return CheckLeaders([]Belief{b("election/e", "a", 9, 1, 0, 20), b("election/e", "b", 5, 1, 10, 10)})
+		}, nil},
+		{"belief of an instant with the newer fence", func() error {
+			return CheckHandles([]Belief{b("k", "a", 5, 1, 0, 20), b("k", "b", 9, 1, 10, 10)})
+		}, ErrTwoHolders},
+		{"belief of an instant with the older fence outlasting it", func() error {
+			return CheckHandles([]Belief{b("k", "a", 9, 1, 0, 20), b("k", "b", 5, 1, 10, 11)})
+		}, ErrTwoHolders},
 		{"leaders take turns", func() error {
 			return CheckLeaders([]Belief{b("election/e", "a", 3, 1, 0, 10), b("election/e", "b", 9, 1, 12, 20)})
 		}, nil},

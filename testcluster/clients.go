@@ -248,8 +248,9 @@ func (b lockerBackend) get(ctx context.Context, key string) (string, uint64, int
 // ---- RESP ----
 
 type respBackend struct {
-	rc    *redis.Client
-	setNX bool
+	rc      *redis.Client
+	setNX   bool
+	scripts bool // ScriptClient: SET NX polling, EVALSHA release and renew
 }
 
 const casDelete = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`
@@ -275,6 +276,9 @@ func respErr(err error) error {
 }
 
 func (b respBackend) acquire(ctx context.Context, key, owner string, ttl, wait time.Duration, try bool) (Grant, error) {
+	if b.scripts {
+		return b.scriptAcquire(ctx, key, owner, ttl, wait, try)
+	}
 	sent := time.Now()
 	if b.setNX && try {
 		ok, err := b.rc.SetNX(ctx, key, owner, ttl).Result()
@@ -302,6 +306,9 @@ func (b respBackend) acquire(ctx context.Context, key, owner string, ttl, wait t
 }
 
 func (b respBackend) release(ctx context.Context, key, owner string) (bool, error) {
+	if b.scripts {
+		return b.scriptRelease(ctx, key, owner)
+	}
 	var n int64
 	var err error
 	if b.setNX {
@@ -316,6 +323,9 @@ func (b respBackend) release(ctx context.Context, key, owner string) (bool, erro
 }
 
 func (b respBackend) extend(ctx context.Context, key, owner string, ttl time.Duration) (Grant, error) {
+	if b.scripts {
+		return b.scriptExtend(ctx, key, owner, ttl)
+	}
 	sent := time.Now()
 	v, err := b.rc.Do(ctx, "LOCK.EXTEND", key, owner, ttl.Milliseconds(), "ID", "tc-"+NewOwner()).Int64Slice()
 	if err != nil {

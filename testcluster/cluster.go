@@ -519,14 +519,22 @@ func (c *Cluster) Resume(i int) {
 
 // SkewClock sets node i's wall clock to offset from real time and its
 // clock to run at rate times real speed from now on (rate 1: no drift).
-// It persists across restarts. See skewClock for why an offset does not
-// move the node's reading.
+// It persists across restarts. See skewClock for why an offset moves
+// only the wall part of the node's readings.
 func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
 	if rate <= 0 {
 		rate = 1
 	}
 	c.log.Info("skew", "node", nodeID(i), "offset", offset, "rate", rate)
 	c.clocks[i].skew(offset, rate)
+}
+
+// JumpWallClock steps node i's wall clock by d (forwards or back); its
+// monotonic clock runs on untouched, as a system clock's does when NTP or
+// an operator steps the time. It persists across restarts.
+func (c *Cluster) JumpWallClock(i int, d time.Duration) error {
+	c.log.Info("wall clock jump", "node", nodeID(i), "by", d)
+	return c.clocks[i].jumpWall(d)
 }
 
 // JumpClock moves node i's monotonic reading by d at once: a broken

@@ -23,14 +23,17 @@
 //   - Pause(i) / Resume(i): stop the world — the node's links and clock
 //     stop.
 //   - SkewClock(i, offset, rate): the node's wall-clock offset and its
-//     clock's rate (cluster.Config.Clock); JumpClock(i, d) breaks its
-//     monotonic clock.
+//     clock's rate (cluster.Config.Clock); JumpWallClock(i, d) steps its
+//     wall clock, leaving the monotonic one as it was; JumpClock(i, d)
+//     breaks its monotonic clock.
 //
 // WaitLeader, Leader, WaitApplied and Snapshot observe it.
 //
 // # Histories and checkers
 //
-// Clients (NativeClient, HTTPClient, RESPClient) record every operation
+// Clients (NativeClient, HTTPClient, RESPClient, RawHTTPClient — net/http
+// and JSON, no Go client — and ScriptClient — Redlock-style SET NX and
+// EVALSHA scripts) record every operation
 // with invoke and return times and its result in a History. Checkers:
 //
 //  1. CheckLinearizable: porcupine, with a model of the lock semantics

@@ -23,6 +23,7 @@ const (
 	FaultPause      FaultKind = "pause"       // one node is stopped, then resumed
 	FaultSkew       FaultKind = "skew"        // one non-leader's clock is skewed (kept)
 	FaultLoss       FaultKind = "loss"        // message drop/delay/duplication everywhere
+	FaultClockJump  FaultKind = "clock-jump"  // one node's wall clock steps by 1s to a day, then back; its monotonic clock does not
 
 	// Disk faults, on one node's raft log (Cluster.FailDisk, TearDisk).
 	FaultDiskFull  FaultKind = "disk-full"  // every write, fsync and segment creation fails with ENOSPC
@@ -36,6 +37,10 @@ var allFaults = []FaultKind{FaultPartition, FaultIsolate, FaultCrash, FaultKillL
 // the others (about one step in four), so a seed's other steps are the
 // ones it drew before disk faults existed.
 var diskFaults = []FaultKind{FaultDiskFull, FaultDiskError, FaultTornCrash}
+
+// jumpOffsets are the sizes of a wall-clock step: a leap second's
+// neighbour, an NTP correction, a time zone mistake, a day.
+var jumpOffsets = []time.Duration{time.Second, 7 * time.Second, time.Minute, time.Hour, 24 * time.Hour}
 
 func isDiskFault(k FaultKind) bool {
 	return k == FaultDiskFull || k == FaultDiskError || k == FaultTornCrash
@@ -61,6 +66,8 @@ func (s Step) String() string {
 		return fmt.Sprintf("loss drop=%.2f delay=%.2f dup=%.2f for %v", s.Faults.Drop, s.Faults.Delay, s.Faults.Duplicate, s.Hold)
 	case FaultKillLeader:
 		return fmt.Sprintf("kill-leader for %v", s.Hold)
+	case FaultClockJump:
+		return fmt.Sprintf("clock-jump %v by %v for %v", s.Nodes, s.Offset, s.Hold)
 	case FaultDiskError:
 		return fmt.Sprintf("%s %v on %s for %v", s.Kind, s.Nodes, s.DiskOp, s.Hold)
 	}
@@ -85,21 +92,28 @@ func (s Schedule) String() string {
 
 // NewSchedule draws faults for a cluster of n nodes until their total
 // time reaches duration. kinds limits the faults drawn (default: all,
-// the disk faults among them).
+// the disk faults among them; clock jumps only when named).
 func NewSchedule(seed uint64, n int, duration time.Duration, kinds ...FaultKind) Schedule {
 	var base, disk []FaultKind
+	jumps := false
 	if len(kinds) == 0 {
 		base, disk = allFaults, diskFaults
 	}
 	for _, k := range kinds {
-		if isDiskFault(k) {
+		switch {
+		case isDiskFault(k):
 			disk = append(disk, k)
-		} else {
+		case k == FaultClockJump:
+			jumps = true
+		default:
 			base = append(base, k)
 		}
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x6e656d65736973))
 	drng := rand.New(rand.NewPCG(seed, 0x6469736b))
+	// Clock jumps come from a stream of their own too (about one step in
+	// six), so adding them leaves a seed's other steps as they were.
+	jrng := rand.New(rand.NewPCG(seed, 0x6a756d70))
 	s := Schedule{Seed: seed}
 	var total time.Duration
 	for total < duration {
@@ -110,6 +124,14 @@ func NewSchedule(seed uint64, n int, duration time.Duration, kinds ...FaultKind)
 		}
 		if len(disk) > 0 && (len(base) == 0 || drng.IntN(4) == 0) {
 			st := drawDiskStep(drng, n, disk)
+			s.Steps = append(s.Steps, st)
+			total += st.Hold + st.Gap
+		}
+		if jumps && (len(base)+len(disk) == 0 || jrng.IntN(6) == 0) {
+			st := Step{Kind: FaultClockJump, Nodes: []int{jrng.IntN(n)},
+				Offset: time.Duration(jrng.IntN(2)*2-1) * jumpOffsets[jrng.IntN(len(jumpOffsets))],
+				Hold:   time.Duration(150+jrng.IntN(1200)) * time.Millisecond,
+				Gap:    time.Duration(50+jrng.IntN(400)) * time.Millisecond}
 			s.Steps = append(s.Steps, st)
 			total += st.Hold + st.Gap
 		}
@@ -255,6 +277,15 @@ func (c *Cluster) apply(st Step) (undo func(), err error) {
 	case FaultLoss:
 		c.SetFaults(st.Faults)
 		return func() { c.SetFaults(Faults{}) }, nil
+	case FaultClockJump:
+		// Any node, the leader too: only its wall clock steps, which
+		// the time rule never reads after a cluster's first term. Undone
+		// by the opposite step, as NTP corrects a stepped clock.
+		i := st.Nodes[0]
+		if err := c.JumpWallClock(i, st.Offset); err != nil {
+			return none, err
+		}
+		return func() { _ = c.JumpWallClock(i, -st.Offset) }, nil
 	case FaultDiskFull:
 		c.FailDisk(st.Nodes[0], syscall.ENOSPC)
 		return func() { c.HealDisk(st.Nodes[0]) }, nil
