@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
@@ -43,7 +42,10 @@ type renewBatcher struct {
 	// renewal queued before was handed to raft already.
 	queued atomic.Int64
 
-	mu       sync.Mutex
+	// mu guards the rest. The holder stamps the entry's time and hands
+	// it to raft inside, so a renewal waits here while another is
+	// proposed; see chanMutex for why it is not a sync.Mutex.
+	mu       chanMutex
 	inflight int // renewal entries proposed and not answered yet
 	// held counts callers proposing a group of commands that arrived
 	// together (holdRenewals): their renewals wait for the group's end
@@ -53,6 +55,32 @@ type renewBatcher struct {
 	bytes int         // encoded size of queue
 	l     *leadership // the term the queue was proposed in
 }
+
+// chanMutex is a mutex whose waiters wait on a channel. In a synctest
+// bubble (the simulator) a goroutine waiting on a sync.Mutex is not
+// durably blocked, so virtual time cannot move while one waits; and the
+// holder of this lock reads the node's clock, which a simulated process
+// pause blocks until virtual time moves past it. A waiter on a channel
+// lets time move, the pause end and the holder go on. Its zero value is
+// an unlocked mutex.
+type chanMutex struct{ p atomic.Pointer[chan struct{}] }
+
+func (m *chanMutex) ch() chan struct{} {
+	if c := m.p.Load(); c != nil {
+		return *c
+	}
+	c := make(chan struct{}, 1)
+	if m.p.CompareAndSwap(nil, &c) {
+		return c
+	}
+	return *m.p.Load()
+}
+
+// Lock takes the mutex.
+func (m *chanMutex) Lock() { m.ch() <- struct{}{} }
+
+// Unlock releases it.
+func (m *chanMutex) Unlock() { <-m.ch() }
 
 // noteVersion records the active cluster version after an apply (the
 // node's table lock held).

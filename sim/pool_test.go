@@ -84,8 +84,13 @@ func runPool(t *testing.T, seeds []uint64, jobs int) []scheduleResult {
 // its output.
 func runWorker(t *testing.T, exe string, seed uint64) scheduleResult {
 	// A worker that hangs ends with the test binary's timeout panic (and
-	// its goroutines' stacks) long after any schedule should have.
-	args := []string{"-test.run=^TestSim$", "-test.v", "-test.timeout=30m",
+	// its goroutines' stacks) long after any schedule should have, and a
+	// minute before this process's own timeout would end it unheard.
+	timeout := 30 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(d)-time.Minute), time.Minute)
+	}
+	args := []string{"-test.run=^TestSim$", "-test.v", "-test.timeout=" + timeout.String(),
 		fmt.Sprintf("-sim.seed=%d", seed), "-sim.duration=" + flagDuration.String(),
 		fmt.Sprintf("-sim.nodes=%d", *flagNodes), "-sim.think=" + flagThink.String(), "-sim.jobs=1"}
 	start := time.Now()
