@@ -415,9 +415,10 @@ func (n *raftReplica) staleNow() int64 {
 		default:
 		}
 	}
+	m := n.clock.Now() // before the lock, as in setApplied
 	n.appliedMu.Lock()
 	defer n.appliedMu.Unlock()
-	return n.lastApplyTime + n.clock.Now().Sub(n.lastApplyMono).Milliseconds()
+	return n.lastApplyTime + max(m.Sub(n.lastApplyMono), 0).Milliseconds()
 }
 
 func opName(op fsm.Op) string {

@@ -212,11 +212,14 @@ func (f *fsmAdapter) Restore(rc io.ReadCloser) error {
 // not: entries in flight when a leader dies are stored before the
 // election and applied after it.
 func (n *raftReplica) setApplied(idx uint64, now int64, force bool) {
+	// Read before the lock: a simulated process pause blocks the clock,
+	// and a reader waiting on appliedMu would stop the simulator's
+	// virtual time (chanMutex says why).
+	mono := n.clock.Now()
 	n.appliedMu.Lock()
 	if idx > n.applied || force {
 		n.applied = idx
 	}
-	mono := n.clock.Now()
 	if at, ok := n.storeTimes.applied(idx); ok && at.Before(mono) && !force {
 		mono = at
 	}
