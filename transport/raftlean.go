@@ -423,6 +423,7 @@ func (l *LeanRaft) handle(kind rpcKind, body []byte, respCh chan raft.RPCRespons
 func isHeartbeat(req *raft.AppendEntriesRequest) bool {
 	leader := req.RPCHeader.Addr
 	if len(leader) == 0 {
+		//lint:ignore SA1019 an older raft sets only the deprecated field; raft's own heartbeat test reads it too
 		leader = req.Leader
 	}
 	return req.Term != 0 && leader != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&

@@ -143,6 +143,7 @@ func checkRemoteErr(t *testing.T, want, got, decErr error) {
 
 func TestRaftWireRequestsRoundTrip(t *testing.T) {
 	hdr := raft.RPCHeader{ProtocolVersion: 3, ID: []byte("n3"), Addr: []byte("h:3")}
+	//lint:ignore SA1019 the deprecated field is carried too; the round trip checks it
 	vq := raft.RequestVoteRequest{RPCHeader: hdr, Term: 3, Candidate: []byte("h:3"), LastLogIndex: 10, LastLogTerm: 2, LeadershipTransfer: true}
 	b, _ := appendVoteRequest(nil, &vq)
 	var gotVQ raft.RequestVoteRequest
@@ -246,6 +247,7 @@ func FuzzRaftWire(f *testing.F) {
 		b, _ := appendAppendRequest(nil, sampleAppend(n))
 		f.Add(b)
 	}
+	//lint:ignore SA1019 a seed with the deprecated field set, as raft sends it
 	b, _ := appendVoteRequest(nil, &raft.RequestVoteRequest{Term: 1, Candidate: []byte("x")})
 	f.Add(b)
 	b, _ = appendAppendResponse(nil, &raft.AppendEntriesResponse{Term: 1, Success: true}, errors.New("e"))
@@ -300,6 +302,7 @@ func BenchmarkAppendEntriesCodec(b *testing.B) {
 	req := sampleAppend(64)
 	b.Run("msgpack", func(b *testing.B) {
 		var buf bytes.Buffer
+		//lint:ignore SA1019 raft's NetworkTransport builds its handle this way; the benchmark measures that
 		h := &codec.MsgpackHandle{BasicHandle: codec.BasicHandle{TimeNotBuiltin: true}}
 		enc := codec.NewEncoder(&buf, h)
 		dec := codec.NewDecoder(&buf, &codec.MsgpackHandle{})
