@@ -529,14 +529,6 @@ func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
 	c.clocks[i].skew(offset, rate)
 }
 
-// JumpWallClock steps node i's wall clock by d (forwards or back); its
-// monotonic clock runs on untouched, as a system clock's does when NTP or
-// an operator steps the time. It persists across restarts.
-func (c *Cluster) JumpWallClock(i int, d time.Duration) error {
-	c.log.Info("wall clock jump", "node", nodeID(i), "by", d)
-	return c.clocks[i].jumpWall(d)
-}
-
 // JumpClock moves node i's monotonic reading by d at once: a broken
 // clock, for checking that the checkers catch what it does to leases.
 func (c *Cluster) JumpClock(i int, d time.Duration) {

@@ -23,7 +23,7 @@
 //   - Pause(i) / Resume(i): stop the world — the node's links and clock
 //     stop.
 //   - SkewClock(i, offset, rate): the node's wall-clock offset and its
-//     clock's rate (cluster.Config.Clock); JumpWallClock(i, d) steps its
+//     clock's rate (cluster.Config.Clock); the nemesis's wall-clock jump steps its
 //     wall clock, leaving the monotonic one as it was; JumpClock(i, d)
 //     breaks its monotonic clock.
 //

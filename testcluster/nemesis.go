@@ -282,10 +282,10 @@ func (c *Cluster) apply(st Step) (undo func(), err error) {
 		// the time rule never reads after a cluster's first term. Undone
 		// by the opposite step, as NTP corrects a stepped clock.
 		i := st.Nodes[0]
-		if err := c.JumpWallClock(i, st.Offset); err != nil {
+		if err := jumpWallClock(c, i, st.Offset); err != nil {
 			return none, err
 		}
-		return func() { _ = c.JumpWallClock(i, -st.Offset) }, nil
+		return func() { _ = jumpWallClock(c, i, -st.Offset) }, nil
 	case FaultDiskFull:
 		c.FailDisk(st.Nodes[0], syscall.ENOSPC)
 		return func() { c.HealDisk(st.Nodes[0]) }, nil
@@ -329,4 +329,12 @@ func (c *Cluster) recoverErr() error {
 		}
 	}
 	return nil
+}
+
+// jumpWallClock steps node i's wall clock by d (forwards or back); its
+// monotonic clock runs on untouched, as a system clock's does when NTP or
+// an operator steps the time. It persists across restarts.
+func jumpWallClock(c *Cluster, i int, d time.Duration) error {
+	c.log.Info("wall clock jump", "node", nodeID(i), "by", d)
+	return c.clocks[i].jumpWall(d)
 }
