@@ -212,10 +212,16 @@ func (r *Raft) replicateTo(s *followerReplication, lastIndex uint64) (shouldStop
 	var peer Server
 
 START:
-	// Prevent an excessive retry rate on errors
+	// Prevent an excessive retry rate on errors.
+	// locknode fork: capped at half a heartbeat timeout, as the heartbeat's
+	// backoff is. Uncapped, a second of failures (a follower's full disk,
+	// a partition) grew the wait to seconds, and it ran on after the fault
+	// had gone: a follower healthy again got no entries meanwhile, and if
+	// another one failed then, a cluster with a healthy majority could not
+	// commit, so no lease could end, until the wait ran out.
 	if s.failures > 0 {
 		select {
-		case <-time.After(backoff(failureWait, s.failures, maxFailureScale)):
+		case <-time.After(cappedExponentialBackoff(failureWait, s.failures, maxFailureScale, r.config().HeartbeatTimeout/2)):
 		case <-r.shutdownCh:
 		}
 	}
