@@ -302,9 +302,12 @@ func logLevel() string {
 	return "off"
 }
 
-// surfaceSlack is how late a hold may end beyond its TTL under the
-// nemesis (testcluster's TestChaosSurfaces allows the same): one tick, an
-// election after a kill or a pause, and the watcher's polling step.
+// surfaceSlack is how long past its TTL a hold may still be seen held
+// under the nemesis (testcluster's TestChaosSurfaces allows the same):
+// one tick, an election after a kill or a pause, and the retry that
+// reaches a follower back from a fault. A slow clock stretches it
+// (testcluster.HoldEnd.Allowed); the watcher's own reads, which wait
+// out a leaderless or quorumless spell, are not counted.
 const surfaceSlack = 5 * time.Second
 
 // stragglers is how long the end of a run waits for goroutines that end

@@ -135,22 +135,49 @@ func CheckAccepted(as []FenceAccept) error {
 
 // HoldEnd is one hold whose end was watched. Last is a time no earlier
 // than its last grant or extend took effect (the answer to it, or when
-// the client that could renew it went away); EndedBy the answer to the
-// first read that found it gone.
+// the client that could renew it went away). HeldSeen is when the last
+// read that still found it held was sent (at or before Last: none did):
+// that read took effect no earlier, so the hold certainly lasted until
+// then. GoneSent and EndedBy are when the first read that found it gone
+// was sent and answered; Failed counts the reads that failed in between.
+// Rate is the slowest clock rate of any node while it was watched (0 or
+// more than 1: 1).
 type HoldEnd struct {
-	Key, Owner    string
-	TTL           time.Duration
-	Last, EndedBy time.Duration
+	Key, Owner        string
+	TTL               time.Duration
+	Last, HeldSeen    time.Duration
+	GoneSent, EndedBy time.Duration
+	Failed            int
+	Rate              float64
 }
 
-// CheckHoldEnds checks (e): every hold ended within its TTL plus slack
-// (one tick, one election and how late the watcher may notice) of Last.
+// Allowed is how long after Last the hold may still be seen held: its
+// TTL and slack, stretched by a slow clock (a leader at rate r times the
+// TTL, and the idle time before it was elected, at r).
+func (h HoldEnd) Allowed(slack time.Duration) time.Duration {
+	r := h.Rate
+	if r <= 0 || r > 1 {
+		r = 1
+	}
+	return time.Duration(float64(h.TTL+slack) / r)
+}
+
+// CheckHoldEnds checks (e): no hold was still seen held later than its
+// TTL plus slack (one tick, one election, a pause), stretched by the
+// slowest clock (HoldEnd.Allowed), after Last. It judges by HeldSeen, a
+// lower bound of the end, not by EndedBy: the read that first found the
+// hold gone may itself have waited (no quorum, no leader, a partitioned
+// node, retries), and its wait is not the hold's.
 func CheckHoldEnds(hs []HoldEnd, slack time.Duration) error {
 	var errs []error
 	for _, h := range hs {
-		if late := h.EndedBy - h.Last - h.TTL; late > slack {
-			errs = append(errs, fmt.Errorf("%w: %q held by %s (ttl %v) ended %v after its last grant or extend: %v late, allowed %v",
-				ErrLeaseTooLong, h.Key, h.Owner, h.TTL, h.EndedBy-h.Last, late, slack))
+		if h.HeldSeen <= h.Last {
+			continue
+		}
+		if held, allowed := h.HeldSeen-h.Last, h.Allowed(slack); held > allowed {
+			errs = append(errs, fmt.Errorf("%w: %q held by %s (ttl %v) still held %v after its last grant or extend, allowed %v "+
+				"(slack %v, slowest clock rate %.2f; first seen gone by a read sent %v and answered %v after it; %d reads failed)",
+				ErrLeaseTooLong, h.Key, h.Owner, h.TTL, held, allowed, slack, h.Rate, h.GoneSent-h.Last, h.EndedBy-h.Last, h.Failed))
 		}
 	}
 	return errors.Join(errs...)

@@ -61,10 +61,25 @@ func TestBeliefCheckersCatch(t *testing.T) {
 			return CheckAccepted([]FenceAccept{{"r", 3, "a", ms(1)}, {"r", 9, "b", ms(4)}, {"r", 3, "a", ms(5)}})
 		}, ErrFenceRegress},
 		{"hold ends in time", func() error {
-			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), EndedBy: ms(200)}}, ms(60))
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), HeldSeen: ms(200), GoneSent: ms(205), EndedBy: ms(206)}}, ms(60))
 		}, nil},
-		{"hold ends too late", func() error {
-			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), EndedBy: ms(211)}}, ms(60))
+		{"hold still held too late", func() error {
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), HeldSeen: ms(211), GoneSent: ms(215), EndedBy: ms(216)}}, ms(60))
+		}, ErrLeaseTooLong},
+		{"a read that waited is not a late hold", func() error {
+			// Last seen held in time; the read that found it gone was
+			// sent then too, but answered only after a leaderless spell.
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), HeldSeen: ms(140), GoneSent: ms(160), EndedBy: ms(5000), Failed: 3}}, ms(60))
+		}, nil},
+		{"never seen held", func() error {
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), GoneSent: ms(60), EndedBy: ms(5000)}}, ms(60))
+		}, nil},
+		{"a slow clock stretches the bound", func() error {
+			// At rate 0.5 the cluster clock times (100+60) ms in 320 ms.
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), HeldSeen: ms(360), GoneSent: ms(380), EndedBy: ms(381), Rate: 0.5}}, ms(60))
+		}, nil},
+		{"held past the slow clock's bound", func() error {
+			return CheckHoldEnds([]HoldEnd{{Key: "k", Owner: "a", TTL: ms(100), Last: ms(50), HeldSeen: ms(380), GoneSent: ms(390), EndedBy: ms(391), Rate: 0.5}}, ms(60))
 		}, ErrLeaseTooLong},
 		{"leftover hold ends within its ttl", func() error {
 			return CheckLeftovers(ms(1000), []Leftover{{Key: "k", Owner: "a", TTL: ms(100), EndedBy: ms(1150)}}, ms(60))

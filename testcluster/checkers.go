@@ -359,19 +359,51 @@ func CheckLeases(obs []LeaseEnd) error {
 // WatchLease polls key's holder through read every step until owner no
 // longer holds it, and returns the real time that read returned.
 func WatchLease(ctx context.Context, key, owner string, step time.Duration, read func(ctx context.Context, key string) (string, uint64, error)) (time.Time, error) {
+	w, err := WatchHold(ctx, key, owner, step, read)
+	return w.GoneAt, err
+}
+
+// HoldWatch is what WatchHold saw of one hold's end. Each read took
+// effect somewhere between its send and its answer, so the hold lasted at
+// least until HeldSent and had ended by GoneAt; whatever lies between is
+// the reads' own latency (a leaderless cluster, a read index wait,
+// retries), not the hold's.
+type HoldWatch struct {
+	// HeldSent is when the last read that still found owner holding key
+	// was sent (zero if none did).
+	HeldSent time.Time
+	// GoneSent and GoneAt are when the first read that found it gone was
+	// sent and answered.
+	GoneSent, GoneAt time.Time
+	// Failed counts the reads that returned an error.
+	Failed int
+}
+
+// WatchHold polls key's holder through read every step until owner no
+// longer holds it, and reports when the last read that found it held was
+// sent and when the first that found it gone was sent and answered.
+func WatchHold(ctx context.Context, key, owner string, step time.Duration, read func(ctx context.Context, key string) (string, uint64, error)) (HoldWatch, error) {
+	var w HoldWatch
 	t := time.NewTicker(step)
 	defer t.Stop()
 	for {
+		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		holder, _, err := read(rctx, key)
 		cancel()
 		ret := time.Now()
-		if err == nil && holder != owner {
-			return ret, nil
+		switch {
+		case err != nil:
+			w.Failed++
+		case holder != owner:
+			w.GoneSent, w.GoneAt = sent, ret
+			return w, nil
+		default:
+			w.HeldSent = sent
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("testcluster: %s still held by %s: %w", key, owner, ctx.Err())
+			return w, fmt.Errorf("testcluster: %s still held by %s: %w", key, owner, ctx.Err())
 		case <-t.C:
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -243,5 +244,67 @@ func TestDurableAcrossCrashesAndConverged(t *testing.T) {
 	}
 	if err := c.CheckConverged(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// WatchHold brackets a hold's end by what its reads saw, not by how long
+// they took: a read that failed or waited (a leaderless cluster) moves
+// GoneAt, never HeldSent.
+func TestWatchHoldBracketsTheEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ended := start.Add(time.Second)           // the hold's end
+		down := start.Add(900 * time.Millisecond) // reads hang from here...
+		up := start.Add(5 * time.Second)          // ...to here
+		read := func(ctx context.Context, _ string) (string, uint64, error) {
+			if now := time.Now(); !now.Before(down) && now.Before(up) {
+				<-ctx.Done() // no leader: the read times out
+				return "", 0, ctx.Err()
+			}
+			if time.Now().Before(ended) {
+				return "a", 7, nil
+			}
+			return "", 0, nil
+		}
+		w, err := WatchHold(context.Background(), "k", "a", 20*time.Millisecond, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.HeldSent.Sub(start); got >= 900*time.Millisecond || got < 800*time.Millisecond {
+			t.Errorf("HeldSent at %v, want the last read before the outage (880ms)", got)
+		}
+		if w.Failed == 0 || w.GoneAt.Before(up) || !w.GoneSent.Before(w.GoneAt.Add(time.Nanosecond)) {
+			t.Errorf("watch %+v: want failed reads, and the hold found gone after the outage", w)
+		}
+		ttl, slack := 500*time.Millisecond, 500*time.Millisecond
+		h := HoldEnd{Key: "k", Owner: "a", TTL: ttl, Last: 0, HeldSeen: w.HeldSent.Sub(start),
+			GoneSent: w.GoneSent.Sub(start), EndedBy: w.GoneAt.Sub(start), Failed: w.Failed}
+		if err := CheckHoldEnds([]HoldEnd{h}, slack); err != nil {
+			t.Errorf("the outage's reads were blamed on the hold: %v", err)
+		}
+	})
+}
+
+// SlowestRate takes the rate each node ran at when the window began and
+// every rate set within it.
+func TestSlowestRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	c := &Cluster{clocks: make([]*skewClock, 3), rates: []rateChange{
+		{at(1), 0, 0.5}, {at(2), 0, 1}, {at(5), 1, 0.9}, {at(8), 2, 0.5},
+	}}
+	for _, tc := range []struct {
+		from, to int
+		want     float64
+	}{
+		{0, 1, 0.5}, // set at the window's end
+		{3, 4, 1},   // node 0 back to 1 before it
+		{3, 6, 0.9},
+		{9, 10, 0.5}, // node 2 still slow
+		{1, 3, 0.5},  // node 0 slow when it began
+	} {
+		if got := c.SlowestRate(at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("SlowestRate(%ds, %ds) = %v, want %v", tc.from, tc.to, got, tc.want)
+		}
 	}
 }

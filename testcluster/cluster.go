@@ -114,6 +114,15 @@ type Cluster struct {
 	// recorders follow every node's restarts (RecordApplied).
 	recorders []*AppliedRecorder
 	paused    []bool
+	// rates is every SkewClock call in order, for SlowestRate.
+	rates []rateChange
+}
+
+// rateChange is one node's clock set to a new rate.
+type rateChange struct {
+	at   time.Time
+	node int
+	rate float64
 }
 
 // New starts n nodes bootstrapped as one cluster and waits for a
@@ -526,7 +535,37 @@ func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
 		rate = 1
 	}
 	c.log.Info("skew", "node", nodeID(i), "offset", offset, "rate", rate)
+	c.mu.Lock()
+	c.rates = append(c.rates, rateChange{at: time.Now(), node: i, rate: rate})
+	c.mu.Unlock()
 	c.clocks[i].skew(offset, rate)
+}
+
+// SlowestRate is the slowest rate (SkewClock) any node's clock ran at
+// some moment between from and to, 1 if none ran slow. A leader whose
+// clock runs at rate r makes the cluster clock, and so every lease it
+// times, run at r: a TTL lasts TTL/r of real time (late, which is safe),
+// so a checker of how late holds end scales its bound by 1/r.
+func (c *Cluster) SlowestRate(from, to time.Time) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := make([]float64, len(c.clocks))
+	for i := range cur {
+		cur[i] = 1
+	}
+	slowest := 1.0
+	for _, r := range c.rates {
+		switch {
+		case !r.at.After(from):
+			cur[r.node] = r.rate
+		case !r.at.After(to):
+			slowest = min(slowest, r.rate)
+		}
+	}
+	for _, r := range cur {
+		slowest = min(slowest, r)
+	}
+	return slowest
 }
 
 // JumpClock moves node i's monotonic reading by d at once: a broken

@@ -74,8 +74,11 @@
 //     instant.
 //  9. CheckAccepted: the fenced resource accepted tokens only in
 //     increasing order.
-//  10. CheckHoldEnds: every hold ended within its TTL plus a slack (one
-//     tick, one election) of its last grant or extend.
+//  10. CheckHoldEnds: no hold was still seen held later than its TTL
+//     plus a slack (one tick, one election), stretched by the slowest
+//     clock, after its last grant or extend (judged by when the last
+//     read that found it held was sent, not by when a read that waited
+//     out an outage came back).
 //  11. CheckLeftovers: once every client stopped, no hold outlived its
 //     TTL and no waiter stayed queued for nobody.
 //

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"errors"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -81,4 +82,51 @@ func TestCheckLeasesCatchesBrokenClockRule(t *testing.T) {
 	if err := CheckLeases([]LeaseEnd{o}); !errors.Is(err, ErrLeaseTooShort) {
 		t.Fatalf("early lease end not caught: %v (ended %v after send)", err, o.EndedBy.Sub(o.Sent))
 	}
+}
+
+// A follower's disk fails long enough for the leader's retries to it to
+// back off for seconds; it heals just as the other follower crashes. The
+// leader and the healed follower are a healthy majority, so a hold due
+// then ends within a tick and an election of its TTL. Before the raft
+// fork capped that backoff at half a heartbeat timeout (sim seed 341), the
+// leader kept waiting out the backoff, nothing committed, and the hold
+// was still read as held seconds past its TTL.
+func TestHoldEndsOnTimeAfterAFollowersDiskHeals(t *testing.T) {
+	c := New(t, 3, Options{})
+	h := NewHistory()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := c.LeaderIndex()
+	a, b := (l+1)%3, (l+2)%3
+	cl := c.NativeClient(h, 0, l)
+	defer cl.Close()
+
+	// Writes keep the leader sending to a, so its failures pile up: at
+	// the upstream backoff the retry due after 5.1 s of failures waits
+	// 5.1 s more.
+	c.FailDisk(a, syscall.ENOSPC)
+	for end := time.Now().Add(5500 * time.Millisecond); time.Now().Before(end); {
+		key, owner := "w-"+NewOwner(), NewOwner()
+		if _, err := cl.TryAcquire(ctx, key, owner, time.Minute); err != nil {
+			t.Fatalf("write with one follower's disk full: %v", err)
+		}
+	}
+	const ttl = time.Second
+	key, owner := "lease-"+NewOwner(), NewOwner()
+	if _, err := cl.TryAcquire(ctx, key, owner, ttl); err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Now()
+	c.HealDisk(a)
+	c.Crash(b)
+	w, err := WatchHold(ctx, key, owner, 10*time.Millisecond, LockerReader(c.Locker(l)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One tick (100 ms) and a retry at the cap (150 ms) beyond the TTL,
+	// with room for a busy machine; the backoff alone was 4.7 s.
+	if held := w.HeldSent.Sub(granted); held > ttl+1500*time.Millisecond {
+		t.Fatalf("hold still read as held %v after its grant (ttl %v): the leader did not replicate to the healed follower", held, ttl)
+	}
+	t.Logf("hold seen gone %v after its grant (ttl %v), last seen held at %v", w.GoneAt.Sub(granted), ttl, w.HeldSent.Sub(granted))
 }

@@ -463,18 +463,27 @@ func (s *Surfaces) abandoner(ctx context.Context, i int, _ *rand.Rand) {
 		// Watched to its end even past ctx: the run's end must not cut a
 		// hold's measurement short.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.AbandonTTL+30*time.Second)
-		ended, err := WatchLease(wctx, key, owner, 20*time.Millisecond, read)
+		w, err := WatchHold(wctx, key, owner, 20*time.Millisecond, read)
 		cancel()
 		if err != nil {
 			s.count("abandoned hold never seen ending")
 			continue
 		}
 		s.count("abandoned hold")
+		at := func(t time.Time) time.Duration {
+			if t.IsZero() {
+				return 0
+			}
+			return t.Sub(s.h.Start())
+		}
+		end := HoldEnd{Key: key, Owner: owner, TTL: s.cfg.AbandonTTL, Last: last,
+			HeldSeen: at(w.HeldSent), GoneSent: at(w.GoneSent), EndedBy: at(w.GoneAt), Failed: w.Failed,
+			Rate: s.c.SlowestRate(sent, w.GoneAt)}
 		s.mu.Lock()
-		s.ends = append(s.ends, HoldEnd{Key: key, Owner: owner, TTL: s.cfg.AbandonTTL, Last: last, EndedBy: ended.Sub(s.h.Start())})
+		s.ends = append(s.ends, end)
 		// The nemesis runs clocks up to 2% fast: the clients' default
 		// drift margin, TTL/10, covers that.
-		s.leases = append(s.leases, LeaseEnd{Owner: owner, Sent: sent, TTL: s.cfg.AbandonTTL, EndedBy: ended, Margin: s.cfg.AbandonTTL / 10})
+		s.leases = append(s.leases, LeaseEnd{Owner: owner, Sent: sent, TTL: s.cfg.AbandonTTL, EndedBy: w.GoneAt, Margin: s.cfg.AbandonTTL / 10})
 		s.mu.Unlock()
 	}
 }
@@ -532,9 +541,9 @@ func (s *Surfaces) Summary() string {
 }
 
 // Check runs every checker on what was recorded; call it after Run
-// returned and the cluster healed. slack is what a hold may end late by
-// beyond its TTL (one tick, one election, the nemesis's longest outage
-// and the watcher's step).
+// returned and the cluster healed. slack is how long past its TTL a hold
+// may still be seen held (one tick, one election, the nemesis's longest
+// outage), stretched by a slow clock (HoldEnd.Allowed).
 func (s *Surfaces) Check(ctx context.Context, slack time.Duration) error {
 	end := s.h.Now()
 	left, err := s.leftovers(ctx, slack)
@@ -606,13 +615,14 @@ func (s *Surfaces) leftovers(ctx context.Context, slack time.Duration) ([]Leftov
 	return out, nil
 }
 
-// latest is the most any watched hold ended beyond Last + TTL.
+// latest is the most any watched hold was still seen held beyond Last +
+// TTL.
 func (s *Surfaces) latest() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var m time.Duration
 	for _, e := range s.ends {
-		m = max(m, e.EndedBy-e.Last-e.TTL)
+		m = max(m, e.HeldSeen-e.Last-e.TTL)
 	}
 	return m
 }
