@@ -287,8 +287,12 @@ START:
 			// store either. Only a shorter log moves nextIndex back.
 			atomic.StoreUint64(&s.nextIndex, max(min(s.nextIndex, resp.LastLog+1), 1))
 			s.failures++
-			r.logger.Warn("appendEntries failed on the follower (not a log mismatch), retrying", "peer", peer,
-				"next", atomic.LoadUint64(&s.nextIndex), "failures", s.failures)
+			// Logged at the 1st, 2nd, 4th, 8th... failure: retries come every
+			// half heartbeat timeout while the follower's disk stays full.
+			if s.failures&(s.failures-1) == 0 {
+				r.logger.Warn("appendEntries failed on the follower (not a log mismatch), retrying", "peer", peer,
+					"next", atomic.LoadUint64(&s.nextIndex), "failures", s.failures)
+			}
 		}
 	}
 
