@@ -288,3 +288,27 @@ func TestBoundedExpiryUnknownReachDrains(t *testing.T) {
 		t.Fatalf("a script left a backlog: %v, %d keys", res.Err, len(r.tab.keys))
 	}
 }
+
+// BenchmarkMassExpiryEntry times the entry that meets 60,000 locks due
+// at one millisecond: the whole expiry before VersionBoundedExpiry, one
+// budget's share from it on (ns/op is one entry).
+func BenchmarkMassExpiryEntry(b *testing.B) {
+	for _, v := range []uint32{1, VersionBoundedExpiry} {
+		b.Run("version "+strconv.Itoa(int(v)), func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				tab := New(Config{})
+				idx := uint64(1)
+				tab.Apply(idx, &Command{Op: OpSetVersion, Token: uint64(v), Time: 1})
+				for i := range 60_000 {
+					idx++
+					tab.Apply(idx, &Command{Op: OpRedis, Time: 1000, Args: [][]byte{[]byte("SET"), []byte("mass/" + strconv.Itoa(i)),
+						[]byte("t"), []byte("NX"), []byte("PXAT"), []byte("50000")}})
+				}
+				b.StartTimer()
+				idx++
+				tab.Apply(idx, &Command{Op: OpTick, Time: 50_000})
+			}
+		})
+	}
+}
