@@ -212,8 +212,8 @@ func (t *Table) reach(cmd *Command) (keys []string, known bool) {
 }
 
 // redisReach returns the keys of the Redis command args by the
-// catalogue; a command it does not know, or a script run inside a MULTI
-// block, is not known.
+// catalogue; a command the table does not run itself (a script inside a
+// MULTI block among them) is not known.
 func redisReach(args [][]byte) (keys []string, known bool) {
 	if len(args) == 0 {
 		return nil, true
@@ -224,9 +224,12 @@ func redisReach(args [][]byte) (keys []string, known bool) {
 		return nil, true
 	}
 	c := lookupCmd(args[0])
-	if c == nil || !arityOK(c, len(args)) {
-		// Refused before it touches anything.
-		return nil, true
+	if c == nil {
+		// Refused, or a script inside a MULTI block (execScript).
+		return nil, false
+	}
+	if !arityOK(c, len(args)) {
+		return nil, true // refused before it touches anything
 	}
 	ks := CommandKeysOf(name, args)
 	if ks == nil {

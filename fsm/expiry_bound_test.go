@@ -208,6 +208,8 @@ func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
 				KeysB: [][]byte{[]byte("k")}, Args: [][]byte{[]byte("a")}}},
 		{"any other script drains", []step{{xcmd("SET", "k", "v", "PXAT", strconv.Itoa(d+5)), 0}},
 			&Command{Op: OpEval, Script: []byte(`return redis.call("exists", "k")`)}},
+		{"a script in a MULTI block drains", []step{{xcmd("SET", "k", "v", "PXAT", strconv.Itoa(d+5)), 0}},
+			&Command{Op: OpExec, Multi: [][][]byte{{[]byte("EVAL"), []byte(`return redis.call("exists", "k")`), []byte("0")}}}},
 		{"MULTI block", []step{{xcmd("SET", "k", "1", "PXAT", strconv.Itoa(d+5)), 0}},
 			&Command{Op: OpExec, Multi: [][][]byte{{[]byte("INCR"), []byte("k")}, {[]byte("GET"), []byte("k")}}}},
 	}
@@ -239,7 +241,7 @@ func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
 		return res, append(keyEvents(tick.Events, "k"), keyEvents(res.Events, "k")...)
 	}
 	// The commands whose reach is unknown drain the backlog.
-	drains := map[string]bool{"any other script drains": true}
+	drains := map[string]bool{"any other script drains": true, "a script in a MULTI block drains": true}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want, wantEv := run(t, 1, tc.setup, tc.cmd, drains[tc.name])
