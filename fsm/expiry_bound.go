@@ -271,8 +271,8 @@ func (t *Table) settleReqID(ctx *applyCtx, id string) {
 }
 
 // settleSession ends session id if it fell due, else settles the keys of
-// its holds (a keep-alive moves their deadlines; one that ended by its
-// own lease must end first).
+// its holds and waiters (a keep-alive moves the holds' deadlines, so one
+// that ended by its own lease must end first; a close hands the keys on).
 func (t *Table) settleSession(ctx *applyCtx, id string) {
 	s := t.sessions[id]
 	if s == nil {
@@ -285,9 +285,16 @@ func (t *Table) settleSession(ctx *applyCtx, id string) {
 		ctx.at = ctx.now
 		return
 	}
+	// The keys of its holds and of its waiters: closing it frees the
+	// ones and unqueues the others, which hands their keys on.
 	var keys []string
 	for r := range t.sessHolds[id] {
 		keys = append(keys, r.key)
+	}
+	for wid := range t.sessWaiters[id] {
+		if w := t.waiters[wid]; w != nil {
+			keys = append(keys, w.Keys...)
+		}
 	}
 	slices.Sort(keys)
 	for i, k := range keys {

@@ -203,6 +203,11 @@ func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
 			{&Command{Op: OpSessionOpen, Session: "s", TTL: d + 5 - 1000}, 0},
 			{&Command{Op: OpAcquire, Key: "k", Owner: "a", Session: "s"}, 0}},
 			&Command{Op: OpAcquire, Key: "k", Owner: "b", TTL: 10000}},
+		{"close of a session whose waiter was handed a lock", []step{
+			{&Command{Op: OpSessionOpen, Session: "s", TTL: 3 * d}, 0},
+			{&Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: d + 5 - 1000}, 0},
+			{&Command{Op: OpAcquire, Key: "k", Owner: "w", Session: "s", Wait: 2 * d, ReqID: "w1"}, 0}},
+			&Command{Op: OpSessionClose, Session: "s"}},
 		{"compare-and-delete script on an expired lock", []step{{xcmd("SET", "k", "a", "NX", "PXAT", strconv.Itoa(d+5)), 0}},
 			&Command{Op: OpEval, Script: []byte(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`),
 				KeysB: [][]byte{[]byte("k")}, Args: [][]byte{[]byte("a")}}},
