@@ -167,7 +167,7 @@ func TestBoundedExpiryMass(t *testing.T) {
 // gives the same result. Each scenario puts its key's due work after a
 // backlog of filler locks, so only the command's own settling reaches it.
 func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
-	const d = 50_000 // the fillers' deadline
+	const d = 700_000 // the fillers' deadline, past the request id window
 	type step struct {
 		c   *Command
 		now int64
@@ -208,6 +208,9 @@ func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
 			{&Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: d + 5 - 1000}, 0},
 			{&Command{Op: OpAcquire, Key: "k", Owner: "w", Session: "s", Wait: 2 * d, ReqID: "w1"}, 0}},
 			&Command{Op: OpSessionClose, Session: "s"}},
+		{"a retry whose request id was forgotten", []step{
+			{&Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: 1000, ReqID: "r1"}, d + 5 - DefaultConfig().ReqIDWindow}},
+			&Command{Op: OpAcquire, Key: "k", Owner: "a", TTL: 1000, ReqID: "r1"}},
 		{"compare-and-delete script on an expired lock", []step{{xcmd("SET", "k", "a", "NX", "PXAT", strconv.Itoa(d+5)), 0}},
 			&Command{Op: OpEval, Script: []byte(`if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end`),
 				KeysB: [][]byte{[]byte("k")}, Args: [][]byte{[]byte("a")}}},
@@ -240,10 +243,21 @@ func TestBoundedExpirySettlesWhatACommandTouches(t *testing.T) {
 		}
 		c := *cmd
 		res := r.apply(&c, d+10)
+		evs := append(keyEvents(tick.Events, "k"), keyEvents(res.Events, "k")...)
 		if version >= VersionBoundedExpiry && r.tab.HasDueBacklog() == drain {
 			t.Fatalf("backlog left %v after the command", !drain)
 		}
-		return res, append(keyEvents(tick.Events, "k"), keyEvents(res.Events, "k")...)
+		for i := 0; r.tab.HasDueBacklog(); i++ {
+			if i > 10 {
+				t.Fatal("the backlog does not drain")
+			}
+			r.apply(&Command{Op: OpTick}, d+10)
+		}
+		// The items a command ran early leave no second chain behind.
+		if n := len(r.tab.due[dueReqID-1]); n > 1 {
+			t.Fatalf("%d request id items due", n)
+		}
+		return res, evs
 	}
 	// The commands whose reach is unknown drain the backlog.
 	drains := map[string]bool{"any other script drains": true, "a script in a MULTI block drains": true}
