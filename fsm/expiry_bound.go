@@ -22,9 +22,11 @@ package fsm
 // gate. Reads between entries already treat a due key or hold as gone
 // (getAt, liveHolds), so nothing a read answers depends on the backlog.
 //
-// The budget counts events, never heap items: a stale heap item (a lease
-// extended since) emits none, so a table restored from a snapshot, whose
-// heap holds no stale items, stops at the same item as the original.
+// The budget counts events (and the ends of sessions and tombstones,
+// which may emit none), never heap items: a stale heap item (a lease
+// extended since) does nothing, so a table restored from a snapshot,
+// whose heap holds no stale items, stops at the same item as the
+// original.
 
 import "slices"
 
@@ -33,7 +35,8 @@ import "slices"
 const VersionBoundedExpiry = 4
 
 // DueEventBudget is the number of events after which an entry stops
-// running due items (an expired hold emits two, an expired value one):
+// running due items (an expired hold emits two, an expired value one; a
+// session or release tombstone that ends counts one more):
 // about 2,000 lock expiries, some milliseconds of apply, and of the work
 // each event costs the node after apply (watches, subscribers). See
 // bench/results/mass-expiry-2026-11-28.md.
@@ -82,7 +85,7 @@ func (t *Table) expireDue(ctx *applyCtx) {
 		if !ok || it.at > ctx.now {
 			break
 		}
-		if bounded && len(ctx.events) >= DueEventBudget {
+		if bounded && len(ctx.events)+ctx.dueQuiet >= DueEventBudget {
 			ctx.backlog = true
 			break
 		}

@@ -333,3 +333,32 @@ func BenchmarkMassExpiryEntry(b *testing.B) {
 		})
 	}
 }
+
+// Sessions that end without a hold emit no event; their ends count
+// toward the budget all the same, so many of them due at once end over
+// several entries too.
+func TestBoundedExpiryEmptySessions(t *testing.T) {
+	const n = 10_000
+	r := newBoundedRig(t, VersionBoundedExpiry)
+	for i := range n {
+		r.apply(&Command{Op: OpSessionOpen, Session: "s" + strconv.Itoa(i), TTL: 10_000}, 1000)
+	}
+	entries := 0
+	for now := int64(11_000); ; now++ {
+		before := len(r.tab.sessions)
+		r.apply(&Command{Op: OpTick}, now)
+		entries++
+		if ended := before - len(r.tab.sessions); ended > DueEventBudget {
+			t.Fatalf("entry %d ended %d sessions", entries, ended)
+		}
+		if entries == 1 {
+			r.restoreTwin()
+		}
+		if !r.tab.HasDueBacklog() {
+			break
+		}
+	}
+	if len(r.tab.sessions) != 0 || entries != (n+DueEventBudget-1)/DueEventBudget {
+		t.Fatalf("%d sessions left after %d entries", len(r.tab.sessions), entries)
+	}
+}

@@ -516,6 +516,9 @@ type applyCtx struct {
 	// backlog: expireDue stopped at DueEventBudget with due items left
 	// (expiry_bound.go); the command's share is done by settleFor.
 	backlog bool
+	// dueQuiet counts the due items that acted without an event (an
+	// empty session's end, a tombstone's): they count toward the budget.
+	dueQuiet int
 }
 
 func (c *applyCtx) emit(e Event) {
