@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -83,5 +84,67 @@ func TestMassExpiryDrainsAtOnce(t *testing.T) {
 	want := float64((2*n + fsm.DueEventBudget - 1) / fsm.DueEventBudget)
 	if got := tc.allProposals("tick") - ticks; got < want {
 		t.Fatalf("the expiry took %.0f Ticks, at least %.0f expected", got, want)
+	}
+}
+
+// TestMassExpiryProbe measures, rather than tests (LOCKNODE_MASS_EXPIRY_PROBE=1): the worst
+// latency of a SET sent every 10 ms through the leader of an in-process 3-node cluster while
+// 60,000 locks written with one deadline expire, at cluster version 1 (one entry expires them
+// all) and at the highest (bounded). See bench/results/mass-expiry-2026-11-28.md.
+func TestMassExpiryProbe(t *testing.T) {
+	if os.Getenv("LOCKNODE_MASS_EXPIRY_PROBE") != "1" {
+		t.Skip("a measurement of about a minute: LOCKNODE_MASS_EXPIRY_PROBE=1")
+	}
+	const n = 60_000
+	for _, manual := range []bool{true, false} {
+		tc := newTestCluster(t, 3, func(c *Config) {
+			c.UpgradeCheckInterval = 10 * time.Millisecond
+			c.ManualUpgrade = manual // version 1 until activated by hand
+		})
+		want := uint32(fsm.MaxClusterVersion)
+		if manual {
+			want = 1
+		}
+		l := tc.leader(10 * time.Second)
+		tc.eventually(10*time.Second, "the cluster version", func() bool { return l.ClusterVersion() == want })
+		clock := func() (now int64) {
+			if err := l.Read(context.Background(), true, func(_ *fsm.Table, at int64) { now = at }); err != nil {
+				t.Fatal(err)
+			}
+			return now
+		}
+		at := clock() + 15_000
+		ctx := ctxT(t, 120*time.Second)
+		for c := 0; c < n; c += 1000 {
+			futs := make([]fsm.Future, 0, 1000)
+			for i := c; i < c+1000; i++ {
+				futs = append(futs, l.ApplyAsync(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{
+					[]byte("SET"), []byte(fmt.Sprint("mass/", i)), []byte("t"), []byte("NX"), []byte("PXAT"), []byte(strconv.FormatInt(at, 10))}}))
+			}
+			for _, f := range futs {
+				if _, err := f.Result(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if clock() >= at {
+			t.Fatal("the fill took longer than the deadline")
+		}
+		var worst time.Duration
+		var worstAt int64
+		for now := clock(); now < at+5000; now = clock() {
+			t0 := time.Now()
+			if _, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), []byte("probe"), []byte("x")}}); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(t0); d > worst {
+				worst, worstAt = d, now-at
+			}
+			time.Sleep(10 * time.Millisecond) // the probe's pace, not a wait for a condition
+		}
+		t.Logf("cluster version %d: worst SET %v, sent %d ms from the deadline", want, worst, worstAt)
+		for _, nd := range tc.nodes {
+			nd.Close()
+		}
 	}
 }
