@@ -260,7 +260,9 @@ func (n *leaderTerm) leadTerm(l *leadership) {
 // log's time has fallen ClockSyncInterval behind (clockFloor). It wakes
 // at the next deadline (at most TickInterval away) and after every
 // applied batch, and never proposes two Ticks less than MinTickGap apart;
-// the term's first Tick goes as soon as it is due.
+// the term's first Tick goes as soon as it is due. Due work an entry left
+// for later (fsm.DueEventBudget) keeps the next deadline in the past, so
+// a mass expiry drains in Ticks proposed one after another.
 func (n *leaderTerm) tickLoop(l *leadership) {
 	timer := time.NewTimer(n.cfg.TickInterval)
 	defer timer.Stop()

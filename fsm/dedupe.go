@@ -224,9 +224,15 @@ func (t *keySpace) addReq(e reqEntry) {
 	}
 }
 
-// expireReqIDs forgets the entries that expired by ctx.at.
+// expireReqIDs forgets the entries that expired by ctx.at. From
+// VersionBoundedExpiry on, only the item matching x.due acts: a command
+// may have run it early (settleReqID), and the item left in the heap
+// must not start a second chain of items.
 func (t *keySpace) expireReqIDs(ctx *applyCtx) {
 	x := &t.reqs
+	if t.gate(VersionBoundedExpiry) && x.due != ctx.at {
+		return
+	}
 	x.due = 0
 	for e := x.oldest(); e != nil && e.expires <= ctx.at; e = x.oldest() {
 		x.pop()

@@ -61,6 +61,11 @@
 // (time, kind, id) order, each item as of its own due time: a lease that
 // ended at 100 is released before a waiter whose wait ended at 150 is
 // dropped, even when both are found by one entry at 200.
+// From cluster version VersionBoundedExpiry on, an entry stops after
+// DueEventBudget events of due work; the rest is handled by the next
+// entries (the leader proposes Ticks at once while NextDeadline <= Now),
+// and a command applied meanwhile first does the due work of the keys,
+// session and request id it touches (expiry_bound.go).
 //
 // # Locks
 //

@@ -82,8 +82,9 @@ func (t *keySpace) Now() int64 { return t.now }
 // AppliedIndex returns the index of the last applied entry.
 func (t *keySpace) AppliedIndex() uint64 { return t.applied }
 
-// get returns the live value at key, or nil. Inside Apply every due value
-// was already removed by expireDue, so this is a plain lookup.
+// get returns the value at key, or nil. Inside Apply the due work of
+// every key the command touches was done before it runs (expireDue, and
+// settleFor past DueEventBudget), so this is a plain lookup.
 func (t *keySpace) get(key string) *Value { return t.keys[key] }
 
 // getAt returns the value at key as seen at time now without changing

@@ -92,6 +92,7 @@ func (t *lockSpace) expireTombstone(ctx *applyCtx, key string) {
 	if !ok || tb.due != ctx.at {
 		return
 	}
+	ctx.dueQuiet++
 	t.mem -= tombBytes(key, tb)
 	kept := tb.recent[:0:0]
 	for _, e := range tb.recent {

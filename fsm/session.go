@@ -123,6 +123,7 @@ func (t *sessionTable) sessionClose(ctx *applyCtx, cmd *Command) Result {
 // expireSession ends session id once its deadline fell due.
 func (t *sessionTable) expireSession(ctx *applyCtx, id string) {
 	if s := t.sessions[id]; s != nil && s.Deadline <= ctx.at {
+		ctx.dueQuiet++
 		t.endSession(ctx, s, ReasonSession, ErrSessionUnknown)
 	}
 }

@@ -513,6 +513,12 @@ type applyCtx struct {
 	scriptKeys [][]byte
 	// keyspace: emit EvKeyspace (Table.SetKeyspaceEvents).
 	keyspace bool
+	// backlog: expireDue stopped at DueEventBudget with due items left
+	// (expiry_bound.go); the command's share is done by settleFor.
+	backlog bool
+	// dueQuiet counts the due items that acted without an event (an
+	// empty session's end, a tombstone's): they count toward the budget.
+	dueQuiet int
 }
 
 func (c *applyCtx) emit(e Event) {
@@ -683,6 +689,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	if refuse != nil {
 		return Result{Index: index, Now: ctx.now, Events: ctx.events, Err: refuse}
 	}
+	t.settleFor(ctx, cmd, renewals)
 	if r, ok := t.dedupe(ctx, cmd); ok {
 		r.Now = ctx.now
 		r.Events = ctx.events
@@ -737,40 +744,4 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	r.Now = ctx.now
 	r.Events = ctx.events
 	return r
-}
-
-// expireDue runs every due item with time <= ctx.now, in (time, kind, id)
-// order, at the start of each Apply, so every command sees only live state.
-func (t *Table) expireDue(ctx *applyCtx) {
-	for {
-		kind, it, ok := t.due.next()
-		if !ok || it.at > ctx.now {
-			break
-		}
-		t.due[kind-1].pop()
-		ctx.at = it.at
-		switch kind {
-		case dueKey:
-			if v := t.keys[it.id]; v != nil && v.Kind() != KindLock && v.deadline() != 0 && v.deadline() <= it.at {
-				t.del(ctx, it.id, ReasonExpired)
-				ctx.notify(NotifyExpired, it.id)
-			}
-		case dueHold:
-			t.expireHolds(ctx, it.id)
-		case dueDelay:
-			t.delayEnded(ctx, it.id)
-		case dueWaiter:
-			t.expireWaiter(ctx, it.id)
-		case dueSession:
-			t.expireSession(ctx, it.id)
-		case dueReqID:
-			t.expireReqIDs(ctx)
-		case dueTombstone:
-			t.expireTombstone(ctx, it.id)
-		case duePump:
-			t.pump(ctx, it.id)
-		}
-		t.flushFreed(ctx)
-	}
-	ctx.at = ctx.now
 }

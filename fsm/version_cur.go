@@ -8,13 +8,14 @@ package fsm
 // decides nothing differently); version 3 lets nodes send raft's RPCs in
 // the lean framing (transport.LeanRaft; the table decides nothing
 // differently) and lets the leader write many renewals in one entry
-// (OpBatchRenew, VersionBatchRenew). docs/UPGRADING.md says which
-// releases run which versions.
+// (OpBatchRenew, VersionBatchRenew); version 4 bounds the due work of
+// one entry (VersionBoundedExpiry, expiry_bound.go). docs/UPGRADING.md
+// says which releases run which versions.
 const (
 	MinClusterVersion = 1
 	// nextBuild: the synthetic next release (build tag locknode_next).
 	nextBuild         = false
-	MaxClusterVersion = 3
+	MaxClusterVersion = 4
 )
 
 // snapFormat is the snapshot format this table writes: the newest one

@@ -10,26 +10,26 @@ import (
 
 // The synthetic next release, built with -tags locknode_next for the
 // rolling-upgrade tests (make upgrade-test): it runs cluster versions
-// 1..4, and version 4 brings, each under its gate,
+// 1..5, and version 5 brings, each under its gate,
 //   - a new op, OpNote, which sets a key's note;
 //   - a new snapshot format, 6, which adds the notes after format 5;
 //   - a changed decision: a session TTL under one second is refused.
 //
-// Until version 4 is active it decides, writes and snapshots exactly as
+// Until version 5 is active it decides, writes and snapshots exactly as
 // the current release does.
 const (
 	MinClusterVersion = 1
 	// nextBuild: the synthetic next release (build tag locknode_next).
 	nextBuild         = true
-	MaxClusterVersion = 4
+	MaxClusterVersion = 5
 )
 
 // OpNote sets the note of Key to Owner (removes it when Owner is empty)
-// and replies with the note it replaces (Nil if none). Cluster version 4.
+// and replies with the note it replaces (Nil if none). Cluster version 5.
 const OpNote Op = 250
 
 // snapVersion6 is format 5 followed by the notes: count, then key and
-// note per note in key order. Cluster version 4.
+// note per note in key order. Cluster version 5.
 const snapVersion6 = 6
 
 const maxSnapFormat = snapVersion6
@@ -37,17 +37,17 @@ const maxSnapFormat = snapVersion6
 // maxNotes bounds the notes; past it OpNote is refused (ErrLimit).
 const maxNotes = 1000
 
-// minSessionTTLv2 is the shortest session TTL from version 4 on.
+// minSessionTTLv2 is the shortest session TTL from version 5 on.
 const minSessionTTLv2 = 1000
 
-func init() { opVersion[OpNote] = 4 }
+func init() { opVersion[OpNote] = 5 }
 
 type nextState struct {
 	notes map[string]string
 }
 
 func (t *Table) snapFormat() byte {
-	if t.gate(4) {
+	if t.gate(5) {
 		return snapVersion6
 	}
 	return snapVersion
@@ -100,7 +100,7 @@ func (n *Table) restoreNext(d *snapReader) error {
 	if d.version < snapVersion6 {
 		return nil
 	}
-	if n.version < 4 {
+	if n.version < 5 {
 		return fmt.Errorf("snapshot format %d at cluster version %d", d.version, n.version)
 	}
 	c := d.count()
@@ -124,10 +124,10 @@ func (n *Table) restoreNext(d *snapReader) error {
 func (t *Table) adoptNext(n *Table) { t.next = n.next }
 func (t *Table) resetNext()         { t.next = nextState{} }
 
-// sessionTTLRefused is the changed decision of version 4.
+// sessionTTLRefused is the changed decision of version 5.
 func (t *keySpace) sessionTTLRefused(ttl int64) error {
-	if t.gate(4) && ttl < minSessionTTLv2 {
-		return errf(ErrBadTTL, "session ttl %d ms under %d ms (cluster version 4)", ttl, minSessionTTLv2)
+	if t.gate(5) && ttl < minSessionTTLv2 {
+		return errf(ErrBadTTL, "session ttl %d ms under %d ms (cluster version 5)", ttl, minSessionTTLv2)
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 )
 
 // The synthetic next version decides as the current release until
-// version 4 is active: its op is refused, a short session TTL is
-// accepted, and snapshots are format 5. From version 4 on, all three
+// version 5 is active: its op is refused, a short session TTL is
+// accepted, and snapshots are format 5. From version 5 on, all three
 // change, and a format-6 snapshot carries the notes.
 func TestNextVersionGated(t *testing.T) {
 	tab := New(Config{})
@@ -31,7 +31,7 @@ func TestNextVersionGated(t *testing.T) {
 	if b := snap(t, tab); b[0] != snapVersion {
 		t.Fatalf("format %d before activation", b[0])
 	}
-	if r := apply(&Command{Op: OpSetVersion, Token: 4}); r.Err != nil || tab.Version() != 4 {
+	if r := apply(&Command{Op: OpSetVersion, Token: 5}); r.Err != nil || tab.Version() != 5 {
 		t.Fatalf("activation: %v, at %d", r.Err, tab.Version())
 	}
 	if r := apply(&Command{Op: OpNote, Key: "k", Owner: "v1"}); r.Err != nil || r.Reply.Kind != reply.Nil {
@@ -41,17 +41,17 @@ func TestNextVersionGated(t *testing.T) {
 		t.Fatalf("second note: %+v", r)
 	}
 	if r := apply(&Command{Op: OpSessionOpen, Session: "s2", TTL: 500}); !errors.Is(r.Err, ErrBadTTL) {
-		t.Fatalf("short session at version 4: %v", r.Err)
+		t.Fatalf("short session at version 5: %v", r.Err)
 	}
 	b := snap(t, tab)
-	if b[0] != snapVersion6 || b[1] != 4 {
+	if b[0] != snapVersion6 || b[1] != 5 {
 		t.Fatalf("format %d of version %d after activation", b[0], b[1])
 	}
 	n := New(Config{})
 	if err := n.Restore(bytes.NewReader(b)); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := n.Note("k"); !ok || v != "v2" || n.Version() != 4 || !bytes.Equal(snap(t, n), b) {
+	if v, ok := n.Note("k"); !ok || v != "v2" || n.Version() != 5 || !bytes.Equal(snap(t, n), b) {
 		t.Fatalf("restored: note %q %v, version %d", v, ok, n.Version())
 	}
 }
