@@ -535,7 +535,7 @@ func (c *applyCtx) emit(e Event) {
 		}
 		n := len(c.slab)
 		c.slab = c.slab[:n+2]
-		c.events = c.slab[n:n:n+2]
+		c.events = c.slab[n : n : n+2]
 	}
 	c.events = append(c.events, e)
 }
