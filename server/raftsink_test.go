@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -201,5 +202,52 @@ func BenchmarkRaftSink(b *testing.B) {
 				m.IncrCounter([]string{"raft", "apply"}, 1)
 			}
 		})
+	}
+}
+
+// Reports from many goroutines while a registry scrapes lose nothing:
+// the counter ends at the number of reports.
+func TestRaftSinkConcurrent(t *testing.T) {
+	s := newRaftSink("locknode", "locknode_raft_metrics", time.Minute)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	const workers, each = 4, 500
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		// Ends after its reports.
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				s.IncrCounter([]string{"raft", "apply"}, 1)
+				s.AddSample([]string{"raft", "commitTime"}, 1)
+				s.SetGaugeWithLabels([]string{"raft", "peers"}, float32(i), []gometrics.Label{{Name: "w", Value: "x"}})
+			}
+		}()
+	}
+	done := make(chan struct{})
+	scraped := make(chan struct{})
+	// Ends when the reporters are done.
+	go func() {
+		defer close(scraped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if _, err := reg.Gather(); err != nil {
+					t.Errorf("gather: %v", err)
+					return
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	close(done)
+	<-scraped
+	got := gatherText(t, reg)
+	if !strings.Contains(got, fmt.Sprintf("locknode_raft_apply COUNTER help=%q {} %d", "locknode_raft_apply", workers*each)) ||
+		!strings.Contains(got, fmt.Sprintf("count=%d", workers*each)) {
+		t.Fatalf("after %d reports each:\n%s", workers*each, got)
 	}
 }
