@@ -42,6 +42,9 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	var evs []appliedEvents // allocated at the first entry with events
 	var counts applyCounts
 	var forcedAt uint64 // the last entry whose forced releases are recorded
+	// One Command decoded into entry after entry: the table keeps none of
+	// it past Apply (what it keeps, it copies or takes from l.Data).
+	var cmd fsm.Command
 
 	n.mu.Lock()
 	held := time.Now()
@@ -52,12 +55,11 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		}
 		counts.commands++
 		var r fsm.Result
-		cmd, err := fsm.DecodeCommand(l.Data)
-		if err != nil {
+		if err := fsm.DecodeCommandInto(&cmd, l.Data); err != nil {
 			// ApplyBytes refuses it the same way on every node.
 			r = n.table.ApplyBytes(l.Index, l.Data)
 		} else {
-			r = n.table.Apply(l.Index, cmd)
+			r = n.table.Apply(l.Index, &cmd)
 			switch {
 			case cmd.Op == fsm.OpAcquire && r.Granted && r.Err == nil:
 				counts.grants++
@@ -66,7 +68,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			case cmd.Op == fsm.OpFenceCheck && errors.Is(r.Err, fsm.ErrStaleFence):
 				counts.fenceRejects++
 			}
-			n.history.observe(n.table, cmd, &r)
+			n.history.observe(n.table, &cmd, &r)
 		}
 		for _, e := range r.Events {
 			if e.Kind == fsm.EvReleased && e.Granted > 0 && r.Now >= e.Granted {

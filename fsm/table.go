@@ -519,12 +519,29 @@ type applyCtx struct {
 	// dueQuiet counts the due items that acted without an event (an
 	// empty session's end, a tombstone's): they count toward the budget.
 	dueQuiet int
+	// slab is where emit cuts the events of the next entries from; it
+	// outlives the entry (Apply carries it over), the events it hands
+	// out belong to their Results.
+	slab []Event
 }
+
+// eventSlab is how many events one allocation of applyCtx.slab holds.
+const eventSlab = 32
 
 func (c *applyCtx) emit(e Event) {
 	if c.events == nil {
-		// A release emits two events (released, changed): one allocation.
-		c.events = make([]Event, 0, 2)
+		// A release emits two events (released, changed), and so does a
+		// grant: room for two, cut from a slab shared by the entries of
+		// many applies instead of an allocation per entry. The capacity
+		// is capped at the two, so a third event (or a caller appending
+		// to Result.Events) moves this entry's events out of the slab
+		// rather than into a neighbour's.
+		if cap(c.slab)-len(c.slab) < 2 {
+			c.slab = make([]Event, 0, eventSlab)
+		}
+		n := len(c.slab)
+		c.slab = c.slab[:n+2]
+		c.events = c.slab[n : n : n+2]
 	}
 	c.events = append(c.events, e)
 }
@@ -683,7 +700,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	}
 	ctx := &t.actx
 	*ctx = applyCtx{index: index, now: t.now, freed: ctx.freed[:0], lostFresh: ctx.lostFresh[:0], noForce: cmd.NoForce, keysOnly: cmd.KeysOnly,
-		keyspace: t.keyspaceEvents}
+		keyspace: t.keyspaceEvents, slab: ctx.slab}
 	t.expireDue(ctx)
 
 	if refuse != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	gometrics "github.com/hashicorp/go-metrics/compat"
-	gmprom "github.com/hashicorp/go-metrics/compat/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,38 +16,31 @@ import (
 // each node serves the three nodes' raft metrics together.
 var (
 	raftSinkOnce sync.Once
-	raftSink     *gmprom.PrometheusSink
+	theRaftSink  *raftSink
 	raftSinkErr  error
 )
 
 // exportRaftMetrics makes reg serve raft's metrics as locknode_raft_*.
 func exportRaftMetrics(reg prometheus.Registerer) error {
 	raftSinkOnce.Do(func() {
-		sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{
-			// Registered below, on each node's registry instead.
-			Registerer: prometheus.NewRegistry(),
-			Name:       "locknode_raft_metrics",
-			// A metric not reported for this long (a follower's leader
-			// metrics after it lost leadership) leaves the output.
-			Expiration: time.Minute,
-		})
-		if err != nil {
-			raftSinkErr = err
-			return
-		}
-		cfg := gometrics.DefaultConfig("locknode")
+		// A metric not reported for a minute (a follower's leader metrics
+		// after it lost leadership) leaves the output.
+		sink := newRaftSink("locknode", "locknode_raft_metrics", time.Minute)
+		// The sink puts "locknode" before every name itself: go-metrics'
+		// service name would cost an allocation per metric reported.
+		cfg := gometrics.DefaultConfig("")
 		cfg.EnableHostname = false
 		cfg.EnableHostnameLabel = false
 		cfg.EnableServiceLabel = false
 		cfg.EnableRuntimeMetrics = false // the Go collector reports these
 		if _, raftSinkErr = gometrics.NewGlobal(cfg, sink); raftSinkErr == nil {
-			raftSink = sink
+			theRaftSink = sink
 		}
 	})
 	if raftSinkErr != nil {
 		return raftSinkErr
 	}
-	return reg.Register(raftSink)
+	return reg.Register(theRaftSink)
 }
 
 // buildInfo is locknode_build_info: 1, labelled with what this binary is,

@@ -19,12 +19,14 @@ import (
 // the table. A node's heap is almost all long-lived lock table: at
 // GOGC=100 it doubles the resident set of a large table, and a fixed
 // lower percentage costs throughput while the table is small; a headroom
-// in bytes keeps Go's 100 % for small tables and collects after a fixed
-// amount of allocation for large ones (bench/results/tuning.md#gc-percent).
+// in bytes collects after a fixed amount of allocation for large tables,
+// and lets a small table's heap grow by the same headroom: at Go's 100 %
+// a node whose live heap is a few MiB collected several times a second
+// under load, a tenth of its CPU (bench/results/tuning.md#gc-percent).
 const (
 	AutoGCHeadroom   = 20 << 20
 	AutoGCMinPercent = 10  // never collect more often than at 10 % growth
-	AutoGCMaxPercent = 100 // never hold more than Go's default would
+	AutoGCMaxPercent = 400 // a heap under 5 MiB live grows to at most 5×
 	autoGCEvery      = 500 * time.Millisecond
 )
 
@@ -96,7 +98,8 @@ func (p GCPercentPlan) StartTuner() (stop func()) {
 // grow by about headroom before the next collection, within [lo, hi].
 func autoGCPercent(live, headroom uint64, lo, hi int) int {
 	if live == 0 {
-		return hi
+		// Nothing measured yet: Go's default, within the bounds.
+		return max(lo, min(hi, 100))
 	}
 	p := headroom * 100 / live
 	switch {

@@ -219,14 +219,15 @@ func TestAutoGCPercent(t *testing.T) {
 		want int
 	}{
 		{0, 100},         // nothing measured yet: Go's default
-		{8 * mib, 100},   // small heap: capped at Go's default
+		{8 * mib, 400},   // small heap: capped
+		{32 * mib, 200},  // headroom = 2 × live
 		{64 * mib, 100},  // headroom = live
 		{128 * mib, 50},  // 64 MiB over 128 MiB
 		{200 * mib, 32},  // 1M locks: 64/200
 		{320 * mib, 20},  // at the floor
 		{4096 * mib, 20}, // never below the floor
 	} {
-		if got := autoGCPercent(tc.live, 64*mib, 20, 100); got != tc.want {
+		if got := autoGCPercent(tc.live, 64*mib, 20, 400); got != tc.want {
 			t.Errorf("live %d MiB: %d, want %d", tc.live/mib, got, tc.want)
 		}
 	}
@@ -252,7 +253,7 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 			}
 		}
 	}
-	wait(100) // set at once, before the first tick
+	wait(250) // set at once, before the first tick: 20 MiB over 8
 	live.Store(AutoGCHeadroom * 2)
 	wait(50)
 	live.Store(AutoGCHeadroom * 100)
