@@ -73,8 +73,12 @@ func (q *forwardQueue) busy() bool {
 }
 
 type forwardItem struct {
-	cmd *fsm.Command // stamped by the leader
-	req []byte       // cmd's encoding
+	// cmd is the command, stamped by the leader; nil when only req is
+	// kept (ApplyAsync: the caller's command is not ours to keep, and a
+	// copy per pipelined command was garbage in the common case, where
+	// only the encoding is sent). commandOf decodes req then.
+	cmd *fsm.Command
+	req []byte // cmd's encoding
 	tp  string       // the W3C traceparent of its forward span ("" untraced; otel.go)
 	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
 	// reply (Apply: its caller waits, room for one answer) is set.
@@ -125,8 +129,8 @@ func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Re
 // caller holds one slot of n.asyncWindow, released when the future
 // completes.
 func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
-	c := *cmd // cmd is the caller's: ApplyAsync does not modify it
-	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
+	// cmd is the caller's: ApplyAsync does not modify it or keep it.
+	it := &forwardItem{req: cmd.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
 	n.enqueueForward(it)
 	return it.f
 }
@@ -259,7 +263,13 @@ func (n *forwarder) proposeBatchHere(ctx context.Context, l *leadership, batch [
 		return outcomeDone, ErrClosed
 	}
 	for _, it := range batch {
-		rf := n.propose(l, it.cmd)
+		cmd, err := it.commandOf()
+		if err != nil {
+			// Not reached: req is this node's own encoding.
+			n.finishForwarded(it, fsm.Result{}, err)
+			continue
+		}
+		rf := n.propose(l, cmd)
 		// Ends when raft answers rf (see proposeAsync).
 		go func() {
 			var a applyFuture
@@ -268,6 +278,19 @@ func (n *forwarder) proposeBatchHere(ctx context.Context, l *leadership, batch [
 		}()
 	}
 	return outcomeDone, nil
+}
+
+// commandOf is the item's command, decoded from its encoding when only
+// that was kept.
+func (it *forwardItem) commandOf() (*fsm.Command, error) {
+	if it.cmd != nil {
+		return it.cmd, nil
+	}
+	c, err := fsm.DecodeCommand(it.req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: queued command: %w", err)
+	}
+	return c, nil
 }
 
 // completeForwarded completes batch from the leader's answer body: each

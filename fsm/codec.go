@@ -249,55 +249,67 @@ func (d *decoder) bytList() [][]byte {
 
 // DecodeCommand decodes an encoded command. The result aliases b.
 func DecodeCommand(b []byte) (cmd *Command, err error) {
+	c := new(Command)
+	if err := decodeCommandInto(b, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeCommandInto is DecodeCommand into *c, which must be zero: the
+// renewals of a batch are decoded into one reused slab (batch_renew.go).
+// On an error *c is partly filled and must not be used.
+func decodeCommandInto(b []byte, c *Command) (err error) {
 	// Total on any input, so a log entry can never stop a node: a decoder
 	// bug becomes a refused command.
 	defer func() {
 		if p := recover(); p != nil {
-			cmd, err = nil, fmt.Errorf("decoder panic: %v", p)
+			err = fmt.Errorf("decoder panic: %v", p)
 		}
 	}()
-	c, err := decodeCommandHeader(b)
+	op, err := decodeCommandHeader(b)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	c.Op = op
 	d := decoder{b: b[2:]}
 	mask := d.uvarint()
 	if mask&^uint64(fAll) != 0 {
-		return nil, &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
+		return &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
 	}
 	// The fields follow in mask bit order; each part reads its own.
 	d.lockFields(c, mask)
 	d.redisFields(c, mask)
 	d.metaField(c, mask)
 	if d.err != nil {
-		return nil, d.err
+		return d.err
 	}
 	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%d trailing bytes", len(d.b))
+		return fmt.Errorf("%d trailing bytes", len(d.b))
 	}
-	return c, nil
+	return nil
 }
 
 // decodeCommandHeader checks an encoded command's format and op (its
-// first two bytes) and returns a command with the op set.
-func decodeCommandHeader(b []byte) (*Command, error) {
+// first two bytes) and returns the op.
+func decodeCommandHeader(b []byte) (Op, error) {
 	if len(b) < 3 {
-		return nil, errTruncated
+		return 0, errTruncated
 	}
 	// A format, op or field unknown here comes from a newer binary (or
 	// is garbage, which no proposer writes): a *VersionError, which
 	// halts the table rather than let it skip what others apply.
 	if b[0] > cmdVersion {
-		return nil, &VersionError{What: fmt.Sprintf("command format %d", b[0])}
+		return 0, &VersionError{What: fmt.Sprintf("command format %d", b[0])}
 	}
 	if b[0] != cmdVersion {
-		return nil, fmt.Errorf("unknown command format version %d", b[0])
+		return 0, fmt.Errorf("unknown command format version %d", b[0])
 	}
-	c := &Command{Op: Op(b[1])}
-	if _, ok := OpVersion(c.Op); !ok && c.Op != OpInvalid {
-		return nil, &VersionError{What: fmt.Sprintf("log entry op %d", c.Op)}
+	op := Op(b[1])
+	if _, ok := OpVersion(op); !ok && op != OpInvalid {
+		return 0, &VersionError{What: fmt.Sprintf("log entry op %d", op)}
 	}
-	return c, nil
+	return op, nil
 }
 
 // lockFields reads the fields of the lock ops (time through token) and
