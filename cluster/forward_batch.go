@@ -79,7 +79,7 @@ type forwardItem struct {
 	// only the encoding is sent). commandOf decodes req then.
 	cmd *fsm.Command
 	req []byte // cmd's encoding
-	tp  string       // the W3C traceparent of its forward span ("" untraced; otel.go)
+	tp  string // the W3C traceparent of its forward span ("" untraced; otel.go)
 	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
 	// reply (Apply: its caller waits, room for one answer) is set.
 	f     *applyFuture

@@ -108,8 +108,8 @@ type renewFuture struct {
 
 var _ raft.ApplyFuture = (*renewFuture)(nil)
 
-func (f *renewFuture) Error() error          { <-f.done; return f.err }
-func (f *renewFuture) Index() uint64         { <-f.done; return f.index }
+func (f *renewFuture) Error() error  { <-f.done; return f.err }
+func (f *renewFuture) Index() uint64 { <-f.done; return f.index }
 func (f *renewFuture) Response() interface{} {
 	<-f.done
 	if f.res == nil {

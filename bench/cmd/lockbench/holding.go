@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/locknode/locknode/api"
 )
@@ -244,6 +246,117 @@ func holdingSessions(ctx context.Context, b *lnHTTPBackend, o holdOpts, measure 
 		}
 		r.Metrics["renewals_per_s"] = float64(len(lat)) / o.window.Seconds()
 		r.Metrics["renewals_per_request"] = 1
+		latencyMetrics(r.Metrics, "renew", lat)
+		r.Metrics["late"] = float64(late)
+		r.Metrics["lost"] = float64(lost.Load())
+		return r, nil
+	})
+}
+
+// holdingEtcd holds opts.locks keys the way an etcd user holds that many
+// locks: each key on a lease of its own (Grant, then a Put if absent
+// with the lease), each lease kept alive every TTL/3. clientv3's KeepAlive
+// sends one LeaseKeepAliveRequest per lease on a LeaseKeepAlive stream
+// and reads one answer each; the harness sends exactly those messages,
+// holdBatch leases back to back on one stream per sender (the streams
+// spread over the nodes by the client's balancer), so a renewal request
+// is a 100-renewal pipeline as for locknode. A keep-alive is answered by
+// etcd's leader from memory: no raft entry, so entries/s is not measured.
+func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(func() (result, error)) (result, error)) (result, error) {
+	ttl := int64(o.ttl / time.Second)
+	if ttl < 1 {
+		return result{}, fmt.Errorf("hold ttl %v: etcd leases are in whole seconds", o.ttl)
+	}
+	leases := make([]clientv3.LeaseID, o.locks)
+	// Fill: 128 at a time (each lock is two raft entries: the lease and
+	// the key).
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var fillErr error
+	next := atomic.Int64{}
+	for range 128 {
+		wg.Add(1)
+		// Ends when every key is held or one failed.
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= o.locks || ctx.Err() != nil {
+					return
+				}
+				err := func() error {
+					l, err := b.cli.Grant(ctx, ttl)
+					if err != nil {
+						return err
+					}
+					key := fmt.Sprintf("/lockbench/hold/%d", i)
+					tr, err := b.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+						Then(clientv3.OpPut(key, fmt.Sprintf("tok-%d", i), clientv3.WithLease(l.ID))).Commit()
+					if err != nil {
+						return err
+					}
+					if !tr.Succeeded {
+						return fmt.Errorf("%s not taken", key)
+					}
+					leases[i] = l.ID
+					return nil
+				}()
+				if err != nil {
+					mu.Lock()
+					fillErr = errors.Join(fillErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if fillErr != nil {
+		return result{}, fmt.Errorf("fill: %w", fillErr)
+	}
+	units := (o.locks + holdBatch - 1) / holdBatch
+	// One stream per sender, opened on first use and again after an error.
+	streams := make([]pb.Lease_LeaseKeepAliveClient, o.senders)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends every stream
+	lc := pb.NewLeaseClient(b.cli.ActiveConnection())
+	var lost atomic.Int64
+	return measure(func() (result, error) {
+		lat, late, errs, firstErr := renewSchedule(ctx, units, o.ttl/3, o.senders, o.warmup, o.window,
+			func(ctx context.Context, s, u int) error {
+				if streams[s] == nil {
+					st, err := lc.LeaseKeepAlive(sctx)
+					if err != nil {
+						return err
+					}
+					streams[s] = st
+				}
+				st := streams[s]
+				lo, hi := u*holdBatch, min((u+1)*holdBatch, o.locks)
+				for i := lo; i < hi; i++ {
+					if err := st.Send(&pb.LeaseKeepAliveRequest{ID: int64(leases[i])}); err != nil {
+						streams[s] = nil
+						return err
+					}
+				}
+				for i := lo; i < hi; i++ {
+					resp, err := st.Recv()
+					if err != nil {
+						streams[s] = nil
+						return err
+					}
+					if resp.TTL <= 0 {
+						lost.Add(1)
+					}
+				}
+				return nil
+			})
+		r := result{Backend: b.name(), Workload: fmt.Sprintf("holding-%d-lease", o.locks), Metrics: map[string]float64{}, Errors: errs}
+		if firstErr != nil {
+			r.FirstErr = firstErr.Error()
+		}
+		r.Metrics["renewals_per_s"] = float64(len(lat)*holdBatch) / o.window.Seconds()
+		r.Metrics["renewals_per_request"] = holdBatch
 		latencyMetrics(r.Metrics, "renew", lat)
 		r.Metrics["late"] = float64(late)
 		r.Metrics["lost"] = float64(lost.Load())

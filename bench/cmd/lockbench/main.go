@@ -558,6 +558,8 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 			r, err = holdingRESP(ctx, x, ho, measure)
 		case *lnHTTPBackend:
 			r, err = holdingSessions(ctx, x, ho, measure)
+		case *etcdBackend:
+			r, err = holdingEtcd(ctx, x, ho, measure)
 		default:
 			ran = false
 		}
