@@ -461,6 +461,9 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 		b.futs[i] = n.propose(l, &cmds[i])
 	}
 	release()
+	// Proposing copied what it needs (an encoding): the commands go back
+	// to the pool.
+	putCommandSlab(cmds)
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.
@@ -487,7 +490,7 @@ func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error)
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
 		return nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
-	cmds := make([]fsm.Command, cnt)
+	cmds := getCommandSlab(int(cnt))
 	var tps []string
 	if traced {
 		tps = make([]string, cnt)
@@ -502,16 +505,37 @@ func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error)
 		if d.Err() != nil {
 			return nil, nil, errBadRPC
 		}
-		c, err := fsm.DecodeCommand(b)
-		if err != nil {
+		if err := fsm.DecodeCommandInto(b, &cmds[i]); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
 		}
-		cmds[i] = *c
 	}
 	if d.Len() != 0 {
 		return nil, nil, errBadRPC
 	}
 	return cmds, tps, nil
+}
+
+// commandSlabs holds the []fsm.Command of served batch calls: a
+// follower's pipelined writes arrive as batches of up to maxForwardBatch
+// commands, and a slab apiece was most of what serving them allocated on
+// the leader (holding many locks: a forwarded renewal each; GC of a
+// large table is paid per allocated byte).
+var commandSlabs sync.Pool
+
+// getCommandSlab returns n zero commands.
+func getCommandSlab(n int) []fsm.Command {
+	if p, _ := commandSlabs.Get().(*[]fsm.Command); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]fsm.Command, n, max(n, 16))
+}
+
+// putCommandSlab zeroes s (it aliases a call's body) and pools it. The
+// caller keeps no pointer into it: propose encodes what it keeps.
+func putCommandSlab(s []fsm.Command) {
+	clear(s)
+	s = s[:0]
+	commandSlabs.Put(&s)
 }
 
 // servedBatch is a batch call the leader has proposed.

@@ -141,7 +141,7 @@ func (t *Table) decodeRenewals(cmd *Command) (subs []Command, halt, refuse error
 	}()
 	for i, b := range cmd.Args {
 		s := &subs[i]
-		if err := decodeCommandInto(b, s); err != nil {
+		if err := DecodeCommandInto(b, s); err != nil {
 			if errors.Is(err, ErrNeedVersion) {
 				return nil, err, nil
 			}

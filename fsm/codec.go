@@ -250,16 +250,18 @@ func (d *decoder) bytList() [][]byte {
 // DecodeCommand decodes an encoded command. The result aliases b.
 func DecodeCommand(b []byte) (cmd *Command, err error) {
 	c := new(Command)
-	if err := decodeCommandInto(b, c); err != nil {
+	if err := DecodeCommandInto(b, c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// decodeCommandInto is DecodeCommand into *c, which must be zero: the
-// renewals of a batch are decoded into one reused slab (batch_renew.go).
-// On an error *c is partly filled and must not be used.
-func decodeCommandInto(b []byte, c *Command) (err error) {
+// DecodeCommandInto is DecodeCommand into *c, which must be zero, so a
+// caller decoding many commands can decode them into one slice (the
+// renewals of a batch, a forwarded batch) instead of a heap Command
+// each. The result aliases b. On an error *c is partly filled and must
+// not be used.
+func DecodeCommandInto(b []byte, c *Command) (err error) {
 	// Total on any input, so a log entry can never stop a node: a decoder
 	// bug becomes a refused command.
 	defer func() {
