@@ -49,7 +49,23 @@ const touchScriptText = `
 
 var touchScript = redis.NewScript(touchScriptText)
 
+// redissonRenewText is Redisson's watchdog renewal (RedissonBaseLock's
+// renewExpirationAsync): the lock is a hash whose field is the owner,
+// renewed if the owner still holds it. Not a compare-and-pexpire of a
+// string, so locknode runs it as a script, one entry each.
+const redissonRenewText = `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return 1;
+end;
+return 0;`
+
+var redissonRenew = redis.NewScript(redissonRenewText)
+
 type holdOpts struct {
+	// script is the RESP clients' lock and renewal: "redsync" (SET NX PX,
+	// the Extend script) or "redisson" (the hash lock, its watchdog's
+	// renewal script).
+	script  string
 	locks   int
 	ttl     time.Duration
 	warmup  time.Duration
@@ -130,31 +146,50 @@ func renewSchedule(ctx context.Context, units int, period time.Duration, senders
 // Extend script, holdBatch to a pipeline. The fill runs before measure
 // (withPath) begins.
 func holdingRESP(ctx context.Context, b *respBackend, o holdOpts, measure func(func() (result, error)) (result, error)) (result, error) {
+	redisson := o.script == "redisson"
+	renewScript, workload := touchScript, "extend"
+	if redisson {
+		renewScript, workload = redissonRenew, "redisson"
+	}
 	var rdbs []*redis.Client
 	for _, a := range b.addrs {
 		rdb := b.newClient(a)
 		defer rdb.Close()
-		if err := touchScript.Load(ctx, rdb).Err(); err != nil {
-			return result{}, fmt.Errorf("SCRIPT LOAD: %w", err)
+		for _, sc := range []*redis.Script{renewScript, hashAcquire} {
+			if err := sc.Load(ctx, rdb).Err(); err != nil {
+				return result{}, fmt.Errorf("SCRIPT LOAD: %w", err)
+			}
 		}
 		rdbs = append(rdbs, rdb)
 	}
 	key := func(i int) string { return fmt.Sprintf("bench/hold/%d", i) }
 	tok := func(i int) string { return fmt.Sprintf("tok-%d", i) }
 	ms := o.ttl.Milliseconds()
-	// Fill: pipelines of 1000 SET NX PX, over the nodes.
+	// Fill: pipelines of 1000 SET NX PX (or Redisson's lock script, nil
+	// when taken), over the nodes.
 	for lo := 0; lo < o.locks; lo += 1000 {
 		p := rdbs[(lo/1000)%len(rdbs)].Pipeline()
 		for i := lo; i < min(lo+1000, o.locks); i++ {
-			p.SetArgs(ctx, key(i), tok(i), redis.SetArgs{Mode: "NX", TTL: o.ttl})
+			if redisson {
+				hashAcquire.EvalSha(ctx, p, []string{key(i)}, ms, tok(i))
+			} else {
+				p.SetArgs(ctx, key(i), tok(i), redis.SetArgs{Mode: "NX", TTL: o.ttl})
+			}
 		}
 		cmds, err := p.Exec(ctx)
-		if err != nil {
+		if err != nil && !(redisson && errors.Is(err, redis.Nil)) {
 			return result{}, fmt.Errorf("fill: %w", err)
 		}
 		for _, c := range cmds {
-			if c.(*redis.StatusCmd).Val() != "OK" {
-				return result{}, fmt.Errorf("fill: %s not taken", c.Args()[1])
+			taken := false
+			switch c := c.(type) {
+			case *redis.StatusCmd:
+				taken = c.Val() == "OK"
+			case *redis.Cmd:
+				taken = errors.Is(c.Err(), redis.Nil)
+			}
+			if !taken {
+				return result{}, fmt.Errorf("fill: %v not taken", c.Args())
 			}
 		}
 	}
@@ -165,7 +200,11 @@ func holdingRESP(ctx context.Context, b *respBackend, o holdOpts, measure func(f
 			func(ctx context.Context, s, u int) error {
 				p := rdbs[s%len(rdbs)].Pipeline()
 				for i := u * holdBatch; i < min((u+1)*holdBatch, o.locks); i++ {
-					touchScript.EvalSha(ctx, p, []string{key(i)}, tok(i), ms)
+					if redisson {
+						redissonRenew.EvalSha(ctx, p, []string{key(i)}, ms, tok(i))
+					} else {
+						touchScript.EvalSha(ctx, p, []string{key(i)}, tok(i), ms)
+					}
 				}
 				cmds, err := p.Exec(ctx)
 				if err != nil {
@@ -178,7 +217,7 @@ func holdingRESP(ctx context.Context, b *respBackend, o holdOpts, measure func(f
 				}
 				return nil
 			})
-		r := result{Backend: b.name(), Workload: fmt.Sprintf("holding-%d-extend", o.locks), Metrics: map[string]float64{}, Errors: errs}
+		r := result{Backend: b.name(), Workload: fmt.Sprintf("holding-%d-%s", o.locks, workload), Metrics: map[string]float64{}, Errors: errs}
 		if firstErr != nil {
 			r.FirstErr = firstErr.Error()
 		}
