@@ -307,8 +307,16 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 		return result{}, fmt.Errorf("hold ttl %v: etcd leases are in whole seconds", o.ttl)
 	}
 	leases := make([]clientv3.LeaseID, o.locks)
-	// Fill: 128 at a time (each lock is two raft entries: the lease and
-	// the key).
+	lc := pb.NewLeaseClient(b.cli.ActiveConnection())
+	// The fill takes longer than a lease on a small machine (each lock is
+	// two raft entries), and its holder would keep each lease alive from
+	// its grant on: so does keepFilled until the fill ends.
+	granted := make([]atomic.Int64, o.locks)
+	fillCtx, endFill := context.WithCancel(ctx)
+	keeperDone := make(chan error, 1)
+	// Ends when the fill ends (endFill) or its stream fails.
+	go func() { keeperDone <- keepFilled(fillCtx, lc, granted, o.ttl/3) }()
+	// Fill: 128 at a time.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var fillErr error
@@ -338,6 +346,7 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 						return fmt.Errorf("%s not taken", key)
 					}
 					leases[i] = l.ID
+					granted[i].Store(int64(l.ID))
 					return nil
 				}()
 				if err != nil {
@@ -350,6 +359,10 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 		}()
 	}
 	wg.Wait()
+	endFill()
+	if err := <-keeperDone; err != nil && fillErr == nil {
+		fillErr = fmt.Errorf("keeping filled leases alive: %w", err)
+	}
 	if fillErr != nil {
 		return result{}, fmt.Errorf("fill: %w", fillErr)
 	}
@@ -358,7 +371,6 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 	streams := make([]pb.Lease_LeaseKeepAliveClient, o.senders)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends every stream
-	lc := pb.NewLeaseClient(b.cli.ActiveConnection())
 	var lost atomic.Int64
 	return measure(func() (result, error) {
 		lat, late, errs, firstErr := renewSchedule(ctx, units, o.ttl/3, o.senders, o.warmup, o.window,
@@ -401,4 +413,46 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 		r.Metrics["lost"] = float64(lost.Load())
 		return r, nil
 	})
+}
+
+// keepFilled keeps the leases granted so far alive, each at least once
+// per every, on one stream, holdBatch keep-alives at a time, until ctx
+// ends (nil) or the stream fails.
+func keepFilled(ctx context.Context, lc pb.LeaseClient, granted []atomic.Int64, every time.Duration) error {
+	st, err := lc.LeaseKeepAlive(ctx)
+	if err != nil {
+		return nilIfDone(ctx, err)
+	}
+	for {
+		round := time.Now()
+		sent := 0
+		for i := range granted {
+			if id := granted[i].Load(); id != 0 {
+				if err := st.Send(&pb.LeaseKeepAliveRequest{ID: id}); err != nil {
+					return nilIfDone(ctx, err)
+				}
+				sent++
+			}
+			if sent == holdBatch || i == len(granted)-1 {
+				for ; sent > 0; sent-- {
+					if _, err := st.Recv(); err != nil {
+						return nilIfDone(ctx, err)
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Until(round.Add(every))):
+		}
+	}
+}
+
+// nilIfDone is err unless ctx has ended (then the error is its end).
+func nilIfDone(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
