@@ -313,9 +313,15 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 	// its grant on: so does keepFilled until the fill ends.
 	granted := make([]atomic.Int64, o.locks)
 	fillCtx, endFill := context.WithCancel(ctx)
-	keeperDone := make(chan error, 1)
-	// Ends when the fill ends (endFill) or its stream fails.
-	go func() { keeperDone <- keepFilled(fillCtx, lc, granted, o.ttl/3) }()
+	// One keeper per sender, each over its share of the leases: a
+	// stream's keep-alives are answered one after another, each
+	// forwarded to the leader by the node the stream reached.
+	keepers := max(1, o.senders)
+	keeperDone := make(chan error, keepers)
+	for k := range keepers {
+		// Ends when the fill ends (endFill) or its stream fails.
+		go func() { keeperDone <- keepFilled(fillCtx, lc, granted, k, keepers, o.ttl/3) }()
+	}
 	// Fill: 128 at a time.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -360,8 +366,10 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 	}
 	wg.Wait()
 	endFill()
-	if err := <-keeperDone; err != nil && fillErr == nil {
-		fillErr = fmt.Errorf("keeping filled leases alive: %w", err)
+	for range keepers {
+		if err := <-keeperDone; err != nil && fillErr == nil {
+			fillErr = fmt.Errorf("keeping filled leases alive: %w", err)
+		}
 	}
 	if fillErr != nil {
 		return result{}, fmt.Errorf("fill: %w", fillErr)
@@ -415,10 +423,11 @@ func holdingEtcd(ctx context.Context, b *etcdBackend, o holdOpts, measure func(f
 	})
 }
 
-// keepFilled keeps the leases granted so far alive, each at least once
-// per every, on one stream, holdBatch keep-alives at a time, until ctx
-// ends (nil) or the stream fails.
-func keepFilled(ctx context.Context, lc pb.LeaseClient, granted []atomic.Int64, every time.Duration) error {
+// keepFilled keeps the leases granted so far whose index is part mod
+// parts alive, each once per every (or as often as the stream allows),
+// on one stream, holdBatch keep-alives at a time, until ctx ends (nil)
+// or the stream fails.
+func keepFilled(ctx context.Context, lc pb.LeaseClient, granted []atomic.Int64, part, parts int, every time.Duration) error {
 	st, err := lc.LeaseKeepAlive(ctx)
 	if err != nil {
 		return nilIfDone(ctx, err)
@@ -426,14 +435,14 @@ func keepFilled(ctx context.Context, lc pb.LeaseClient, granted []atomic.Int64, 
 	for {
 		round := time.Now()
 		sent := 0
-		for i := range granted {
+		for i := part; i < len(granted); i += parts {
 			if id := granted[i].Load(); id != 0 {
 				if err := st.Send(&pb.LeaseKeepAliveRequest{ID: id}); err != nil {
 					return nilIfDone(ctx, err)
 				}
 				sent++
 			}
-			if sent == holdBatch || i == len(granted)-1 {
+			if sent == holdBatch || i+parts >= len(granted) {
 				for ; sent > 0; sent-- {
 					if _, err := st.Recv(); err != nil {
 						return nilIfDone(ctx, err)
