@@ -73,9 +73,13 @@ func (q *forwardQueue) busy() bool {
 }
 
 type forwardItem struct {
-	cmd *fsm.Command // stamped by the leader
-	req []byte       // cmd's encoding
-	tp  string       // the W3C traceparent of its forward span ("" untraced; otel.go)
+	// cmd is the command, stamped by the leader; nil when only req is
+	// kept (ApplyAsync: the caller's command is not ours to keep, and a
+	// copy per pipelined command was garbage in the common case, where
+	// only the encoding is sent). commandOf decodes req then.
+	cmd *fsm.Command
+	req []byte // cmd's encoding
+	tp  string // the W3C traceparent of its forward span ("" untraced; otel.go)
 	// Exactly one of f (ApplyAsync: holds a slot of n.asyncWindow) and
 	// reply (Apply: its caller waits, room for one answer) is set.
 	f     *applyFuture
@@ -125,8 +129,8 @@ func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Re
 // caller holds one slot of n.asyncWindow, released when the future
 // completes.
 func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
-	c := *cmd // cmd is the caller's: ApplyAsync does not modify it
-	it := &forwardItem{cmd: &c, req: c.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
+	// cmd is the caller's: ApplyAsync does not modify it or keep it.
+	it := &forwardItem{req: cmd.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
 	n.enqueueForward(it)
 	return it.f
 }
@@ -259,7 +263,13 @@ func (n *forwarder) proposeBatchHere(ctx context.Context, l *leadership, batch [
 		return outcomeDone, ErrClosed
 	}
 	for _, it := range batch {
-		rf := n.propose(l, it.cmd)
+		cmd, err := it.commandOf()
+		if err != nil {
+			// Not reached: req is this node's own encoding.
+			n.finishForwarded(it, fsm.Result{}, err)
+			continue
+		}
+		rf := n.propose(l, cmd)
 		// Ends when raft answers rf (see proposeAsync).
 		go func() {
 			var a applyFuture
@@ -268,6 +278,19 @@ func (n *forwarder) proposeBatchHere(ctx context.Context, l *leadership, batch [
 		}()
 	}
 	return outcomeDone, nil
+}
+
+// commandOf is the item's command, decoded from its encoding when only
+// that was kept.
+func (it *forwardItem) commandOf() (*fsm.Command, error) {
+	if it.cmd != nil {
+		return it.cmd, nil
+	}
+	c, err := fsm.DecodeCommand(it.req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: queued command: %w", err)
+	}
+	return c, nil
 }
 
 // completeForwarded completes batch from the leader's answer body: each
@@ -438,6 +461,9 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 		b.futs[i] = n.propose(l, &cmds[i])
 	}
 	release()
+	// Proposing copied what it needs (an encoding): the commands go back
+	// to the pool.
+	putCommandSlab(cmds)
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.
@@ -464,7 +490,7 @@ func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error)
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
 		return nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
-	cmds := make([]fsm.Command, cnt)
+	cmds := getCommandSlab(int(cnt))
 	var tps []string
 	if traced {
 		tps = make([]string, cnt)
@@ -479,16 +505,37 @@ func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error)
 		if d.Err() != nil {
 			return nil, nil, errBadRPC
 		}
-		c, err := fsm.DecodeCommand(b)
-		if err != nil {
+		if err := fsm.DecodeCommandInto(&cmds[i], b); err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
 		}
-		cmds[i] = *c
 	}
 	if d.Len() != 0 {
 		return nil, nil, errBadRPC
 	}
 	return cmds, tps, nil
+}
+
+// commandSlabs holds the []fsm.Command of served batch calls: a
+// follower's pipelined writes arrive as batches of up to maxForwardBatch
+// commands, and a slab apiece was most of what serving them allocated on
+// the leader (holding many locks: a forwarded renewal each; GC of a
+// large table is paid per allocated byte).
+var commandSlabs sync.Pool
+
+// getCommandSlab returns n zero commands.
+func getCommandSlab(n int) []fsm.Command {
+	if p, _ := commandSlabs.Get().(*[]fsm.Command); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]fsm.Command, n, max(n, 16))
+}
+
+// putCommandSlab zeroes s (it aliases a call's body) and pools it. The
+// caller keeps no pointer into it: propose encodes what it keeps.
+func putCommandSlab(s []fsm.Command) {
+	clear(s)
+	s = s[:0]
+	commandSlabs.Put(&s)
 }
 
 // servedBatch is a batch call the leader has proposed.

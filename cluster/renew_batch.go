@@ -92,21 +92,31 @@ func (b *renewBatcher) noteVersion(v uint32) {
 
 // renewFuture is one queued renewal, answered from its entry's result.
 // It is a raft.ApplyFuture so the callers of propose treat it like any.
+//
+// It keeps the renewal's encoding only, and its result as a pointer into
+// the entry's: holding many locks queues every renewal here, and a copy
+// of the command and of the result apiece was most of what the leader
+// allocated per renewal (GC of a large table is paid per allocated byte).
 type renewFuture struct {
-	enc  []byte // the renewal's encoding, for the batch entry
-	cmd  fsm.Command
+	enc  []byte // the renewal's encoding (time 0), for the batch entry
 	done chan struct{}
 	// Written once, before done closes.
 	err   error
 	index uint64
-	res   fsm.Result
+	res   *fsm.Result
 }
 
 var _ raft.ApplyFuture = (*renewFuture)(nil)
 
-func (f *renewFuture) Error() error          { <-f.done; return f.err }
-func (f *renewFuture) Index() uint64         { <-f.done; return f.index }
-func (f *renewFuture) Response() interface{} { <-f.done; return &f.res }
+func (f *renewFuture) Error() error  { <-f.done; return f.err }
+func (f *renewFuture) Index() uint64 { <-f.done; return f.index }
+func (f *renewFuture) Response() interface{} {
+	<-f.done
+	if f.res == nil {
+		return &fsm.Result{}
+	}
+	return f.res
+}
 
 // batchableRenewal reports whether cmd may be coalesced (fsm.Renewal: for
 // a script by SHA1, a known compare-and-pexpire text, so no table lock is
@@ -118,9 +128,9 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 // queueRenewal queues cmd, proposing the queue at once if no renewal
 // entry is in flight (or the queue is full).
 func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
-	f := &renewFuture{cmd: *cmd, done: make(chan struct{})}
-	f.cmd.Time = 0 // the entry's time is the renewal's
-	f.enc = f.cmd.AppendBinary(nil)
+	c := *cmd
+	c.Time = 0 // the entry's time is the renewal's
+	f := &renewFuture{enc: c.AppendBinary(nil), done: make(chan struct{})}
 	b := &n.renew
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -192,7 +202,16 @@ func (n *Node) proposeRenewalsLocked() {
 	}
 	var rf raft.ApplyFuture
 	if len(q) == 1 {
-		rf = n.proposeOne(l, &q[0].cmd)
+		// Alone: its own entry, as before the batching. Decoding the
+		// encoding back is cheaper than keeping a copy of every command.
+		c, err := fsm.DecodeCommand(q[0].enc)
+		if err != nil {
+			// Not reached: enc is this node's own encoding.
+			q[0].err = fmt.Errorf("cluster: queued renewal: %w", err)
+			close(q[0].done)
+			return
+		}
+		rf = n.proposeOne(l, c)
 	} else {
 		c := fsm.Command{Op: fsm.OpBatchRenew, Args: make([][]byte, len(q))}
 		for i, f := range q {
@@ -221,15 +240,15 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
 		case err != nil:
 			f.err = err
 		case len(q) == 1:
-			f.index, f.res = rf.Index(), res
+			f.index, f.res = rf.Index(), &res
 		case res.Err != nil:
 			// The entry was refused whole (a bug: the proposer sends only
 			// renewals): each renewal is refused with it.
-			f.index, f.res = rf.Index(), fsm.Result{Err: res.Err, Index: res.Index, Now: res.Now}
+			f.index, f.res = rf.Index(), &fsm.Result{Err: res.Err, Index: res.Index, Now: res.Now}
 		case len(res.Batch) != len(q):
 			f.err = fmt.Errorf("cluster: batched renewals answered %d results for %d", len(res.Batch), len(q))
 		default:
-			f.index, f.res = rf.Index(), res.Batch[i]
+			f.index, f.res = rf.Index(), &res.Batch[i]
 		}
 		close(f.done)
 	}

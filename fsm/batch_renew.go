@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,14 +119,29 @@ var renewalSHAs = func() map[string]struct{} {
 // whole entry would); a malformed one, one that is not a renewal, or one
 // whose op or field is not active refuses the whole entry: a proposer
 // never sends such a batch.
-func (t *Table) decodeRenewals(cmd *Command) (subs []*Command, halt, refuse error) {
+//
+// The renewals are decoded into t.renewals, reused from entry to entry:
+// holding many locks applies a batch per commit round on every node, and
+// a Command apiece was most of what the apply allocated (GC of a large
+// table is paid per allocated byte). Nothing keeps a *Command past its
+// apply (remember copies the strings it needs); applyRenewals clears the
+// slab so it holds no entry's bytes after.
+func (t *Table) decodeRenewals(cmd *Command) (subs []Command, halt, refuse error) {
 	if len(cmd.Args) == 0 || len(cmd.Args) > MaxBatchRenew {
 		return nil, nil, errf(ErrBadCommand, "batched renewals: %d, want 1..%d", len(cmd.Args), MaxBatchRenew)
 	}
-	subs = make([]*Command, len(cmd.Args))
+	if cap(t.renewals) < len(cmd.Args) {
+		t.renewals = make([]Command, len(cmd.Args))
+	}
+	subs = t.renewals[:len(cmd.Args)]
+	defer func() {
+		if halt != nil || refuse != nil {
+			clear(subs)
+		}
+	}()
 	for i, b := range cmd.Args {
-		s, err := DecodeCommand(b)
-		if err != nil {
+		s := &subs[i]
+		if err := DecodeCommandInto(s, b); err != nil {
 			if errors.Is(err, ErrNeedVersion) {
 				return nil, err, nil
 			}
@@ -140,16 +156,27 @@ func (t *Table) decodeRenewals(cmd *Command) (subs []*Command, halt, refuse erro
 			}
 			return nil, nil, errf(ErrBadCommand, "batched renewal %d: %v", i, r)
 		}
-		subs[i] = s
 	}
 	return subs, nil, nil
 }
 
 // applyRenewals applies the decoded renewals of one entry in order, each
 // with its own exactly-once answer. Their events join the entry's.
-func (t *Table) applyRenewals(ctx *applyCtx, subs []*Command) Result {
+func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
+	defer clear(subs)
 	out := make([]Result, len(subs))
-	for i, s := range subs {
+	// A Redis renewal of a key emits one event (EvChanged or
+	// EvValueChanged; an extend or a keep-alive none): room for them all
+	// at once, not a doubling per power of two.
+	redis := 0
+	for i := range subs {
+		if op := subs[i].Op; op == OpRedis || op == OpEvalSHA {
+			redis++
+		}
+	}
+	ctx.events = slices.Grow(ctx.events, redis)
+	for i := range subs {
+		s := &subs[i]
 		ctx.noForce, ctx.keysOnly = s.NoForce, s.KeysOnly
 		nev := len(ctx.events)
 		if r, ok := t.dedupe(ctx, s); ok {

@@ -124,17 +124,17 @@ func (t *Table) HasDueBacklog() bool {
 // settleFor does, while a backlog remains, the due work of everything
 // cmd (with its decoded renewals) touches, or drains the whole backlog
 // when that is not known.
-func (t *Table) settleFor(ctx *applyCtx, cmd *Command, renewals []*Command) {
+func (t *Table) settleFor(ctx *applyCtx, cmd *Command, renewals []Command) {
 	if !ctx.backlog {
 		return
 	}
 	keys, known := t.reach(cmd)
-	for _, r := range renewals {
+	for i := range renewals {
 		if !known {
 			break
 		}
 		var k []string
-		k, known = t.reach(r)
+		k, known = t.reach(&renewals[i])
 		keys = append(keys, k...)
 	}
 	// A refusal for the key-count or memory limit depends on everything
@@ -144,15 +144,15 @@ func (t *Table) settleFor(ctx *applyCtx, cmd *Command, renewals []*Command) {
 		return
 	}
 	t.settleReqID(ctx, cmd.ReqID)
-	for _, r := range renewals {
-		t.settleReqID(ctx, r.ReqID)
+	for i := range renewals {
+		t.settleReqID(ctx, renewals[i].ReqID)
 	}
 	if cmd.Session != "" {
 		t.settleSession(ctx, cmd.Session)
 	}
-	for _, r := range renewals {
-		if r.Session != "" {
-			t.settleSession(ctx, r.Session)
+	for i := range renewals {
+		if s := renewals[i].Session; s != "" {
+			t.settleSession(ctx, s)
 		}
 	}
 	for _, k := range keys {

@@ -568,6 +568,9 @@ type Table struct {
 	// commands (redisTable, redis.go).
 	*scripts
 
+	// renewals is decodeRenewals' slab, reused from entry to entry.
+	renewals []Command
+
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
 	halted error
@@ -682,7 +685,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 		return Result{Index: index, Err: t.halted}
 	}
 	halt, refuse := t.checkVersion(cmd)
-	var renewals []*Command
+	var renewals []Command
 	if halt == nil && refuse == nil && cmd.Op == OpBatchRenew {
 		renewals, halt, refuse = t.decodeRenewals(cmd)
 	}

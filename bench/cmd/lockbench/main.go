@@ -107,6 +107,7 @@ func run() int {
 	flag.IntVar(&o.hold.locks, "hold-locks", 10000, "held locks of the holding workload (renewed at TTL/3); 0 skips it")
 	flag.DurationVar(&o.hold.ttl, "hold-ttl", 30*time.Second, "lease of the holding workload's locks and sessions; each is renewed every third of it")
 	flag.DurationVar(&o.hold.window, "hold-duration", 20*time.Second, "measuring window of the holding workload (after -warmup)")
+	flag.StringVar(&o.hold.script, "hold-script", "redsync", "the RESP holding workload's locks: redsync (SET NX PX, renewed by redsync's Extend script) or redisson (Redisson's hash lock, renewed by its watchdog's script)")
 	flag.IntVar(&o.hold.senders, "hold-senders", 12, "concurrent renewal requests of the holding workload (pipelines of 100, or keep-alives)")
 	flag.DurationVar(&o.settings.ttl, "ttl", 10*time.Second, "lease of every benchmark lock")
 	flag.DurationVar(&o.pollMin, "poll-min", time.Millisecond, "shortest retry delay of polling clients (redis SET NX, redsync) when contended")
@@ -141,6 +142,10 @@ func run() int {
 	}
 	if o.compare && !flagSet("scale-redis") {
 		o.scaleRedis = true
+	}
+	if o.hold.script != "redsync" && o.hold.script != "redisson" {
+		fmt.Fprintln(os.Stderr, "lockbench: -hold-script must be redsync or redisson")
+		return 2
 	}
 	if o.scaleFill != "script" && o.scaleFill != "set" {
 		fmt.Fprintln(os.Stderr, "lockbench: -scale-fill must be script or set")
@@ -558,6 +563,8 @@ func benchBackend(ctx context.Context, b backend, dir string, o *options, cs []i
 			r, err = holdingRESP(ctx, x, ho, measure)
 		case *lnHTTPBackend:
 			r, err = holdingSessions(ctx, x, ho, measure)
+		case *etcdBackend:
+			r, err = holdingEtcd(ctx, x, ho, measure)
 		default:
 			ran = false
 		}

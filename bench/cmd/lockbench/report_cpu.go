@@ -88,8 +88,8 @@ func (r *report) holdingTable(b *strings.Builder, med map[[2]string]*summary) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\n## Holding (%d locks renewed every %s: redsync's Extend script in pipelines of %d, or Go session keep-alives)\n\n",
-		r.opts.hold.locks, r.opts.hold.ttl/3, holdBatch)
+	fmt.Fprintf(b, "\n## Holding (%d locks renewed every %s: %s's renewal script in pipelines of %d, etcd lease keep-alives in streams of %d, or Go session keep-alives)\n\n",
+		r.opts.hold.locks, r.opts.hold.ttl/3, r.opts.hold.script, holdBatch, holdBatch)
 	b.WriteString("Entries: the commands the leader proposed (`locknode_proposals_total`; a batch of renewals is one). " +
 		"Latency: one renewal request (a 100-renewal pipeline, or one keep-alive). Lost or late: renewals that found their lock gone, " +
 		"plus renewals that waited for a free sender.\n\n")
