@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -22,6 +23,22 @@ func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
+}
+
+// tuneProcs runs this process on one P (GOMAXPROCS=1) unless $GOMAXPROCS
+// says otherwise, and returns the Ps it had: the cores to run schedules
+// on, one worker process each. A schedule is a few hundred goroutines
+// that mostly hand work to one another; with more Ps than it keeps busy,
+// every hand-off wakes an idle P that spins looking for work, and two
+// workers side by side at two Ps each spent about a third more CPU for
+// the same schedules than at one (bench/results/sim-*.md). Call it from
+// TestMain.
+func tuneProcs() (cores int) {
+	cores = runtime.GOMAXPROCS(0)
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	return cores
 }
 
 // quietMetrics drops what raft reports through go-metrics' process-wide
