@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -107,4 +108,18 @@ func cpuTime() time.Duration {
 		sum += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return sum
+}
+
+// TestOneProcessor: a schedule runs on one P unless $GOMAXPROCS asks for
+// more, and sim.jobs still defaults to the cores the process started with.
+func TestOneProcessor(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set: tuneProcs leaves it")
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS = %d, want 1", got)
+	}
+	if cores < 1 || cores > runtime.NumCPU() {
+		t.Errorf("cores = %d, want 1..%d", cores, runtime.NumCPU())
+	}
 }
