@@ -30,7 +30,7 @@ func tuneGC() {
 // on, one worker process each. A schedule is a few hundred goroutines
 // that mostly hand work to one another; with more Ps than it keeps busy,
 // every hand-off wakes an idle P that spins looking for work, and two
-// workers side by side at two Ps each spent a quarter to a third more CPU for
+// workers side by side at two Ps each spent a quarter to a half more CPU for
 // the same schedules than at one (bench/results/sim-*.md). Call it from
 // TestMain.
 func tuneProcs() (cores int) {
