@@ -142,7 +142,8 @@ chaos:
 
 # The whole cluster on virtual time (docs/simulation.md): SCHEDULES seeded
 # schedules (seeds SIM_BASE on) of SIM_DURATION simulated faults each on
-# SIM_NODES nodes, SIM_JOBS at a time (0: one per core), or SEED=s to
+# SIM_NODES nodes, SIM_JOBS at a time (0: one per core; each on one
+# processor, GOMAXPROCS=1, unless GOMAXPROCS is set), or SEED=s to
 # replay one, without the race detector (make test runs a short slice
 # with it). SIM_THINK is the workload clients' longest pause. Prints each
 # failing seed with its replay command and ends with one line: `sim: N

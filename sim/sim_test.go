@@ -24,12 +24,17 @@ var (
 	flagNodes     = flag.Int("sim.nodes", 3, "nodes in the cluster")
 	flagDuration  = flag.Duration("sim.duration", 10*time.Second, "simulated length of each schedule's faults")
 	flagThink     = flag.Duration("sim.think", 300*time.Millisecond, "longest pause of a workload client between two lock sessions (the work per simulated second; make sim: 100ms)")
-	flagJobs      = flag.Int("sim.jobs", 0, "schedules run side by side, each in a process of its own (0: GOMAXPROCS; 1: one after another in this process)")
+	flagJobs      = flag.Int("sim.jobs", 0, "schedules run side by side, each in a process of its own (0: one per core, GOMAXPROCS at start; 1: one after another in this process)")
 )
+
+// cores is GOMAXPROCS as the process started, before tuneProcs: the
+// default of sim.jobs.
+var cores int
 
 func TestMain(m *testing.M) {
 	useMemDir()
 	tuneGC()
+	cores = tuneProcs()
 	os.Exit(m.Run())
 }
 
@@ -51,7 +56,7 @@ func TestSim(t *testing.T) {
 	}
 	jobs := *flagJobs
 	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
+		jobs = cores
 	}
 	wall0, cpu0 := time.Now(), cpuTime()
 	var res []scheduleResult
@@ -103,4 +108,18 @@ func cpuTime() time.Duration {
 		sum += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return sum
+}
+
+// TestOneProcessor: a schedule runs on one P unless $GOMAXPROCS asks for
+// more, and sim.jobs still defaults to the cores the process started with.
+func TestOneProcessor(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set: tuneProcs leaves it")
+	}
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Errorf("GOMAXPROCS = %d, want 1", got)
+	}
+	if cores < 1 || cores > runtime.NumCPU() {
+		t.Errorf("cores = %d, want 1..%d", cores, runtime.NumCPU())
+	}
 }

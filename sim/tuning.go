@@ -2,6 +2,7 @@ package sim
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -24,6 +25,22 @@ func tuneGC() {
 	}
 }
 
+// tuneProcs runs this process on one P (GOMAXPROCS=1) unless $GOMAXPROCS
+// says otherwise, and returns the Ps it had: the cores to run schedules
+// on, one worker process each. A schedule is a few hundred goroutines
+// that mostly hand work to one another; with more Ps than it keeps busy,
+// every hand-off wakes an idle P that spins looking for work, and two
+// workers side by side at two Ps each spent a quarter to a half more CPU for
+// the same schedules than at one (bench/results/sim-*.md). Call it from
+// TestMain.
+func tuneProcs() (cores int) {
+	cores = runtime.GOMAXPROCS(0)
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	return cores
+}
+
 // quietMetrics drops what raft reports through go-metrics' process-wide
 // global (server.Start points it at a Prometheus sink): nothing in a
 // schedule reads those metrics, and aggregating them under the sink's
@@ -31,7 +48,9 @@ func tuneGC() {
 // out before it reaches the sink; the code that reports them still runs.
 // Call it after the cluster has started.
 func quietMetrics() {
-	cfg := gometrics.DefaultConfig("locknode")
+	// No service name: it would be put in front of every key, a copy of
+	// the key per call, before the filter drops the metric.
+	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableRuntimeMetrics = false
 	cfg.FilterDefault = false // block every metric not allowed; none is

@@ -3,6 +3,7 @@ package testcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -19,7 +20,8 @@ type Applied struct {
 	// had applied At (the last entry of the batch the entry came in,
 	// since the recorder reads the table after the batch): each key's
 	// waiters in queue order and its holders. Keys without holders or
-	// waiters are absent.
+	// waiters are absent. Entries read at the same index and time may
+	// share one map: read it, never change it.
 	Locks map[string]fsm.LockInfo
 	At    uint64
 }
@@ -39,8 +41,16 @@ type AppliedLog struct {
 // cancel. keys are the keys whose queues and holders are read after each
 // batch (the keys of every event are read too; a waiter queued in an
 // entry without events is seen at the next read).
+//
+// The entries of one batch share a read: each is called for after the
+// whole batch is applied, so they would read the same table at the same
+// index and time. A read at the index and time of the one before reuses
+// what that one found (Applied.Locks may be the same map for several
+// entries; it is never changed once recorded) and inspects only keys it
+// had not read.
 func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel func()) {
 	log = &AppliedLog{keys: keys}
+	var reads readCache
 	cancel = n.Subscribe(func(index uint64, events []fsm.Event) {
 		a := Applied{Index: index, Events: slices.Clone(events)}
 		want := slices.Clone(keys)
@@ -49,6 +59,9 @@ func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel fun
 				want = append(want, e.Key)
 			}
 			want = append(want, e.Keys...)
+			if e.Kind == fsm.EvRestored {
+				reads.forget()
+			}
 		}
 		slices.Sort(want)
 		want = slices.Compact(want)
@@ -57,18 +70,70 @@ func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel fun
 		// the batch's last index, which AppliedIndex names.
 		_ = n.Read(context.Background(), true, func(t *fsm.Table, now int64) {
 			a.At = t.AppliedIndex()
-			a.Locks = make(map[string]fsm.LockInfo)
-			for _, k := range want {
-				if info, err := t.Inspect(k, now); err == nil && (len(info.Holders) > 0 || len(info.Waiters) > 0) {
-					a.Locks[k] = info
-				}
-			}
+			a.Locks = reads.read(a.At, now, want, func(k string) (fsm.LockInfo, bool) {
+				info, err := t.Inspect(k, now)
+				return info, err == nil && (len(info.Holders) > 0 || len(info.Waiters) > 0)
+			})
 		})
 		log.mu.Lock()
 		log.stream = append(log.stream, a)
 		log.mu.Unlock()
 	})
 	return log, cancel
+}
+
+// readCache is RecordApplied's last read of the table, which the next
+// read at the same index and time reuses.
+type readCache struct {
+	mu        sync.Mutex // calls come one at a time from the apply path; held all the same
+	at        uint64
+	now       int64
+	locks     map[string]fsm.LockInfo // the last read's answer; nil: none to reuse
+	inspected map[string]bool         // every key inspected for it, found or not
+}
+
+// read returns the locks of want at index at and time now, inspecting
+// only the keys the last read did not, if it was at the same index and
+// time. The map returned is never changed afterwards: one that needs
+// more keys is a copy.
+func (c *readCache) read(at uint64, now int64, want []string, inspect func(key string) (fsm.LockInfo, bool)) map[string]fsm.LockInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.locks == nil || at != c.at || now != c.now {
+		c.at, c.now, c.locks, c.inspected = at, now, nil, map[string]bool{}
+	}
+	locks, own := c.locks, false
+	for _, k := range want {
+		if c.inspected[k] {
+			continue
+		}
+		c.inspected[k] = true
+		info, ok := inspect(k)
+		if !ok {
+			continue
+		}
+		if !own {
+			// Copied, not added to: the last map may be an earlier entry's.
+			locks, own = maps.Clone(c.locks), true
+			if locks == nil {
+				locks = make(map[string]fsm.LockInfo)
+			}
+		}
+		locks[k] = info
+	}
+	if locks == nil {
+		locks = make(map[string]fsm.LockInfo)
+	}
+	c.locks = locks
+	return locks
+}
+
+// forget drops the last read: after a snapshot restore the table is
+// another, even at an index and time read before.
+func (c *readCache) forget() {
+	c.mu.Lock()
+	c.locks = nil
+	c.mu.Unlock()
 }
 
 // Entries returns what was recorded so far.

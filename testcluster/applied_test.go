@@ -93,3 +93,48 @@ func TestCheckGrantsOutliveEntry(t *testing.T) {
 		t.Fatalf("a grant ended in its own entry: got %v", err)
 	}
 }
+
+func TestReadCacheReusesOneBatchRead(t *testing.T) {
+	table := map[string]fsm.LockInfo{"k": queued("a"), "e": queued("b")}
+	var inspected []string
+	inspect := func(k string) (fsm.LockInfo, bool) {
+		inspected = append(inspected, k)
+		info, ok := table[k]
+		return info, ok
+	}
+	var c readCache
+	first := c.read(5, 100, []string{"k", "x"}, inspect)
+	if len(first) != 1 || first["k"].Waiters[0].ID != "a" {
+		t.Fatalf("first read: %v", first)
+	}
+	// The next entry of the batch: same index and time; only its new key
+	// is inspected, and the first entry's map stays as it was.
+	second := c.read(5, 100, []string{"e", "k", "x"}, inspect)
+	if got := strings.Join(inspected, ","); got != "k,x,e" {
+		t.Fatalf("inspected %s, want k,x,e", got)
+	}
+	if len(first) != 1 || len(second) != 2 || second["e"].Waiters[0].ID != "b" {
+		t.Fatalf("after the second read: first %v, second %v", first, second)
+	}
+	// Nothing new to inspect: the same answer.
+	if third := c.read(5, 100, []string{"k"}, inspect); len(third) != 2 || len(inspected) != 3 {
+		t.Fatalf("third read: %v, inspected %q", third, inspected)
+	}
+	// Another index, another time, or a restore: read afresh.
+	table["k"] = queued("c")
+	for i, step := range []func() map[string]fsm.LockInfo{
+		func() map[string]fsm.LockInfo { return c.read(6, 100, []string{"k"}, inspect) },
+		func() map[string]fsm.LockInfo { return c.read(6, 101, []string{"k"}, inspect) },
+		func() map[string]fsm.LockInfo { c.forget(); return c.read(6, 101, []string{"k"}, inspect) },
+	} {
+		n := len(inspected)
+		got := step()
+		if len(inspected) != n+1 || len(got) != 1 || got["k"].Waiters[0].ID != "c" {
+			t.Fatalf("step %d: %v, inspected %q", i, got, inspected)
+		}
+	}
+	// An empty read is a map all the same: a nil Locks means no read.
+	if got := c.read(7, 100, []string{"x"}, inspect); got == nil || len(got) != 0 {
+		t.Fatalf("empty read: %#v", got)
+	}
+}
