@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"syscall"
@@ -93,7 +94,7 @@ func hostOnly(hostport string) string {
 // it can name the cause; other errors (ctx ended) pass through. An EOF
 // from an http:// endpoint is checked with a TLS handshake: a node that
 // completes one wants https://.
-func classify(ctx context.Context, endpoint string, err error) error {
+func classify(ctx context.Context, dial dialFunc, endpoint string, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func classify(ctx context.Context, endpoint string, err error) error {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		ce.Cause = ConnTimeout
 	case strings.HasPrefix(endpoint, "http://") && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
-		if speaksTLS(ctx, endpoint) {
+		if speaksTLS(ctx, dial, endpoint) {
 			ce.Cause = ConnNeedsHTTPS
 		}
 	}
@@ -165,20 +166,46 @@ func unwrapURL(err error) error {
 	return err
 }
 
-// speaksTLS reports whether endpoint's host:port completes the first
-// step of a TLS handshake (its server hello). It checks no certificate:
-// it only tells a TLS port from a plain one.
-func speaksTLS(ctx context.Context, endpoint string) bool {
+// dialFunc opens a connection as net.Dialer.DialContext does.
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// probeDial is how the TLS probe reaches an endpoint: through the dialer
+// of the client's own transport when it has one, so that the probe goes
+// where the requests go (a custom dialer: a tunnel, a socket wrapper, an
+// in-memory network), else through a plain net.Dialer.
+func probeDial(hc *http.Client) dialFunc {
+	if hc != nil {
+		switch t := hc.Transport.(type) {
+		case *h1Transport:
+			return t.dialer.DialContext
+		case *http.Transport:
+			if t.DialContext != nil {
+				return t.DialContext
+			}
+		}
+	}
+	var d net.Dialer
+	return d.DialContext
+}
+
+// speaksTLS reports whether endpoint's host:port, reached through dial,
+// completes the first step of a TLS handshake (its server hello). It
+// checks no certificate: it only tells a TLS port from a plain one.
+func speaksTLS(ctx context.Context, dial dialFunc, endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe: nothing is sent over it
-	c, err := d.DialContext(ctx, "tcp", u.Host)
+	raw, err := dial(ctx, "tcp", u.Host)
+	if err != nil {
+		return false
+	}
+	defer raw.Close()
+	c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, ServerName: u.Hostname()}) //nolint:gosec // a probe: nothing is sent over it
+	err = c.HandshakeContext(ctx)
 	if err == nil {
-		c.Close()
 		return true
 	}
 	// A node that wants a client certificate ends the handshake with an

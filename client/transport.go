@@ -122,7 +122,7 @@ func (c *caller) do(ctx context.Context, cl call) (sent time.Time, err error) {
 			if ctx.Err() != nil {
 				return sent, c.ctxErr(ctx, cl, err)
 			}
-			err = classify(ctx, c.cfg.Endpoints[idx], err)
+			err = classify(ctx, probeDial(c.cfg.HTTPClient), c.cfg.Endpoints[idx], err)
 			lastErr = err
 			c.log.Debug("request failed, trying the next endpoint", "op", cl.op, "endpoint", c.cfg.Endpoints[idx], "attempt", attempt+1, "error", err)
 			// Every endpoint refused the client's own setup (trust, name,
@@ -331,7 +331,7 @@ func (c *caller) openStream(ctx context.Context, path string) (*http.Response, e
 		oteltrace.Inject(ctx, req.Header)
 		resp, err := c.cfg.HTTPClient.Do(req)
 		if err != nil {
-			lastErr = classify(ctx, c.cfg.Endpoints[idx], err)
+			lastErr = classify(ctx, probeDial(c.cfg.HTTPClient), c.cfg.Endpoints[idx], err)
 			continue
 		}
 		if resp.StatusCode == http.StatusOK {
