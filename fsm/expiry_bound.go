@@ -121,10 +121,15 @@ func (t *Table) HasDueBacklog() bool {
 	return ok && at <= t.now
 }
 
+// settler is the part of the table that, during an expiry backlog, does
+// the due work a command touches before the command runs (settleFor and
+// what it calls). It reaches the rest of the table through t.
+type settler struct{ *Table }
+
 // settleFor does, while a backlog remains, the due work of everything
 // cmd (with its decoded renewals) touches, or drains the whole backlog
 // when that is not known.
-func (t *Table) settleFor(ctx *applyCtx, cmd *Command, renewals []Command) {
+func (t settler) settleFor(ctx *applyCtx, cmd *Command, renewals []Command) {
 	if !ctx.backlog {
 		return
 	}
@@ -166,7 +171,7 @@ func (t *Table) settleFor(ctx *applyCtx, cmd *Command, renewals []Command) {
 
 // reach returns the keys cmd can read or change; known is false when
 // cmd may reach further than its fields say.
-func (t *Table) reach(cmd *Command) (keys []string, known bool) {
+func (t settler) reach(cmd *Command) (keys []string, known bool) {
 	switch cmd.Op {
 	case OpTick, OpScriptLoad, OpScriptFlush, OpFenceCheck, OpSessionOpen:
 		return nil, true
@@ -246,7 +251,7 @@ func redisReach(args [][]byte) (keys []string, known bool) {
 
 // hotScript reports whether cmd runs a script of a known lock library,
 // which touches nothing but its KEYS (without changing the cache's order).
-func (t *Table) hotScript(cmd *Command) bool {
+func (t settler) hotScript(cmd *Command) bool {
 	script := cmd.Script
 	if cmd.Op == OpEvalSHA {
 		var ok bool
@@ -259,7 +264,7 @@ func (t *Table) hotScript(cmd *Command) bool {
 
 // settleReqID forgets, before the command looks it up, the remembered
 // request ids that expired (they are kept in expiry order).
-func (t *Table) settleReqID(ctx *applyCtx, id string) {
+func (t settler) settleReqID(ctx *applyCtx, id string) {
 	if id == "" {
 		return
 	}
@@ -276,7 +281,7 @@ func (t *Table) settleReqID(ctx *applyCtx, id string) {
 // settleSession ends session id if it fell due, else settles the keys of
 // its holds and waiters (a keep-alive moves the holds' deadlines, so one
 // that ended by its own lease must end first; a close hands the keys on).
-func (t *Table) settleSession(ctx *applyCtx, id string) {
+func (t settler) settleSession(ctx *applyCtx, id string) {
 	s := t.sessions[id]
 	if s == nil {
 		return
@@ -312,7 +317,7 @@ func (t *Table) settleSession(ctx *applyCtx, id string) {
 // own deadlines and sessions, its lock-delay, its waiters' deadlines and
 // sessions — in (time, kind, id) order, each as of its own time, as
 // expireDue would. It reports false if it gave up (maxSettleSteps).
-func (t *Table) settleKey(ctx *applyCtx, key string) bool {
+func (t settler) settleKey(ctx *applyCtx, key string) bool {
 	for range maxSettleSteps {
 		kind, id, at, ok := t.keyDue(key, ctx.now)
 		if !ok {
@@ -328,7 +333,7 @@ func (t *Table) settleKey(ctx *applyCtx, key string) bool {
 
 // keyDue returns the first due thing of key at now in (time, kind, id)
 // order.
-func (t *Table) keyDue(key string, now int64) (kind dueKind, id string, at int64, ok bool) {
+func (t settler) keyDue(key string, now int64) (kind dueKind, id string, at int64, ok bool) {
 	consider := func(k dueKind, i string, a int64) {
 		if a == 0 || a > now {
 			return

@@ -709,7 +709,7 @@ func (t *Table) Apply(index uint64, cmd *Command) (res Result) {
 	if refuse != nil {
 		return Result{Index: index, Now: ctx.now, Events: ctx.events, Err: refuse}
 	}
-	t.settleFor(ctx, cmd, renewals)
+	settler{t}.settleFor(ctx, cmd, renewals)
 	if r, ok := t.dedupe(ctx, cmd); ok {
 		r.Now = ctx.now
 		r.Events = ctx.events

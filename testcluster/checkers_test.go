@@ -285,7 +285,7 @@ func TestWatchHoldBracketsTheEnd(t *testing.T) {
 	})
 }
 
-// SlowestRate takes the rate each node ran at when the window began and
+// slowestRate takes the rate each node ran at when the window began and
 // every rate set within it.
 func TestSlowestRate(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -303,8 +303,8 @@ func TestSlowestRate(t *testing.T) {
 		{9, 10, 0.5}, // node 2 still slow
 		{1, 3, 0.5},  // node 0 slow when it began
 	} {
-		if got := c.SlowestRate(at(tc.from), at(tc.to)); got != tc.want {
-			t.Errorf("SlowestRate(%ds, %ds) = %v, want %v", tc.from, tc.to, got, tc.want)
+		if got := slowestRate(c, at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("slowestRate(%ds, %ds) = %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
 }

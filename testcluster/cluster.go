@@ -114,7 +114,7 @@ type Cluster struct {
 	// recorders follow every node's restarts (RecordApplied).
 	recorders []*AppliedRecorder
 	paused    []bool
-	// rates is every SkewClock call in order, for SlowestRate.
+	// rates is every SkewClock call in order, for slowestRate.
 	rates []rateChange
 }
 
@@ -541,12 +541,12 @@ func (c *Cluster) SkewClock(i int, offset time.Duration, rate float64) {
 	c.clocks[i].skew(offset, rate)
 }
 
-// SlowestRate is the slowest rate (SkewClock) any node's clock ran at
+// slowestRate is the slowest rate (SkewClock) any node's clock ran at
 // some moment between from and to, 1 if none ran slow. A leader whose
 // clock runs at rate r makes the cluster clock, and so every lease it
 // times, run at r: a TTL lasts TTL/r of real time (late, which is safe),
 // so a checker of how late holds end scales its bound by 1/r.
-func (c *Cluster) SlowestRate(from, to time.Time) float64 {
+func slowestRate(c *Cluster, from, to time.Time) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := make([]float64, len(c.clocks))

@@ -478,7 +478,7 @@ func (s *Surfaces) abandoner(ctx context.Context, i int, _ *rand.Rand) {
 		}
 		end := HoldEnd{Key: key, Owner: owner, TTL: s.cfg.AbandonTTL, Last: last,
 			HeldSeen: at(w.HeldSent), GoneSent: at(w.GoneSent), EndedBy: at(w.GoneAt), Failed: w.Failed,
-			Rate: s.c.SlowestRate(sent, w.GoneAt)}
+			Rate: slowestRate(s.c, sent, w.GoneAt)}
 		s.mu.Lock()
 		s.ends = append(s.ends, end)
 		// The nemesis runs clocks up to 2% fast: the clients' default
