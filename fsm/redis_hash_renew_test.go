@@ -74,6 +74,8 @@ func TestHashRenewNativeMatchesLua(t *testing.T) {
 		{fmt.Sprint(maxTTL + 1), "owner"},
 		{"9223372036854775807", "owner"},
 		{"30000", "owner", "extra"},
+		{"30000", strings.Repeat("f", 3<<20)},
+		{strings.Repeat("1", 3<<20), "owner"},
 		{"30000"},
 		{},
 	}
