@@ -251,11 +251,10 @@ const (
 
 // VersionRedissonRenew is the cluster version from which famHashRenew
 // runs natively and is a renewal (RenewalScript, RenewalSHA). Before it
-// the text runs in Lua and a batched renewal of it is refused, as a binary
-// that does not know the family decides: the native path answers and
-// changes the same, but it runs no Lua, so it spends none of the entry's
-// script budget, and only a renewal may be batched. It shares
-// VersionBoundedExpiry's number: both came in the same release.
+// every node decides as a binary without the family does: the text runs
+// in Lua (spending the entry's script budget, where the native path
+// spends none) and a batched renewal of it is refused. It shares
+// VersionBoundedExpiry's number: both come in the same release.
 const VersionRedissonRenew = VersionBoundedExpiry
 
 // hotScripts are the scripts with a native path: the texts clients send
@@ -420,11 +419,11 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 // owner's field. The family is known from the text alone (and kept in the
 // engine's cache whatever the version), so the version is checked here,
 // at each apply: before VersionRedissonRenew the Lua text runs. ok is
-// false, and the Lua text runs, for whatever the Lua text would answer
-// with an error or a deletion: a key of another kind (WRONGTYPE from
-// HEXISTS), a TTL that is not a positive integer or is past MaxTTL, a key
-// or a TTL over the size limits; and for a field missing the text never
-// reaches PEXPIRE, so a bad TTL with a missing field answers 0 either way.
+// false, and the Lua text runs, for every input the text may answer with
+// an error or a deletion: a key of another kind (WRONGTYPE from HEXISTS),
+// a TTL that is not a positive integer or is past MaxTTL, a key or a TTL
+// over the size limits (the text answers 0 for such a TTL when the field
+// is missing: it never reaches PEXPIRE).
 func (t *scripts) hashRenewNative(ctx *applyCtx, keys, args [][]byte) (reply.Reply, bool) {
 	if !t.gate(VersionRedissonRenew) || len(keys) < 1 || len(args) < 2 {
 		return reply.Reply{}, false
