@@ -13,7 +13,8 @@ import (
 // with one raft entry each, holding many locks costs as much log as
 // taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
 // proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
-// Redis PEXPIRE or compare-and-pexpire script) at once when no renewal
+// Redis PEXPIRE, a compare-and-pexpire script or, from
+// fsm.VersionRedissonRenew, Redisson's watchdog script) at once when no renewal
 // entry of its is in flight, and otherwise queues it; when the entry in
 // flight is answered, everything queued goes into one OpBatchRenew entry.
 // So a renewal never waits for a tick, only for the renewal entry before

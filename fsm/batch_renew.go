@@ -209,7 +209,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 			r = Result{Reply: t.redis(ctx, s.Args)}
 		case OpEvalSHA:
 			if renewal, known := t.RenewalScript(s.Key); known && !renewal {
-				r = Result{Err: errf(ErrBadCommand, "batched renewal %d: script %s is not a compare-and-pexpire", i, s.Key)}
+				r = Result{Err: errf(ErrBadCommand, "batched renewal %d: script %s is not a renewal script", i, s.Key)}
 			} else {
 				// An unknown sha answers NOSCRIPT, as it would alone.
 				r = Result{Reply: t.evalSHA(ctx, s.Key, s.KeysB, s.Args, false)}
