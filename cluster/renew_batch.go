@@ -13,7 +13,8 @@ import (
 // with one raft entry each, holding many locks costs as much log as
 // taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
 // proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
-// Redis PEXPIRE or compare-and-pexpire script) at once when no renewal
+// Redis PEXPIRE, a compare-and-pexpire script or, from
+// fsm.VersionRedissonRenew, Redisson's watchdog script) at once when no renewal
 // entry of its is in flight, and otherwise queues it; when the entry in
 // flight is answered, everything queued goes into one OpBatchRenew entry.
 // So a renewal never waits for a tick, only for the renewal entry before
@@ -38,6 +39,9 @@ const maxRenewBatchBytes = 1 << 20
 type renewBatcher struct {
 	// on: the active cluster version runs OpBatchRenew.
 	on atomic.Bool
+	// version is the active cluster version (which script texts are
+	// renewals: fsm.RenewalSHA).
+	version atomic.Uint32
 	// queued is len(queue), readable without mu: zero means every
 	// renewal queued before was handed to raft already.
 	queued atomic.Int64
@@ -85,6 +89,9 @@ func (m *chanMutex) Unlock() { <-m.ch() }
 // noteVersion records the active cluster version after an apply (the
 // node's table lock held).
 func (b *renewBatcher) noteVersion(v uint32) {
+	if b.version.Load() != v {
+		b.version.Store(v)
+	}
 	if on := v >= fsm.VersionBatchRenew; b.on.Load() != on {
 		b.on.Store(on)
 	}
@@ -119,10 +126,11 @@ func (f *renewFuture) Response() interface{} {
 }
 
 // batchableRenewal reports whether cmd may be coalesced (fsm.Renewal: for
-// a script by SHA1, a known compare-and-pexpire text, so no table lock is
-// taken on the way to raft).
+// a script by SHA1, a known renewal text at the active cluster version, so
+// no table lock is taken on the way to raft). The version only rises, so
+// an entry proposed after it was seen is applied at it or above.
 func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
-	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key))
+	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key, n.renew.version.Load()))
 }
 
 // queueRenewal queues cmd, proposing the queue at once if no renewal

@@ -210,3 +210,89 @@ func TestRenewalScriptsCoalesced(t *testing.T) {
 		t.Fatal("a GET script taken for a renewal")
 	}
 }
+
+// Redisson's watchdog renewal (its exact text by EVALSHA) is coalesced
+// like redsync's once fsm.VersionRedissonRenew is active, and answers as
+// it does alone: 1 for the owner's field, 0 for another. Below that
+// version the leader proposes each alone, and it runs in Lua.
+func TestRedissonRenewalsCoalesced(t *testing.T) {
+	const renew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+		"redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+	const n = 100
+	tc := renewCluster(t, false, 0)
+	l := tc.leader(10 * time.Second)
+	ctx := ctxT(t, 60*time.Second)
+	setVersion := func(v uint32) {
+		t.Helper()
+		if r, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpSetVersion, Token: uint64(v)}); err != nil || r.Err != nil {
+			t.Fatalf("set version %d: %+v %v", v, r, err)
+		}
+		for _, nd := range tc.nodes {
+			tc.eventually(10*time.Second, nd.ID()+" at the cluster version", func() bool { return nd.ClusterVersion() == v })
+		}
+	}
+	setVersion(fsm.VersionRedissonRenew - 1)
+	load, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(renew)})
+	if err != nil || load.Reply.Str != fsm.ScriptSHA([]byte(renew)) {
+		t.Fatalf("SCRIPT LOAD: %+v %v", load, err)
+	}
+	sha := load.Reply.Str
+	for i := range n {
+		r, err := l.Apply(ctx, &fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("HSET"), []byte(fmt.Sprint("h", i)), []byte("uuid:1"), []byte("1")}})
+		if err != nil || r.Reply.Int != 1 {
+			t.Fatalf("HSET h%d: %+v %v", i, r, err)
+		}
+	}
+	// renewAllHashes renews h0..h<n-1> at once, the one at n/2 by another
+	// owner, and returns the entries they took.
+	renewAllHashes := func(ttl string) float64 {
+		t.Helper()
+		batches, evals := tc.allProposals("batch_renew"), tc.allProposals("evalsha")
+		futs := make([]fsm.Future, n)
+		for i := range n {
+			field := "uuid:1"
+			if i == n/2 {
+				field = "uuid:2"
+			}
+			futs[i] = l.ApplyAsync(ctx, &fsm.Command{Op: fsm.OpEvalSHA, Key: sha, KeysB: [][]byte{[]byte(fmt.Sprint("h", i))}, Args: [][]byte{[]byte(ttl), []byte(field)}})
+		}
+		for i, f := range futs {
+			r, err := f.Result()
+			want := int64(1)
+			if i == n/2 {
+				want = 0
+			}
+			if err != nil || r.Err != nil || r.Reply.Int != want {
+				t.Fatalf("renew h%d: %+v %v, want %d", i, r, err, want)
+			}
+		}
+		return tc.allProposals("batch_renew") - batches + tc.allProposals("evalsha") - evals
+	}
+	if l.batchableRenewal(&fsm.Command{Op: fsm.OpEvalSHA, Key: sha}) {
+		t.Fatalf("batchable below version %d", fsm.VersionRedissonRenew)
+	}
+	if entries := renewAllHashes("60000"); entries < n {
+		t.Fatalf("below version %d: %d renewals took %.0f entries, want one each", fsm.VersionRedissonRenew, n, entries)
+	}
+	setVersion(fsm.VersionRedissonRenew)
+	if !l.batchableRenewal(&fsm.Command{Op: fsm.OpEvalSHA, Key: sha}) {
+		t.Fatalf("not batchable at version %d", fsm.VersionRedissonRenew)
+	}
+	batches := tc.allProposals("batch_renew")
+	if entries := renewAllHashes("90000"); entries > n/4 || tc.allProposals("batch_renew") == batches {
+		t.Fatalf("at version %d: %d renewals took %.0f entries", fsm.VersionRedissonRenew, n, entries)
+	}
+	// Every node renewed alike: the lease the batch set, and none on
+	// h<n/2>, whose field was never the renewing owner's.
+	for _, nd := range tc.nodes {
+		tc.eventually(10*time.Second, nd.ID()+" applied the renewals", func() bool {
+			var p0, pm int64
+			err := nd.Read(ctx, true, func(tb *fsm.Table, now int64) {
+				r0, _ := tb.Read(now, [][]byte{[]byte("PTTL"), []byte("h0")})
+				rm, _ := tb.Read(now, [][]byte{[]byte("PTTL"), []byte(fmt.Sprint("h", n/2))})
+				p0, pm = r0.Int, rm.Int
+			})
+			return err == nil && p0 > 60000 && pm == -1
+		})
+	}
+}

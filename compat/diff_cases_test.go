@@ -135,6 +135,15 @@ const luaHashRenew = `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
 end;
 return 0;`
 
+// luaRedissonRenew is Redisson 3.x's watchdog renewal byte for byte (its
+// Java literals joined), which locknode runs natively from cluster version
+// 4 and batches by this SHA1.
+const luaRedissonRenew = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+	"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+	"return 1; " +
+	"end; " +
+	"return 0;"
+
 // F8: fenced reentrant lock (Redisson RFencedLock shape).
 const luaFenced = `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
 	local token = redis.call('incr', KEYS[2]);
@@ -421,6 +430,21 @@ func diffSequences() []sequence {
 			cmd("EXISTS", L),
 			cmd("GET", "$P:latch"),
 			evalsha(luaHashRelease, keys(L, C, "$P:latch"), "0", "30000", "uuid:1", "publish", "2000"),
+		}},
+		{name: "F7 Redisson watchdog renewal", keys: keys(L, "$P:s", "$P:none"), steps: []step{
+			eval(luaRedissonRenew, keys(L), "40000", "uuid:1"),
+			eval(luaHashAcquire, keys(L), "30000", "uuid:1"),
+			evalsha(luaRedissonRenew, keys(L), "40000", "uuid:1"),
+			cmd("PTTL", L).approxMs(),
+			evalsha(luaRedissonRenew, keys(L), "50000", "uuid:2"),
+			cmd("PTTL", L).approxMs(),
+			evalsha(luaRedissonRenew, keys(L), "abc", "uuid:1"),
+			evalsha(luaRedissonRenew, keys(L), "abc", "uuid:2"),
+			evalsha(luaRedissonRenew, keys("$P:none"), "40000", "uuid:1"),
+			cmd("SET", "$P:s", "v"),
+			evalsha(luaRedissonRenew, keys("$P:s"), "40000", "uuid:1"),
+			evalsha(luaRedissonRenew, keys(L), "0", "uuid:1"),
+			cmd("EXISTS", L),
 		}},
 		{name: "F8 fenced lock", keys: keys(L, "$P:token"), steps: []step{
 			eval(luaFenced, keys(L, "$P:token"), "30000", "uuid:1"),

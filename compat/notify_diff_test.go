@@ -48,6 +48,13 @@ var ksWrites = [][]string{
 	{"HINCRBY", "ks:h", "f", "2"},
 	{"HDEL", "ks:h", "f", "nope"},
 	{"HDEL", "ks:h", "g"},
+	// Redisson's watchdog renewal (native from cluster version 4): an
+	// expire event only when the owner's field is there.
+	{"EVAL", luaRedissonRenew, "1", "ks:rl", "30000", "uuid:1"},
+	{"HSET", "ks:rl", "uuid:1", "1"},
+	{"EVAL", luaRedissonRenew, "1", "ks:rl", "30000", "uuid:1"},
+	{"EVAL", luaRedissonRenew, "1", "ks:rl", "30000", "uuid:2"},
+	{"DEL", "ks:rl"},
 	{"SADD", "ks:st", "x", "y"},
 	{"SADD", "ks:st", "x"},
 	{"SREM", "ks:st", "x", "y"},

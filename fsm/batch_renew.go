@@ -49,10 +49,11 @@ func init() { opVersion[OpBatchRenew] = VersionBatchRenew }
 // Renewal reports whether cmd may go into an OpBatchRenew entry by its op
 // and fields alone: a lock extend, a session keep-alive, a Redis PEXPIRE
 // or EXPIRE to a positive time, or an EVALSHA (not read-only), which the
-// FSM refuses alone when the cached script is not a compare-and-pexpire.
-// A proposer batches an EVALSHA only of a known text (RenewalSHA); this
-// looser rule is the FSM's, so that a later release may know more texts
-// without a new cluster version.
+// FSM refuses alone when the cached script is not a renewal script
+// (RenewalScript). A proposer batches an EVALSHA only of a known text
+// (RenewalSHA); this looser rule is the FSM's, so that a newly known text
+// needs no new op, only its cluster version (VersionRedissonRenew): an
+// older binary refuses it in a batch.
 func Renewal(cmd *Command) bool {
 	switch cmd.Op {
 	case OpExtend, OpSessionKeepAlive:
@@ -76,39 +77,53 @@ func renewalCommand(name []byte) bool {
 	return strings.EqualFold(string(name), "pexpire") || strings.EqualFold(string(name), "expire")
 }
 
-// RenewalScript reports whether the cached script sha is a
-// compare-and-pexpire (redsync's Extend and the like: scriptFamily
-// famCAPE or famCAPE1), and known whether the cache holds sha at all.
-// It may compile the script's classification into the engine's cache:
-// the caller holds the table exclusively.
+// RenewalScript reports whether the cached script sha is a renewal at
+// the active cluster version: a compare-and-pexpire (redsync's Extend and
+// the like: scriptFamily famCAPE or famCAPE1), or from
+// VersionRedissonRenew on Redisson's hash-lock renewal (famHashRenew);
+// and known whether the cache holds sha at all. It may compile the
+// script's classification into the engine's cache (which does not depend
+// on the version): the caller holds the table exclusively.
 func (t *Table) RenewalScript(sha string) (renewal, known bool) {
 	sha = strings.ToLower(sha)
 	script, ok := t.scripts.cache.get(sha)
 	if !ok {
 		return false, false
 	}
-	fam := t.family(sha, script)
-	return fam == famCAPE || fam == famCAPE1, true
+	return renewalFamily(t.family(sha, script), t.Version()), true
 }
 
-// RenewalSHA reports whether sha (hex) is the SHA1 of a compare-and-pexpire
-// script text exactly as a known client sends it: what a proposer may
-// batch without looking at the table (Table.RenewalScript checks the
-// cached text again when the entry is applied). A variant of the text
-// (other white space) runs natively all the same but is proposed alone.
-func RenewalSHA(sha string) bool {
-	_, ok := renewalSHAs[strings.ToLower(sha)]
-	return ok
+// renewalFamily reports whether a script of family fam is a renewal at
+// cluster version v.
+func renewalFamily(fam scriptFamily, v uint32) bool {
+	switch fam {
+	case famCAPE, famCAPE1:
+		return true
+	case famHashRenew:
+		return v >= VersionRedissonRenew
+	}
+	return false
 }
 
-// renewalSHAs are the SHA1s of the compare-and-pexpire texts of
-// hotScripts as written there, and of go-redsync/redsync v4's
-// touchScript (scripts.go), byte for byte.
-var renewalSHAs = func() map[string]struct{} {
-	m := map[string]struct{}{"d75bb8b5bd13532ddedd17762e772346e39b321e": {}}
+// RenewalSHA reports whether sha (hex) is the SHA1 of a renewal script
+// text exactly as a known client sends it, at the active cluster version
+// v: what a proposer may batch without looking at the table
+// (Table.RenewalScript checks the cached text again when the entry is
+// applied). A variant of the text (other white space) runs natively all
+// the same but is proposed alone.
+func RenewalSHA(sha string, v uint32) bool {
+	fam, ok := renewalSHAs[strings.ToLower(sha)]
+	return ok && renewalFamily(fam, v)
+}
+
+// renewalSHAs are the SHA1s of the renewal texts of hotScripts as
+// written there, and of go-redsync/redsync v4's touchScript (scripts.go),
+// byte for byte, with their families.
+var renewalSHAs = func() map[string]scriptFamily {
+	m := map[string]scriptFamily{"d75bb8b5bd13532ddedd17762e772346e39b321e": famCAPE}
 	for _, h := range hotScripts {
-		if h.fam == famCAPE || h.fam == famCAPE1 {
-			m[ScriptSHA([]byte(h.text))] = struct{}{}
+		if renewalFamily(h.fam, MaxClusterVersion) {
+			m[ScriptSHA([]byte(h.text))] = h.fam
 		}
 	}
 	return m
@@ -194,7 +209,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 			r = Result{Reply: t.redis(ctx, s.Args)}
 		case OpEvalSHA:
 			if renewal, known := t.RenewalScript(s.Key); known && !renewal {
-				r = Result{Err: errf(ErrBadCommand, "batched renewal %d: script %s is not a compare-and-pexpire", i, s.Key)}
+				r = Result{Err: errf(ErrBadCommand, "batched renewal %d: script %s is not a renewal script", i, s.Key)}
 			} else {
 				// An unknown sha answers NOSCRIPT, as it would alone.
 				r = Result{Reply: t.evalSHA(ctx, s.Key, s.KeysB, s.Args, false)}

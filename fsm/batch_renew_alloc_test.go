@@ -85,7 +85,7 @@ const touchScriptForTest = `
 // DecodeCommandInto decodes what DecodeCommand does, and refuses what it
 // refuses.
 func TestDecodeCommandInto(t *testing.T) {
-	if !RenewalSHA(ScriptSHA([]byte(touchScriptForTest))) {
+	if !RenewalSHA(ScriptSHA([]byte(touchScriptForTest)), VersionBatchRenew) {
 		t.Fatal("the test's touch script is not redsync's")
 	}
 	cmds := []*Command{

@@ -230,7 +230,7 @@ func TestBatchRenewRedis(t *testing.T) {
 	}
 	// What a proposer batches without the table: the exact texts clients
 	// send (redsync v4's touchScript by its published SHA1).
-	if !RenewalSHA(sha(cape)) || !RenewalSHA("D75BB8B5BD13532DDEDD17762E772346E39B321E") || RenewalSHA(sha(other)) {
+	if !RenewalSHA(sha(cape), VersionBatchRenew) || !RenewalSHA("D75BB8B5BD13532DDEDD17762E772346E39B321E", VersionBatchRenew) || RenewalSHA(sha(other), MaxClusterVersion) {
 		t.Fatal("RenewalSHA")
 	}
 }

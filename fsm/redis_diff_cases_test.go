@@ -355,6 +355,28 @@ if redis.call("getrange", KEYS[1], 0, offset-1) == string.sub(ARGV[1], 1, offset
 			ev(scriptHashRelease, k("rl", "chan", "rl:latch"), "0", "30000", "uuid:1", "publish", "5000"),
 			c("HEXISTS", "rl", "uuid:1"),
 		}},
+		// Redisson's exact renewal text, native from VersionRedissonRenew
+		// on; its fallbacks (a bad TTL, another kind) answer Redis' errors.
+		{name: "F7-redisson-renew-native", version: VersionRedissonRenew, keys: k("rl", "s", "h"), steps: []dstep{
+			ev(redissonRenewText, k("rl"), "40000", "uuid:1"),
+			ev(scriptHashAcquire, k("rl"), "30000", "uuid:1"),
+			ev(redissonRenewText, k("rl"), "40000", "uuid:1"),
+			ca("PTTL", "rl"),
+			ev(redissonRenewText, k("rl"), "50000", "uuid:2"),
+			ca("PTTL", "rl"),
+			ev(redissonRenewText, k("rl"), "abc", "uuid:1"),
+			ev(redissonRenewText, k("rl"), "abc", "uuid:2"),
+			ev(redissonRenewText, k("rl"), "40000"),
+			c("SET", "s", "v"),
+			ev(redissonRenewText, k("s"), "40000", "uuid:1"),
+			c("HSET", "h", "uuid:1", "x"),
+			ev(redissonRenewText, k("h"), "40000", "uuid:1"),
+			ca("PTTL", "h"),
+			ev(redissonRenewText, k("h"), "0", "uuid:1"),
+			c("EXISTS", "h"),
+			ev(redissonRenewText, k("rl"), "-1", "uuid:1"),
+			c("EXISTS", "rl"),
+		}},
 		{name: "F8-fenced", keys: k("fl", "fl:token"), steps: []dstep{
 			ev(scriptFenced, k("fl", "fl:token"), "30000", "uuid:1"),
 			ev(scriptFenced, k("fl", "fl:token"), "30000", "uuid:1"),

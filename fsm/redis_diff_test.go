@@ -167,6 +167,9 @@ type diffCase struct {
 	name  string
 	steps []dstep
 	keys  []string // compared after the sequence
+	// version is the table's cluster version (0: 1), for the native
+	// paths that a version gates.
+	version uint32
 }
 
 // approxEqual compares replies; with approx, numbers may differ by diffTol.
@@ -271,6 +274,9 @@ func runDiff(t *testing.T, rc *respConn, dc diffCase) {
 			t.Fatalf("after %v: %v", cmd.Args, err)
 		}
 		return r
+	}
+	if dc.version != 0 {
+		apply(&Command{Op: OpSetVersion, Token: uint64(dc.version)})
 	}
 	for i, s := range dc.steps {
 		var want, got reply.Reply

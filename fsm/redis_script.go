@@ -243,7 +243,19 @@ const (
 	famCAPE
 	// famCAPE1: as famCAPE, but the reply is 1 (redis-py reacquire).
 	famCAPE1
+	// famHashRenew: if HEXISTS(KEYS[1], ARGV[2]) == 1 then
+	// PEXPIRE(KEYS[1], ARGV[1]); return 1 else 0 (Redisson's watchdog
+	// renewal of its hash lock). Native from VersionRedissonRenew on.
+	famHashRenew
 )
+
+// VersionRedissonRenew is the cluster version from which famHashRenew
+// runs natively and is a renewal (RenewalScript, RenewalSHA). Before it
+// every node decides as a binary without the family does: the text runs
+// in Lua (spending the entry's script budget, where the native path
+// spends none) and a batched renewal of it is refused. It shares
+// VersionBoundedExpiry's number: both come in the same release.
+const VersionRedissonRenew = VersionBoundedExpiry
 
 // hotScripts are the scripts with a native path: the texts clients send
 // (go-redsync/redsync v4 scripts.go, bsm/redislock v0.9 redislock.go,
@@ -298,7 +310,19 @@ var hotScripts = []struct {
         redis.call('pexpire', KEYS[1], ARGV[2])
         return 1
     `},
+	// Redisson 3.x watchdog renewal (RedissonBaseLock.renewExpirationAsync,
+	// RedissonLock's in older releases). Releases with a lock renewal
+	// scheduler renew many keys in one script instead: not this family.
+	{famHashRenew, redissonRenewText},
 }
+
+// redissonRenewText is the text Redisson's watchdog sends to renew a hash
+// lock, whose SHA1 RenewalSHA knows.
+const redissonRenewText = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+	"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+	"return 1; " +
+	"end; " +
+	"return 0;"
 
 // hotBySHA maps the SHA1 of each hot script's normalised text to its
 // family.
@@ -326,6 +350,9 @@ func classify(script []byte) scriptFamily {
 // (missing KEYS/ARGV, a non-string value, an unusual TTL): the caller then
 // runs the Lua text, which produces Redis' exact reply or error.
 func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byte) (reply.Reply, bool) {
+	if fam == famHashRenew {
+		return t.hashRenewNative(ctx, keys, args)
+	}
 	if fam == famNone || len(keys) < 1 || len(args) < 1 {
 		return reply.Reply{}, false
 	}
@@ -385,5 +412,42 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 			ctx.notify(NotifyExpire, key)
 		}
 	}
+	return reply.NewInt(1), true
+}
+
+// hashRenewNative is famHashRenew: ARGV[1] is the TTL in ms, ARGV[2] the
+// owner's field. The family is known from the text alone (and kept in the
+// engine's cache whatever the version), so the version is checked here,
+// at each apply: before VersionRedissonRenew the Lua text runs. ok is
+// false, and the Lua text runs, for every input the text may answer with
+// an error or a deletion: a key of another kind (WRONGTYPE from HEXISTS),
+// a TTL that is not a positive integer or is past MaxTTL, a key or a TTL
+// over the size limits (the text answers 0 for such a TTL when the field
+// is missing: it never reaches PEXPIRE).
+func (t *scripts) hashRenewNative(ctx *applyCtx, keys, args [][]byte) (reply.Reply, bool) {
+	if !t.gate(VersionRedissonRenew) || len(keys) < 1 || len(args) < 2 {
+		return reply.Reply{}, false
+	}
+	key := keys[0]
+	if len(key) > t.cfg.MaxKeyBytes || len(key) > t.cfg.MaxValueBytes || len(args[0]) > t.cfg.MaxValueBytes {
+		return reply.Reply{}, false
+	}
+	ms, ok := parseInt(args[0])
+	if !ok || ms <= 0 || ms > t.cfg.MaxTTL || addOverflows(ms, ctx.now) {
+		return reply.Reply{}, false
+	}
+	v := t.lookup(ctx, string(key))
+	if v == nil {
+		return reply.NewInt(0), true
+	}
+	if v.Kind() != KindHash {
+		return reply.Reply{}, false
+	}
+	if _, held := v.Hash[string(args[1])]; !held {
+		return reply.NewInt(0), true
+	}
+	// PEXPIRE of a hash to a time ahead: what expireGeneric does.
+	t.setDeadline(ctx, string(key), v, ctx.now+ms)
+	ctx.notify(NotifyExpire, string(key))
 	return reply.NewInt(1), true
 }

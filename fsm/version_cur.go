@@ -9,7 +9,9 @@ package fsm
 // the lean framing (transport.LeanRaft; the table decides nothing
 // differently) and lets the leader write many renewals in one entry
 // (OpBatchRenew, VersionBatchRenew); version 4 bounds the due work of
-// one entry (VersionBoundedExpiry, expiry_bound.go). docs/UPGRADING.md
+// one entry (VersionBoundedExpiry, expiry_bound.go) and runs Redisson's
+// watchdog renewal natively, as a batched renewal (VersionRedissonRenew,
+// redis_script.go). docs/UPGRADING.md
 // says which releases run which versions.
 const (
 	MinClusterVersion = 1

@@ -50,14 +50,15 @@ const touchScriptText = `
 var touchScript = redis.NewScript(touchScriptText)
 
 // redissonRenewText is Redisson's watchdog renewal (RedissonBaseLock's
-// renewExpirationAsync): the lock is a hash whose field is the owner,
-// renewed if the owner still holds it. Not a compare-and-pexpire of a
-// string, so locknode runs it as a script, one entry each.
-const redissonRenewText = `if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
-  redis.call('pexpire', KEYS[1], ARGV[1]);
-  return 1;
-end;
-return 0;`
+// renewExpirationAsync), byte for byte: the lock is a hash whose field is
+// the owner, renewed if the owner still holds it. locknode runs this text
+// natively and batches its renewals from cluster version 4 on (by its
+// SHA1: another spelling runs as a script, one entry each).
+const redissonRenewText = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then " +
+	"redis.call('pexpire', KEYS[1], ARGV[1]); " +
+	"return 1; " +
+	"end; " +
+	"return 0;"
 
 var redissonRenew = redis.NewScript(redissonRenewText)
 
