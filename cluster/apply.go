@@ -139,7 +139,7 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 // indexes in that order (raft queues them on one channel); renewals may
 // share an entry, in that order too (renew_batch.go).
 func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
-	if n.renew.on.Load() && n.batchableRenewal(cmd) {
+	if n.renew.on() && n.batchableRenewal(cmd) {
 		return n.queueRenewal(l, cmd)
 	}
 	// Renewals queued before cmd go first, so that order holds.

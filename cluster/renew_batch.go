@@ -37,10 +37,9 @@ const maxRenewBatchBytes = 1 << 20
 
 // renewBatcher is the leader's queue of renewals.
 type renewBatcher struct {
-	// on: the active cluster version runs OpBatchRenew.
-	on atomic.Bool
-	// version is the active cluster version (which script texts are
-	// renewals: fsm.RenewalSHA).
+	// version is the active cluster version: whether it runs
+	// OpBatchRenew (on), and which script texts are renewals
+	// (fsm.RenewalSHA).
 	version atomic.Uint32
 	// queued is len(queue), readable without mu: zero means every
 	// renewal queued before was handed to raft already.
@@ -92,10 +91,10 @@ func (b *renewBatcher) noteVersion(v uint32) {
 	if b.version.Load() != v {
 		b.version.Store(v)
 	}
-	if on := v >= fsm.VersionBatchRenew; b.on.Load() != on {
-		b.on.Store(on)
-	}
 }
+
+// on reports whether the active cluster version runs OpBatchRenew.
+func (b *renewBatcher) on() bool { return b.version.Load() >= fsm.VersionBatchRenew }
 
 // renewFuture is one queued renewal, answered from its entry's result.
 // It is a raft.ApplyFuture so the callers of propose treat it like any.
@@ -159,7 +158,7 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 // flight (whose answer then does).
 func (n *Node) holdRenewals() func() {
 	b := &n.renew
-	if !b.on.Load() {
+	if !b.on() {
 		return func() {}
 	}
 	b.mu.Lock()
