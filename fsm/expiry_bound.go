@@ -79,7 +79,19 @@ func (t *Table) runDue(ctx *applyCtx, kind dueKind, id string) {
 // once the entry has emitted DueEventBudget events and sets ctx.backlog
 // when due items are left (settleFor then does the command's share).
 func (t *Table) expireDue(ctx *applyCtx) {
-	bounded := t.gate(VersionBoundedExpiry)
+	t.runDueItems(ctx, t.gate(VersionBoundedExpiry))
+}
+
+// drainDue runs every due item left, without bound: the behaviour before
+// VersionBoundedExpiry, for a command whose reach is not known.
+func (t *Table) drainDue(ctx *applyCtx) {
+	t.runDueItems(ctx, false)
+	ctx.backlog = false
+}
+
+// runDueItems runs the due items in order until none is due or, when
+// bounded, the entry's budget is spent (then ctx.backlog is set).
+func (t *Table) runDueItems(ctx *applyCtx, bounded bool) {
 	for {
 		kind, it, ok := t.due.next()
 		if !ok || it.at > ctx.now {
@@ -94,22 +106,6 @@ func (t *Table) expireDue(ctx *applyCtx) {
 		t.runDue(ctx, kind, it.id)
 	}
 	ctx.at = ctx.now
-}
-
-// drainDue runs every due item left, without bound: the behaviour before
-// VersionBoundedExpiry, for a command whose reach is not known.
-func (t *Table) drainDue(ctx *applyCtx) {
-	for {
-		kind, it, ok := t.due.next()
-		if !ok || it.at > ctx.now {
-			break
-		}
-		t.due[kind-1].pop()
-		ctx.at = it.at
-		t.runDue(ctx, kind, it.id)
-	}
-	ctx.at = ctx.now
-	ctx.backlog = false
 }
 
 // HasDueBacklog reports whether due work is left that an entry's budget
