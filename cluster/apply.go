@@ -123,7 +123,7 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 	t0 := traceStart()
 	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
-	err := n.awaitProposal(f)
+	err := n.await(f)
 	ct.end(n.Node, f, err)
 	if err != nil {
 		oc, err := classifyProposal(err)
@@ -153,31 +153,6 @@ func (n *leaderTerm) proposeOne(l *leadership, cmd *fsm.Command) raft.ApplyFutur
 	c.Time = l.now(n.clock)
 	n.metrics.proposed(c.Op)
 	return n.raft.Apply(c.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(&c))), 0)
-}
-
-// awaitProposal waits for a future of propose (raft's Apply future, or a
-// queued renewal's) or of VerifyLeader, as await does but in the calling
-// goroutine: await's helper goroutine was a goroutine start and one more
-// hand-off (the future's answer wakes it, it wakes the caller) on every
-// request through the leader. The fork answers these raft futures at
-// raft's shutdown (their ShutdownCh, third_party/raft/FORK.md), which
-// comes before n.closed closes; their answer then wraps ErrClosed as
-// await's would. A queued renewal, which raft does not answer, is waited
-// for against n.closed.
-func (n *raftReplica) awaitProposal(f raft.Future) error {
-	if rf, ok := f.(*renewFuture); ok {
-		select {
-		case <-rf.done:
-			return rf.err
-		case <-n.closed:
-			return fmt.Errorf("%w: %w", ErrClosed, raft.ErrRaftShutdown)
-		}
-	}
-	err := f.Error()
-	if errors.Is(err, raft.ErrRaftShutdown) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
 }
 
 // classifyProposal says what a failed raft apply future means.
@@ -403,7 +378,7 @@ func (n *leaderTerm) readIndexAsLeader(ctx context.Context, l *leadership) (uint
 		return 0, 0, outcomeDone, ctx.Err()
 	}
 	commit := n.raft.CommitIndex()
-	if err := n.awaitProposal(n.raft.VerifyLeader()); err != nil {
+	if err := n.await(n.raft.VerifyLeader()); err != nil {
 		if errors.Is(err, ErrClosed) {
 			return 0, 0, outcomeDone, err
 		}
