@@ -84,9 +84,10 @@ func (n *forwarder) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Co
 	start := time.Now()
 	rf := n.propose(l, cmd)
 	// Ends when raft answers rf: at once if it was refused, else after the
-	// commit, at raft's shutdown at the latest (the fork answers every
-	// future it accepts then; a queued renewal is answered by its
-	// entry's). Result also returns on n.closed.
+	// commit. Raft never answers a proposal still queued when it shuts
+	// down; this goroutine then stays blocked (as await's does) holding
+	// its slot of the closed node's window, and Result returns on
+	// n.closed.
 	go func() {
 		f.complete(rf)
 		<-win

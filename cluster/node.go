@@ -518,28 +518,18 @@ func (n *Node) newReqID() string {
 	return fmt.Sprintf("%s%d", n.reqPrefix, n.reqSeq.Add(1))
 }
 
-// await waits for a raft future, or a queued renewal's, until it is
-// answered or the node closes. It waits in the calling goroutine: the fork
-// answers every future it accepts at raft's shutdown (their ShutdownCh,
-// third_party/raft/FORK.md), and Close shuts raft down before it closes
-// n.closed, so such a future never outlives the node; its shutdown answer
-// wraps ErrClosed here, as the node's close would. (A helper goroutine
-// per wait, racing the answer against n.closed, was a goroutine start and
-// one more hand-off on every request through the leader and every
-// command it serves for a follower.) A queued renewal, which raft does
-// not answer, is waited for against n.closed.
+// await waits for a raft future, or until the node closes (which can come
+// before raft shuts down). The goroutine that waits for raft's answer ends
+// when raft answers, at raft's shutdown at the latest: the fork gives
+// every future it accepts its shutdown channel (third_party/raft/FORK.md).
 func (n *raftReplica) await(f raft.Future) error {
-	if rf, ok := f.(*renewFuture); ok {
-		select {
-		case <-rf.done:
-			return rf.err
-		case <-n.closed:
-			return fmt.Errorf("%w: %w", ErrClosed, raft.ErrRaftShutdown)
-		}
+	ch := make(chan error, 1)
+	// Ends when raft answers f or shuts down (see above).
+	go func() { ch <- f.Error() }()
+	select {
+	case err := <-ch:
+		return err
+	case <-n.closed:
+		return fmt.Errorf("%w: %w", ErrClosed, raft.ErrRaftShutdown)
 	}
-	err := f.Error()
-	if errors.Is(err, raft.ErrRaftShutdown) {
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	}
-	return err
 }
