@@ -108,12 +108,12 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		}
 		ro := name == "eval_ro" || name == "evalsha_ro"
 		if name == "eval" || name == "eval_ro" {
-			return evalCommand(bytes.Clone(args[1]), keys, argv, ro)
+			return evalCommand(nil, bytes.Clone(args[1]), keys, argv, ro)
 		}
 		if len(args[1]) != 40 {
 			return nil // dispatch answers NOSCRIPT
 		}
-		return evalSHACommand(args[1], keys, argv, ro)
+		return evalSHACommand(nil, args[1], keys, argv, ro)
 	}
 	if cmd := c.s.commands[name]; cmd == nil || cmd.flags&flagData == 0 || !cmd.spec.Writes() {
 		return nil

@@ -8,8 +8,9 @@ import (
 )
 
 // Dispatch runs once per applied entry on every node: with subscribers
-// and no local waiter it allocates nothing (it copied the subscriber list
-// per entry before).
+// and no local waiter it allocates nothing and takes no lock of the hub's
+// (the subscriber list is read as published, the waiter registry only
+// when a waiter is registered).
 func TestDispatchAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation")
