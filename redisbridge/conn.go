@@ -349,11 +349,11 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
-	ctx, cancel := c.ctx()
-	defer cancel()
+	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
+	defer rc.stop()
 	counted := c.track.writeStarted()
 	reg := c.track.begin(cmd)
-	r, err := c.s.b.Apply(ctx, cmd)
+	r, err := c.s.b.Apply(c.withSpan(rc), cmd)
 	if err != nil && cmd == c.sync {
 		// A failed Apply may have left cmd behind (a forward queued for
 		// the leader when the wait for it ended): it is no longer this

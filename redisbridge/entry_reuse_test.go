@@ -3,12 +3,14 @@ package redisbridge
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/locknode/locknode/api"
 	"github.com/locknode/locknode/fsm"
+	"github.com/locknode/locknode/fsm/reply"
 )
 
 // keepingBackend records the Command of every Apply; with failNext set,
@@ -91,5 +93,38 @@ func TestSyncWritesReuseTheirCommand(t *testing.T) {
 	}
 	if v := c.do("GET", "lock"); v.Str != "tok3" {
 		t.Fatalf("GET: %v", v)
+	}
+}
+
+// answeringBackend answers every Apply at once with OK, allocating
+// nothing, so that what a test counts is the bridge's own.
+type answeringBackend struct{ *fakeBackend }
+
+func (answeringBackend) Apply(context.Context, *fsm.Command) (fsm.Result, error) {
+	return fsm.Result{Index: 1, Reply: reply.OK}, nil
+}
+
+// A write that waits for its outcome costs the bridge one allocation
+// around the Apply (its request context): the Command is the
+// connection's, and the context's cancel is no function value of its
+// own. Fails if either allocates per request again.
+func TestSyncWriteAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation")
+	}
+	s := testServerOn(t, answeringBackend{newFakeBackend(t)}, Config{})
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	c := s.newConn(server)
+	args := [][]byte{[]byte("SET"), []byte("lock"), []byte("tok"), []byte("NX"), []byte("PX"), []byte("30000")}
+	if a := testing.AllocsPerRun(200, func() {
+		cmd := c.entry()
+		cmd.Op, cmd.Args = fsm.OpRedis, args
+		if _, ok := c.apply(cmd); !ok {
+			t.Fatal("apply failed")
+		}
+	}); a > 1 {
+		t.Errorf("a waited-for write allocates %.1f times in the bridge, want at most 1", a)
 	}
 }

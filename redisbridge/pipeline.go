@@ -69,15 +69,15 @@ func (p *pipeline) propose(args [][]byte) bool {
 	}
 	p.mu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
-	ctx, cancel := c.ctx()
+	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
 	c.s.stats.command(name)
 	counted := c.track.writeStarted()
 	reg := c.track.begin(cmd)
-	f := ab.ApplyAsync(ctx, cmd)
+	f := ab.ApplyAsync(c.withSpan(rc), cmd)
 	if reg != nil || counted {
 		f = trackedFuture{f, reg, counted}
 	}
-	cancel() // bounds only a synchronous fallback inside ApplyAsync
+	rc.stop() // bounds only a synchronous fallback inside ApplyAsync
 	p.mu.Lock()
 	p.items = append(p.items, f)
 	if !p.on {
