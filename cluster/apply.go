@@ -27,7 +27,9 @@ const (
 // Apply proposes cmd through the leader and returns its result, normally
 // once this node has applied it too (so local waiters and reads see it;
 // if ctx ends or RetryTimeout passes while this node catches up, the
-// committed result is returned anyway). The node stamps cmd.Time; cmd is not modified.
+// committed result is returned anyway). The node stamps cmd.Time; cmd is not modified,
+// and once Apply returned without an error nothing refers to it (a caller
+// may reuse it; after an error a forward may still hold it).
 //
 // Failures are reported at once: when the leader is lost or the
 // connection to it drops, a command without a ReqID fails with an error

@@ -522,6 +522,16 @@ func (n *Node) newReqID() string {
 // before raft shuts down). The goroutine that waits for raft's answer ends
 // when raft answers, at raft's shutdown at the latest: the fork gives
 // every future it accepts its shutdown channel (third_party/raft/FORK.md).
+//
+// Waiting in place instead (calling f.Error here, which the shutdown
+// channel makes as safe) saves a goroutine start and a hand-off per
+// request, yet costs CPU per operation: the proposer answers sooner, its
+// client's next command reaches the leader sooner, and fewer commands
+// share each log write (measured twice with 64 lock-cycling workers: 14
+// to 19 instead of 22 to 27 commands per write; 1.2 instead of 1.9 with
+// 16 contending on one lock, the next acquire no longer joining the
+// hand-off's release). Keep the hand-off unless the leader's batching
+// stops depending on it.
 func (n *raftReplica) await(f raft.Future) error {
 	ch := make(chan error, 1)
 	// Ends when raft answers f or shuts down (see above).

@@ -80,20 +80,25 @@ func expireAt(b []byte, seconds, relative bool, now int64, cmd string) (int64, r
 	if !ok {
 		return 0, reply.NewError(errNotInt), false
 	}
-	bad := reply.NewError("ERR invalid expire time in '" + cmd + "' command")
 	if ms <= 0 || (seconds && ms > math.MaxInt64/1000) {
-		return 0, bad, false
+		return 0, badExpire(cmd), false
 	}
 	if seconds {
 		ms *= 1000
 	}
 	if relative {
 		if addOverflows(ms, now) {
-			return 0, bad, false
+			return 0, badExpire(cmd), false
 		}
 		ms += now
 	}
 	return ms, reply.Reply{}, true
+}
+
+// badExpire is the error reply to an expire time out of range, built only
+// when it is one: every SET PX of a lock cycle passes here.
+func badExpire(cmd string) reply.Reply {
+	return reply.NewError("ERR invalid expire time in '" + cmd + "' command")
 }
 
 // leaseOverLimit is the error reply to a Redis command that asks for a

@@ -14,7 +14,9 @@ type Backend interface {
 	// Apply proposes cmd through the leader (forwarding from a follower)
 	// and returns its result once committed and applied locally. The node
 	// stamps cmd.Time. Errors wrap api.ErrNoLeader when no leader is
-	// reachable; FSM refusals are in Result.Err, not the error.
+	// reachable; FSM refusals are in Result.Err, not the error. Once it
+	// returned without an error it keeps no reference to cmd: the bridge
+	// reuses it for the connection's next write.
 	Apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error)
 	// Read runs fn against the local table once it is linearizable to
 	// read (ReadIndex through the leader), or at once when stale is true.

@@ -45,7 +45,7 @@ func (c *conn) evalText(args [][]byte, ro bool) {
 	if !ok {
 		return
 	}
-	c.applyReply(evalCommand(bytes.Clone(args[1]), keys, argv, ro))
+	c.applyReply(evalCommand(c.entry(), bytes.Clone(args[1]), keys, argv, ro))
 }
 
 func (c *conn) evalSHA(args [][]byte, ro bool) {
@@ -58,7 +58,7 @@ func (c *conn) evalSHA(args [][]byte, ro bool) {
 		c.w.WriteError(msgNoScript)
 		return
 	}
-	c.applyReply(evalSHACommand(args[1], keys, argv, ro))
+	c.applyReply(evalSHACommand(c.entry(), args[1], keys, argv, ro))
 }
 
 func (c *conn) applyReply(cmd *fsm.Command) {
@@ -94,15 +94,24 @@ func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
 	return rest[:n:n], rest[n:], ""
 }
 
-// evalCommand is EVAL's (ro: EVAL_RO's) log entry. script must be the
-// caller's to give away.
-func evalCommand(script []byte, keys, argv [][]byte, ro bool) *fsm.Command {
-	return &fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv, ReadOnly: ro}
+// evalCommand is EVAL's (ro: EVAL_RO's) log entry, written into cmd (nil:
+// a new Command). script must be the caller's to give away.
+func evalCommand(cmd *fsm.Command, script []byte, keys, argv [][]byte, ro bool) *fsm.Command {
+	if cmd == nil {
+		cmd = new(fsm.Command)
+	}
+	*cmd = fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv, ReadOnly: ro}
+	return cmd
 }
 
-// evalSHACommand is EVALSHA's (ro: EVALSHA_RO's) log entry.
-func evalSHACommand(sha []byte, keys, argv [][]byte, ro bool) *fsm.Command {
-	return &fsm.Command{Op: fsm.OpEvalSHA, Key: strings.ToLower(string(sha)), KeysB: keys, Args: argv, ReadOnly: ro}
+// evalSHACommand is EVALSHA's (ro: EVALSHA_RO's) log entry, written into
+// cmd (nil: a new Command).
+func evalSHACommand(cmd *fsm.Command, sha []byte, keys, argv [][]byte, ro bool) *fsm.Command {
+	if cmd == nil {
+		cmd = new(fsm.Command)
+	}
+	*cmd = fsm.Command{Op: fsm.OpEvalSHA, Key: strings.ToLower(string(sha)), KeysB: keys, Args: argv, ReadOnly: ro}
+	return cmd
 }
 
 // SCRIPT LOAD|EXISTS|FLUSH|KILL

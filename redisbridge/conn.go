@@ -60,6 +60,12 @@ type conn struct {
 	readonly bool
 	nameBuf  [32]byte
 	quit     bool
+	// sync is the log entry of this connection's writes that wait for
+	// their outcome (apply), reused from one to the next: a Command is
+	// the largest allocation of a request (over 300 bytes), and under
+	// lock cycling every request is such a write. nil until the first,
+	// and again after an Apply that failed (see apply).
+	sync *fsm.Command
 	// wdl is the write deadline last set on nc (under wmu): flush moves it
 	// only when less than WriteTimeout is left.
 	wdl time.Time
@@ -343,11 +349,17 @@ func (c *conn) ctx() (context.Context, context.CancelFunc) {
 // written the error reply and ok is false.
 func (c *conn) apply(cmd *fsm.Command) (r fsm.Result, ok bool) {
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
-	ctx, cancel := c.ctx()
-	defer cancel()
+	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
+	defer rc.stop()
 	counted := c.track.writeStarted()
 	reg := c.track.begin(cmd)
-	r, err := c.s.b.Apply(ctx, cmd)
+	r, err := c.s.b.Apply(c.withSpan(rc), cmd)
+	if err != nil && cmd == c.sync {
+		// A failed Apply may have left cmd behind (a forward queued for
+		// the leader when the wait for it ended): it is no longer this
+		// connection's to reuse.
+		c.sync = nil
+	}
 	if counted {
 		c.track.writeDone(r.Index)
 	}
@@ -384,9 +396,25 @@ func (c *conn) writeResult(r fsm.Result, err error) {
 // applyRedis proposes one Redis command (args owned by the caller's
 // Reader: they are copied) and writes its reply.
 func (c *conn) applyRedis(args [][]byte) {
-	if r, ok := c.apply(&fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}); ok {
+	cmd := c.entry()
+	cmd.Op, cmd.Args = fsm.OpRedis, resp.CloneArgs(args)
+	if r, ok := c.apply(cmd); ok {
 		c.w.WriteReply(r.Reply)
 	}
+}
+
+// entry returns the connection's reusable log entry, zeroed, for one
+// write that apply waits for. Backend.Apply keeps no reference to a
+// command once it has answered it without an error; after an error apply
+// lets the entry go. Writes that do not wait (pipeline.go) take Commands
+// of their own.
+func (c *conn) entry() *fsm.Command {
+	if c.sync == nil {
+		c.sync = new(fsm.Command)
+	} else {
+		*c.sync = fsm.Command{}
+	}
+	return c.sync
 }
 
 // read runs fn in one linearizable read; on failure it writes the error

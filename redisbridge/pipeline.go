@@ -69,15 +69,15 @@ func (p *pipeline) propose(args [][]byte) bool {
 	}
 	p.mu.Unlock()
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
-	ctx, cancel := c.ctx()
+	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
 	c.s.stats.command(name)
 	counted := c.track.writeStarted()
 	reg := c.track.begin(cmd)
-	f := ab.ApplyAsync(ctx, cmd)
+	f := ab.ApplyAsync(c.withSpan(rc), cmd)
 	if reg != nil || counted {
 		f = trackedFuture{f, reg, counted}
 	}
-	cancel() // bounds only a synchronous fallback inside ApplyAsync
+	rc.stop() // bounds only a synchronous fallback inside ApplyAsync
 	p.mu.Lock()
 	p.items = append(p.items, f)
 	if !p.on {
@@ -108,12 +108,12 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		}
 		ro := name == "eval_ro" || name == "evalsha_ro"
 		if name == "eval" || name == "eval_ro" {
-			return evalCommand(bytes.Clone(args[1]), keys, argv, ro)
+			return evalCommand(nil, bytes.Clone(args[1]), keys, argv, ro)
 		}
 		if len(args[1]) != 40 {
 			return nil // dispatch answers NOSCRIPT
 		}
-		return evalSHACommand(args[1], keys, argv, ro)
+		return evalSHACommand(nil, args[1], keys, argv, ro)
 	}
 	if cmd := c.s.commands[name]; cmd == nil || cmd.flags&flagData == 0 || !cmd.spec.Writes() {
 		return nil

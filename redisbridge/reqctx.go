@@ -26,8 +26,14 @@ type reqCtx struct {
 var _ context.Context = (*reqCtx)(nil)
 
 func newReqCtx(timeout time.Duration) (*reqCtx, context.CancelFunc) {
-	c := &reqCtx{deadline: time.Now().Add(timeout)}
+	c := startReqCtx(timeout)
 	return c, c.stop
+}
+
+// startReqCtx is newReqCtx for a caller that calls stop itself: the
+// cancel function, a method value, is an allocation of its own.
+func startReqCtx(timeout time.Duration) *reqCtx {
+	return &reqCtx{deadline: time.Now().Add(timeout)}
 }
 
 // materialise returns the real context, building it on first use.

@@ -1,6 +1,7 @@
 package lockservice
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -20,6 +21,10 @@ type Hub struct {
 	subMu  sync.Mutex
 	subs   map[uint64]func(uint64, []fsm.Event)
 	subSeq uint64
+	// subList is subs' functions, rebuilt under subMu at every change
+	// and never modified after: Dispatch, once per applied entry, reads
+	// it without the lock or a copy of its own.
+	subList atomic.Pointer[[]func(uint64, []fsm.Event)]
 
 	// demand counts the other requests waiting for this replica's
 	// applies (CommitDemand).
@@ -51,6 +56,20 @@ type WaiterEvent struct {
 // outcome.
 func (h *Hub) Dispatch(index uint64, events []fsm.Event) {
 	h.watches.applied(index, events)
+	if h.nwaiters.Load() > 0 {
+		// A waiter registers before its acquire is proposed, so one that
+		// this entry's events can complete is counted by now.
+		h.dispatchWaiters(index, events)
+	}
+	if subs := h.subList.Load(); subs != nil {
+		for _, fn := range *subs {
+			fn(index, events)
+		}
+	}
+}
+
+// dispatchWaiters completes the local waiters of one entry's events.
+func (h *Hub) dispatchWaiters(index uint64, events []fsm.Event) {
 	h.waitMu.Lock()
 	for _, e := range events {
 		if e.Kind != fsm.EvGranted && e.Kind != fsm.EvWaitEnded {
@@ -77,16 +96,6 @@ func (h *Hub) Dispatch(index uint64, events []fsm.Event) {
 		}
 	}
 	h.waitMu.Unlock()
-
-	h.subMu.Lock()
-	subs := make([]func(uint64, []fsm.Event), 0, len(h.subs))
-	for _, fn := range h.subs {
-		subs = append(subs, fn)
-	}
-	h.subMu.Unlock()
-	for _, fn := range subs {
-		fn(index, events)
-	}
 }
 
 // Subscribe is the replica's Subscribe (cluster.Node's and Local's).
@@ -95,12 +104,29 @@ func (h *Hub) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func(
 	h.subSeq++
 	id := h.subSeq
 	h.subs[id] = fn
+	h.publishSubsLocked()
 	h.subMu.Unlock()
 	return func() {
 		h.subMu.Lock()
 		delete(h.subs, id)
+		h.publishSubsLocked()
 		h.subMu.Unlock()
 	}
+}
+
+// publishSubsLocked rebuilds subList from subs, in subscription order.
+// Call with subMu held.
+func (h *Hub) publishSubsLocked() {
+	ids := make([]uint64, 0, len(h.subs))
+	for id := range h.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	list := make([]func(uint64, []fsm.Event), len(ids))
+	for i, id := range ids {
+		list[i] = h.subs[id]
+	}
+	h.subList.Store(&list)
 }
 
 // AwaitWaiter returns the channel that receives waiter id's outcome
