@@ -191,7 +191,7 @@ func (n *forwarder) forward(ctx context.Context, req []byte) ([]byte, outcome, e
 		// ended): try again shortly.
 		return nil, outcomeNotReached, errNotLeader
 	}
-	n.metrics.forwardCalls.WithLabelValues(rpcName(req[0])).Inc()
+	n.metrics.forwardCall(req[0])
 	resp, err := n.tr.Call(ctx, string(addr), req)
 	if err != nil {
 		switch {
