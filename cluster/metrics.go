@@ -22,9 +22,6 @@ type metrics struct {
 	proposalsBy  [64]atomic.Pointer[prometheus.Counter]
 	forwardCalls *prometheus.CounterVec // RPCs this node sent to the leader, by kind
 	rpcServed    *prometheus.CounterVec // RPCs this node served, by kind
-	// forwardCallsBy and rpcServedBy cache the children of each kind
-	// byte, as proposalsBy does: one of each per forwarded batch.
-	forwardCallsBy, rpcServedBy [256]atomic.Pointer[prometheus.Counter]
 	rpcRefused   *prometheus.CounterVec // RPCs refused: the peer is not a member, by kind
 	forwarded    prometheus.Counter     // commands this node forwarded and got answered
 	// renewalsBatched counts renewals proposed inside OpBatchRenew
@@ -56,6 +53,10 @@ type metrics struct {
 	// logStore times raft's log appends (write and fsync), leader and
 	// followers alike.
 	logStore prometheus.Histogram
+
+	// forwardCallsBy and rpcServedBy cache the children of each kind
+	// byte, as proposalsBy does: one of each per forwarded batch.
+	forwardCallsBy, rpcServedBy [256]atomic.Pointer[prometheus.Counter]
 }
 
 func newMetrics(n *Node) *metrics {
