@@ -18,29 +18,18 @@ import (
 
 // Batched forwarding. On a follower, ApplyAsync queues the command and
 // returns, and Apply queues it and waits (except a blocking acquire: see
-// batchable); sender goroutines forward the queue to the leader in
-// rpcApplyBatch calls, and the leader proposes each call's commands in
-// order from one goroutine. A call that carries an asynchronous command
-// is the only one in flight: it is sent when no other call is, and none
-// is sent before it is answered. So commands queued one after another
-// commit in that order (a connection's pipeline keeps its order), and a
-// pipeline through a follower costs one forwarding round trip and one
-// group commit per batch instead of one of each per command.
-//
-// Apply's commands are another matter: each caller waits for its answer,
-// so no queued command has to come after one of them, and while calls
-// of those alone are in flight, the waiting ones at the head of the
-// queue go at once in one more call (up to maxForwardCalls), rather than
-// wait a whole commit round for the answer. The leader then gathers them
-// into its next log write with whatever else arrived, as it does its own
-// clients' commands: bigger writes, fewer of them, and a shorter wait
-// (see bench/results/README.md#the-followers-forwarding-calls).
+// batchable); one sender goroutine per node forwards
+// the queue to the leader in rpcApplyBatch calls, one call in flight at a
+// time, and the leader proposes each call's commands in order from one
+// goroutine. So commands queued one after another commit in that order
+// (a connection's pipeline keeps its order), and a pipeline through a
+// follower costs one forwarding round trip and one group commit per
+// batch instead of one of each per command.
 //
 // A command is never proposed twice: a batch is sent again only when it
 // reached no leader (no leader known, dial failure, or the whole batch
-// refused as not leader). Since nothing after it has been sent (or only
-// other callers' waiting commands, which need no order), that keeps the
-// order too. A batch whose answer is lost fails each of its
+// refused as not leader). Since nothing after it has been sent, that
+// keeps the order too. A batch whose answer is lost fails each of its
 // commands with ErrUnknownOutcome, as a lost leader does on the leader's
 // own asynchronous path; Apply then retries a command that carries a
 // request id, as it does after any lost answer.
@@ -61,25 +50,17 @@ const (
 	// maxForwardBatchBytes bounds a batch's encoded commands (a single
 	// larger command is sent alone, within the transport's frame limit).
 	maxForwardBatchBytes = 4 << 20
-	// maxForwardCalls bounds a follower's batch calls in flight (of
-	// Apply's commands alone beyond the first).
-	maxForwardCalls = 2
 )
 
 // forwardQueue is a follower's asynchronous commands waiting to be
 // forwarded, oldest first.
 type forwardQueue struct {
-	mu    sync.Mutex
-	items []*forwardItem
-	// senders counts the sender goroutines running, calls the batches
-	// they took and have not finished (at most maxForwardCalls); ordered
-	// says one of those carries an asynchronous command, which no other
-	// call may overtake.
-	senders, calls int
-	ordered        bool
+	mu      sync.Mutex
+	items   []*forwardItem
+	sending bool // the sender goroutine runs
 
 	// noHint is the id of a leader that refused rpcApplyBatchHinted as
-	// unknown.
+	// unknown. Only the sender goroutine uses it (one at a time: sending).
 	noHint string
 }
 
@@ -88,20 +69,7 @@ type forwardQueue struct {
 func (q *forwardQueue) busy() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.senders > 0
-}
-
-// leaderNoHint reports whether leader id refused rpcApplyBatchHinted.
-func (q *forwardQueue) leaderNoHint(id string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return id == q.noHint
-}
-
-func (q *forwardQueue) setNoHint(id string) {
-	q.mu.Lock()
-	q.noHint = id
-	q.mu.Unlock()
+	return q.sending
 }
 
 type forwardItem struct {
@@ -167,40 +135,28 @@ func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
 	return it.f
 }
 
-// enqueueForward appends it to the queue and starts a sender if none
-// runs, or if it may go in a call of its own beside those in flight.
+// enqueueForward appends it to the queue and starts the sender if it is
+// not running.
 func (n *forwarder) enqueueForward(it *forwardItem) {
-	if n.fwd.push(it) {
-		// Ends when the queue is empty, or when what is queued must wait
-		// for a call in flight, whose sender goes on with it (the next
-		// command starts a new one); after Close every batch fails at
-		// once (ErrClosed). Not in n.wg: it touches no storage, and an
-		// Add racing Close's Wait would be a misuse.
+	q := &n.fwd
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	start := !q.sending
+	q.sending = true
+	q.mu.Unlock()
+	if start {
+		// Ends when the queue is empty (the next command starts a new
+		// one); after Close every batch fails at once (ErrClosed). Not
+		// in n.wg: it touches no storage, and an Add racing Close's Wait
+		// would be a misuse.
 		go n.sendForwarded()
 	}
 }
 
-// push appends it to the queue and reports whether a sender must start
-// for it (counted as running).
-func (q *forwardQueue) push(it *forwardItem) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.items = append(q.items, it)
-	// Every running sender in a call (none about to take it), room for
-	// one more, and it may go beside them.
-	start := q.senders == 0 ||
-		q.senders < maxForwardCalls && q.calls == q.senders && !q.ordered && it.reply != nil
-	if start {
-		q.senders++
-	}
-	return start
-}
-
-// sendForwarded forwards the queue batch by batch until next stops it.
+// sendForwarded forwards the queue batch by batch until it is empty.
 func (n *forwarder) sendForwarded() {
-	var batch []*forwardItem
 	for {
-		batch = n.fwd.next(batch)
+		batch := n.fwd.next()
 		if batch == nil {
 			return
 		}
@@ -208,50 +164,27 @@ func (n *forwarder) sendForwarded() {
 	}
 }
 
-// next ends the sender's call of done (nil: none) and takes the queue's
-// next batch, oldest first: at most maxForwardBatch commands and
-// maxForwardBatchBytes of their encodings, but always the first command,
-// however large. Beside another call in flight it takes only Apply's
-// commands at the head of the queue, and nothing beside a call of an
-// asynchronous command. When it takes nothing it returns nil and counts
-// the sender stopped under the same lock, so that a command queued after
-// that starts a new one; whatever it left queued then waits for the call
-// in flight, whose sender takes it next.
-func (q *forwardQueue) next(done []*forwardItem) []*forwardItem {
+// next takes the queue's next batch, oldest first: at most
+// maxForwardBatch commands and maxForwardBatchBytes of their encodings,
+// but always the first command, however large. On an empty queue it
+// returns nil and marks the sender stopped under the same lock, so a
+// command queued after that starts a new sender.
+func (q *forwardQueue) next() []*forwardItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if done != nil {
-		q.calls--
-		if q.calls == 0 {
-			q.ordered = false
+	k, size := 0, 0
+	for k < len(q.items) && k < maxForwardBatch {
+		size += len(q.items[k].req)
+		if k > 0 && size > maxForwardBatchBytes {
+			break
 		}
-	}
-	k, size, async := 0, 0, false
-	if q.calls == 0 || !q.ordered {
-		for k < len(q.items) && k < maxForwardBatch {
-			it := q.items[k]
-			if it.reply == nil {
-				if q.calls > 0 {
-					break // must not overtake the call in flight
-				}
-				async = true
-			}
-			size += len(it.req)
-			if k > 0 && size > maxForwardBatchBytes {
-				break
-			}
-			k++
-		}
+		k++
 	}
 	if k == 0 {
-		if len(q.items) == 0 {
-			q.items = nil
-		}
-		q.senders--
+		q.items = nil
+		q.sending = false
 		return nil
 	}
-	q.calls++
-	q.ordered = q.ordered || async
 	batch := append([]*forwardItem(nil), q.items[:k]...)
 	clear(q.items[:k])
 	q.items = q.items[k:]
@@ -274,7 +207,7 @@ func (n *forwarder) forwardBatch(batch []*forwardItem) {
 			req = appendForwardBatch(batch)
 		}
 		req[0] = rpcApplyBatchHinted
-		if n.fwd.leaderNoHint(string(leaderID)) {
+		if string(leaderID) == n.fwd.noHint {
 			req[0] = rpcApplyBatch
 		}
 		sent := traceStart()
@@ -294,7 +227,7 @@ func (n *forwarder) forwardBatch(batch []*forwardItem) {
 		body, oc, err := n.forward(ctx, req)
 		if req[0] == rpcApplyBatchHinted && oc == outcomeDone && refusalOf(err) == refusalUnknownKind {
 			// A leader that predates the kind: nothing was proposed.
-			n.fwd.setNoHint(string(leaderID))
+			n.fwd.noHint = string(leaderID)
 			req[0] = rpcApplyBatch
 			sent = traceStart()
 			body, oc, err = n.forward(ctx, req)

@@ -36,15 +36,14 @@ func TestForwardQueueNext(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := &forwardQueue{senders: 1}
+			q := &forwardQueue{sending: true}
 			for _, s := range tc.sizes {
 				q.items = append(q.items, &forwardItem{req: make([]byte, s)})
 			}
 			var got []int
 			next := 0
-			var b []*forwardItem
 			for {
-				b = q.next(b)
+				b := q.next()
 				if b == nil {
 					break
 				}
@@ -59,66 +58,10 @@ func TestForwardQueueNext(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("batches %v, want %v", got, tc.want)
 			}
-			if q.senders != 0 || q.calls != 0 || len(q.items) != 0 {
-				t.Fatalf("after the last batch: %d senders, %d calls, %d queued", q.senders, q.calls, len(q.items))
+			if q.sending || len(q.items) != 0 {
+				t.Fatalf("after the last batch: sending %v, %d queued", q.sending, len(q.items))
 			}
 		})
-	}
-}
-
-// TestForwardQueueCalls: beside a call in flight, a second sender takes
-// only Apply's waiting commands at the head of the queue, and nothing
-// beside a call that carries an asynchronous command, which itself goes
-// only when no call is in flight; no third call while two are in flight.
-func TestForwardQueueCalls(t *testing.T) {
-	waiting := func() *forwardItem { return &forwardItem{req: []byte{1}, reply: make(chan forwardAnswer, 1)} }
-	q := &forwardQueue{}
-	mustPush := func(it *forwardItem, start bool) {
-		t.Helper()
-		if got := q.push(it); got != start {
-			t.Fatalf("push started a sender: %v, want %v (%d senders, %d calls)", got, start, q.senders, q.calls)
-		}
-	}
-	want := func(b []*forwardItem, its ...*forwardItem) {
-		t.Helper()
-		if !slices.Equal(b, its) {
-			t.Fatalf("batch of %d commands, want %d (in order)", len(b), len(its))
-		}
-	}
-	s1, s2, s3, s4, s5 := waiting(), waiting(), waiting(), waiting(), waiting()
-	a := &forwardItem{req: []byte{2}} // ApplyAsync's
-	w := waiting()
-	// An idle queue starts a sender, which takes what is queued.
-	mustPush(s1, true)
-	mustPush(s2, false) // the sender has not taken s1 yet
-	first := q.next(nil)
-	want(first, s1, s2)
-	// A waiting command beside that call goes at once in a second.
-	mustPush(s3, true)
-	second := q.next(nil)
-	want(second, s3)
-	// Two calls in flight: nothing more starts.
-	mustPush(s4, false)
-	mustPush(a, false)
-	mustPush(w, false)
-	// The first call ends: its sender takes the waiting command at the
-	// head, not the asynchronous one behind it.
-	third := q.next(first)
-	want(third, s4)
-	// The second ends: the asynchronous command may not overtake the
-	// call in flight, nor w, queued after it; this sender stops.
-	if b := q.next(second); b != nil {
-		t.Fatalf("took %d commands beside a call in flight, an asynchronous one at the head", len(b))
-	}
-	// No call in flight: the asynchronous command goes, with w.
-	fourth := q.next(third)
-	want(fourth, a, w)
-	// Nothing goes beside a call of an asynchronous command.
-	mustPush(s5, false)
-	fifth := q.next(fourth)
-	want(fifth, s5)
-	if b := q.next(fifth); b != nil || q.senders != 0 || q.calls != 0 || q.ordered || len(q.items) != 0 {
-		t.Fatalf("drained queue: batch %v, %d senders, %d calls, ordered %v, %d queued", b, q.senders, q.calls, q.ordered, len(q.items))
 	}
 }
 
