@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
 )
@@ -103,7 +104,7 @@ func batchable(cmd *fsm.Command) bool {
 // forwardQueued is one attempt of Apply on a follower: cmd joins the
 // queue and the attempt ends with its answer, as forward's does.
 func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
-	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
+	it := &forwardItem{cmd: cmd, req: appendCommand(cmd), reply: make(chan forwardAnswer, 1)}
 	if n.traced(ctx) {
 		// The command carries its span's context to the leader when the
 		// batch is rpcApplyBatchTraced (otel.go).
@@ -130,9 +131,15 @@ func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Re
 // completes.
 func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
 	// cmd is the caller's: ApplyAsync does not modify it or keep it.
-	it := &forwardItem{req: cmd.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
+	it := &forwardItem{req: appendCommand(cmd), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
 	n.enqueueForward(it)
 	return it.f
+}
+
+// appendCommand is cmd's encoding in a buffer sized for it (grown from
+// nil it would be allocated several times over).
+func appendCommand(cmd *fsm.Command) []byte {
+	return cmd.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(cmd)))
 }
 
 // enqueueForward appends it to the queue and starts the sender if it is
