@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -141,11 +142,26 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 // indexes in that order (raft queues them on one channel); renewals may
 // share an entry, in that order too (renew_batch.go).
 func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
+	return n.proposeEncoded(l, cmd, nil)
+}
+
+// proposeEncoded is propose for cmd as it arrived encoded, enc (nil:
+// not at hand): an entry of its own is enc stamped in place of an
+// encoding of cmd (a forwarded batch's commands).
+func (n *leaderTerm) proposeEncoded(l *leadership, cmd *fsm.Command, enc []byte) raft.ApplyFuture {
 	if n.renew.on() && n.batchableRenewal(cmd) {
 		return n.queueRenewal(l, cmd)
 	}
 	// Renewals queued before cmd go first, so that order holds.
 	n.flushRenewals()
+	if enc != nil {
+		b, err := fsm.AppendStamped(make([]byte, 0, len(enc)+binary.MaxVarintLen64), enc, l.now(n.clock))
+		if err == nil {
+			n.metrics.proposed(cmd.Op)
+			return n.raft.Apply(b, 0)
+		}
+		// Not reached: enc decoded into cmd.
+	}
 	return n.proposeOne(l, cmd)
 }
 
@@ -193,7 +209,7 @@ func (n *forwarder) forward(ctx context.Context, req []byte) ([]byte, outcome, e
 		// ended): try again shortly.
 		return nil, outcomeNotReached, errNotLeader
 	}
-	n.metrics.forwardCalls.WithLabelValues(rpcName(req[0])).Inc()
+	n.metrics.forwardCall(req[0])
 	resp, err := n.tr.Call(ctx, string(addr), req)
 	if err != nil {
 		switch {

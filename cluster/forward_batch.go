@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 	"github.com/locknode/locknode/internal/oteltrace"
 )
@@ -103,7 +104,7 @@ func batchable(cmd *fsm.Command) bool {
 // forwardQueued is one attempt of Apply on a follower: cmd joins the
 // queue and the attempt ends with its answer, as forward's does.
 func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Result, outcome, error) {
-	it := &forwardItem{cmd: cmd, req: cmd.AppendBinary(nil), reply: make(chan forwardAnswer, 1)}
+	it := &forwardItem{cmd: cmd, req: appendCommand(cmd), reply: make(chan forwardAnswer, 1)}
 	if n.traced(ctx) {
 		// The command carries its span's context to the leader when the
 		// batch is rpcApplyBatchTraced (otel.go).
@@ -130,9 +131,15 @@ func (n *forwarder) forwardQueued(ctx context.Context, cmd *fsm.Command) (fsm.Re
 // completes.
 func (n *forwarder) forwardAsync(cmd *fsm.Command) *applyFuture {
 	// cmd is the caller's: ApplyAsync does not modify it or keep it.
-	it := &forwardItem{req: cmd.AppendBinary(nil), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
+	it := &forwardItem{req: appendCommand(cmd), f: &applyFuture{n: n.Node, done: make(chan struct{})}}
 	n.enqueueForward(it)
 	return it.f
+}
+
+// appendCommand is cmd's encoding in a buffer sized for it (grown from
+// nil it would be allocated several times over).
+func appendCommand(cmd *fsm.Command) []byte {
+	return cmd.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(cmd)))
 }
 
 // enqueueForward appends it to the queue and starts the sender if it is
@@ -424,7 +431,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // if hinted by the commit hint (appendCommitHint).
 func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
-	cmds, tps, err := decodeApplyBatch(body, traced)
+	cmds, encs, tps, err := decodeApplyBatch(body, traced)
 	if err != nil {
 		return nil, err
 	}
@@ -458,12 +465,13 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 			b.proposed[i] = traceStart()
 		}
 		b.spans.begin(n.Node, i)
-		b.futs[i] = n.propose(l, &cmds[i])
+		b.futs[i] = n.proposeEncoded(l, &cmds[i], encs[i])
 	}
 	release()
 	// Proposing copied what it needs (an encoding): the commands go back
 	// to the pool.
 	putCommandSlab(cmds)
+	putEncodingSlab(encs)
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.
@@ -482,15 +490,17 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 	return resp, nil
 }
 
-// decodeApplyBatch decodes the body of a batch call: its commands and, if
-// traced, each command's traceparent.
-func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error) {
+// decodeApplyBatch decodes the body of a batch call: its commands, each
+// command's encoding (a slice of body, stamped rather than encoded again
+// when proposed) and, if traced, each command's traceparent.
+func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, [][]byte, []string, error) {
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
-		return nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
+		return nil, nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
 	cmds := getCommandSlab(int(cnt))
+	encs := getEncodingSlab(int(cnt))
 	var tps []string
 	if traced {
 		tps = make([]string, cnt)
@@ -498,21 +508,22 @@ func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, []string, error)
 	for i := range cmds {
 		if traced {
 			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
-				return nil, nil, errBadRPC
+				return nil, nil, nil, errBadRPC
 			}
 		}
 		b := d.Bytes()
 		if d.Err() != nil {
-			return nil, nil, errBadRPC
+			return nil, nil, nil, errBadRPC
 		}
 		if err := fsm.DecodeCommandInto(&cmds[i], b); err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
+			return nil, nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
 		}
+		encs[i] = b
 	}
 	if d.Len() != 0 {
-		return nil, nil, errBadRPC
+		return nil, nil, nil, errBadRPC
 	}
-	return cmds, tps, nil
+	return cmds, encs, tps, nil
 }
 
 // commandSlabs holds the []fsm.Command of served batch calls: a
@@ -536,6 +547,25 @@ func putCommandSlab(s []fsm.Command) {
 	clear(s)
 	s = s[:0]
 	commandSlabs.Put(&s)
+}
+
+// encodingSlabs pools the [][]byte of served batch calls, as
+// commandSlabs the commands.
+var encodingSlabs sync.Pool
+
+// getEncodingSlab returns n nil slices.
+func getEncodingSlab(n int) [][]byte {
+	if p, _ := encodingSlabs.Get().(*[][]byte); p != nil && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([][]byte, n, max(n, 16))
+}
+
+// putEncodingSlab clears s (it aliases a call's body) and pools it.
+func putEncodingSlab(s [][]byte) {
+	clear(s)
+	s = s[:0]
+	encodingSlabs.Put(&s)
 }
 
 // servedBatch is a batch call the leader has proposed.

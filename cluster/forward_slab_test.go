@@ -51,3 +51,15 @@ func TestCommandSlabZeroed(t *testing.T) {
 		putCommandSlab(big)
 	}
 }
+
+// A queued command's encoding is built in one allocation.
+func TestAppendCommandOneAlloc(t *testing.T) {
+	cmd := &fsm.Command{Op: fsm.OpEvalSHA, Key: "d75bb8b5bd13532ddedd17762e772346e39b321e",
+		KeysB: [][]byte{[]byte("lock:orders:42")}, Args: [][]byte{[]byte("token-0123456789abcdef"), []byte("30000")}, NoForce: true}
+	if got := appendCommand(cmd); string(got) != string(cmd.AppendBinary(nil)) {
+		t.Fatal("appendCommand differs from the command's encoding")
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = appendCommand(cmd) }); a != 1 {
+		t.Fatalf("%.0f allocations per encoding, want 1", a)
+	}
+}

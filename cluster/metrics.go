@@ -53,6 +53,10 @@ type metrics struct {
 	// logStore times raft's log appends (write and fsync), leader and
 	// followers alike.
 	logStore prometheus.Histogram
+
+	// forwardCallsBy and rpcServedBy cache the children of each kind
+	// byte, as proposalsBy does: one of each per forwarded batch.
+	forwardCallsBy, rpcServedBy [256]atomic.Pointer[prometheus.Counter]
 }
 
 func newMetrics(n *Node) *metrics {
@@ -183,6 +187,23 @@ func (m *metrics) proposed(op fsm.Op) {
 		m.proposalsBy[op].Store(p) // a racing store holds the same child
 	}
 	(*p).Inc()
+}
+
+// forwardCall counts one RPC of kind k sent to the leader.
+func (m *metrics) forwardCall(k byte) { kindChild(m.forwardCalls, &m.forwardCallsBy, k).Inc() }
+
+// rpcServe counts one RPC of kind k served.
+func (m *metrics) rpcServe(k byte) { kindChild(m.rpcServed, &m.rpcServedBy, k).Inc() }
+
+// kindChild returns vec's child labelled with kind k's name, cached in
+// cache.
+func kindChild(vec *prometheus.CounterVec, cache *[256]atomic.Pointer[prometheus.Counter], k byte) prometheus.Counter {
+	if p := cache[k].Load(); p != nil {
+		return *p
+	}
+	c := vec.WithLabelValues(rpcName(k))
+	cache[k].Store(&c) // a racing store holds the same child
+	return c
 }
 
 // applyPause records one batch's hold of the table.

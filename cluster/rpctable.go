@@ -123,7 +123,7 @@ func (n *Node) handleRPC(ctx context.Context, req []byte) ([]byte, error) {
 	if err := n.authorizeRPC(ctx, k, req); err != nil {
 		return nil, refuse(err)
 	}
-	n.metrics.rpcServed.WithLabelValues(rpcName(req[0])).Inc()
+	n.metrics.rpcServe(req[0])
 	if k == nil || !n.versionActive(k.version) {
 		// Unknown here, or of a cluster version not active yet: answered
 		// as every release answers a kind it does not serve.
