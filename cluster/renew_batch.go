@@ -44,6 +44,11 @@ type renewBatcher struct {
 	// queued is len(queue), readable without mu: zero means every
 	// renewal queued before was handed to raft already.
 	queued atomic.Int64
+	// awaited counts the batch entries proposed here whose results no
+	// one has read yet: while it is zero the node's apply may leave out
+	// each renewal's result (fsm.Table.SkipBatchResults). It rises before
+	// the entry reaches raft, so the entry's apply sees it.
+	awaited atomic.Int64
 
 	// mu guards the rest. The holder stamps the entry's time and hands
 	// it to raft inside, so a renewal waits here while another is
@@ -57,6 +62,25 @@ type renewBatcher struct {
 	queue []*renewFuture
 	bytes int         // encoded size of queue
 	l     *leadership // the term the queue was proposed in
+	// group is what the queued renewals are answered through (nil when
+	// the queue is empty).
+	group *renewGroup
+	// spare is a chunk the next futures are cut from, and arena holds
+	// the queued renewals' encodings until they are proposed (then it is
+	// reused): holding many locks queues every renewal here, and an
+	// allocation apiece for the future, its channel and its encoding was
+	// most of what the leader allocated per renewal.
+	spare []renewFuture
+	arena []byte
+}
+
+// renewChunk is how many renewal futures one allocation holds.
+const renewChunk = 64
+
+// renewGroup is the renewals proposed in one entry: answered together,
+// through one channel.
+type renewGroup struct {
+	done chan struct{} // closed once every renewal of the group is answered
 }
 
 // chanMutex is a mutex whose waiters wait on a channel. In a synctest
@@ -104,9 +128,11 @@ func (b *renewBatcher) on() bool { return b.version.Load() >= fsm.VersionBatchRe
 // of the command and of the result apiece was most of what the leader
 // allocated per renewal (GC of a large table is paid per allocated byte).
 type renewFuture struct {
-	enc  []byte // the renewal's encoding (time 0), for the batch entry
-	done chan struct{}
-	// Written once, before done closes.
+	// enc is the renewal's encoding (time 0) in the batcher's arena,
+	// until the renewal is proposed (nil after).
+	enc []byte
+	g   *renewGroup
+	// Written once, before g.done closes.
 	err   error
 	index uint64
 	res   *fsm.Result
@@ -114,10 +140,13 @@ type renewFuture struct {
 
 var _ raft.ApplyFuture = (*renewFuture)(nil)
 
-func (f *renewFuture) Error() error  { <-f.done; return f.err }
-func (f *renewFuture) Index() uint64 { <-f.done; return f.index }
+// done is closed once the renewal is answered.
+func (f *renewFuture) done() <-chan struct{} { return f.g.done }
+
+func (f *renewFuture) Error() error  { <-f.g.done; return f.err }
+func (f *renewFuture) Index() uint64 { <-f.g.done; return f.index }
 func (f *renewFuture) Response() interface{} {
-	<-f.done
+	<-f.g.done
 	if f.res == nil {
 		return &fsm.Result{}
 	}
@@ -137,10 +166,23 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = 0 // the entry's time is the renewal's
-	f := &renewFuture{enc: c.AppendBinary(nil), done: make(chan struct{})}
 	b := &n.renew
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.group == nil {
+		b.group = &renewGroup{done: make(chan struct{})}
+	}
+	if len(b.spare) == cap(b.spare) {
+		b.spare = make([]renewFuture, 0, renewChunk)
+	}
+	b.spare = b.spare[:len(b.spare)+1]
+	f := &b.spare[len(b.spare)-1]
+	f.g = b.group
+	// An append that outgrows the arena moves it: the encodings before
+	// stay where they were, unchanged, until proposed.
+	start := len(b.arena)
+	b.arena = c.AppendBinary(b.arena)
+	f.enc = b.arena[start:len(b.arena):len(b.arena)]
 	b.queue = append(b.queue, f)
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
@@ -193,17 +235,24 @@ func (n *Node) flushRenewals() {
 // it. b.mu is held, so entries leave in queue order.
 func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
-	q, l := b.queue, b.l
-	b.queue, b.bytes = nil, 0
-	defer b.queued.Store(0) // after raft has the entry: see flushRenewals
+	q, l, g := b.queue, b.l, b.group
+	b.queue, b.bytes, b.group = nil, 0, nil
+	defer func() {
+		// Raft has the entry's own copy: the arena is free again.
+		for _, f := range q {
+			f.enc = nil
+		}
+		b.arena = b.arena[:0]
+		b.queued.Store(0) // after raft has the entry: see flushRenewals
+	}()
 	select {
 	case <-l.done:
 		// The term ended while they waited: not proposed, so the callers
 		// may try again with the next leader.
 		for _, f := range q {
 			f.err = fmt.Errorf("cluster: renewal queued in an ended term: %w", raft.ErrNotLeader)
-			close(f.done)
 		}
+		close(g.done)
 		return
 	default:
 	}
@@ -215,7 +264,7 @@ func (n *Node) proposeRenewalsLocked() {
 		if err != nil {
 			// Not reached: enc is this node's own encoding.
 			q[0].err = fmt.Errorf("cluster: queued renewal: %w", err)
-			close(q[0].done)
+			close(g.done)
 			return
 		}
 		rf = n.proposeOne(l, c)
@@ -224,6 +273,7 @@ func (n *Node) proposeRenewalsLocked() {
 		for i, f := range q {
 			c.Args[i] = f.enc
 		}
+		b.awaited.Add(1) // before raft has it: answerRenewals reads its results
 		rf = n.proposeOne(l, &c)
 		n.metrics.renewalsBatched.Add(float64(len(q)))
 	}
@@ -231,12 +281,12 @@ func (n *Node) proposeRenewalsLocked() {
 	// Ends when raft answers rf (see proposeAsync: a proposal still
 	// queued at shutdown is never answered, and this goroutine then stays
 	// blocked as the callers' awaits, which end on n.closed).
-	go n.answerRenewals(rf, q)
+	go n.answerRenewals(rf, q, g)
 }
 
 // answerRenewals waits for the entry of q, answers each renewal, and
 // proposes what queued meanwhile.
-func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
+func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture, g *renewGroup) {
 	err := rf.Error()
 	var res fsm.Result
 	if err == nil {
@@ -257,9 +307,12 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
 		default:
 			f.index, f.res = rf.Index(), &res.Batch[i]
 		}
-		close(f.done)
 	}
 	b := &n.renew
+	if len(q) > 1 {
+		b.awaited.Add(-1)
+	}
+	close(g.done)
 	b.mu.Lock()
 	b.inflight--
 	if b.inflight == 0 && len(b.queue) > 0 {
