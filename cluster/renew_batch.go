@@ -81,6 +81,10 @@ const renewChunk = 64
 // through one channel.
 type renewGroup struct {
 	done chan struct{} // closed once every renewal of the group is answered
+	// Guarded by the batcher's mu: what runs once the group is answered
+	// (onAnswered), and whether it was.
+	then     []func()
+	answered bool
 }
 
 // chanMutex is a mutex whose waiters wait on a channel. In a synctest
@@ -252,7 +256,7 @@ func (n *Node) proposeRenewalsLocked() {
 		for _, f := range q {
 			f.err = fmt.Errorf("cluster: renewal queued in an ended term: %w", raft.ErrNotLeader)
 		}
-		close(g.done)
+		n.answeredEarly(g)
 		return
 	default:
 	}
@@ -264,7 +268,7 @@ func (n *Node) proposeRenewalsLocked() {
 		if err != nil {
 			// Not reached: enc is this node's own encoding.
 			q[0].err = fmt.Errorf("cluster: queued renewal: %w", err)
-			close(g.done)
+			n.answeredEarly(g)
 			return
 		}
 		rf = n.proposeOne(l, c)
@@ -282,6 +286,17 @@ func (n *Node) proposeRenewalsLocked() {
 	// queued at shutdown is never answered, and this goroutine then stays
 	// blocked as the callers' awaits, which end on n.closed).
 	go n.answerRenewals(rf, q, g)
+}
+
+// answeredEarly answers g, whose renewals were not proposed, with the
+// errors set on them; b.mu is held, which the hooks neither take nor
+// wait for (onAnswered).
+func (n *Node) answeredEarly(g *renewGroup) {
+	close(g.done)
+	for _, fn := range g.then {
+		fn()
+	}
+	g.then, g.answered = nil, true
 }
 
 // answerRenewals waits for the entry of q, answers each renewal, and
@@ -318,5 +333,27 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture, g *renewGro
 	if b.inflight == 0 && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
+	then := g.then
+	g.then, g.answered = nil, true
 	b.mu.Unlock()
+	for _, fn := range then {
+		fn()
+	}
+}
+
+// onAnswered runs fn once f is answered: from the goroutine that answers
+// f's entry, or at once if it was answered already. fn must not block
+// nor take the batcher's lock.
+// A leader's own pipelined renewal (proposeAsync) completes this way
+// rather than with a goroutine of its own per renewal.
+func (n *Node) onAnswered(f *renewFuture, fn func()) {
+	b := &n.renew
+	b.mu.Lock()
+	if g := f.g; !g.answered {
+		g.then = append(g.then, fn)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	fn()
 }
