@@ -293,10 +293,9 @@ func (n *Node) proposeRenewalsLocked() {
 // wait for (onAnswered).
 func (n *Node) answeredEarly(g *renewGroup) {
 	close(g.done)
-	for _, fn := range g.then {
+	for _, fn := range g.answeredLocked() {
 		fn()
 	}
-	g.then, g.answered = nil, true
 }
 
 // answerRenewals waits for the entry of q, answers each renewal, and
@@ -333,12 +332,19 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture, g *renewGro
 	if b.inflight == 0 && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
-	then := g.then
-	g.then, g.answered = nil, true
+	then := g.answeredLocked()
 	b.mu.Unlock()
 	for _, fn := range then {
 		fn()
 	}
+}
+
+// answeredLocked marks g answered (its done closed) and returns the hooks
+// to run; the batcher's mu is held.
+func (g *renewGroup) answeredLocked() []func() {
+	then := g.then
+	g.then, g.answered = nil, true
+	return then
 }
 
 // onAnswered runs fn once f is answered: from the goroutine that answers
