@@ -14,11 +14,12 @@ import (
 // taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
 // proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
 // Redis PEXPIRE, a compare-and-pexpire script or, from
-// fsm.VersionRedissonRenew, Redisson's watchdog script) at once when no renewal
-// entry of its is in flight, and otherwise queues it; when the entry in
-// flight is answered, everything queued goes into one OpBatchRenew entry.
-// So a renewal never waits for a tick, only for the renewal entry before
-// it, and under load the renewals of one commit round share an entry.
+// fsm.VersionRedissonRenew, Redisson's watchdog script) at once unless
+// maxRenewInflight renewal entries of its are in flight, and otherwise
+// queues it; when one in flight is answered, everything queued goes into
+// one OpBatchRenew entry. So a renewal never waits for a tick, at most for
+// the renewal entries before it, and under load the renewals that arrive
+// during a commit round share an entry.
 //
 // The lease rules are those of any entry: each renewal is answered once
 // its entry is committed and applied, with its own result; its time is the
@@ -30,6 +31,17 @@ import (
 // get a later index, as it would without the queue. Any other proposal
 // first proposes what is queued (flushRenewals), under the same lock as
 // the queue, so a pipeline's release never overtakes its extend.
+
+// maxRenewInflight is how many renewal entries of the leader may be in
+// flight before the next renewals queue for an answer. One would coalesce
+// the most, but a renewal that arrives while it is in flight then waits
+// a whole commit round (its commit, and the leader's apply) before its
+// own entry even leaves: on a loaded disk that wait is a large part of a
+// renewal's latency. With two, a forwarded call's renewals (one entry:
+// holdRenewals) go to raft at once unless two entries are in flight, and
+// raft's own log write takes them with whatever it has queued; renewals
+// still share entries when they arrive faster than entries commit.
+const maxRenewInflight = 2
 
 // maxRenewBatchBytes bounds the encoded renewals of one entry; a queue
 // that reaches it (or fsm.MaxBatchRenew renewals) is proposed at once.
@@ -165,8 +177,8 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key, n.renew.version.Load()))
 }
 
-// queueRenewal queues cmd, proposing the queue at once if no renewal
-// entry is in flight (or the queue is full).
+// queueRenewal queues cmd, proposing the queue at once if fewer than
+// maxRenewInflight renewal entries are in flight (or the queue is full).
 func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = 0 // the entry's time is the renewal's
@@ -191,7 +203,7 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight == 0 && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	if b.inflight < maxRenewInflight && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
 		n.proposeRenewalsLocked()
 	}
 	return f
@@ -200,8 +212,8 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 // holdRenewals is called before proposing commands that arrived together
 // (a forwarded batch): their renewals share an entry rather than the
 // first going alone and the rest after its commit. The returned function
-// ends the group, proposing what it queued unless a renewal entry is in
-// flight (whose answer then does).
+// ends the group, proposing what it queued unless maxRenewInflight
+// renewal entries are in flight (the first answer then does).
 func (n *Node) holdRenewals() func() {
 	b := &n.renew
 	if !b.on() {
@@ -213,7 +225,7 @@ func (n *Node) holdRenewals() func() {
 	return func() {
 		b.mu.Lock()
 		b.held--
-		if b.inflight == 0 && len(b.queue) > 0 {
+		if b.inflight < maxRenewInflight && len(b.queue) > 0 {
 			n.proposeRenewalsLocked()
 		}
 		b.mu.Unlock()
@@ -329,7 +341,7 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture, g *renewGro
 	close(g.done)
 	b.mu.Lock()
 	b.inflight--
-	if b.inflight == 0 && len(b.queue) > 0 {
+	if b.inflight < maxRenewInflight && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
 	then := g.answeredLocked()
