@@ -375,3 +375,43 @@ func TestRenewalOnAnswered(t *testing.T) {
 		}
 	}
 }
+
+// With one renewal entry in flight, the next renewal is handed to raft
+// at once rather than queued for that entry's answer (here the entry in
+// flight never answers).
+func TestRenewalLeavesWithOneInFlight(t *testing.T) {
+	tc := renewCluster(t, true, 1)
+	l := tc.leader(10 * time.Second)
+	var lead *leadership
+	tc.eventually(10*time.Second, "the leader's term ready", func() bool {
+		lead = l.lead.Load()
+		if lead == nil {
+			return false
+		}
+		select {
+		case <-lead.ready:
+			return true
+		default:
+			return false
+		}
+	})
+	b := &l.renew
+	b.mu.Lock()
+	b.inflight++ // an entry that never answers
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.inflight--
+		b.mu.Unlock()
+	}()
+	f := l.propose(lead, &fsm.Command{Op: fsm.OpExtend, Key: "k0", Owner: "o", TTL: 60000})
+	if q := b.queued.Load(); q != 0 {
+		t.Fatalf("the renewal was queued (%d queued) behind the entry in flight", q)
+	}
+	if err := l.await(f); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := proposalResult(f); err != nil || res.Err != nil || !res.Granted {
+		t.Fatalf("extend with one entry in flight: %+v %v", res, err)
+	}
+}
