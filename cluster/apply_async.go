@@ -83,6 +83,17 @@ func (n *forwarder) proposeAsync(ctx context.Context, l *leadership, cmd *fsm.Co
 	win := n.asyncWindow
 	start := time.Now()
 	rf := n.propose(l, cmd)
+	if f2, ok := rf.(*renewFuture); ok {
+		// Answered with its entry's other renewals, by the goroutine that
+		// answers them: no goroutine of its own.
+		n.onAnswered(f2, func() {
+			f.complete(rf)
+			<-win
+			n.metrics.applyLatency.Observe(time.Since(start).Seconds())
+			close(f.done)
+		})
+		return f
+	}
 	// Ends when raft answers rf: at once if it was refused, else after the
 	// commit. Raft never answers a proposal still queued when it shuts
 	// down; this goroutine then stays blocked (as await's does) holding

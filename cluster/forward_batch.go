@@ -310,11 +310,24 @@ func (n *forwarder) completeForwarded(batch []*forwardItem, body []byte, sent in
 	if cnt := d.Uvarint(); d.Err() != nil || cnt != uint64(len(batch)) {
 		return errBadRPC
 	}
-	type answer struct {
-		res fsm.Result
-		err error
+	// Each answer is decoded where its caller will read it: an
+	// ApplyAsync item's own future (read only once finishForwarded closes
+	// its done), else a slot of answers. Holding many locks through a
+	// follower answers a pipelined renewal each, and a copy of every
+	// result in a slice of the batch was garbage apiece.
+	var answers []forwardAnswer
+	for _, it := range batch {
+		if it.f == nil {
+			answers = make([]forwardAnswer, len(batch))
+			break
+		}
 	}
-	answers := make([]answer, len(batch))
+	slot := func(i int) (*fsm.Result, *error) {
+		if f := batch[i].f; f != nil {
+			return &f.res, &f.err
+		}
+		return &answers[i].res, &answers[i].err
+	}
 	var last uint64
 	for i := range batch {
 		st := d.Byte()
@@ -322,21 +335,23 @@ func (n *forwarder) completeForwarded(batch []*forwardItem, body []byte, sent in
 		if d.Err() != nil {
 			return errBadRPC
 		}
+		res, rerr := slot(i)
+		*res, *rerr = fsm.Result{}, nil
 		switch st {
 		case stOK:
 			r, err := decodeResult(item)
 			if err != nil {
 				return err
 			}
-			answers[i].res = r
+			*res = r
 			last = max(last, r.Index)
 			traceFwdGot(r.Index, sent)
 		case stNotLeader:
-			answers[i].err = fmt.Errorf("%w: %w", api.ErrNoLeader, errNotLeader)
+			*rerr = fmt.Errorf("%w: %w", api.ErrNoLeader, errNotLeader)
 		case stLost:
-			answers[i].err = fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, errLeaderLost)
+			*rerr = fmt.Errorf("%w: %w: %v", ErrUnknownOutcome, api.ErrNoLeader, errLeaderLost)
 		case stError:
-			answers[i].err = errors.New(string(item))
+			*rerr = errors.New(string(item))
 		default:
 			return errBadRPC
 		}
@@ -373,14 +388,15 @@ func (n *forwarder) completeForwarded(batch []*forwardItem, body []byte, sent in
 			return
 		}
 		for i, it := range batch {
-			if answers[i].err == nil {
+			res, rerr := slot(i)
+			if *rerr == nil {
 				// As Apply's forward does: the forced releases of the
 				// entry as this node applied it.
-				answers[i].res.Events = n.forced.lookup(answers[i].res.Index)
+				res.Events = n.forced.lookup(res.Index)
 			}
-			n.finishForwarded(it, answers[i].res, answers[i].err)
-			if answers[i].err == nil {
-				traceFwdDone(answers[i].res.Index)
+			n.finishForwarded(it, *res, *rerr)
+			if *rerr == nil {
+				traceFwdDone(res.Index)
 			}
 		}
 	}()

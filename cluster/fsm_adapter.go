@@ -49,6 +49,10 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.mu.Lock()
 	held := time.Now()
 	n.table.SetKeyspaceEvents(n.keyspace.On())
+	// Each renewal's result in a batch entry is read only by the node
+	// that proposed the entry, while it awaits the answer; elsewhere (a
+	// follower, always) they are garbage built per renewal.
+	n.table.SkipBatchResults(n.renew.awaited.Load() == 0)
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue

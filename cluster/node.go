@@ -533,6 +533,17 @@ func (n *Node) newReqID() string {
 // hand-off's release). Keep the hand-off unless the leader's batching
 // stops depending on it.
 func (n *raftReplica) await(f raft.Future) error {
+	if rf, ok := f.(*renewFuture); ok {
+		// A queued renewal closes its own channel: no goroutine to wait
+		// for it (a leader serving forwarded renewals awaits thousands a
+		// second).
+		select {
+		case <-rf.done():
+			return rf.err
+		case <-n.closed:
+			return fmt.Errorf("%w: %w", ErrClosed, raft.ErrRaftShutdown)
+		}
+	}
 	ch := make(chan error, 1)
 	// Ends when raft answers f or shuts down (see above).
 	go func() { ch <- f.Error() }()

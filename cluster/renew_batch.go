@@ -14,11 +14,12 @@ import (
 // taking them. Once the cluster runs fsm.VersionBatchRenew, the leader
 // proposes a renewal (fsm.Renewal: a lock extend, a session keep-alive, a
 // Redis PEXPIRE, a compare-and-pexpire script or, from
-// fsm.VersionRedissonRenew, Redisson's watchdog script) at once when no renewal
-// entry of its is in flight, and otherwise queues it; when the entry in
-// flight is answered, everything queued goes into one OpBatchRenew entry.
-// So a renewal never waits for a tick, only for the renewal entry before
-// it, and under load the renewals of one commit round share an entry.
+// fsm.VersionRedissonRenew, Redisson's watchdog script) at once unless
+// maxRenewInflight renewal entries of its are in flight, and otherwise
+// queues it; when one in flight is answered, everything queued goes into
+// one OpBatchRenew entry. So a renewal never waits for a tick, at most for
+// the renewal entries before it, and under load the renewals that arrive
+// during a commit round share an entry.
 //
 // The lease rules are those of any entry: each renewal is answered once
 // its entry is committed and applied, with its own result; its time is the
@@ -30,6 +31,17 @@ import (
 // get a later index, as it would without the queue. Any other proposal
 // first proposes what is queued (flushRenewals), under the same lock as
 // the queue, so a pipeline's release never overtakes its extend.
+
+// maxRenewInflight is how many renewal entries of the leader may be in
+// flight before the next renewals queue for an answer. One would coalesce
+// the most, but a renewal that arrives while it is in flight then waits
+// a whole commit round (its commit, and the leader's apply) before its
+// own entry even leaves: on a loaded disk that wait is a large part of a
+// renewal's latency. With two, a forwarded call's renewals (one entry:
+// holdRenewals) go to raft at once unless two entries are in flight, and
+// raft's own log write takes them with whatever it has queued; renewals
+// still share entries when they arrive faster than entries commit.
+const maxRenewInflight = 2
 
 // maxRenewBatchBytes bounds the encoded renewals of one entry; a queue
 // that reaches it (or fsm.MaxBatchRenew renewals) is proposed at once.
@@ -44,6 +56,11 @@ type renewBatcher struct {
 	// queued is len(queue), readable without mu: zero means every
 	// renewal queued before was handed to raft already.
 	queued atomic.Int64
+	// awaited counts the batch entries proposed here whose results no
+	// one has read yet: while it is zero the node's apply may leave out
+	// each renewal's result (fsm.Table.SkipBatchResults). It rises before
+	// the entry reaches raft, so the entry's apply sees it.
+	awaited atomic.Int64
 
 	// mu guards the rest. The holder stamps the entry's time and hands
 	// it to raft inside, so a renewal waits here while another is
@@ -57,6 +74,29 @@ type renewBatcher struct {
 	queue []*renewFuture
 	bytes int         // encoded size of queue
 	l     *leadership // the term the queue was proposed in
+	// group is what the queued renewals are answered through (nil when
+	// the queue is empty).
+	group *renewGroup
+	// spare is a chunk the next futures are cut from, and arena holds
+	// the queued renewals' encodings until they are proposed (then it is
+	// reused): holding many locks queues every renewal here, and an
+	// allocation apiece for the future, its channel and its encoding was
+	// most of what the leader allocated per renewal.
+	spare []renewFuture
+	arena []byte
+}
+
+// renewChunk is how many renewal futures one allocation holds.
+const renewChunk = 64
+
+// renewGroup is the renewals proposed in one entry: answered together,
+// through one channel.
+type renewGroup struct {
+	done chan struct{} // closed once every renewal of the group is answered
+	// Guarded by the batcher's mu: what runs once the group is answered
+	// (onAnswered), and whether it was.
+	then     []func()
+	answered bool
 }
 
 // chanMutex is a mutex whose waiters wait on a channel. In a synctest
@@ -104,9 +144,11 @@ func (b *renewBatcher) on() bool { return b.version.Load() >= fsm.VersionBatchRe
 // of the command and of the result apiece was most of what the leader
 // allocated per renewal (GC of a large table is paid per allocated byte).
 type renewFuture struct {
-	enc  []byte // the renewal's encoding (time 0), for the batch entry
-	done chan struct{}
-	// Written once, before done closes.
+	// enc is the renewal's encoding (time 0) in the batcher's arena,
+	// until the renewal is proposed (nil after).
+	enc []byte
+	g   *renewGroup
+	// Written once, before g.done closes.
 	err   error
 	index uint64
 	res   *fsm.Result
@@ -114,10 +156,13 @@ type renewFuture struct {
 
 var _ raft.ApplyFuture = (*renewFuture)(nil)
 
-func (f *renewFuture) Error() error  { <-f.done; return f.err }
-func (f *renewFuture) Index() uint64 { <-f.done; return f.index }
+// done is closed once the renewal is answered.
+func (f *renewFuture) done() <-chan struct{} { return f.g.done }
+
+func (f *renewFuture) Error() error  { <-f.g.done; return f.err }
+func (f *renewFuture) Index() uint64 { <-f.g.done; return f.index }
 func (f *renewFuture) Response() interface{} {
-	<-f.done
+	<-f.g.done
 	if f.res == nil {
 		return &fsm.Result{}
 	}
@@ -132,20 +177,33 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 	return fsm.Renewal(cmd) && (cmd.Op != fsm.OpEvalSHA || fsm.RenewalSHA(cmd.Key, n.renew.version.Load()))
 }
 
-// queueRenewal queues cmd, proposing the queue at once if no renewal
-// entry is in flight (or the queue is full).
+// queueRenewal queues cmd, proposing the queue at once if fewer than
+// maxRenewInflight renewal entries are in flight (or the queue is full).
 func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	c := *cmd
 	c.Time = 0 // the entry's time is the renewal's
-	f := &renewFuture{enc: c.AppendBinary(nil), done: make(chan struct{})}
 	b := &n.renew
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.group == nil {
+		b.group = &renewGroup{done: make(chan struct{})}
+	}
+	if len(b.spare) == cap(b.spare) {
+		b.spare = make([]renewFuture, 0, renewChunk)
+	}
+	b.spare = b.spare[:len(b.spare)+1]
+	f := &b.spare[len(b.spare)-1]
+	f.g = b.group
+	// An append that outgrows the arena moves it: the encodings before
+	// stay where they were, unchanged, until proposed.
+	start := len(b.arena)
+	b.arena = c.AppendBinary(b.arena)
+	f.enc = b.arena[start:len(b.arena):len(b.arena)]
 	b.queue = append(b.queue, f)
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight == 0 && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	if b.inflight < maxRenewInflight && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
 		n.proposeRenewalsLocked()
 	}
 	return f
@@ -154,8 +212,8 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 // holdRenewals is called before proposing commands that arrived together
 // (a forwarded batch): their renewals share an entry rather than the
 // first going alone and the rest after its commit. The returned function
-// ends the group, proposing what it queued unless a renewal entry is in
-// flight (whose answer then does).
+// ends the group, proposing what it queued unless maxRenewInflight
+// renewal entries are in flight (the first answer then does).
 func (n *Node) holdRenewals() func() {
 	b := &n.renew
 	if !b.on() {
@@ -167,7 +225,7 @@ func (n *Node) holdRenewals() func() {
 	return func() {
 		b.mu.Lock()
 		b.held--
-		if b.inflight == 0 && len(b.queue) > 0 {
+		if b.inflight < maxRenewInflight && len(b.queue) > 0 {
 			n.proposeRenewalsLocked()
 		}
 		b.mu.Unlock()
@@ -193,17 +251,24 @@ func (n *Node) flushRenewals() {
 // it. b.mu is held, so entries leave in queue order.
 func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
-	q, l := b.queue, b.l
-	b.queue, b.bytes = nil, 0
-	defer b.queued.Store(0) // after raft has the entry: see flushRenewals
+	q, l, g := b.queue, b.l, b.group
+	b.queue, b.bytes, b.group = nil, 0, nil
+	defer func() {
+		// Raft has the entry's own copy: the arena is free again.
+		for _, f := range q {
+			f.enc = nil
+		}
+		b.arena = b.arena[:0]
+		b.queued.Store(0) // after raft has the entry: see flushRenewals
+	}()
 	select {
 	case <-l.done:
 		// The term ended while they waited: not proposed, so the callers
 		// may try again with the next leader.
 		for _, f := range q {
 			f.err = fmt.Errorf("cluster: renewal queued in an ended term: %w", raft.ErrNotLeader)
-			close(f.done)
 		}
+		n.answeredEarly(g)
 		return
 	default:
 	}
@@ -215,7 +280,7 @@ func (n *Node) proposeRenewalsLocked() {
 		if err != nil {
 			// Not reached: enc is this node's own encoding.
 			q[0].err = fmt.Errorf("cluster: queued renewal: %w", err)
-			close(q[0].done)
+			n.answeredEarly(g)
 			return
 		}
 		rf = n.proposeOne(l, c)
@@ -224,6 +289,7 @@ func (n *Node) proposeRenewalsLocked() {
 		for i, f := range q {
 			c.Args[i] = f.enc
 		}
+		b.awaited.Add(1) // before raft has it: answerRenewals reads its results
 		rf = n.proposeOne(l, &c)
 		n.metrics.renewalsBatched.Add(float64(len(q)))
 	}
@@ -231,12 +297,22 @@ func (n *Node) proposeRenewalsLocked() {
 	// Ends when raft answers rf (see proposeAsync: a proposal still
 	// queued at shutdown is never answered, and this goroutine then stays
 	// blocked as the callers' awaits, which end on n.closed).
-	go n.answerRenewals(rf, q)
+	go n.answerRenewals(rf, q, g)
+}
+
+// answeredEarly answers g, whose renewals were not proposed, with the
+// errors set on them; b.mu is held, which the hooks neither take nor
+// wait for (onAnswered).
+func (n *Node) answeredEarly(g *renewGroup) {
+	close(g.done)
+	for _, fn := range g.answeredLocked() {
+		fn()
+	}
 }
 
 // answerRenewals waits for the entry of q, answers each renewal, and
 // proposes what queued meanwhile.
-func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
+func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture, g *renewGroup) {
 	err := rf.Error()
 	var res fsm.Result
 	if err == nil {
@@ -257,13 +333,45 @@ func (n *Node) answerRenewals(rf raft.ApplyFuture, q []*renewFuture) {
 		default:
 			f.index, f.res = rf.Index(), &res.Batch[i]
 		}
-		close(f.done)
 	}
 	b := &n.renew
+	if len(q) > 1 {
+		b.awaited.Add(-1)
+	}
+	close(g.done)
 	b.mu.Lock()
 	b.inflight--
-	if b.inflight == 0 && len(b.queue) > 0 {
+	if b.inflight < maxRenewInflight && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
+	then := g.answeredLocked()
 	b.mu.Unlock()
+	for _, fn := range then {
+		fn()
+	}
+}
+
+// answeredLocked marks g answered (its done closed) and returns the hooks
+// to run; the batcher's mu is held.
+func (g *renewGroup) answeredLocked() []func() {
+	then := g.then
+	g.then, g.answered = nil, true
+	return then
+}
+
+// onAnswered runs fn once f is answered: from the goroutine that answers
+// f's entry, or at once if it was answered already. fn must not block
+// nor take the batcher's lock.
+// A leader's own pipelined renewal (proposeAsync) completes this way
+// rather than with a goroutine of its own per renewal.
+func (n *Node) onAnswered(f *renewFuture, fn func()) {
+	b := &n.renew
+	b.mu.Lock()
+	if g := f.g; !g.answered {
+		g.then = append(g.then, fn)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	fn()
 }

@@ -296,3 +296,122 @@ func TestRedissonRenewalsCoalesced(t *testing.T) {
 		})
 	}
 }
+
+// Each renewal's result is built only where a batch awaits it: the
+// leader's answers are whole (through the leader and through a
+// follower), the count of awaited batches returns to zero once they are
+// answered, and every node, whether it built the results or not, holds
+// the same leases after.
+func TestBatchResultsOnlyWhereAwaited(t *testing.T) {
+	const n = 150
+	tc := renewCluster(t, true, n)
+	l := tc.leader(10 * time.Second)
+	batches := tc.allProposals("batch_renew")
+	want := map[string]int64{}
+	for _, nd := range []*Node{tc.follower(), l} {
+		for i, r := range renewAll(t, nd, n, -1) {
+			if r.Err != nil || !r.Granted {
+				t.Fatalf("%s: extend k%d: %+v", nd.ID(), i, r)
+			}
+			want[fmt.Sprint("k", i)] = r.Deadline
+		}
+	}
+	if tc.allProposals("batch_renew") == batches {
+		t.Fatal("no renewals were coalesced")
+	}
+	for _, nd := range tc.nodes {
+		if got := nd.renew.awaited.Load(); got != 0 {
+			t.Errorf("%s: %d batch entries still counted as awaited", nd.ID(), got)
+		}
+		tc.waitState(nd, 10*time.Second, nd.ID()+" holding the renewed leases", func(tab *fsm.Table, now int64) bool {
+			for k, d := range want {
+				if h, ok := tab.HoldOf(k, "o", now); !ok || h.Deadline != d {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
+
+// A hook added to a queued renewal runs exactly once: when its group is
+// answered, or at once if it was answered already; also for a group
+// answered without being proposed (its term ended).
+func TestRenewalOnAnswered(t *testing.T) {
+	n := &Node{}
+	b := &n.renew
+	for _, early := range []bool{false, true} {
+		g := &renewGroup{done: make(chan struct{})}
+		f := &renewFuture{g: g}
+		ran := 0
+		n.onAnswered(f, func() { ran++ })
+		if ran != 0 {
+			t.Fatalf("early=%v: hook ran before the answer", early)
+		}
+		if early {
+			b.mu.Lock()
+			n.answeredEarly(g)
+			b.mu.Unlock()
+		} else {
+			close(g.done)
+			b.mu.Lock()
+			then := g.answeredLocked()
+			b.mu.Unlock()
+			for _, fn := range then {
+				fn()
+			}
+		}
+		if ran != 1 {
+			t.Fatalf("early=%v: hook ran %d times at the answer", early, ran)
+		}
+		n.onAnswered(f, func() { ran++ })
+		if ran != 2 {
+			t.Fatalf("early=%v: hook added after the answer ran %d times", early, ran-1)
+		}
+		select {
+		case <-f.done():
+		default:
+			t.Fatalf("early=%v: answered but not done", early)
+		}
+	}
+}
+
+// With one renewal entry in flight, the next renewal is handed to raft
+// at once rather than queued for that entry's answer (here the entry in
+// flight never answers).
+func TestRenewalLeavesWithOneInFlight(t *testing.T) {
+	tc := renewCluster(t, true, 1)
+	l := tc.leader(10 * time.Second)
+	var lead *leadership
+	tc.eventually(10*time.Second, "the leader's term ready", func() bool {
+		lead = l.lead.Load()
+		if lead == nil {
+			return false
+		}
+		select {
+		case <-lead.ready:
+			return true
+		default:
+			return false
+		}
+	})
+	b := &l.renew
+	b.mu.Lock()
+	b.inflight++ // an entry that never answers
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.inflight--
+		b.mu.Unlock()
+	}()
+	f := l.propose(lead, &fsm.Command{Op: fsm.OpExtend, Key: "k0", Owner: "o", TTL: 60000})
+	if q := b.queued.Load(); q != 0 {
+		t.Fatalf("the renewal was queued (%d queued) behind the entry in flight", q)
+	}
+	if err := l.await(f); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := proposalResult(f); err != nil || res.Err != nil || !res.Granted {
+		t.Fatalf("extend with one entry in flight: %+v %v", res, err)
+	}
+}

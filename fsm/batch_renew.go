@@ -129,6 +129,17 @@ var renewalSHAs = func() map[string]scriptFamily {
 	return m
 }()
 
+// renewalSHAText maps each of renewalSHAs to itself: the decoder of a
+// batch takes a renewal's Key from here rather than copying the same
+// 40 bytes out of every renewal.
+var renewalSHAText = func() map[string]string {
+	m := make(map[string]string, len(renewalSHAs))
+	for sha := range renewalSHAs {
+		m[sha] = sha
+	}
+	return m
+}()
+
 // decodeRenewals decodes the renewals of an OpBatchRenew entry before
 // anything changes. One that needs a newer binary halts the table (as a
 // whole entry would); a malformed one, one that is not a renewal, or one
@@ -140,7 +151,9 @@ var renewalSHAs = func() map[string]scriptFamily {
 // a Command apiece was most of what the apply allocated (GC of a large
 // table is paid per allocated byte). Nothing keeps a *Command past its
 // apply (remember copies the strings it needs); applyRenewals clears the
-// slab so it holds no entry's bytes after.
+// slab so it holds no entry's bytes after. Their KEYS and ARGV lists are
+// cut from a second slab (t.renewLists) the same way, and a known renewal
+// script's SHA1 is not copied.
 func (t *Table) decodeRenewals(cmd *Command) (subs []Command, halt, refuse error) {
 	if len(cmd.Args) == 0 || len(cmd.Args) > MaxBatchRenew {
 		return nil, nil, errf(ErrBadCommand, "batched renewals: %d, want 1..%d", len(cmd.Args), MaxBatchRenew)
@@ -149,14 +162,21 @@ func (t *Table) decodeRenewals(cmd *Command) (subs []Command, halt, refuse error
 		t.renewals = make([]Command, len(cmd.Args))
 	}
 	subs = t.renewals[:len(cmd.Args)]
+	// A renewal has three lists' items at most (PEXPIRE's Args; a
+	// script's one key and two arguments), and a fourth spare: a batch
+	// that needs more takes the rest from the heap.
+	if want := 4 * len(cmd.Args); cap(t.renewLists) < want {
+		t.renewLists = make([][]byte, 0, want)
+	}
+	d := decoder{lists: &t.renewLists, internSHA: true}
 	defer func() {
 		if halt != nil || refuse != nil {
-			clear(subs)
+			t.clearRenewals(subs)
 		}
 	}()
 	for i, b := range cmd.Args {
 		s := &subs[i]
-		if err := DecodeCommandInto(s, b); err != nil {
+		if err := decodeCommandInto(s, b, d); err != nil {
 			if errors.Is(err, ErrNeedVersion) {
 				return nil, err, nil
 			}
@@ -175,11 +195,30 @@ func (t *Table) decodeRenewals(cmd *Command) (subs []Command, halt, refuse error
 	return subs, nil, nil
 }
 
+// clearRenewals clears the decoded renewals and their lists, so the slabs
+// hold no entry's bytes once it is applied.
+func (t *Table) clearRenewals(subs []Command) {
+	clear(subs)
+	clear(t.renewLists)
+	t.renewLists = t.renewLists[:0]
+}
+
+// SkipBatchResults says whether the entries applied next may leave out
+// Result.Batch of an OpBatchRenew entry (each renewal's own result): the
+// node that proposed the entry reads them, and a node with no batch of
+// its own awaiting an answer (a follower) has no reader for them. It
+// changes what Apply returns, never what it decides: the renewals are
+// applied, remembered and emit their events alike.
+func (t *Table) SkipBatchResults(skip bool) { t.skipBatch = skip }
+
 // applyRenewals applies the decoded renewals of one entry in order, each
 // with its own exactly-once answer. Their events join the entry's.
 func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
-	defer clear(subs)
-	out := make([]Result, len(subs))
+	defer t.clearRenewals(subs)
+	var out []Result
+	if !t.skipBatch {
+		out = make([]Result, len(subs))
+	}
 	// A Redis renewal of a key emits one event (EvChanged or
 	// EvValueChanged; an extend or a keep-alive none): room for them all
 	// at once, not a doubling per power of two.
@@ -195,8 +234,10 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 		ctx.noForce, ctx.keysOnly = s.NoForce, s.KeysOnly
 		nev := len(ctx.events)
 		if r, ok := t.dedupe(ctx, s); ok {
-			r.Now = ctx.now
-			out[i] = r
+			if out != nil {
+				r.Now = ctx.now
+				out[i] = r
+			}
 			continue
 		}
 		var r Result
@@ -221,10 +262,12 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 		t.flushFreed(ctx)
 		r.Index = ctx.index
 		t.remember(ctx, s, r)
-		r.Now = ctx.now
-		// What this renewal caused, as its own entry's result would say.
-		r.Events = ctx.events[nev:len(ctx.events):len(ctx.events)]
-		out[i] = r
+		if out != nil {
+			r.Now = ctx.now
+			// What this renewal caused, as its own entry's result would say.
+			r.Events = ctx.events[nev:len(ctx.events):len(ctx.events)]
+			out[i] = r
+		}
 	}
 	ctx.noForce, ctx.keysOnly = false, false
 	return Result{Batch: out}

@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/locknode/locknode/fsm/reply"
@@ -21,7 +23,7 @@ func batchOf(cmds ...*Command) *Command {
 // renewTable is a table at version VersionBatchRenew (when on) holding
 // lock "a" for o1 and "b" for o2 (10 s leases), "c" for o3 on a 100 ms
 // lease, and session s1 (10 s) at time 1000.
-func renewTable(t *testing.T, on bool) (*Table, *uint64) {
+func renewTable(t testing.TB, on bool) (*Table, *uint64) {
 	t.Helper()
 	tab := New(Config{})
 	idx := uint64(0)
@@ -232,5 +234,61 @@ func TestBatchRenewRedis(t *testing.T) {
 	// send (redsync v4's touchScript by its published SHA1).
 	if !RenewalSHA(sha(cape), VersionBatchRenew) || !RenewalSHA("D75BB8B5BD13532DDEDD17762E772346E39B321E", VersionBatchRenew) || RenewalSHA(sha(other), MaxClusterVersion) {
 		t.Fatal("RenewalSHA")
+	}
+}
+
+// A table that skips the renewals' own results (a follower) decides
+// exactly as one that builds them: the same state, the same events, the
+// same exactly-once answers later. Only Result.Batch is left out.
+func TestBatchRenewSkipResults(t *testing.T) {
+	full, idx := renewTable(t, true)
+	lean, _ := renewTable(t, true)
+	lean.SkipBatchResults(true)
+	script := &Command{Op: OpScriptLoad, Script: []byte(touchScriptForTest)}
+	set := &Command{Op: OpRedis, Args: [][]byte{[]byte("SET"), []byte("r"), []byte("tok"), []byte("NX"), []byte("PX"), []byte("30000")}}
+	sha := ScriptSHA([]byte(touchScriptForTest))
+	batch := func(owner, token string) *Command {
+		return batchOf(
+			&Command{Op: OpExtend, Key: "a", Owner: owner, TTL: 10000, ReqID: "r-a-" + owner},
+			&Command{Op: OpExtend, Key: "c", Owner: "o3", TTL: 10000, ReqID: "r-c"},
+			&Command{Op: OpSessionKeepAlive, Session: "s1", ReqID: "r-s"},
+			&Command{Op: OpEvalSHA, Key: sha, KeysB: [][]byte{[]byte("r")}, Args: [][]byte{[]byte(token), []byte("20000")}, ReqID: "r-r-" + token},
+			&Command{Op: OpRedis, Args: [][]byte{[]byte("PEXPIRE"), []byte("r"), []byte("25000")}},
+		)
+	}
+	steps := []*Command{script, set, batch("o1", "tok"), batch("o2", "nope"), batch("o1", "tok")}
+	for i, c := range steps {
+		*idx++
+		c.Time = 2000 + int64(i)
+		a, b := full.Apply(*idx, c), lean.Apply(*idx, c)
+		if c.Op == OpBatchRenew {
+			if len(a.Batch) != 5 || b.Batch != nil {
+				t.Fatalf("step %d: full %d results, lean %d", i, len(a.Batch), len(b.Batch))
+			}
+			b.Batch = a.Batch
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("step %d: full %+v, lean %+v", i, a, b)
+		}
+	}
+	// The remembered answers are those of the renewals, also where no
+	// result was built: a retry alone (not skipped) gets the first.
+	lean.SkipBatchResults(false)
+	*idx++
+	retry := batch("o2", "nope")
+	retry.Time = 3000
+	a, b := full.Apply(*idx, retry), lean.Apply(*idx, retry)
+	if !reflect.DeepEqual(a, b) || len(b.Batch) != 5 || !errors.Is(b.Batch[0].Err, ErrNotOwner) || b.Batch[3].Reply.Int != 0 {
+		t.Fatalf("retried: full %+v, lean %+v", a, b)
+	}
+	var sa, sb bytes.Buffer
+	if err := full.Snapshot(&sa); err != nil {
+		t.Fatal(err)
+	}
+	if err := lean.Snapshot(&sb); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sa.Bytes(), sb.Bytes()) {
+		t.Fatal("the tables' snapshots differ")
 	}
 }

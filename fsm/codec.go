@@ -184,6 +184,13 @@ var errTruncated = errors.New("truncated")
 type decoder struct {
 	b   []byte
 	err error
+	// lists, when set, is an arena the byte lists are cut from, rather
+	// than an allocation each: decodeRenewals decodes a whole batch's
+	// KEYS and ARGV into one reused slab.
+	lists *[][]byte
+	// internSHA says Key may be a known renewal script's SHA1
+	// (renewalSHAText), returned without allocating a copy.
+	internSHA bool
 }
 
 func (d *decoder) uvarint() uint64 {
@@ -235,12 +242,32 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) str() string { return string(d.bytes()) }
 
+// key is str for the Key field: a known renewal script's SHA1 comes
+// without a copy when internSHA is set (a batch of renewals names the
+// same script in every renewal).
+func (d *decoder) key() string {
+	b := d.bytes()
+	if d.internSHA {
+		if s, ok := renewalSHAText[string(b)]; ok {
+			return s
+		}
+	}
+	return string(b)
+}
+
 func (d *decoder) bytList() [][]byte {
 	n := d.length()
 	if d.err != nil {
 		return nil
 	}
-	l := make([][]byte, n)
+	var l [][]byte
+	if a := d.lists; a != nil && cap(*a)-len(*a) >= n {
+		m := len(*a)
+		l = (*a)[m : m+n : m+n]
+		*a = (*a)[:m+n]
+	} else {
+		l = make([][]byte, n)
+	}
 	for i := range l {
 		l[i] = d.bytes()
 	}
@@ -260,7 +287,13 @@ func DecodeCommand(b []byte) (cmd *Command, err error) {
 // a caller that decodes entry after entry (the apply loop) reuses one
 // Command instead of allocating one per entry. The decoded fields share
 // no memory with a previous content of *c. On error *c is undefined.
-func DecodeCommandInto(c *Command, b []byte) (err error) {
+func DecodeCommandInto(c *Command, b []byte) error {
+	return decodeCommandInto(c, b, decoder{})
+}
+
+// decodeCommandInto is DecodeCommandInto with d's options (an arena for
+// the byte lists, SHA1 interning); d.b is set here.
+func decodeCommandInto(c *Command, b []byte, d decoder) (err error) {
 	// Total on any input, so a log entry can never stop a node: a decoder
 	// bug becomes a refused command.
 	defer func() {
@@ -273,7 +306,7 @@ func DecodeCommandInto(c *Command, b []byte) (err error) {
 		return err
 	}
 	*c = Command{Op: op}
-	d := decoder{b: b[2:]}
+	d.b, d.err = b[2:], nil
 	mask := d.uvarint()
 	if mask&^uint64(fAll) != 0 {
 		return &VersionError{What: fmt.Sprintf("command fields %#x", mask&^uint64(fAll))}
@@ -323,7 +356,7 @@ func (d *decoder) lockFields(c *Command, mask uint64) {
 		c.ReqID = d.str()
 	}
 	if mask&fKey != 0 {
-		c.Key = d.str()
+		c.Key = d.key()
 	}
 	if mask&fKeys != 0 {
 		n := d.length()

@@ -568,8 +568,13 @@ type Table struct {
 	// commands (redisTable, redis.go).
 	*scripts
 
-	// renewals is decodeRenewals' slab, reused from entry to entry.
-	renewals []Command
+	// renewals is decodeRenewals' slab, reused from entry to entry, and
+	// renewLists the slab of their KEYS and ARGV lists.
+	renewals   []Command
+	renewLists [][]byte
+	// skipBatch: Apply may leave out OpBatchRenew's per-renewal results
+	// (SkipBatchResults). Output only: no decision reads it.
+	skipBatch bool
 
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).
