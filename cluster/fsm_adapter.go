@@ -49,6 +49,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.mu.Lock()
 	held := time.Now()
 	n.table.SetKeyspaceEvents(n.keyspace.On())
+	n.history.begin()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -112,10 +113,10 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		lastApplied = min(lastApplied, n.table.AppliedIndex())
 	}
 	n.mu.Unlock()
+	n.history.flush()
 	if halted != nil {
 		n.halt(halted)
 	}
-	n.history.flush()
 
 	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(counts)

@@ -34,6 +34,7 @@ func (hh *historyHarness) apply(cmd fsm.Command) fsm.Result {
 	hh.now += 10
 	cmd.Time = hh.now
 	r := hh.table.Apply(hh.idx, &cmd)
+	hh.h.begin()
 	hh.h.observe(hh.table, &cmd, &r)
 	hh.h.flush()
 	return r
@@ -284,6 +285,7 @@ func BenchmarkHistoryObserve(b *testing.B) {
 					cmd.Time = now
 					r := table.Apply(idx, &cmd)
 					if mode == "with history" {
+						h.begin()
 						h.observe(table, &cmd, &r)
 						h.flush()
 					}
@@ -322,6 +324,7 @@ func BenchmarkHistoryObserveRESP(b *testing.B) {
 					cmd.Time = now
 					r := table.Apply(idx, &cmd)
 					if mode == "with history" {
+						h.begin()
 						h.observe(table, &cmd, &r)
 						h.flush()
 					}
@@ -402,4 +405,80 @@ func TestWaitP99Bucket(t *testing.T) {
 			t.Errorf("%s: bucket %d (%s) %d ms, want %d (%s) %d ms", tc.name, b, api.WaitBucketLabel(b), ms, tc.bucket, api.WaitBucketLabel(tc.bucket), tc.ms)
 		}
 	}
+}
+
+// BenchmarkHistoryLockCycle: the lock history's share of a Redis
+// client's lock cycle (SET NX PX, then the compare-and-delete EVALSHA),
+// applied in batches of 64 entries as a busy leader applies them: the
+// SETs of 64 cycles, then their releases. keys=64 is 64 workers on their
+// own keys (the history's rings are reused), keys=12288 a new key per
+// cycle, three times DefaultHistoryKeys (keys are forgotten and their
+// rings reused). "history" minus "table" is the observer's cost per
+// cycle in allocations; observe-ns/op times the observer alone (the
+// clock is read twice per batch). Each cycle's token is new, as lock
+// clients' tokens are.
+func BenchmarkHistoryLockCycle(b *testing.B) {
+	const batch = 64
+	for _, nkeys := range []int{batch, 3 * DefaultHistoryKeys} {
+		for _, mode := range []string{"table", "history"} {
+			b.Run(fmt.Sprintf("keys=%d/%s", nkeys, mode), func(b *testing.B) {
+				table := fsm.New(fsm.DefaultConfig())
+				h := newHistory(DefaultHistoryKeys, DefaultHistoryEntries, newActivity(DefaultActivityWindow, time.Now))
+				sha := fsm.ScriptSHA([]byte(benchCAD))
+				idx, now := uint64(1), int64(1_700_000_000_000)
+				table.Apply(idx, &fsm.Command{Op: fsm.OpScriptLoad, Script: []byte(benchCAD), Time: now})
+				keys := make([][]byte, nkeys)
+				for i := range keys {
+					keys[i] = []byte("bench:" + strconv.Itoa(i))
+				}
+				toks := make([][]byte, batch)
+				sets, dels := make([]fsm.Command, batch), make([]fsm.Command, batch)
+				rs := make([]fsm.Result, batch)
+				var observing time.Duration
+				apply := func(cmds []fsm.Command) {
+					for w := range cmds {
+						idx++
+						now++
+						cmds[w].Time = now
+						rs[w] = table.Apply(idx, &cmds[w])
+					}
+					if mode == "history" {
+						start := time.Now()
+						observeBatch(h, table, cmds, rs)
+						observing += time.Since(start)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := processCPU()
+				for i := 0; i < b.N; i += batch {
+					for w := range batch {
+						k := keys[(i+w)%nkeys]
+						toks[w] = strconv.AppendInt(toks[w][:0], int64(i+w), 10)
+						sets[w] = fsm.Command{Op: fsm.OpRedis, Args: [][]byte{[]byte("SET"), k, toks[w], []byte("NX"), []byte("PX"), []byte("10000")}}
+						dels[w] = fsm.Command{Op: fsm.OpEvalSHA, Key: sha, KeysB: [][]byte{k}, Args: [][]byte{toks[w]}}
+					}
+					apply(sets)
+					if rs[0].Reply.Str != "OK" {
+						b.Fatalf("SET NX: %+v", rs[0].Reply)
+					}
+					apply(dels)
+					if rs[0].Reply.Int != 1 {
+						b.Fatalf("compare-and-delete: %+v", rs[0].Reply)
+					}
+				}
+				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(observing)/float64(b.N), "observe-ns/op")
+			})
+		}
+	}
+}
+
+// observeBatch feeds one applied batch to h as the apply path does.
+func observeBatch(h *history, t *fsm.Table, cmds []fsm.Command, rs []fsm.Result) {
+	h.begin()
+	for i := range cmds {
+		h.observe(t, &cmds[i], &rs[i])
+	}
+	h.flush()
 }
