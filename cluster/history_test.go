@@ -482,3 +482,76 @@ func observeBatch(h *history, t *fsm.Table, cmds []fsm.Command, rs []fsm.Result)
 	}
 	h.flush()
 }
+
+// TestHistoryOwnerBuffersReused: owners are copied into ring slots that
+// are overwritten in place as the ring wraps and as a forgotten key's
+// ring serves a new key; what get returned before stays as it was, and
+// every entry names exactly its owner (a short owner in a slot that held
+// a long one, a reowned hold).
+func TestHistoryOwnerBuffersReused(t *testing.T) {
+	hh := newHistoryHarness(t, 2, 2)
+	hh.acquire("k", "a-rather-long-owner-name", 60000, 0, "r1")
+	hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: "a-rather-long-owner-name"})
+	before := hh.h.get("k")
+	for i, o := range []string{"b", "c"} {
+		hh.acquire("k", o, 60000, 0, fmt.Sprintf("r%d", i+2))
+		hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "k", Owner: o})
+	}
+	if len(before) != 1 || before[0].Owner != "a-rather-long-owner-name" || before[0].End != api.EndRelease {
+		t.Fatalf("an earlier answer changed when the ring wrapped: %+v", before)
+	}
+	if got, want := fmt.Sprint(hh.ends("k")), "[c/5/release b/3/release]"; got != want {
+		t.Fatalf("k: %s, want %s", got, want)
+	}
+	// Two new keys: k's ring is reused by the second of them.
+	hh.acquire("x", "owner-of-x", 60000, 0, "rx")
+	hh.acquire("y", "y", 60000, 0, "ry")
+	if _, ok := hh.h.keys["k"]; ok {
+		t.Fatal("k kept past HistoryKeys")
+	}
+	if r := hh.apply(fsm.Command{Op: fsm.OpReown, Key: "y", Owner: "y", Args: [][]byte{[]byte("z")}}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	hh.apply(fsm.Command{Op: fsm.OpRelease, Key: "y", Owner: "z"})
+	if got, want := fmt.Sprint(hh.ends("y")), "[z/8/release]"; got != want {
+		t.Fatalf("y: %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(hh.ends("x")), "[owner-of-x/7/held]"; got != want {
+		t.Fatalf("x: %s, want %s", got, want)
+	}
+}
+
+// TestHistorySteadyStateAllocs: once a key's ring is full, recording a
+// grant (with a new owner each time, as a Redis client's token is) and
+// its end allocates nothing, and neither does a batch's flush.
+func TestHistorySteadyStateAllocs(t *testing.T) {
+	h := newHistory(4, 4, newActivity(time.Minute, time.Now))
+	owners := make([]string, 64)
+	for i := range owners {
+		owners[i] = "token-" + strconv.Itoa(i)
+	}
+	keys := []string{"k0", "k1", "k2", "k3"}
+	var fence uint64
+	cycle := func() {
+		h.begin()
+		for _, k := range keys {
+			fence++
+			o := owners[fence%uint64(len(owners))]
+			acq := fsm.Command{Op: fsm.OpAcquire, Key: k, Owner: o}
+			h.observe(nil, &acq, &fsm.Result{Granted: true, Count: 1, Fence: fence, Now: int64(fence)})
+			rel := fsm.Command{Op: fsm.OpRelease, Key: k, Owner: o}
+			evs := [1]fsm.Event{{Kind: fsm.EvReleased, Key: k, Owner: o, Fence: fence, Reason: fsm.ReasonRelease}}
+			h.observe(nil, &rel, &fsm.Result{Events: evs[:], Now: int64(fence)})
+		}
+		h.flush()
+	}
+	for range 8 {
+		cycle()
+	}
+	if allocs := testing.AllocsPerRun(100, cycle); allocs != 0 {
+		t.Fatalf("%.1f allocations per batch of 4 grants and ends, want 0", allocs)
+	}
+	if got := h.get("k3"); len(got) != 4 || got[0].Owner != owners[fence%uint64(len(owners))] || got[0].End != api.EndRelease {
+		t.Fatalf("k3 %+v", got)
+	}
+}
