@@ -53,6 +53,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	// that proposed the entry, while it awaits the answer; elsewhere (a
 	// follower, always) they are garbage built per renewal.
 	n.table.SkipBatchResults(n.renew.awaited.Load() == 0)
+	n.history.begin()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -116,10 +117,10 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 		lastApplied = min(lastApplied, n.table.AppliedIndex())
 	}
 	n.mu.Unlock()
+	n.history.flush()
 	if halted != nil {
 		n.halt(halted)
 	}
-	n.history.flush()
 
 	n.metrics.applyPause(time.Since(held))
 	n.metrics.applied(counts)

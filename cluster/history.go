@@ -32,7 +32,8 @@ const (
 )
 
 // history is a node's lock history and activity samples. Its methods are
-// safe for concurrent use; the apply path calls observe.
+// safe for concurrent use; the apply path observes a batch of entries
+// between begin and flush, under one lock.
 type history struct {
 	mu       sync.Mutex
 	maxKeys  int // 0: no history kept
@@ -51,9 +52,36 @@ type history struct {
 // their last grant.
 type keyHistory struct {
 	key        string
-	ents       []api.HistoryEntry // ring, oldest at start once full
+	ents       []histEntry // ring, oldest at start once full
 	start      int
 	prev, next *keyHistory
+}
+
+// histEntry is one grant in a key's ring. The owner is copied into a
+// buffer of the entry's own, overwritten in place when the ring wraps or
+// a forgotten key's ring is reused: a grant in the steady state
+// allocates nothing, whatever the owner (a Redis client's token is new
+// every time). get makes the strings.
+type histEntry struct {
+	owner              []byte
+	mode               string
+	fence              uint64
+	grantedMs, endedMs int64
+	end                string
+	meta               map[string]string
+}
+
+// setOwner copies owner into e's buffer, reusing it unless it is far
+// larger than owner (a once long owner does not pin its memory).
+func (e *histEntry) setOwner(owner string) {
+	if cap(e.owner) > max(2*len(owner), 64) {
+		e.owner = nil
+	}
+	e.owner = append(e.owner[:0], owner...)
+}
+
+func (e *histEntry) entry() api.HistoryEntry {
+	return api.HistoryEntry{Owner: string(e.owner), Mode: e.mode, Fence: e.fence, GrantedMs: e.grantedMs, EndedMs: e.endedMs, End: e.end, Meta: e.meta}
 }
 
 // pendingWait is a queued waiter: when it queued, in which mode.
@@ -74,13 +102,18 @@ func newHistory(maxKeys, maxEntries int, act *activity) *history {
 	}
 }
 
-// observe records what one applied command did; its activity counts
-// reach the samples at the next flush. t is the table after the command
-// (the caller holds the node's lock), for Redis lock acquires whose
-// holder only the table knows.
-func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
+// begin locks the history for observing a batch of applied entries;
+// flush ends it. One lock per batch, not per entry: the apply path runs
+// this on every node for every entry.
+func (h *history) begin() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+}
+
+// observe records what one applied command did; its activity counts
+// reach the samples at flush. The caller is between begin and flush. t is
+// the table after the command (the caller holds the node's lock), for
+// Redis lock acquires whose holder only the table knows.
+func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 	c := &h.batch
 	switch {
 	case cmd.Op == fsm.OpAcquire && r.Err == nil && r.Queued:
@@ -99,7 +132,7 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 			}
 		}
 	case cmd.Op == fsm.OpReown && r.Err == nil && len(cmd.Args) == 1:
-		h.reown(cmd.Key, cmd.Owner, string(cmd.Args[0]))
+		h.reown(cmd.Key, cmd.Owner, cmd.Args[0])
 	case cmd.Op == fsm.OpRedis && r.Reply.Kind == reply.Status && isSetNX(cmd.Args):
 		// A Redis client's lock: its value is the owner token. HoldOf
 		// reads the one hold without building a LockInfo (this runs on
@@ -142,10 +175,9 @@ func (h *history) observe(t *fsm.Table, cmd *fsm.Command, r *fsm.Result) {
 	}
 }
 
-// flush adds the activity counts observed since the last flush to the
-// current second's sample. The apply path calls it once per batch.
+// flush ends the batch begun by begin: it unlocks the history and adds
+// the batch's activity counts to the current second's sample.
 func (h *history) flush() {
-	h.mu.Lock()
 	c := h.batch
 	h.batch = sample{}
 	h.mu.Unlock()
@@ -170,16 +202,17 @@ func endOf(r fsm.Reason) string {
 // show it held (a repeated request answered from the exactly-once
 // cache). It reports whether it recorded one. Called with h.mu held.
 func (h *history) grant(key, owner, mode string, fence uint64, now int64, meta map[string]string) bool {
+	if h.maxKeys == 0 {
+		// Nothing kept, so nothing to find a repeat in: counted only.
+		return true
+	}
 	kh := h.keys[key]
 	if kh != nil {
 		for i := range kh.ents {
-			if e := &kh.ents[i]; e.End == api.EndHeld && e.Owner == owner && e.Fence == fence {
+			if e := &kh.ents[i]; e.end == api.EndHeld && e.fence == fence && string(e.owner) == owner {
 				return false
 			}
 		}
-	}
-	if h.maxKeys == 0 {
-		return true
 	}
 	if kh == nil {
 		if len(h.keys) >= h.maxKeys {
@@ -200,13 +233,21 @@ func (h *history) grant(key, owner, mode string, fence uint64, now int64, meta m
 		h.unlink(kh)
 	}
 	h.pushFront(kh)
-	e := api.HistoryEntry{Owner: strings.Clone(owner), Mode: mode, Fence: fence, GrantedMs: now, End: api.EndHeld, Meta: meta}
-	if len(kh.ents) < h.maxEnts {
-		kh.ents = append(kh.ents, e)
-	} else {
-		kh.ents[kh.start] = e
-		kh.start = (kh.start + 1) % len(kh.ents)
+	var e *histEntry
+	switch n := len(kh.ents); {
+	case n == h.maxEnts:
+		e = &kh.ents[kh.start]
+		kh.start = (kh.start + 1) % n
+	case n < cap(kh.ents):
+		// A reused ring's slot: its owner buffer is reused too.
+		kh.ents = kh.ents[:n+1]
+		e = &kh.ents[n]
+	default:
+		kh.ents = append(kh.ents, histEntry{})
+		e = &kh.ents[n]
 	}
+	e.setOwner(owner)
+	e.mode, e.fence, e.grantedMs, e.endedMs, e.end, e.meta = mode, fence, now, 0, api.EndHeld, meta
 	return true
 }
 
@@ -218,13 +259,13 @@ func (h *history) end(key, owner string, fence uint64, how string, now int64) {
 	if kh == nil {
 		return
 	}
-	var byOwner *api.HistoryEntry
+	var byOwner *histEntry
 	for i := len(kh.ents) - 1; i >= 0; i-- {
 		e := &kh.ents[(kh.start+i)%len(kh.ents)]
-		if e.End != api.EndHeld || e.Owner != owner {
+		if e.end != api.EndHeld || string(e.owner) != owner {
 			continue
 		}
-		if e.Fence == fence {
+		if e.fence == fence {
 			byOwner = e
 			break
 		}
@@ -233,20 +274,20 @@ func (h *history) end(key, owner string, fence uint64, how string, now int64) {
 		}
 	}
 	if byOwner != nil {
-		byOwner.End, byOwner.EndedMs = how, now
+		byOwner.end, byOwner.endedMs = how, now
 	}
 }
 
 // reown renames the owner of from's held entries of key to to, so its
 // end is found under the new owner. Called with h.mu held.
-func (h *history) reown(key, from, to string) {
+func (h *history) reown(key, from string, to []byte) {
 	kh := h.keys[key]
 	if kh == nil {
 		return
 	}
 	for i := range kh.ents {
-		if e := &kh.ents[i]; e.End == api.EndHeld && e.Owner == from {
-			e.Owner = strings.Clone(to)
+		if e := &kh.ents[i]; e.end == api.EndHeld && string(e.owner) == from {
+			e.setOwner(string(to))
 		}
 	}
 }
@@ -294,7 +335,7 @@ func (h *history) get(key string) []api.HistoryEntry {
 	}
 	out := make([]api.HistoryEntry, len(kh.ents))
 	for i := range kh.ents {
-		out[len(out)-1-i] = kh.ents[(kh.start+i)%len(kh.ents)]
+		out[len(out)-1-i] = kh.ents[(kh.start+i)%len(kh.ents)].entry()
 	}
 	return out
 }
