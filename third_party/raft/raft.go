@@ -89,11 +89,16 @@ type commitTuple struct {
 type leaderState struct {
 	leadershipTransferInProgress int32 // indicates that a leadership transfer is in progress.
 	commitCh                     chan struct{}
-	commitment                   *commitment
-	inflight                     *list.List // list of logFuture in log index order
-	replState                    map[ServerID]*followerReplication
-	notify                       map[*verifyFuture]struct{}
-	stepDown                     chan struct{}
+	// groupReady and groupFutures hold the entries of one commit while
+	// the leader loop hands them to processLogs; kept empty in between
+	// and reused (locknode).
+	groupReady   []*list.Element
+	groupFutures map[uint64]*logFuture
+	commitment   *commitment
+	inflight     *list.List // list of logFuture in log index order
+	replState    map[ServerID]*followerReplication
+	notify       map[*verifyFuture]struct{}
+	stepDown     chan struct{}
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -536,6 +541,8 @@ func (r *Raft) runLeader() {
 		r.leaderState.replState = nil
 		r.leaderState.notify = nil
 		r.leaderState.stepDown = nil
+		r.leaderState.groupReady = nil
+		r.leaderState.groupFutures = nil
 
 		// If we are stepping down for some reason, no known leader.
 		// We may have stepped down due to an RPC call, which would
@@ -817,8 +824,14 @@ func (r *Raft) leaderLoop() {
 			}
 
 			start := time.Now()
-			var groupReady []*list.Element
-			groupFutures := make(map[uint64]*logFuture)
+			// locknode: the group's slice and map are kept across commits
+			// (emptied below), not made anew for each.
+			groupReady := r.leaderState.groupReady[:0]
+			groupFutures := r.leaderState.groupFutures
+			if groupFutures == nil {
+				groupFutures = make(map[uint64]*logFuture)
+				r.leaderState.groupFutures = groupFutures
+			}
 			var lastIdxInGroup uint64
 
 			// Pull all inflight logs that are committed off the queue.
@@ -831,7 +844,7 @@ func (r *Raft) leaderLoop() {
 				}
 
 				// Measure the commit time
-				metrics.MeasureSince([]string{"raft", "commitTime"}, commitLog.dispatch)
+				metrics.MeasureSince(metricCommitTime, commitLog.dispatch)
 				groupReady = append(groupReady, e)
 				groupFutures[idx] = commitLog
 				lastIdxInGroup = idx
@@ -848,12 +861,20 @@ func (r *Raft) leaderLoop() {
 					r.leaderState.inflight.Remove(e)
 				}
 			}
+			n := len(groupReady)
+			for i := range groupReady {
+				groupReady[i] = nil // the list elements may be collected
+			}
+			r.leaderState.groupReady = groupReady[:0]
+			for idx := range groupFutures {
+				delete(groupFutures, idx)
+			}
 
 			// Measure the time to enqueue batch of logs for FSM to apply
-			metrics.MeasureSince([]string{"raft", "fsm", "enqueue"}, start)
+			metrics.MeasureSince(metricFSMEnqueue, start)
 
 			// Count the number of logs enqueued
-			metrics.SetGauge([]string{"raft", "commitNumLogs"}, float32(len(groupReady)))
+			metrics.SetGauge(metricCommitNumLogs, float32(n))
 
 			if stepDown {
 				if r.config().ShutdownOnRemove {
@@ -1352,7 +1373,16 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 	// need to use the same value for all lines here to get the expected result.
 	maxAppendEntries := r.config().MaxAppendEntries
 
-	batch := make([]*commitTuple, 0, maxAppendEntries)
+	// locknode: each batch sized to what it holds, and its commitTuples
+	// (and the Logs read from the store) cut from one allocation each,
+	// instead of MaxAppendEntries pointers and an object per entry. The
+	// FSM's goroutine owns a batch once sent; the next is new memory.
+	batchLen := func(from uint64) int {
+		return int(min(index-from+1, uint64(maxAppendEntries)))
+	}
+	batch := make([]*commitTuple, 0, batchLen(lastApplied+1))
+	tuples := make([]commitTuple, 0, cap(batch))
+	var stored []Log
 
 	// Apply all the preceding logs
 	for idx := lastApplied + 1; idx <= index; idx++ {
@@ -1360,14 +1390,18 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 		// Get the log, either from the future or from our log store
 		future, futureOk := futures[idx]
 		if futureOk {
-			preparedLog = r.prepareLog(&future.log, future)
+			preparedLog = r.prepareLogInto(&tuples, &future.log, future)
 		} else {
-			l := new(Log)
+			if len(stored) == cap(stored) {
+				stored = make([]Log, 0, batchLen(idx))
+			}
+			stored = stored[:len(stored)+1]
+			l := &stored[len(stored)-1]
 			if err := r.logs.GetLog(idx, l); err != nil {
 				r.logger.Error("failed to get log", "index", idx, "error", err)
 				panic(err)
 			}
-			preparedLog = r.prepareLog(l, nil)
+			preparedLog = r.prepareLogInto(&tuples, l, nil)
 		}
 
 		switch {
@@ -1379,7 +1413,8 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 			// If we have filled up a batch, send it to the FSM
 			if len(batch) >= maxAppendEntries {
 				applyBatch(batch)
-				batch = make([]*commitTuple, 0, maxAppendEntries)
+				batch = make([]*commitTuple, 0, batchLen(idx+1))
+				tuples = make([]commitTuple, 0, cap(batch))
 			}
 
 		case futureOk:
@@ -1398,19 +1433,32 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 }
 
 // processLog is invoked to process the application of a single committed log entry.
-func (r *Raft) prepareLog(l *Log, future *logFuture) *commitTuple {
+// locknode: the commitTuple is cut from *slab (a new slab once it is full,
+// so no tuple handed out moves).
+func (r *Raft) prepareLogInto(slab *[]commitTuple, l *Log, future *logFuture) *commitTuple {
+	tuple := func() *commitTuple {
+		if len(*slab) == cap(*slab) {
+			n := cap(*slab)
+			if n == 0 {
+				n = 1
+			}
+			*slab = make([]commitTuple, 0, n)
+		}
+		*slab = append(*slab, commitTuple{l, future})
+		return &(*slab)[len(*slab)-1]
+	}
 	switch l.Type {
 	case LogBarrier:
 		// Barrier is handled by the FSM
 		fallthrough
 
 	case LogCommand:
-		return &commitTuple{l, future}
+		return tuple()
 
 	case LogConfiguration:
 		// Only support this with the v2 configuration format
 		if r.protocolVersion > 2 {
-			return &commitTuple{l, future}
+			return tuple()
 		}
 	case LogAddPeerDeprecated:
 	case LogRemovePeerDeprecated:
