@@ -5,7 +5,6 @@ package raft
 
 import (
 	"bytes"
-	"container/list"
 	"fmt"
 	"io"
 	"strings"
@@ -89,16 +88,11 @@ type commitTuple struct {
 type leaderState struct {
 	leadershipTransferInProgress int32 // indicates that a leadership transfer is in progress.
 	commitCh                     chan struct{}
-	// groupReady and groupFutures hold the entries of one commit while
-	// the leader loop hands them to processLogs; kept empty in between
-	// and reused (locknode).
-	groupReady   []*list.Element
-	groupFutures map[uint64]*logFuture
-	commitment   *commitment
-	inflight     *list.List // list of logFuture in log index order
-	replState    map[ServerID]*followerReplication
-	notify       map[*verifyFuture]struct{}
-	stepDown     chan struct{}
+	commitment                   *commitment
+	inflight                     *inflightQueue // logFutures in log index order (locknode: was a list)
+	replState                    map[ServerID]*followerReplication
+	notify                       map[*verifyFuture]struct{}
+	stepDown                     chan struct{}
 }
 
 // setLeader is used to modify the current leader Address and ID of the cluster
@@ -467,7 +461,7 @@ func (r *Raft) setupLeaderState() {
 	r.leaderState.commitment = newCommitment(r.leaderState.commitCh,
 		r.configurations.latest,
 		r.getLastIndex()+1 /* first index that may be committed in this term */)
-	r.leaderState.inflight = list.New()
+	r.leaderState.inflight = new(inflightQueue)
 	r.leaderState.replState = make(map[ServerID]*followerReplication)
 	r.leaderState.notify = make(map[*verifyFuture]struct{})
 	r.leaderState.stepDown = make(chan struct{}, 1)
@@ -525,8 +519,8 @@ func (r *Raft) runLeader() {
 		}
 
 		// Respond to all inflight operations
-		for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
-			e.Value.(*logFuture).respond(ErrLeadershipLost)
+		for _, f := range r.leaderState.inflight.all() {
+			f.respond(ErrLeadershipLost)
 		}
 
 		// Respond to any pending verify requests
@@ -541,8 +535,6 @@ func (r *Raft) runLeader() {
 		r.leaderState.replState = nil
 		r.leaderState.notify = nil
 		r.leaderState.stepDown = nil
-		r.leaderState.groupReady = nil
-		r.leaderState.groupFutures = nil
 
 		// If we are stepping down for some reason, no known leader.
 		// We may have stepped down due to an RPC call, which would
@@ -824,19 +816,14 @@ func (r *Raft) leaderLoop() {
 			}
 
 			start := time.Now()
-			// locknode: the group's slice and map are kept across commits
-			// (emptied below), not made anew for each.
-			groupReady := r.leaderState.groupReady[:0]
-			groupFutures := r.leaderState.groupFutures
-			if groupFutures == nil {
-				groupFutures = make(map[uint64]*logFuture)
-				r.leaderState.groupFutures = groupFutures
-			}
-			var lastIdxInGroup uint64
 
-			// Pull all inflight logs that are committed off the queue.
-			for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
-				commitLog := e.Value.(*logFuture)
+			// Pull all inflight logs that are committed off the queue
+			// (locknode: a prefix of the queue, handed to processLogs as
+			// it is).
+			inflight := r.leaderState.inflight.all()
+			n := 0
+			for ; n < len(inflight); n++ {
+				commitLog := inflight[n]
 				idx := commitLog.log.Index
 				if idx > commitIndex {
 					// Don't go past the committed index
@@ -845,29 +832,15 @@ func (r *Raft) leaderLoop() {
 
 				// Measure the commit time
 				metrics.MeasureSince(metricCommitTime, commitLog.dispatch)
-				groupReady = append(groupReady, e)
-				groupFutures[idx] = commitLog
-				lastIdxInGroup = idx
 				if TraceOn {
 					TraceMark(TraceLCommit, idx)
 				}
 			}
 
 			// Process the group
-			if len(groupReady) != 0 {
-				r.processLogs(lastIdxInGroup, groupFutures)
-
-				for _, e := range groupReady {
-					r.leaderState.inflight.Remove(e)
-				}
-			}
-			n := len(groupReady)
-			for i := range groupReady {
-				groupReady[i] = nil // the list elements may be collected
-			}
-			r.leaderState.groupReady = groupReady[:0]
-			for idx := range groupFutures {
-				delete(groupFutures, idx)
+			if n != 0 {
+				r.processLogs(inflight[n-1].log.Index, inflight[:n])
+				r.leaderState.inflight.popFront(n)
 			}
 
 			// Measure the time to enqueue batch of logs for FSM to apply
@@ -1162,14 +1135,11 @@ func (r *Raft) restoreUserSnapshot(meta *SnapshotMeta, reader io.Reader) error {
 	}
 
 	// Cancel any inflight requests.
-	for {
-		e := r.leaderState.inflight.Front()
-		if e == nil {
-			break
-		}
-		e.Value.(*logFuture).respond(ErrAbortedByRestore)
-		r.leaderState.inflight.Remove(e)
+	inflight := r.leaderState.inflight.all()
+	for _, f := range inflight {
+		f.respond(ErrAbortedByRestore)
 	}
+	r.leaderState.inflight.popFront(len(inflight))
 
 	// We will overwrite the snapshot metadata with the current term,
 	// an index that's greater than the current index, or the last
@@ -1300,7 +1270,7 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		applyLog.log.Term = term
 		applyLog.log.AppendedAt = now
 		logs[idx] = &applyLog.log
-		r.leaderState.inflight.PushBack(applyLog)
+		r.leaderState.inflight.pushBack(applyLog)
 		if TraceOn {
 			TraceMarkAt(TraceDispatch, lastIndex, now.UnixNano())
 		}
@@ -1349,7 +1319,10 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 // pass futures=nil.
 // Leaders call this when entries are committed. They pass the futures from any
 // inflight logs.
-func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
+//
+// locknode: futures is a slice in log index order (a prefix of the
+// leader's inflight queue), not a map by index.
+func (r *Raft) processLogs(index uint64, futures []*logFuture) {
 	// Reject logs we've applied already
 	lastApplied := r.getLastApplied()
 	if index <= lastApplied {
@@ -1385,10 +1358,18 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 	var stored []Log
 
 	// Apply all the preceding logs
+	next := 0 // futures[next:] are for idx and later
 	for idx := lastApplied + 1; idx <= index; idx++ {
 		var preparedLog *commitTuple
 		// Get the log, either from the future or from our log store
-		future, futureOk := futures[idx]
+		for next < len(futures) && futures[next].log.Index < idx {
+			next++
+		}
+		var future *logFuture
+		futureOk := next < len(futures) && futures[next].log.Index == idx
+		if futureOk {
+			future = futures[next]
+		}
 		if futureOk {
 			preparedLog = r.prepareLogInto(&tuples, &future.log, future)
 		} else {
