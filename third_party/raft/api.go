@@ -843,7 +843,7 @@ func (r *Raft) Apply(cmd []byte, timeout time.Duration) ApplyFuture {
 // currently taken from the submitted Log are Data and Extensions. See
 // Apply for details on error cases.
 func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
-	metrics.IncrCounter([]string{"raft", "apply"}, 1)
+	metrics.IncrCounter(metricApply, 1)
 
 	var timer <-chan time.Time
 	if timeout > 0 {

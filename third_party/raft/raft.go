@@ -5,7 +5,6 @@ package raft
 
 import (
 	"bytes"
-	"container/list"
 	"fmt"
 	"io"
 	"strings"
@@ -90,7 +89,7 @@ type leaderState struct {
 	leadershipTransferInProgress int32 // indicates that a leadership transfer is in progress.
 	commitCh                     chan struct{}
 	commitment                   *commitment
-	inflight                     *list.List // list of logFuture in log index order
+	inflight                     *inflightQueue // logFutures in log index order (locknode: was a list)
 	replState                    map[ServerID]*followerReplication
 	notify                       map[*verifyFuture]struct{}
 	stepDown                     chan struct{}
@@ -462,7 +461,7 @@ func (r *Raft) setupLeaderState() {
 	r.leaderState.commitment = newCommitment(r.leaderState.commitCh,
 		r.configurations.latest,
 		r.getLastIndex()+1 /* first index that may be committed in this term */)
-	r.leaderState.inflight = list.New()
+	r.leaderState.inflight = new(inflightQueue)
 	r.leaderState.replState = make(map[ServerID]*followerReplication)
 	r.leaderState.notify = make(map[*verifyFuture]struct{})
 	r.leaderState.stepDown = make(chan struct{}, 1)
@@ -520,8 +519,8 @@ func (r *Raft) runLeader() {
 		}
 
 		// Respond to all inflight operations
-		for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
-			e.Value.(*logFuture).respond(ErrLeadershipLost)
+		for _, f := range r.leaderState.inflight.all() {
+			f.respond(ErrLeadershipLost)
 		}
 
 		// Respond to any pending verify requests
@@ -817,13 +816,14 @@ func (r *Raft) leaderLoop() {
 			}
 
 			start := time.Now()
-			var groupReady []*list.Element
-			groupFutures := make(map[uint64]*logFuture)
-			var lastIdxInGroup uint64
 
-			// Pull all inflight logs that are committed off the queue.
-			for e := r.leaderState.inflight.Front(); e != nil; e = e.Next() {
-				commitLog := e.Value.(*logFuture)
+			// Pull all inflight logs that are committed off the queue
+			// (locknode: a prefix of the queue, handed to processLogs as
+			// it is).
+			inflight := r.leaderState.inflight.all()
+			n := 0
+			for ; n < len(inflight); n++ {
+				commitLog := inflight[n]
 				idx := commitLog.log.Index
 				if idx > commitIndex {
 					// Don't go past the committed index
@@ -831,29 +831,23 @@ func (r *Raft) leaderLoop() {
 				}
 
 				// Measure the commit time
-				metrics.MeasureSince([]string{"raft", "commitTime"}, commitLog.dispatch)
-				groupReady = append(groupReady, e)
-				groupFutures[idx] = commitLog
-				lastIdxInGroup = idx
+				metrics.MeasureSince(metricCommitTime, commitLog.dispatch)
 				if TraceOn {
 					TraceMark(TraceLCommit, idx)
 				}
 			}
 
 			// Process the group
-			if len(groupReady) != 0 {
-				r.processLogs(lastIdxInGroup, groupFutures)
-
-				for _, e := range groupReady {
-					r.leaderState.inflight.Remove(e)
-				}
+			if n != 0 {
+				r.processLogs(inflight[n-1].log.Index, inflight[:n])
+				r.leaderState.inflight.popFront(n)
 			}
 
 			// Measure the time to enqueue batch of logs for FSM to apply
-			metrics.MeasureSince([]string{"raft", "fsm", "enqueue"}, start)
+			metrics.MeasureSince(metricFSMEnqueue, start)
 
 			// Count the number of logs enqueued
-			metrics.SetGauge([]string{"raft", "commitNumLogs"}, float32(len(groupReady)))
+			metrics.SetGauge(metricCommitNumLogs, float32(n))
 
 			if stepDown {
 				if r.config().ShutdownOnRemove {
@@ -1141,14 +1135,11 @@ func (r *Raft) restoreUserSnapshot(meta *SnapshotMeta, reader io.Reader) error {
 	}
 
 	// Cancel any inflight requests.
-	for {
-		e := r.leaderState.inflight.Front()
-		if e == nil {
-			break
-		}
-		e.Value.(*logFuture).respond(ErrAbortedByRestore)
-		r.leaderState.inflight.Remove(e)
+	inflight := r.leaderState.inflight.all()
+	for _, f := range inflight {
+		f.respond(ErrAbortedByRestore)
 	}
+	r.leaderState.inflight.popFront(len(inflight))
 
 	// We will overwrite the snapshot metadata with the current term,
 	// an index that's greater than the current index, or the last
@@ -1279,7 +1270,7 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		applyLog.log.Term = term
 		applyLog.log.AppendedAt = now
 		logs[idx] = &applyLog.log
-		r.leaderState.inflight.PushBack(applyLog)
+		r.leaderState.inflight.pushBack(applyLog)
 		if TraceOn {
 			TraceMarkAt(TraceDispatch, lastIndex, now.UnixNano())
 		}
@@ -1328,7 +1319,10 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 // pass futures=nil.
 // Leaders call this when entries are committed. They pass the futures from any
 // inflight logs.
-func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
+//
+// locknode: futures is a slice in log index order (a prefix of the
+// leader's inflight queue), not a map by index.
+func (r *Raft) processLogs(index uint64, futures []*logFuture) {
 	// Reject logs we've applied already
 	lastApplied := r.getLastApplied()
 	if index <= lastApplied {
@@ -1352,22 +1346,43 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 	// need to use the same value for all lines here to get the expected result.
 	maxAppendEntries := r.config().MaxAppendEntries
 
-	batch := make([]*commitTuple, 0, maxAppendEntries)
+	// locknode: each batch sized to what it holds, and its commitTuples
+	// (and the Logs read from the store) cut from one allocation each,
+	// instead of MaxAppendEntries pointers and an object per entry. The
+	// FSM's goroutine owns a batch once sent; the next is new memory.
+	batchLen := func(from uint64) int {
+		return int(min(index-from+1, uint64(maxAppendEntries)))
+	}
+	batch := make([]*commitTuple, 0, batchLen(lastApplied+1))
+	tuples := make([]commitTuple, 0, cap(batch))
+	var stored []Log
 
 	// Apply all the preceding logs
+	next := 0 // futures[next:] are for idx and later
 	for idx := lastApplied + 1; idx <= index; idx++ {
 		var preparedLog *commitTuple
 		// Get the log, either from the future or from our log store
-		future, futureOk := futures[idx]
+		for next < len(futures) && futures[next].log.Index < idx {
+			next++
+		}
+		var future *logFuture
+		futureOk := next < len(futures) && futures[next].log.Index == idx
 		if futureOk {
-			preparedLog = r.prepareLog(&future.log, future)
+			future = futures[next]
+		}
+		if futureOk {
+			preparedLog = r.prepareLogInto(&tuples, &future.log, future)
 		} else {
-			l := new(Log)
+			if len(stored) == cap(stored) {
+				stored = make([]Log, 0, batchLen(idx))
+			}
+			stored = stored[:len(stored)+1]
+			l := &stored[len(stored)-1]
 			if err := r.logs.GetLog(idx, l); err != nil {
 				r.logger.Error("failed to get log", "index", idx, "error", err)
 				panic(err)
 			}
-			preparedLog = r.prepareLog(l, nil)
+			preparedLog = r.prepareLogInto(&tuples, l, nil)
 		}
 
 		switch {
@@ -1379,7 +1394,8 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 			// If we have filled up a batch, send it to the FSM
 			if len(batch) >= maxAppendEntries {
 				applyBatch(batch)
-				batch = make([]*commitTuple, 0, maxAppendEntries)
+				batch = make([]*commitTuple, 0, batchLen(idx+1))
+				tuples = make([]commitTuple, 0, cap(batch))
 			}
 
 		case futureOk:
@@ -1398,19 +1414,32 @@ func (r *Raft) processLogs(index uint64, futures map[uint64]*logFuture) {
 }
 
 // processLog is invoked to process the application of a single committed log entry.
-func (r *Raft) prepareLog(l *Log, future *logFuture) *commitTuple {
+// locknode: the commitTuple is cut from *slab (a new slab once it is full,
+// so no tuple handed out moves).
+func (r *Raft) prepareLogInto(slab *[]commitTuple, l *Log, future *logFuture) *commitTuple {
+	tuple := func() *commitTuple {
+		if len(*slab) == cap(*slab) {
+			n := cap(*slab)
+			if n == 0 {
+				n = 1
+			}
+			*slab = make([]commitTuple, 0, n)
+		}
+		*slab = append(*slab, commitTuple{l, future})
+		return &(*slab)[len(*slab)-1]
+	}
 	switch l.Type {
 	case LogBarrier:
 		// Barrier is handled by the FSM
 		fallthrough
 
 	case LogCommand:
-		return &commitTuple{l, future}
+		return tuple()
 
 	case LogConfiguration:
 		// Only support this with the v2 configuration format
 		if r.protocolVersion > 2 {
-			return &commitTuple{l, future}
+			return tuple()
 		}
 	case LogAddPeerDeprecated:
 	case LogRemovePeerDeprecated:

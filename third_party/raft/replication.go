@@ -144,6 +144,8 @@ func (r *Raft) replicate(s *followerReplication) {
 	stopHeartbeat := make(chan struct{})
 	defer close(stopHeartbeat)
 	r.goFunc(func() { r.heartbeat(s, stopHeartbeat) })
+	commitTimer := newRandomTimer() // locknode: one timer, not one per RPC
+	defer commitTimer.stop()
 
 RPC:
 	shouldStop := false
@@ -171,7 +173,7 @@ RPC:
 		// raft commits stop flowing naturally. The actual heartbeats
 		// can't do this to keep them unblocked by disk IO on the
 		// follower. See https://github.com/hashicorp/raft/issues/282.
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-commitTimer.reset(r.config().CommitTimeout):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.replicateTo(s, lastLogIdx)
 		}
@@ -509,6 +511,8 @@ func (r *Raft) pipelineReplicate(s *followerReplication) error {
 	nextIndex := atomic.LoadUint64(&s.nextIndex)
 
 	shouldStop := false
+	commitTimer := newRandomTimer() // locknode: one timer, not one per RPC
+	defer commitTimer.stop()
 SEND:
 	for !shouldStop {
 		select {
@@ -531,7 +535,7 @@ SEND:
 		case <-s.triggerCh:
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-commitTimer.reset(r.config().CommitTimeout):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
 		}
@@ -656,15 +660,25 @@ func (r *Raft) setNewLogs(req *AppendEntriesRequest, nextIndex, lastIndex uint64
 	// consistent value for maxAppendEntries in the lines below in case it ever
 	// becomes reloadable.
 	maxAppendEntries := r.config().MaxAppendEntries
-	req.Entries = make([]*Log, 0, maxAppendEntries)
 	maxIndex := min(nextIndex+uint64(maxAppendEntries)-1, lastIndex)
-	for i := nextIndex; i <= maxIndex; i++ {
-		oldLog := new(Log)
-		if err := r.getLogToSend(i, oldLog); err != nil {
-			r.logger.Error("failed to get log", "index", i, "error", err)
+	if maxIndex < nextIndex {
+		req.Entries = nil
+		return nil
+	}
+	// locknode: the slice sized to the entries sent, and the entries in
+	// one allocation, instead of MaxAppendEntries pointers and a Log each
+	// (the request is not reused: a pipelined one is kept until its
+	// answer, so the memory cannot be shared between requests).
+	n := maxIndex - nextIndex + 1
+	req.Entries = make([]*Log, n)
+	logs := make([]Log, n)
+	for i := range logs {
+		idx := nextIndex + uint64(i)
+		if err := r.getLogToSend(idx, &logs[i]); err != nil {
+			r.logger.Error("failed to get log", "index", idx, "error", err)
 			return err
 		}
-		req.Entries = append(req.Entries, oldLog)
+		req.Entries[i] = &logs[i]
 	}
 	return nil
 }
