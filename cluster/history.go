@@ -351,7 +351,9 @@ func (h *history) reset() {
 }
 
 // History returns key's recent grants as this node applied them, newest
-// first (see api.History). It never waits; ctx only cancels it early.
+// first (see api.History). It waits at most for the batch of entries
+// being applied (the observer holds its lock across a batch); ctx only
+// cancels it before that.
 func (n *Node) History(ctx context.Context, key string) (api.History, error) {
 	if err := ctx.Err(); err != nil {
 		return api.History{}, err

@@ -249,6 +249,9 @@ func (n *Node) flushRenewals() {
 // proposeRenewalsLocked hands the queue to raft as one entry (the
 // renewal's own when it is alone) and starts the goroutine that answers
 // it. b.mu is held, so entries leave in queue order.
+// maxKeptRenewArena is the largest arena the batcher keeps between entries.
+const maxKeptRenewArena = 64 << 10
+
 func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
 	q, l, g := b.queue, b.l, b.group
@@ -258,7 +261,13 @@ func (n *Node) proposeRenewalsLocked() {
 		for _, f := range q {
 			f.enc = nil
 		}
-		b.arena = b.arena[:0]
+		if cap(b.arena) > maxKeptRenewArena {
+			// A burst's arena (up to maxRenewBatchBytes) is not kept for
+			// the node's lifetime.
+			b.arena = nil
+		} else {
+			b.arena = b.arena[:0]
+		}
 		b.queued.Store(0) // after raft has the entry: see flushRenewals
 	}()
 	select {
