@@ -246,12 +246,12 @@ func (n *Node) flushRenewals() {
 	b.mu.Unlock()
 }
 
-// proposeRenewalsLocked hands the queue to raft as one entry (the
-// renewal's own when it is alone) and starts the goroutine that answers
-// it. b.mu is held, so entries leave in queue order.
 // maxKeptRenewArena is the largest arena the batcher keeps between entries.
 const maxKeptRenewArena = 64 << 10
 
+// proposeRenewalsLocked hands the queue to raft as one entry (the
+// renewal's own when it is alone) and starts the goroutine that answers
+// it. b.mu is held, so entries leave in queue order.
 func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
 	q, l, g := b.queue, b.l, b.group
