@@ -67,6 +67,11 @@ type followerReplication struct {
 	// commit push (locknode fork; see commit_push.go).
 	noCommitPush atomic.Bool
 
+	// heard is one more than the index up to which the follower's last
+	// successful answer showed it holds the log and knows it committed;
+	// 0: unknown (locknode fork; see idle_resend.go).
+	heard atomic.Uint64
+
 	// triggerDeferErrorCh is used to provide a backchannel. By sending a
 	// deferErr, the sender can be notified when the replication is done.
 	triggerDeferErrorCh chan *deferError
@@ -173,7 +178,9 @@ RPC:
 		// raft commits stop flowing naturally. The actual heartbeats
 		// can't do this to keep them unblocked by disk IO on the
 		// follower. See https://github.com/hashicorp/raft/issues/282.
-		case <-commitTimer.reset(r.config().CommitTimeout):
+		// locknode fork: rarely while the follower knows everything
+		// (idle_resend.go).
+		case <-commitTimer.reset(r.commitResendPeriod(s)):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.replicateTo(s, lastLogIdx)
 		}
@@ -249,6 +256,7 @@ START:
 	if err := r.trans.AppendEntries(peer.ID, peer.Address, &req, &resp); err != nil {
 		r.logger.Error("failed to appendEntries to", "peer", peer, "error", err)
 		s.failures++
+		s.forgetHeard()
 		return
 	}
 	if TraceOn {
@@ -268,6 +276,7 @@ START:
 
 	// Update s based on success
 	if resp.Success {
+		s.noteHeard(&req)
 		// Update our replication state
 		updateLastAppended(s, &req)
 
@@ -275,6 +284,7 @@ START:
 		s.failures = 0
 		s.allowPipeline = true
 	} else {
+		s.forgetHeard()
 		if resp.NoRetryBackoff {
 			// The follower's log does not match at PrevLogEntry.
 			atomic.StoreUint64(&s.nextIndex, max(min(s.nextIndex-1, resp.LastLog+1), 1))
@@ -455,6 +465,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 				nextBackoffTime, "error", err)
 			r.observe(FailedHeartbeatObservation{PeerID: peer.ID, LastContact: s.LastContact()})
 			failures++
+			s.forgetHeard()
 			select {
 			case <-time.After(nextBackoffTime):
 			case <-stopCh:
@@ -463,6 +474,10 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		} else {
 			if failures > 0 {
 				r.observe(ResumedHeartbeatObservation{PeerID: peer.ID})
+				// locknode fork: the follower may have restarted and lost
+				// its commit index; tell it now rather than at the next
+				// resend (idle_resend.go).
+				asyncNotifyCh(s.triggerCh)
 			}
 			s.setLastContact()
 			s.noteCommitPush(resp.LocknodeCommitPush)
@@ -535,7 +550,7 @@ SEND:
 		case <-s.triggerCh:
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
-		case <-commitTimer.reset(r.config().CommitTimeout):
+		case <-commitTimer.reset(r.commitResendPeriod(s)):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
 		}
@@ -562,6 +577,7 @@ func (r *Raft) pipelineSend(s *followerReplication, p AppendPipeline, nextIdx *u
 	// Pipeline the append entries
 	if _, err := p.AppendEntries(req, new(AppendEntriesResponse)); err != nil {
 		r.logger.Error("failed to pipeline appendEntries", "peer", s.peer, "error", err)
+		s.forgetHeard()
 		return true
 	}
 
@@ -599,10 +615,12 @@ func (r *Raft) pipelineDecode(s *followerReplication, p AppendPipeline, stopCh, 
 
 			// Abort pipeline if not successful
 			if !resp.Success {
+				s.forgetHeard()
 				return
 			}
 
 			// Update our replication state
+			s.noteHeard(req)
 			updateLastAppended(s, req)
 		case <-stopCh:
 			return
