@@ -182,11 +182,13 @@ type Config struct {
 	// what was written and not yet synced.
 	Disk Disk
 
-	// TickInterval, default 100ms: the leader checks at least this often
-	// whether a lease, wait, session or key fell due and proposes a Tick
-	// then, so expiries and hand-offs happen within about one interval of
-	// their deadline. The leader also wakes at the next deadline and after
-	// every applied entry, so most expiries are quicker.
+	// TickInterval, default 100ms: while anything in the table has a
+	// deadline, the leader checks at least this often whether a lease,
+	// wait, session or key fell due and proposes a Tick then, so expiries
+	// and hand-offs happen within about one interval of their deadline.
+	// The leader also wakes at the next deadline and after every applied
+	// entry, so most expiries are quicker. With nothing due it sleeps
+	// until the clock sync (ClockSyncInterval) or the next applied entry.
 	TickInterval time.Duration
 	// MinTickGap, default 2ms: the shortest time between two Ticks, so a
 	// stale deadline can never make the leader propose in a loop.

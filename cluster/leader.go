@@ -255,10 +255,16 @@ func (n *leaderTerm) leadTerm(l *leadership) {
 	n.tickLoop(l)
 }
 
+// idleTickWait is how long the tick loop sleeps when neither the table
+// nor the clock sync (disabled) has a deadline: only an applied batch,
+// which kicks it, can bring one, so this is a backstop, not a poll.
+const idleTickWait = time.Minute
+
 // tickLoop proposes a Tick whenever something in the table falls due, so
 // expiries and hand-offs happen without client traffic, and when the
 // log's time has fallen ClockSyncInterval behind (clockFloor). It wakes
-// at the next deadline (at most TickInterval away) and after every
+// at the next deadline (at most TickInterval away while the table has
+// one; the clock sync's own deadline when it has none) and after every
 // applied batch, and never proposes two Ticks less than MinTickGap apart;
 // the term's first Tick goes as soon as it is due. Due work an entry left
 // for later (fsm.DueEventBudget) keeps the next deadline in the past, so
@@ -273,11 +279,22 @@ func (n *leaderTerm) tickLoop(l *leadership) {
 		at, ok := n.table.NextDeadline()
 		logged := n.table.Now()
 		n.mu.RUnlock()
+		// With nothing in the table due, only the clock sync (or an
+		// applied batch, which kicks) can need a Tick: the loop sleeps
+		// until then rather than waking every TickInterval to find
+		// nothing, the largest share of an idle leader's wake-ups after
+		// raft's. A table deadline keeps the TickInterval bound, which
+		// also bounds how late an expiry is under a Clock that runs at
+		// another rate than the timers.
+		tableDue := ok
 		if sync > 0 && (!ok || logged+sync < at) {
 			// An idle log: the next sync is due like a deadline.
 			at, ok = logged+sync, true
 		}
 		wait := n.cfg.TickInterval
+		if !ok {
+			wait = idleTickWait
+		}
 		if ok {
 			now := l.now(n.clock)
 			if at <= now {
@@ -292,7 +309,7 @@ func (n *leaderTerm) tickLoop(l *leadership) {
 					continue
 				}
 				wait = n.cfg.MinTickGap - since
-			} else if d := time.Duration(at-now) * time.Millisecond; d < wait {
+			} else if d := time.Duration(at-now) * time.Millisecond; d < wait || !tableDue {
 				wait = d
 			}
 		}
