@@ -3,12 +3,13 @@ package proctune
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -27,7 +28,6 @@ const (
 	AutoGCHeadroom   = 20 << 20
 	AutoGCMinPercent = 10  // never collect more often than at 10 % growth
 	AutoGCMaxPercent = 400 // a heap under 5 MiB live grows to at most 5×
-	autoGCEvery      = 500 * time.Millisecond
 )
 
 // GCPercentPlan is what GCPercentPlan.Apply will do.
@@ -91,7 +91,13 @@ func (p GCPercentPlan) StartTuner() (stop func()) {
 	if !p.auto || p.fromEnv {
 		return func() {}
 	}
-	return startGCTuner(autoGCEvery, liveHeap, debug.SetGCPercent)
+	cycles := make(chan struct{}, 1)
+	stopNotify := notifyGCCycles(cycles)
+	stopTuner := startGCTuner(cycles, liveHeap, debug.SetGCPercent)
+	return func() {
+		stopNotify()
+		stopTuner()
+	}
 }
 
 // autoGCPercent is the GC percentage that lets a heap with live bytes
@@ -121,26 +127,25 @@ func liveHeap() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// startGCTuner sets the GC percentage from the live heap now and every
-// interval after, through set (debug.SetGCPercent; tests pass a fake),
-// until the returned func is called. The live heap changes only at a
-// collection, and a collection's goal uses the percentage current when
-// it is computed, so polling is enough: a table that grows between two
-// polls is collected at most one cycle late by the older percentage.
-func startGCTuner(every time.Duration, live func() uint64, set func(int) int) (stop func()) {
+// startGCTuner sets the GC percentage from the live heap now and after
+// each collection (a receive on cycles), through set
+// (debug.SetGCPercent; tests pass a fake), until the returned func is
+// called. The live heap changes only at a collection, so that is the only
+// time to look: a poll on a timer woke every node of an idle cluster
+// twice a second to find the same figure, and let a grown table be
+// collected by the older percentage until the next poll.
+func startGCTuner(cycles <-chan struct{}, live func() uint64, set func(int) int) (stop func()) {
 	last := autoGCPercent(live(), AutoGCHeadroom, AutoGCMinPercent, AutoGCMaxPercent)
 	set(last)
 	done, exited := make(chan struct{}), make(chan struct{})
 	// Ends when stop closes done.
 	go func() {
 		defer close(exited)
-		t := time.NewTicker(every)
-		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
-			case <-t.C:
+			case <-cycles:
 			}
 			if p := autoGCPercent(live(), AutoGCHeadroom, AutoGCMinPercent, AutoGCMaxPercent); p != last {
 				set(p)
@@ -150,4 +155,34 @@ func startGCTuner(every time.Duration, live func() uint64, set func(int) int) (s
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(done); <-exited }) }
+}
+
+// gcSentinel is what notifyGCCycles watches: 32 bytes, so that it is not
+// a tiny allocation (whose cleanup may never run).
+type gcSentinel struct{ _ [32]byte }
+
+// notifyGCCycles sends on ch (without blocking: a pending signal is
+// enough) after every garbage collection, until the returned func is
+// called. Each signal comes from the cleanup of an object allocated for
+// the purpose and dropped, which the next collection finds unreachable;
+// the cleanup allocates the next one before it signals, so a collection
+// that follows the signal is seen too. Go forces a collection at least
+// every two minutes, so signals keep coming on an idle process.
+func notifyGCCycles(ch chan<- struct{}) (stop func()) {
+	var stopped atomic.Bool
+	var arm func()
+	arm = func() {
+		runtime.AddCleanup(new(gcSentinel), func(struct{}) {
+			if stopped.Load() {
+				return
+			}
+			arm()
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}, struct{}{})
+	}
+	arm()
+	return func() { stopped.Store(true) }
 }

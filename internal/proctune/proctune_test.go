@@ -3,6 +3,7 @@ package proctune
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -233,31 +234,45 @@ func TestAutoGCPercent(t *testing.T) {
 	}
 }
 
+// The tuner sets the percentage at start and after each collection it is
+// told of, and only then: without a collection it does nothing.
 func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	var live atomic.Uint64
 	live.Store(8 << 20)
 	set := make(chan int, 16)
-	stop := startGCTuner(time.Millisecond, live.Load, func(p int) int { set <- p; return 0 })
+	cycles := make(chan struct{})
+	stop := startGCTuner(cycles, live.Load, func(p int) int { set <- p; return 0 })
 	defer stop()
-	wait := func(want int) {
+	got := func() int {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
-		for {
-			select {
-			case p := <-set:
-				if p == want {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("percentage %d never set", want)
-			}
+		select {
+		case p := <-set:
+			return p
+		case <-time.After(10 * time.Second):
+			t.Fatal("no percentage set")
+			return 0
 		}
 	}
-	wait(250) // set at once, before the first tick: 20 MiB over 8
+	if p := got(); p != 250 { // set at once, before any collection: 20 MiB over 8
+		t.Fatalf("first percentage %d, want 250", p)
+	}
 	live.Store(AutoGCHeadroom * 2)
-	wait(50)
+	// Nothing is set until a collection is signalled (the unbuffered
+	// send returns once the tuner took it).
+	select {
+	case p := <-set:
+		t.Fatalf("set %d with no collection", p)
+	default:
+	}
+	cycles <- struct{}{}
+	if p := got(); p != 50 {
+		t.Fatalf("after a collection at twice the headroom: %d, want 50", p)
+	}
 	live.Store(AutoGCHeadroom * 100)
-	wait(AutoGCMinPercent)
+	cycles <- struct{}{}
+	if p := got(); p != AutoGCMinPercent {
+		t.Fatalf("after a collection at 100 times the headroom: %d, want %d", p, AutoGCMinPercent)
+	}
 	stop()
 	stop() // a second stop is harmless
 	// stop returned after the tuner goroutine ended, and live did not
@@ -267,5 +282,25 @@ func TestGCTunerFollowsLiveHeap(t *testing.T) {
 	case p := <-set:
 		t.Fatalf("set %d after stop", p)
 	default:
+	}
+}
+
+// notifyGCCycles signals after every collection, one after another.
+func TestNotifyGCCycles(t *testing.T) {
+	ch := make(chan struct{}, 1)
+	stop := notifyGCCycles(ch)
+	defer stop()
+	for i := range 3 {
+		// Drop a signal of a collection before this round's.
+		select {
+		case <-ch:
+		default:
+		}
+		runtime.GC()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("collection %d: no signal within 10s", i)
+		}
 	}
 }
