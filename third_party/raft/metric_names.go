@@ -9,4 +9,5 @@ var (
 	metricCommitTime    = []string{"raft", "commitTime"}
 	metricFSMEnqueue    = []string{"raft", "fsm", "enqueue"}
 	metricCommitNumLogs = []string{"raft", "commitNumLogs"}
+	metricHeartbeat     = []string{"raft", "replication", "heartbeat"}
 )

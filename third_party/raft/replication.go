@@ -441,6 +441,12 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 	}
 
 	var resp AppendEntriesResponse
+	// locknode fork: one timer, reset for each heartbeat, instead of a new
+	// time.After per heartbeat (random_timer.go); the metric labels are
+	// built once per peer, not per heartbeat.
+	hbTimer := newRandomTimer()
+	defer hbTimer.stop()
+	var labels []metrics.Label
 	for {
 		// Wait for the next heartbeat interval or forced notify
 		select {
@@ -449,7 +455,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		// follower still hears several before it would start an election
 		// and the leader refreshes its lease several times per
 		// LeaderLeaseTimeout, while an idle cluster does half the work.
-		case <-randomTimeout(r.config().HeartbeatTimeout / 5):
+		case <-hbTimer.reset(r.config().HeartbeatTimeout / 5):
 		case <-stopCh:
 			return
 		}
@@ -457,6 +463,9 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		s.peerLock.RLock()
 		peer := s.peer
 		s.peerLock.RUnlock()
+		if labels == nil || labels[0].Value != string(peer.ID) {
+			labels = []metrics.Label{{Name: "peer_id", Value: string(peer.ID)}}
+		}
 
 		start := time.Now()
 		if err := r.trans.AppendEntries(peer.ID, peer.Address, &req, &resp); err != nil {
@@ -482,8 +491,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 			s.setLastContact()
 			s.noteCommitPush(resp.LocknodeCommitPush)
 			failures = 0
-			labels := []metrics.Label{{Name: "peer_id", Value: string(peer.ID)}}
-			metrics.MeasureSinceWithLabels([]string{"raft", "replication", "heartbeat"}, start, labels)
+			metrics.MeasureSinceWithLabels(metricHeartbeat, start, labels)
 
 			if !r.noLegacyTelemetry {
 				// Duplicated information. Kept for backward compatibility.
