@@ -31,7 +31,7 @@ test:
 	GOOS=windows $(GO) build -o /dev/null ./cmd/locknode
 	GOOS=darwin $(GO) build -o /dev/null ./cmd/locknode
 	third_party/raft/update.sh --check
-	cd third_party/raft && $(GO) test -race -count=1 -run 'ParallelWrite|CommitPush|CommitHint|ConflictHint|ResyncLastLog|FollowerCommit|InflightQueue|RandomTimer' . && $(GO) vet -tags lattrace .
+	cd third_party/raft && $(GO) test -race -count=1 -run 'ParallelWrite|CommitPush|CommitHint|ConflictHint|ResyncLastLog|FollowerCommit|InflightQueue|RandomTimer|IdleResend' . && $(GO) vet -tags lattrace .
 	cd bench && $(GO) test -count=1 ./...
 
 # Rolling upgrades between real binaries (docs/UPGRADING.md): the current
