@@ -294,8 +294,7 @@ func (n *leaderTerm) tickLoop(l *leadership) {
 		wait := n.cfg.TickInterval
 		if !ok {
 			wait = idleTickWait
-		}
-		if ok {
+		} else {
 			now := l.now(n.clock)
 			if at <= now {
 				since := n.clock.Now().Sub(lastTick)
