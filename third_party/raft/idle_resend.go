@@ -45,7 +45,7 @@ func (s *followerReplication) caughtUp(lastIndex, commitIndex uint64) bool {
 
 // commitResendPeriod is the minimum of the replicator's random wait for
 // its resend: CommitTimeout, or idleResendFactor times it while the
-// follower is caught up. upstream resends every CommitTimeout whatever the
+// follower is caught up. Upstream resends every CommitTimeout whatever the
 // follower knows, so an idle cluster exchanged an AppendEntries and its
 // answer per follower every CommitTimeout or two. A new entry triggers the
 // replicator at once either way, and a follower that stops being caught up
