@@ -447,7 +447,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // if hinted by the commit hint (appendCommitHint).
 func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
-	cmds, encs, tps, err := decodeApplyBatch(body, traced)
+	cmds, encs, lists, tps, err := decodeApplyBatch(body, traced)
 	if err != nil {
 		return nil, err
 	}
@@ -488,6 +488,7 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 	// to the pool.
 	putCommandSlab(cmds)
 	putEncodingSlab(encs)
+	putListSlab(lists)
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.
@@ -508,38 +509,45 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 
 // decodeApplyBatch decodes the body of a batch call: its commands, each
 // command's encoding (a slice of body, stamped rather than encoded again
-// when proposed) and, if traced, each command's traceparent.
-func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, [][]byte, []string, error) {
+// when proposed), the slab their byte lists were cut from (for
+// putListSlab) and, if traced, each command's traceparent.
+func decodeApplyBatch(body []byte, traced bool) (cmds []fsm.Command, encs, lists [][]byte, tps []string, err error) {
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
-		return nil, nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
+		return nil, nil, nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
-	cmds := getCommandSlab(int(cnt))
-	encs := getEncodingSlab(int(cnt))
-	var tps []string
+	cmds = getCommandSlab(int(cnt))
+	encs = getEncodingSlab(int(cnt))
+	lists = getListSlab(int(cnt))
 	if traced {
 		tps = make([]string, cnt)
+	}
+	fail := func(err error) ([]fsm.Command, [][]byte, [][]byte, []string, error) {
+		putCommandSlab(cmds)
+		putEncodingSlab(encs)
+		putListSlab(lists)
+		return nil, nil, nil, nil, err
 	}
 	for i := range cmds {
 		if traced {
 			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
-				return nil, nil, nil, errBadRPC
+				return fail(errBadRPC)
 			}
 		}
 		b := d.Bytes()
 		if d.Err() != nil {
-			return nil, nil, nil, errBadRPC
+			return fail(errBadRPC)
 		}
-		if err := fsm.DecodeCommandInto(&cmds[i], b); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
+		if err := fsm.DecodeCommandArena(&cmds[i], b, &lists); err != nil {
+			return fail(fmt.Errorf("%w: %v", errBadRPC, err))
 		}
 		encs[i] = b
 	}
 	if d.Len() != 0 {
-		return nil, nil, nil, errBadRPC
+		return fail(errBadRPC)
 	}
-	return cmds, encs, tps, nil
+	return cmds, encs, lists, tps, nil
 }
 
 // commandSlabs holds the []fsm.Command of served batch calls: a
@@ -582,6 +590,32 @@ func putEncodingSlab(s [][]byte) {
 	clear(s)
 	s = s[:0]
 	encodingSlabs.Put(&s)
+}
+
+// listSlabs pools the byte-list arenas of served batch calls, as
+// commandSlabs the commands: a pipelined renewal script's KEYS and ARGV
+// were a list allocation apiece.
+var listSlabs sync.Pool
+
+// listsPerCommand is the arena room per command: a renewal has three
+// items (a script's key and two arguments; PEXPIRE's three), and one
+// spare; a command with more takes its lists from the heap.
+const listsPerCommand = 4
+
+// getListSlab returns an empty arena with room for the lists of n
+// commands.
+func getListSlab(n int) [][]byte {
+	if p, _ := listSlabs.Get().(*[][]byte); p != nil && cap(*p) >= listsPerCommand*n {
+		return (*p)[:0]
+	}
+	return make([][]byte, 0, listsPerCommand*max(n, 16))
+}
+
+// putListSlab clears s (it aliases a call's body) and pools it.
+func putListSlab(s [][]byte) {
+	clear(s)
+	s = s[:0]
+	listSlabs.Put(&s)
 }
 
 // servedBatch is a batch call the leader has proposed.

@@ -1,11 +1,10 @@
 package redisbridge
 
 import (
-	"bytes"
+	"strings"
 	"sync"
 
 	"github.com/locknode/locknode/fsm"
-	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // Pipelined writes group-commit. When a connection has sent more than one
@@ -36,6 +35,16 @@ type pipeline struct {
 	closed bool // serve ended: the replier stops once items are done
 	on     bool // the replier runs
 	ended  chan struct{}
+
+	// Only serve uses these. entry is the log entry of every pipelined
+	// write, its byte fields aliasing the command's arguments: ApplyAsync
+	// keeps neither once it returns (asyncBackend). Holding many locks
+	// pipelines a renewal script per lock, and a Command and a copy of
+	// its arguments apiece were the largest allocation of the front end.
+	// shaSent and sha are the last EVALSHA's SHA1 as sent and in lower
+	// case, so a pipeline of one script converts it once.
+	entry        fsm.Command
+	shaSent, sha string
 }
 
 func (p *pipeline) len() int { return len(p.items) - p.head }
@@ -59,6 +68,8 @@ func (p *pipeline) propose(args [][]byte) bool {
 	if cmd == nil {
 		return false
 	}
+	// Nothing of the entry outlives this call: the next command reuses it.
+	defer func() { p.entry = fsm.Command{} }()
 	name := c.lowerName(args[0])
 	if _, r := c.admit(c.s.commands[name], name, args); r != nil {
 		return false // dispatch refuses it, in order
@@ -92,8 +103,9 @@ func (p *pipeline) propose(args [][]byte) bool {
 	return true
 }
 
-// command returns the log entry of a command that can group-commit,
-// or nil: then dispatch runs it (and writes any error).
+// command returns the log entry of a command that can group-commit (the
+// pipeline's entry, aliasing args), or nil: then dispatch runs it (and
+// writes any error).
 func (p *pipeline) command(args [][]byte) *fsm.Command {
 	c := p.c
 	name := c.lowerName(args[0])
@@ -102,23 +114,29 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		if len(args) < 3 {
 			return nil
 		}
-		keys, argv, msg := parseScriptArgs(args)
+		keys, argv, msg := splitScriptArgs(args)
 		if msg != "" {
 			return nil
 		}
 		ro := name == "eval_ro" || name == "evalsha_ro"
 		if name == "eval" || name == "eval_ro" {
-			return evalCommand(nil, bytes.Clone(args[1]), keys, argv, ro)
+			return evalCommand(&p.entry, args[1], keys, argv, ro)
 		}
 		if len(args[1]) != 40 {
 			return nil // dispatch answers NOSCRIPT
 		}
-		return evalSHACommand(nil, args[1], keys, argv, ro)
+		if string(args[1]) != p.shaSent {
+			p.shaSent = string(args[1])
+			p.sha = strings.ToLower(p.shaSent)
+		}
+		p.entry = fsm.Command{Op: fsm.OpEvalSHA, Key: p.sha, KeysB: keys, Args: argv, ReadOnly: ro}
+		return &p.entry
 	}
 	if cmd := c.s.commands[name]; cmd == nil || cmd.flags&flagData == 0 || !cmd.spec.Writes() {
 		return nil
 	}
-	return &fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}
+	p.entry = fsm.Command{Op: fsm.OpRedis, Args: args}
+	return &p.entry
 }
 
 // replier writes the replies of pipelined writes in order as they
