@@ -150,7 +150,7 @@ func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 // encoding of cmd (a forwarded batch's commands).
 func (n *leaderTerm) proposeEncoded(l *leadership, cmd *fsm.Command, enc []byte) raft.ApplyFuture {
 	if n.renew.on() && n.batchableRenewal(cmd) {
-		return n.queueRenewal(l, cmd)
+		return n.queueRenewal(l, cmd, enc)
 	}
 	// Renewals queued before cmd go first, so that order holds.
 	n.flushRenewals()

@@ -179,9 +179,9 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 
 // queueRenewal queues cmd, proposing the queue at once if fewer than
 // maxRenewInflight renewal entries are in flight (or the queue is full).
-func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
-	c := *cmd
-	c.Time = 0 // the entry's time is the renewal's
+// enc is cmd's encoding when at hand (a forwarded renewal), else nil:
+// copied with its time cleared rather than encoded again.
+func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.ApplyFuture {
 	b := &n.renew
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -197,7 +197,18 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	// An append that outgrows the arena moves it: the encodings before
 	// stay where they were, unchanged, until proposed.
 	start := len(b.arena)
-	b.arena = c.AppendBinary(b.arena)
+	var err error
+	if enc != nil {
+		// The entry's time is the renewal's.
+		b.arena, err = fsm.AppendStamped(b.arena, enc, 0)
+	}
+	if enc == nil || err != nil {
+		// err: not reached (enc decoded into cmd); encoded as it is.
+		b.arena = b.arena[:start]
+		c := *cmd
+		c.Time = 0
+		b.arena = c.AppendBinary(b.arena)
+	}
 	f.enc = b.arena[start:len(b.arena):len(b.arena)]
 	b.queue = append(b.queue, f)
 	b.bytes += len(f.enc)
