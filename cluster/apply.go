@@ -126,6 +126,9 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 	t0 := traceStart()
 	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
+	if _, ok := f.(*renewFuture); ok {
+		n.unholdRenewals()
+	}
 	err := n.await(f)
 	ct.end(n.Node, f, err)
 	if err != nil {

@@ -59,6 +59,11 @@ type forwardQueue struct {
 	mu      sync.Mutex
 	items   []*forwardItem
 	sending bool // the sender goroutine runs
+	// held counts the open groups of asynchronous proposals
+	// (async_group.go): while one is open no call starts, unless
+	// maxGroupHeld commands are queued or a caller waits for one of them
+	// (waiting: queued items of Apply, whose caller may be the group's).
+	held, waiting int
 
 	// noHint is the id of a leader that refused rpcApplyBatchHinted as
 	// unknown. Only the sender goroutine uses it (one at a time: sending).
@@ -66,11 +71,12 @@ type forwardQueue struct {
 }
 
 // busy reports whether commands are queued or being forwarded: a
-// command that must come after them has to join the queue.
+// command that must come after them has to join the queue. (Commands
+// may be queued with no sender while a group holds them.)
 func (q *forwardQueue) busy() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.sending
+	return q.sending || len(q.items) > 0
 }
 
 type forwardItem struct {
@@ -148,8 +154,13 @@ func (n *forwarder) enqueueForward(it *forwardItem) {
 	q := &n.fwd
 	q.mu.Lock()
 	q.items = append(q.items, it)
-	start := !q.sending
-	q.sending = true
+	if it.reply != nil {
+		q.waiting++
+	}
+	start := !q.sending && !q.holding()
+	if start {
+		q.sending = true
+	}
 	q.mu.Unlock()
 	if start {
 		// Ends when the queue is empty (the next command starts a new
@@ -171,14 +182,26 @@ func (n *forwarder) sendForwarded() {
 	}
 }
 
+// holding reports whether an open group holds the queue back (q.mu
+// held).
+func (q *forwardQueue) holding() bool {
+	return q.held > 0 && q.waiting == 0 && len(q.items) < maxGroupHeld
+}
+
 // next takes the queue's next batch, oldest first: at most
 // maxForwardBatch commands and maxForwardBatchBytes of their encodings,
-// but always the first command, however large. On an empty queue it
-// returns nil and marks the sender stopped under the same lock, so a
-// command queued after that starts a new sender.
+// but always the first command, however large. On an empty queue, or
+// while a group is open (async_group.go) and fewer than maxGroupHeld
+// commands are queued, it returns nil and marks the sender stopped under
+// the same lock, so a command queued after that, or the group's end,
+// starts a new sender.
 func (q *forwardQueue) next() []*forwardItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.holding() {
+		q.sending = false
+		return nil
+	}
 	k, size := 0, 0
 	for k < len(q.items) && k < maxForwardBatch {
 		size += len(q.items[k].req)
@@ -193,6 +216,11 @@ func (q *forwardQueue) next() []*forwardItem {
 		return nil
 	}
 	batch := append([]*forwardItem(nil), q.items[:k]...)
+	for _, it := range batch {
+		if it.reply != nil {
+			q.waiting--
+		}
+	}
 	clear(q.items[:k])
 	q.items = q.items[k:]
 	return batch

@@ -68,8 +68,9 @@ type renewBatcher struct {
 	mu       chanMutex
 	inflight int // renewal entries proposed and not answered yet
 	// held counts callers proposing a group of commands that arrived
-	// together (holdRenewals): their renewals wait for the group's end
-	// instead of the first going alone.
+	// together (holdRenewals, BeginAsyncGroup): their renewals wait for
+	// the group's end instead of the first going alone, unless
+	// maxGroupHeld are queued.
 	held  int
 	queue []*renewFuture
 	bytes int         // encoded size of queue
@@ -214,7 +215,8 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.Ap
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight < maxRenewInflight && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	if b.inflight < maxRenewInflight && b.held == 0 || b.held > 0 && len(b.queue) >= maxGroupHeld ||
+		len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
 		n.proposeRenewalsLocked()
 	}
 	return f

@@ -47,3 +47,14 @@ type Backend interface {
 type asyncBackend interface {
 	ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future
 }
+
+// asyncGrouper is an asyncBackend told which pipelined writes arrived
+// together (*cluster.Node): proposed between BeginAsyncGroup and
+// EndAsyncGroup, they leave as one log entry or one forwarding call
+// rather than the first alone and the rest a round later. A group holds
+// back the node's other proposals too: the caller ends it before it
+// waits for anything (a reply, input from its client).
+type asyncGrouper interface {
+	BeginAsyncGroup()
+	EndAsyncGroup()
+}

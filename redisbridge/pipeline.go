@@ -45,6 +45,11 @@ type pipeline struct {
 	// case, so a pipeline of one script converts it once.
 	entry        fsm.Command
 	shaSent, sha string
+	// group: an async group is open (asyncGrouper), begun at a write
+	// proposed while more input was buffered; ended (endGroup) once the
+	// input is used up or before anything waits (drain, end, a full
+	// pipeline, a read from the client: flushingReader).
+	group bool
 }
 
 func (p *pipeline) len() int { return len(p.items) - p.head }
@@ -75,10 +80,20 @@ func (p *pipeline) propose(args [][]byte) bool {
 		return false // dispatch refuses it, in order
 	}
 	p.mu.Lock()
+	if p.len() >= maxPipelined {
+		p.mu.Unlock()
+		p.endGroup() // its writes must leave for the replies to come
+		p.mu.Lock()
+	}
 	for p.len() >= maxPipelined {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()
+	if !p.group && c.s.grouper != nil && c.rd.Buffered() > 0 {
+		// More of the pipeline is here already: its writes go together.
+		c.s.grouper.BeginAsyncGroup()
+		p.group = true
+	}
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
 	c.s.stats.command(name)
@@ -89,6 +104,9 @@ func (p *pipeline) propose(args [][]byte) bool {
 		f = trackedFuture{f, reg, counted}
 	}
 	rc.stop() // bounds only a synchronous fallback inside ApplyAsync
+	if c.rd.Buffered() == 0 {
+		p.endGroup() // the pipeline's end, as far as it has arrived
+	}
 	p.mu.Lock()
 	p.items = append(p.items, f)
 	if !p.on {
@@ -193,9 +211,19 @@ func (p *pipeline) replier() {
 	}
 }
 
+// endGroup ends the open async group, if any. Only serve calls it (a
+// read from the client included: flushingReader).
+func (p *pipeline) endGroup() {
+	if p.group {
+		p.group = false
+		p.c.s.grouper.EndAsyncGroup()
+	}
+}
+
 // drain waits until every pipelined write has replied (into the
 // write buffer), so what serve writes next comes after. Call without wmu.
 func (p *pipeline) drain() {
+	p.endGroup()
 	p.mu.Lock()
 	for p.len() > 0 {
 		p.cond.Wait()
@@ -213,6 +241,7 @@ func (p *pipeline) busy() bool {
 // end is serve's last word: it waits for every reply and for the
 // replier to end.
 func (p *pipeline) end() {
+	p.endGroup()
 	p.mu.Lock()
 	p.closed = true
 	on := p.on
