@@ -6,9 +6,9 @@ package cluster
 // raft alone (no renewal entry in flight) and the rest a commit round
 // later, and a follower forwards the first command alone and the rest in
 // the next call, once the first call is answered: each pipeline pays two
-// rounds and the cluster an entry or a call more than it needs. Holding
-// many locks renews them in pipelines, and those extra entries were half
-// of the leader's entries.
+// rounds and the cluster an entry or a call more than it needs, and
+// holding many locks renews them in pipelines (see bench/results/README.md,
+// "Holding 100k locks: a pipeline's renewals as one entry").
 //
 // BeginAsyncGroup and EndAsyncGroup bracket commands the caller has
 // already received and proposes from one goroutine without waiting in
