@@ -126,6 +126,9 @@ func (n *leaderTerm) applyAsLeader(ctx context.Context, l *leadership, cmd *fsm.
 	t0 := traceStart()
 	ct := n.beginCommit(ctx)
 	f := n.propose(l, cmd)
+	if _, ok := f.(*renewFuture); ok {
+		n.unholdRenewals()
+	}
 	err := n.await(f)
 	ct.end(n.Node, f, err)
 	if err != nil {
@@ -150,7 +153,7 @@ func (n *leaderTerm) propose(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 // encoding of cmd (a forwarded batch's commands).
 func (n *leaderTerm) proposeEncoded(l *leadership, cmd *fsm.Command, enc []byte) raft.ApplyFuture {
 	if n.renew.on() && n.batchableRenewal(cmd) {
-		return n.queueRenewal(l, cmd)
+		return n.queueRenewal(l, cmd, enc)
 	}
 	// Renewals queued before cmd go first, so that order holds.
 	n.flushRenewals()

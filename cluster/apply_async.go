@@ -8,11 +8,14 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/locknode/locknode/api"
+	"github.com/locknode/locknode/cluster/lockservice"
 	"github.com/locknode/locknode/fsm"
 )
 
 // ApplyAsync proposes cmd like Apply but does not wait for the commit on
-// the leader: it returns as soon as the proposal is queued, and commands
+// the leader: it returns as soon as the proposal is queued (encoded: once
+// it returned, whatever the outcome, it keeps no reference to cmd nor to
+// the bytes its fields point to, so a caller may reuse both), and commands
 // proposed one after another from one goroutine are committed in that
 // order (so a connection's pipeline group-commits: one log write and one
 // replication round for many commands). Result waits for the outcome.
@@ -55,7 +58,16 @@ func (n *forwarder) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future
 		}
 		return n.forwardAsync(cmd)
 	}
-	r, err := n.Apply(ctx, cmd)
+	// A failed Apply may leave its command with a forward still queued
+	// (Apply's doc); this one is the caller's, and ApplyAsync keeps
+	// nothing of it once it returns: Apply gets a copy of its own. Rare
+	// (no leader known, or its term setting up), so the copy costs little.
+	own, err := fsm.DecodeCommand(cmd.AppendBinary(make([]byte, 0, lockservice.EncodedSizeHint(cmd))))
+	if err != nil {
+		// Not reached: the encoding is this node's own.
+		return &applyFuture{n: n.Node, done: closedChan, err: fmt.Errorf("cluster: command: %w", err)}
+	}
+	r, err := n.Apply(ctx, own)
 	return &applyFuture{n: n.Node, done: closedChan, res: r, err: err}
 }
 

@@ -59,6 +59,11 @@ type forwardQueue struct {
 	mu      sync.Mutex
 	items   []*forwardItem
 	sending bool // the sender goroutine runs
+	// held counts the open groups of asynchronous proposals
+	// (async_group.go): while one is open no call starts, unless
+	// maxGroupHeld commands are queued or a caller waits for one of them
+	// (waiting: queued items of Apply, whose caller may be the group's).
+	held, waiting int
 
 	// noHint is the id of a leader that refused rpcApplyBatchHinted as
 	// unknown. Only the sender goroutine uses it (one at a time: sending).
@@ -66,11 +71,12 @@ type forwardQueue struct {
 }
 
 // busy reports whether commands are queued or being forwarded: a
-// command that must come after them has to join the queue.
+// command that must come after them has to join the queue. (Commands
+// may be queued with no sender while a group holds them.)
 func (q *forwardQueue) busy() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.sending
+	return q.sending || len(q.items) > 0
 }
 
 type forwardItem struct {
@@ -148,8 +154,13 @@ func (n *forwarder) enqueueForward(it *forwardItem) {
 	q := &n.fwd
 	q.mu.Lock()
 	q.items = append(q.items, it)
-	start := !q.sending
-	q.sending = true
+	if it.reply != nil {
+		q.waiting++
+	}
+	start := !q.sending && !q.holding()
+	if start {
+		q.sending = true
+	}
 	q.mu.Unlock()
 	if start {
 		// Ends when the queue is empty (the next command starts a new
@@ -171,14 +182,26 @@ func (n *forwarder) sendForwarded() {
 	}
 }
 
+// holding reports whether an open group holds the queue back (q.mu
+// held).
+func (q *forwardQueue) holding() bool {
+	return q.held > 0 && q.waiting == 0 && len(q.items) < maxGroupHeld
+}
+
 // next takes the queue's next batch, oldest first: at most
 // maxForwardBatch commands and maxForwardBatchBytes of their encodings,
-// but always the first command, however large. On an empty queue it
-// returns nil and marks the sender stopped under the same lock, so a
-// command queued after that starts a new sender.
+// but always the first command, however large. On an empty queue, or
+// while a group is open (async_group.go) and fewer than maxGroupHeld
+// commands are queued, it returns nil and marks the sender stopped under
+// the same lock, so a command queued after that, or the group's end,
+// starts a new sender.
 func (q *forwardQueue) next() []*forwardItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.holding() {
+		q.sending = false
+		return nil
+	}
 	k, size := 0, 0
 	for k < len(q.items) && k < maxForwardBatch {
 		size += len(q.items[k].req)
@@ -193,6 +216,11 @@ func (q *forwardQueue) next() []*forwardItem {
 		return nil
 	}
 	batch := append([]*forwardItem(nil), q.items[:k]...)
+	for _, it := range batch {
+		if it.reply != nil {
+			q.waiting--
+		}
+	}
 	clear(q.items[:k])
 	q.items = q.items[k:]
 	return batch
@@ -447,7 +475,7 @@ func appendForwardBatch(batch []*forwardItem) []byte {
 // if hinted by the commit hint (appendCommitHint).
 func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, traced bool) ([]byte, error) {
 	recv := traceStart()
-	cmds, encs, tps, err := decodeApplyBatch(body, traced)
+	cmds, encs, lists, tps, err := decodeApplyBatch(body, traced)
 	if err != nil {
 		return nil, err
 	}
@@ -488,6 +516,7 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 	// to the pool.
 	putCommandSlab(cmds)
 	putEncodingSlab(encs)
+	putListSlab(lists)
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.
@@ -508,38 +537,45 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 
 // decodeApplyBatch decodes the body of a batch call: its commands, each
 // command's encoding (a slice of body, stamped rather than encoded again
-// when proposed) and, if traced, each command's traceparent.
-func decodeApplyBatch(body []byte, traced bool) ([]fsm.Command, [][]byte, []string, error) {
+// when proposed), the slab their byte lists were cut from (for
+// putListSlab) and, if traced, each command's traceparent.
+func decodeApplyBatch(body []byte, traced bool) (cmds []fsm.Command, encs, lists [][]byte, tps []string, err error) {
 	d := fsm.NewDecoder(body)
 	cnt := d.Uvarint()
 	if d.Err() != nil || cnt == 0 || cnt > maxForwardBatch {
-		return nil, nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
+		return nil, nil, nil, nil, fmt.Errorf("%w: batch of %d commands", errBadRPC, cnt)
 	}
-	cmds := getCommandSlab(int(cnt))
-	encs := getEncodingSlab(int(cnt))
-	var tps []string
+	cmds = getCommandSlab(int(cnt))
+	encs = getEncodingSlab(int(cnt))
+	lists = getListSlab(int(cnt))
 	if traced {
 		tps = make([]string, cnt)
+	}
+	fail := func(err error) ([]fsm.Command, [][]byte, [][]byte, []string, error) {
+		putCommandSlab(cmds)
+		putEncodingSlab(encs)
+		putListSlab(lists)
+		return nil, nil, nil, nil, err
 	}
 	for i := range cmds {
 		if traced {
 			if tps[i] = d.Str(); len(tps[i]) > maxTraceparent {
-				return nil, nil, nil, errBadRPC
+				return fail(errBadRPC)
 			}
 		}
 		b := d.Bytes()
 		if d.Err() != nil {
-			return nil, nil, nil, errBadRPC
+			return fail(errBadRPC)
 		}
-		if err := fsm.DecodeCommandInto(&cmds[i], b); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %v", errBadRPC, err)
+		if err := fsm.DecodeCommandArena(&cmds[i], b, &lists); err != nil {
+			return fail(fmt.Errorf("%w: %v", errBadRPC, err))
 		}
 		encs[i] = b
 	}
 	if d.Len() != 0 {
-		return nil, nil, nil, errBadRPC
+		return fail(errBadRPC)
 	}
-	return cmds, encs, tps, nil
+	return cmds, encs, lists, tps, nil
 }
 
 // commandSlabs holds the []fsm.Command of served batch calls: a
@@ -582,6 +618,32 @@ func putEncodingSlab(s [][]byte) {
 	clear(s)
 	s = s[:0]
 	encodingSlabs.Put(&s)
+}
+
+// listSlabs pools the byte-list arenas of served batch calls, as
+// commandSlabs the commands: a pipelined renewal script's KEYS and ARGV
+// were a list allocation apiece.
+var listSlabs sync.Pool
+
+// listsPerCommand is the arena room per command: a renewal has three
+// items (a script's key and two arguments; PEXPIRE's three), and one
+// spare; a command with more takes its lists from the heap.
+const listsPerCommand = 4
+
+// getListSlab returns an empty arena with room for the lists of n
+// commands.
+func getListSlab(n int) [][]byte {
+	if p, _ := listSlabs.Get().(*[][]byte); p != nil && cap(*p) >= listsPerCommand*n {
+		return (*p)[:0]
+	}
+	return make([][]byte, 0, listsPerCommand*max(n, 16))
+}
+
+// putListSlab clears s (it aliases a call's body) and pools it.
+func putListSlab(s [][]byte) {
+	clear(s)
+	s = s[:0]
+	listSlabs.Put(&s)
 }
 
 // servedBatch is a batch call the leader has proposed.

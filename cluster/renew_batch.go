@@ -68,8 +68,9 @@ type renewBatcher struct {
 	mu       chanMutex
 	inflight int // renewal entries proposed and not answered yet
 	// held counts callers proposing a group of commands that arrived
-	// together (holdRenewals): their renewals wait for the group's end
-	// instead of the first going alone.
+	// together (holdRenewals, BeginAsyncGroup): their renewals wait for
+	// the group's end instead of the first going alone, unless
+	// maxGroupHeld are queued.
 	held  int
 	queue []*renewFuture
 	bytes int         // encoded size of queue
@@ -179,9 +180,9 @@ func (n *Node) batchableRenewal(cmd *fsm.Command) bool {
 
 // queueRenewal queues cmd, proposing the queue at once if fewer than
 // maxRenewInflight renewal entries are in flight (or the queue is full).
-func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
-	c := *cmd
-	c.Time = 0 // the entry's time is the renewal's
+// enc is cmd's encoding when at hand (a forwarded renewal), else nil:
+// copied with its time cleared rather than encoded again.
+func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.ApplyFuture {
 	b := &n.renew
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -197,13 +198,25 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command) raft.ApplyFuture {
 	// An append that outgrows the arena moves it: the encodings before
 	// stay where they were, unchanged, until proposed.
 	start := len(b.arena)
-	b.arena = c.AppendBinary(b.arena)
+	var err error
+	if enc != nil {
+		// The entry's time is the renewal's.
+		b.arena, err = fsm.AppendStamped(b.arena, enc, 0)
+	}
+	if enc == nil || err != nil {
+		// err: not reached (enc decoded into cmd); encoded as it is.
+		b.arena = b.arena[:start]
+		c := *cmd
+		c.Time = 0
+		b.arena = c.AppendBinary(b.arena)
+	}
 	f.enc = b.arena[start:len(b.arena):len(b.arena)]
 	b.queue = append(b.queue, f)
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight < maxRenewInflight && b.held == 0 || len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	if b.inflight < maxRenewInflight && b.held == 0 || b.held > 0 && len(b.queue) >= maxGroupHeld ||
+		len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
 		n.proposeRenewalsLocked()
 	}
 	return f

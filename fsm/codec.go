@@ -291,6 +291,16 @@ func DecodeCommandInto(c *Command, b []byte) error {
 	return decodeCommandInto(c, b, decoder{})
 }
 
+// DecodeCommandArena is DecodeCommandInto with the byte lists (KEYS,
+// ARGV, a Redis command's arguments) cut from the arena *lists while its
+// capacity lasts (appended to its length; past it, allocated), and a
+// known renewal script's SHA1 as Key without a copy: a caller that
+// decodes many commands it drops together (a forwarded batch) allocates
+// no list apiece. The lists alias *lists and b.
+func DecodeCommandArena(c *Command, b []byte, lists *[][]byte) error {
+	return decodeCommandInto(c, b, decoder{lists: lists, internSHA: true})
+}
+
 // decodeCommandInto is DecodeCommandInto with d's options (an arena for
 // the byte lists, SHA1 interning); d.b is set here.
 func decodeCommandInto(c *Command, b []byte, d decoder) (err error) {

@@ -174,10 +174,16 @@ func (t *lockSpace) redisSetNX(ctx *applyCtx, key string, tokenB []byte, ttl int
 // of its own); at <= now ends them (ReasonExpired, lock-delay applies).
 // The callers refuse an at past now+MaxTTL.
 func (t *lockSpace) redisLockExpire(ctx *applyCtx, key string, at int64) {
-	v := t.keys[key]
-	if v == nil || v.Kind() != KindLock {
-		return
+	if v := t.keys[key]; v != nil && v.Kind() == KindLock {
+		t.redisLockExpireValue(ctx, key, v, at)
 	}
+}
+
+// redisLockExpireValue is redisLockExpire for v, the lock at key, already
+// looked up: a renewal script finds it before it compares the token, and
+// holding many locks renews one per lock (a second lookup on a large key
+// map is a second hash and probe per renewal).
+func (t *lockSpace) redisLockExpireValue(ctx *applyCtx, key string, v *Value, at int64) {
 	l := v.lock()
 	if at <= ctx.now {
 		for l.numHolders() > 0 {

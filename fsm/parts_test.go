@@ -32,6 +32,9 @@ func (f *fakeLocks) redisSetNX(_ *applyCtx, key string, token []byte, _ int64) b
 func (f *fakeLocks) redisLockExpire(_ *applyCtx, key string, _ int64) {
 	f.calls = append(f.calls, "redisLockExpire "+key)
 }
+func (f *fakeLocks) redisLockExpireValue(_ *applyCtx, key string, _ *Value, _ int64) {
+	f.calls = append(f.calls, "redisLockExpire "+key)
+}
 func (f *fakeLocks) redisReleaseByToken(_ *applyCtx, key, token string) bool {
 	f.calls = append(f.calls, "redisReleaseByToken "+key+" "+token)
 	return false

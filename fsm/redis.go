@@ -90,6 +90,8 @@ type redisLocks interface {
 	// for a call through this interface would escape to the heap.
 	redisSetNX(ctx *applyCtx, key string, token []byte, ttl int64) bool
 	redisLockExpire(ctx *applyCtx, key string, at int64)
+	// redisLockExpireValue is redisLockExpire for v, the lock at key.
+	redisLockExpireValue(ctx *applyCtx, key string, v *Value, at int64)
 	redisReleaseByToken(ctx *applyCtx, key, token string) bool
 	redisTombstone(key, token string, now int64) bool
 

@@ -356,7 +356,9 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 	if fam == famNone || len(keys) < 1 || len(args) < 1 {
 		return reply.Reply{}, false
 	}
-	key, token := string(keys[0]), string(args[0])
+	// The token is compared, not kept (a renewal keeps nothing of it):
+	// no string of it unless a compare-and-delete needs one.
+	key, token := string(keys[0]), args[0]
 	var ms int64
 	if fam == famCAPE || fam == famCAPE1 {
 		var ok bool
@@ -381,13 +383,13 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 			return reply.Reply{}, false
 		}
 	}
-	if !has || cur != token {
+	if !has || cur != string(token) {
 		// Only a repeated compare-and-delete is answered from the
 		// tombstone (Redlock quorum on unlock). A compare-and-pexpire by a
 		// token that no longer holds the key answers 0 even right after
 		// its own release: "extended" would tell the client it holds a
 		// lock that anyone may take next.
-		if (fam == famCAD || fam == famCADMissing || fam == famCAD1) && t.locks.redisTombstone(key, token, ctx.now) {
+		if (fam == famCAD || fam == famCADMissing || fam == famCAD1) && t.locks.redisTombstone(key, string(token), ctx.now) {
 			return reply.NewInt(1), true
 		}
 		if !has && fam == famCADMissing {
@@ -398,7 +400,7 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 	switch fam {
 	case famCAD, famCADMissing, famCAD1:
 		if v.Kind() == KindLock {
-			t.locks.redisReleaseByToken(ctx, key, token)
+			t.locks.redisReleaseByToken(ctx, key, string(token))
 		} else {
 			t.del(ctx, key, ReasonForced)
 			ctx.notify(NotifyDel, key)
@@ -406,7 +408,7 @@ func (t *scripts) evalNative(ctx *applyCtx, fam scriptFamily, keys, args [][]byt
 	case famCAPE, famCAPE1:
 		at := ctx.now + ms
 		if v.Kind() == KindLock {
-			t.locks.redisLockExpire(ctx, key, at)
+			t.locks.redisLockExpireValue(ctx, key, v, at)
 		} else {
 			t.setDeadline(ctx, key, v, at)
 			ctx.notify(NotifyExpire, key)

@@ -575,6 +575,8 @@ type Table struct {
 	// skipBatch: Apply may leave out OpBatchRenew's per-renewal results
 	// (SkipBatchResults). Output only: no decision reads it.
 	skipBatch bool
+	// warmSum keeps warmRenewals' reads from being optimised away.
+	warmSum uint64
 
 	// halted is the *VersionError of an entry this binary cannot apply:
 	// once set, Apply changes nothing and returns it (version.go).

@@ -40,7 +40,21 @@ type Backend interface {
 // pipelined writes (pipeline.go). Commands proposed one after another
 // from one goroutine must be applied in that order, or not at all (an
 // error reply); a backend that cannot propose at once (a follower
-// forwarding) may finish the Apply inside ApplyAsync.
+// forwarding) may finish the Apply inside ApplyAsync. Once ApplyAsync has
+// returned it keeps no reference to cmd nor to the bytes its fields
+// point to, whatever the outcome: the bridge's pipelined writes reuse one
+// Command per connection whose fields alias the request's arguments.
 type asyncBackend interface {
 	ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future
+}
+
+// asyncGrouper is an asyncBackend told which pipelined writes arrived
+// together (*cluster.Node): proposed between BeginAsyncGroup and
+// EndAsyncGroup, they leave as one log entry or one forwarding call
+// rather than the first alone and the rest a round later. A group holds
+// back the node's other proposals too: the caller ends it before it
+// waits for anything (a reply, input from its client).
+type asyncGrouper interface {
+	BeginAsyncGroup()
+	EndAsyncGroup()
 }

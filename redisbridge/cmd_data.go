@@ -81,6 +81,17 @@ func scriptArgs(w *resp.Writer, args [][]byte) (keys, argv [][]byte, ok bool) {
 // parseScriptArgs splits EVAL's arguments (copied) into KEYS and ARGV, or
 // returns the error reply's text.
 func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
+	keys, argv, msg = splitScriptArgs(args)
+	if msg != "" {
+		return nil, nil, msg
+	}
+	rest := resp.CloneArgs(args[3:])
+	return rest[:len(keys):len(keys)], rest[len(keys):], ""
+}
+
+// splitScriptArgs is parseScriptArgs without the copy: KEYS and ARGV
+// alias args.
+func splitScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
 	n, err := strconv.ParseInt(string(args[2]), 10, 64)
 	switch {
 	case err != nil:
@@ -90,26 +101,21 @@ func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
 	case n > int64(len(args)-3):
 		return nil, nil, msgNumKeysBig
 	}
-	rest := resp.CloneArgs(args[3:])
+	rest := args[3:]
 	return rest[:n:n], rest[n:], ""
 }
 
-// evalCommand is EVAL's (ro: EVAL_RO's) log entry, written into cmd (nil:
-// a new Command). script must be the caller's to give away.
+// evalCommand is EVAL's (ro: EVAL_RO's) log entry, written into cmd. The
+// entry refers to script, keys and argv: they must not change while it
+// is in use.
 func evalCommand(cmd *fsm.Command, script []byte, keys, argv [][]byte, ro bool) *fsm.Command {
-	if cmd == nil {
-		cmd = new(fsm.Command)
-	}
 	*cmd = fsm.Command{Op: fsm.OpEval, Script: script, KeysB: keys, Args: argv, ReadOnly: ro}
 	return cmd
 }
 
 // evalSHACommand is EVALSHA's (ro: EVALSHA_RO's) log entry, written into
-// cmd (nil: a new Command).
+// cmd.
 func evalSHACommand(cmd *fsm.Command, sha []byte, keys, argv [][]byte, ro bool) *fsm.Command {
-	if cmd == nil {
-		cmd = new(fsm.Command)
-	}
 	*cmd = fsm.Command{Op: fsm.OpEvalSHA, Key: strings.ToLower(string(sha)), KeysB: keys, Args: argv, ReadOnly: ro}
 	return cmd
 }

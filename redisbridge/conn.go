@@ -109,6 +109,9 @@ func (s *Server) newConn(nc net.Conn) *conn {
 type flushingReader struct{ c *conn }
 
 func (r flushingReader) Read(p []byte) (int, error) {
+	// The read may wait for the client: the writes it sent so far leave
+	// now (a pipeline cut in the middle of a command included).
+	r.c.pipe.endGroup()
 	if r.c.wmu.TryLock() {
 		r.c.flush()
 		r.c.wmu.Unlock()

@@ -1,11 +1,10 @@
 package redisbridge
 
 import (
-	"bytes"
+	"strings"
 	"sync"
 
 	"github.com/locknode/locknode/fsm"
-	"github.com/locknode/locknode/redisbridge/resp"
 )
 
 // Pipelined writes group-commit. When a connection has sent more than one
@@ -36,6 +35,21 @@ type pipeline struct {
 	closed bool // serve ended: the replier stops once items are done
 	on     bool // the replier runs
 	ended  chan struct{}
+
+	// Only serve uses these. entry is the log entry of every pipelined
+	// write, its byte fields aliasing the command's arguments: ApplyAsync
+	// keeps neither once it returns (asyncBackend). Holding many locks
+	// pipelines a renewal script per lock, and a Command and a copy of
+	// its arguments apiece were the largest allocation of the front end.
+	// shaSent and sha are the last EVALSHA's SHA1 as sent and in lower
+	// case, so a pipeline of one script converts it once.
+	entry        fsm.Command
+	shaSent, sha string
+	// group: an async group is open (asyncGrouper), begun at a write
+	// proposed while more input was buffered; ended (endGroup) once the
+	// input is used up or before anything waits (drain, end, a full
+	// pipeline, a read from the client: flushingReader).
+	group bool
 }
 
 func (p *pipeline) len() int { return len(p.items) - p.head }
@@ -59,15 +73,27 @@ func (p *pipeline) propose(args [][]byte) bool {
 	if cmd == nil {
 		return false
 	}
+	// Nothing of the entry outlives this call: the next command reuses it.
+	defer func() { p.entry = fsm.Command{} }()
 	name := c.lowerName(args[0])
 	if _, r := c.admit(c.s.commands[name], name, args); r != nil {
 		return false // dispatch refuses it, in order
 	}
 	p.mu.Lock()
+	if p.len() >= maxPipelined {
+		p.mu.Unlock()
+		p.endGroup() // its writes must leave for the replies to come
+		p.mu.Lock()
+	}
 	for p.len() >= maxPipelined {
 		p.cond.Wait()
 	}
 	p.mu.Unlock()
+	if !p.group && c.s.grouper != nil && c.rd.Buffered() > 0 {
+		// More of the pipeline is here already: its writes go together.
+		c.s.grouper.BeginAsyncGroup()
+		p.group = true
+	}
 	cmd.NoForce, cmd.KeysOnly = c.acl.noForce(), c.acl.keysOnly()
 	rc := startReqCtx(c.s.cfg.RequestTimeout) // as c.ctx, without a cancel func to allocate
 	c.s.stats.command(name)
@@ -78,6 +104,9 @@ func (p *pipeline) propose(args [][]byte) bool {
 		f = trackedFuture{f, reg, counted}
 	}
 	rc.stop() // bounds only a synchronous fallback inside ApplyAsync
+	if c.rd.Buffered() == 0 {
+		p.endGroup() // the pipeline's end, as far as it has arrived
+	}
 	p.mu.Lock()
 	p.items = append(p.items, f)
 	if !p.on {
@@ -92,8 +121,9 @@ func (p *pipeline) propose(args [][]byte) bool {
 	return true
 }
 
-// command returns the log entry of a command that can group-commit,
-// or nil: then dispatch runs it (and writes any error).
+// command returns the log entry of a command that can group-commit (the
+// pipeline's entry, aliasing args), or nil: then dispatch runs it (and
+// writes any error).
 func (p *pipeline) command(args [][]byte) *fsm.Command {
 	c := p.c
 	name := c.lowerName(args[0])
@@ -102,23 +132,29 @@ func (p *pipeline) command(args [][]byte) *fsm.Command {
 		if len(args) < 3 {
 			return nil
 		}
-		keys, argv, msg := parseScriptArgs(args)
+		keys, argv, msg := splitScriptArgs(args)
 		if msg != "" {
 			return nil
 		}
 		ro := name == "eval_ro" || name == "evalsha_ro"
 		if name == "eval" || name == "eval_ro" {
-			return evalCommand(nil, bytes.Clone(args[1]), keys, argv, ro)
+			return evalCommand(&p.entry, args[1], keys, argv, ro)
 		}
 		if len(args[1]) != 40 {
 			return nil // dispatch answers NOSCRIPT
 		}
-		return evalSHACommand(nil, args[1], keys, argv, ro)
+		if string(args[1]) != p.shaSent {
+			p.shaSent = string(args[1])
+			p.sha = strings.ToLower(p.shaSent)
+		}
+		p.entry = fsm.Command{Op: fsm.OpEvalSHA, Key: p.sha, KeysB: keys, Args: argv, ReadOnly: ro}
+		return &p.entry
 	}
 	if cmd := c.s.commands[name]; cmd == nil || cmd.flags&flagData == 0 || !cmd.spec.Writes() {
 		return nil
 	}
-	return &fsm.Command{Op: fsm.OpRedis, Args: resp.CloneArgs(args)}
+	p.entry = fsm.Command{Op: fsm.OpRedis, Args: args}
+	return &p.entry
 }
 
 // replier writes the replies of pipelined writes in order as they
@@ -175,9 +211,19 @@ func (p *pipeline) replier() {
 	}
 }
 
+// endGroup ends the open async group, if any. Only serve calls it (a
+// read from the client included: flushingReader).
+func (p *pipeline) endGroup() {
+	if p.group {
+		p.group = false
+		p.c.s.grouper.EndAsyncGroup()
+	}
+}
+
 // drain waits until every pipelined write has replied (into the
 // write buffer), so what serve writes next comes after. Call without wmu.
 func (p *pipeline) drain() {
+	p.endGroup()
 	p.mu.Lock()
 	for p.len() > 0 {
 		p.cond.Wait()
@@ -195,6 +241,7 @@ func (p *pipeline) busy() bool {
 // end is serve's last word: it waits for every reply and for the
 // replier to end.
 func (p *pipeline) end() {
+	p.endGroup()
 	p.mu.Lock()
 	p.closed = true
 	on := p.on

@@ -31,6 +31,7 @@ type Server struct {
 	panics   atomic.Int64
 	b        Backend
 	async    asyncBackend // b, when it can propose without waiting; else nil
+	grouper  asyncGrouper // b, when it groups pipelined writes; else nil
 	cfg      Config
 	lim      api.Limits // b's (api.LimitsOf): LOCK.* requests are validated with them
 	rcfg     resp.Config
@@ -112,6 +113,7 @@ func New(b Backend, cfg Config) (*Server, error) {
 		s.users = auth.NewStoreFrom(auth.RequirePass(cfg.Password), nil)
 	}
 	s.async, _ = b.(asyncBackend)
+	s.grouper, _ = b.(asyncGrouper)
 	s.lim = api.LimitsOf(b)
 	s.limits = fsm.DefaultConfig()
 	_ = b.Read(context.Background(), true, func(t *fsm.Table, _ int64) { s.limits = t.Config() })
