@@ -82,9 +82,9 @@ type renewBatcher struct {
 	// holdArmed: it is set to fire (armRenewHoldLocked).
 	holdTimer *time.Timer
 	holdArmed bool
-	queue []*renewFuture
-	bytes int         // encoded size of queue
-	l     *leadership // the term the queue was proposed in
+	queue     []*renewFuture
+	bytes     int         // encoded size of queue
+	l         *leadership // the term the queue was proposed in
 	// group is what the queued renewals are answered through (nil when
 	// the queue is empty).
 	group *renewGroup
