@@ -280,6 +280,13 @@ func TestApplyAsyncQueuedBeforeLeadershipKeepsOrder(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("ApplyAsync waits for the term to be ready instead of queueing behind the queued command")
 	}
+	// The group's hold ends within maxGroupHold: the sender then takes
+	// both and waits for the term.
+	tc.eventually(5*time.Second, "the queued commands on their way", func() bool {
+		l.fwd.mu.Lock()
+		defer l.fwd.mu.Unlock()
+		return len(l.fwd.items) == 0 && l.fwd.sending
+	})
 	type answer struct {
 		r   fsm.Result
 		err error
@@ -294,7 +301,12 @@ func TestApplyAsyncQueuedBeforeLeadershipKeepsOrder(t *testing.T) {
 	tc.eventually(5*time.Second, "Apply queued behind the queued commands", func() bool {
 		l.fwd.mu.Lock()
 		defer l.fwd.mu.Unlock()
-		return l.fwd.waiting == 1
+		for _, it := range l.fwd.items {
+			if it.reply != nil && it.cmd != nil && len(it.cmd.Args) == 3 && string(it.cmd.Args[2]) == "c" {
+				return true
+			}
+		}
+		return false
 	})
 	l.EndAsyncGroup()
 	ready()
