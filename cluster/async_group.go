@@ -116,12 +116,14 @@ func (n *Node) armRenewHoldLocked() {
 
 // renewHoldExpired proposes the renewals held by a group for
 // maxGroupHold, unless maxRenewInflight renewal entries are in flight
-// (the first answer then proposes them).
+// (the first answer then proposes them) or no group is open any more (a
+// forwarded batch's hold, which ends without waiting, keeps its entry
+// whole).
 func (n *Node) renewHoldExpired() {
 	b := &n.renew
 	b.mu.Lock()
 	b.holdArmed = false
-	if b.inflight < maxRenewInflight && len(b.queue) > 0 {
+	if b.groups > 0 && b.inflight < maxRenewInflight && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
 	b.mu.Unlock()
