@@ -97,18 +97,15 @@ func (n *Node) unholdRenewals() {
 	b.mu.Unlock()
 }
 
-// armRenewHoldLocked makes sure the renewals an async group holds are
-// proposed within maxGroupHold (b.mu held).
-func (n *Node) armRenewHoldLocked() {
-	b := &n.renew
-	if b.holdArmed {
-		return
-	}
+// armHoldLocked makes sure the renewals an async group holds are
+// proposed within maxGroupHold: expired (Node.renewHoldExpired) runs
+// then unless the queue is proposed first (b.mu held, not armed yet).
+func (b *renewBatcher) armHoldLocked(expired func()) {
 	b.holdArmed = true
 	if b.holdTimer == nil {
 		// Each time it fires, its function runs on a goroutine of its
 		// own, which ends once the queue is proposed or found empty.
-		b.holdTimer = time.AfterFunc(maxGroupHold, n.renewHoldExpired)
+		b.holdTimer = time.AfterFunc(maxGroupHold, expired)
 		return
 	}
 	b.holdTimer.Reset(maxGroupHold)
@@ -129,10 +126,9 @@ func (n *Node) renewHoldExpired() {
 	b.mu.Unlock()
 }
 
-// disarmRenewHoldLocked stops the hold's timer: the queue is proposed
-// (b.mu held). A timer that fired already finds it empty or fresh.
-func (n *Node) disarmRenewHoldLocked() {
-	b := &n.renew
+// disarmHoldLocked stops the hold's timer: the queue is proposed (b.mu
+// held). A timer that fired already finds it empty or fresh.
+func (b *renewBatcher) disarmHoldLocked() {
 	if b.holdArmed && b.holdTimer.Stop() {
 		b.holdArmed = false
 	}

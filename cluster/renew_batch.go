@@ -79,7 +79,7 @@ type renewBatcher struct {
 	held   int
 	groups int
 	// holdTimer proposes what groups hold once it is maxGroupHold old;
-	// holdArmed: it is set to fire (armRenewHoldLocked).
+	// holdArmed: it is set to fire (armHoldLocked).
 	holdTimer *time.Timer
 	holdArmed bool
 	queue     []*renewFuture
@@ -232,8 +232,8 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.Ap
 		// The first answer proposes the queue.
 	case b.held == 0 || b.groups > 0 && len(b.queue) >= maxGroupHeld:
 		n.proposeRenewalsLocked()
-	case b.groups > 0:
-		n.armRenewHoldLocked()
+	case b.groups > 0 && !b.holdArmed:
+		b.armHoldLocked(n.renewHoldExpired)
 	}
 	return f
 }
@@ -285,7 +285,7 @@ func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
 	q, l, g := b.queue, b.l, b.group
 	b.queue, b.bytes, b.group = nil, 0, nil
-	n.disarmRenewHoldLocked()
+	b.disarmHoldLocked()
 	defer func() {
 		// Raft has the entry's own copy: the arena is free again.
 		for _, f := range q {
