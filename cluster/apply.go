@@ -59,14 +59,20 @@ func (n *Node) apply(ctx context.Context, cmd *fsm.Command) (fsm.Result, error) 
 	var res fsm.Result
 	var req []byte
 	err := n.withLeader(ctx, cmd.ReqID != "", func(ctx context.Context) (outcome, error) {
-		if l := n.lead.Load(); l != nil {
+		l := n.lead.Load()
+		queued := n.fwd.busy()
+		if l != nil && !queued {
 			r, oc, err := n.applyAsLeader(ctx, l, cmd)
 			res = r
 			return oc, err
 		}
-		if batchable(cmd) {
+		if batchable(cmd) || queued {
 			// Shares a forwarding call with the commands queued with it,
-			// and answers once this node has applied it too.
+			// and answers once this node has applied it too. Behind
+			// queued commands (the caller's asynchronous ones among
+			// them, even on a leader that queued them as a follower)
+			// every command joins the queue, so none overtakes them; a
+			// blocking acquire then forgoes the leader's hand-off wait.
 			r, oc, err := n.forwardQueued(ctx, cmd)
 			if oc == outcomeDone && err == nil {
 				res = r

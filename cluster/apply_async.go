@@ -26,9 +26,11 @@ import (
 // A ready leader proposes at once. A follower that knows the leader
 // queues cmd for it: queued commands are forwarded in batches, in order,
 // and each Result comes once this node has applied the command
-// (forward_batch.go). Elsewhere (no leader known, or a leader still
-// setting up its term) ApplyAsync runs Apply to the end before it
-// returns, which keeps the order too.
+// (forward_batch.go); so does any node while commands are queued there
+// (a leader's earlier ones from its time as a follower). Elsewhere (no
+// leader known, or a leader still setting up its term, nothing queued)
+// ApplyAsync runs Apply to the end before it returns, which keeps the
+// order too.
 //
 // Unlike Apply, an asynchronous proposal is not retried when raft refuses
 // it because leadership was lost before it was stored: a later command of
@@ -39,20 +41,23 @@ import (
 // with ErrClosed.
 func (n *forwarder) ApplyAsync(ctx context.Context, cmd *fsm.Command) fsm.Future {
 	l := n.lead.Load()
-	if l != nil {
+	queued := n.fwd.busy()
+	if l != nil && !queued {
 		select {
 		case <-l.ready:
-			if !n.fwd.busy() {
-				return n.proposeAsync(ctx, l, cmd)
-			}
-			// Commands queued while this node was a follower go first.
-			if f := n.takeAsyncSlot(ctx); f != nil {
-				return f
-			}
-			return n.forwardAsync(cmd)
+			return n.proposeAsync(ctx, l, cmd)
 		default:
 		}
-	} else if _, id := n.raft.LeaderWithID(); id != "" && string(id) != n.id {
+	}
+	if !queued && l == nil {
+		_, id := n.raft.LeaderWithID()
+		queued = id != "" && string(id) != n.id
+	}
+	if queued {
+		// Behind the commands queued while this node was a follower
+		// (the caller's earlier ones among them), or for the leader
+		// known elsewhere. The queue's sender waits for a leader, or
+		// for this node's term to be ready, and keeps the order.
 		if f := n.takeAsyncSlot(ctx); f != nil {
 			return f
 		}

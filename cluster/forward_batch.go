@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"go.opentelemetry.io/otel/attribute"
@@ -61,9 +62,14 @@ type forwardQueue struct {
 	sending bool // the sender goroutine runs
 	// held counts the open groups of asynchronous proposals
 	// (async_group.go): while one is open no call starts, unless
-	// maxGroupHeld commands are queued or a caller waits for one of them
-	// (waiting: queued items of Apply, whose caller may be the group's).
+	// maxGroupHeld commands are queued, a caller waits for one of them
+	// (waiting: queued items of Apply, whose caller may be the group's)
+	// or the hold is maxGroupHold old (expired: the next batch leaves;
+	// holdTimer sets it, and is set to fire while holdArmed).
 	held, waiting int
+	expired       bool
+	holdTimer     *time.Timer
+	holdArmed     bool
 
 	// noHint is the id of a leader that refused rpcApplyBatchHinted as
 	// unknown. Only the sender goroutine uses it (one at a time: sending).
@@ -160,6 +166,8 @@ func (n *forwarder) enqueueForward(it *forwardItem) {
 	start := !q.sending && !q.holding()
 	if start {
 		q.sending = true
+	} else if !q.sending {
+		n.armForwardHoldLocked()
 	}
 	q.mu.Unlock()
 	if start {
@@ -174,7 +182,7 @@ func (n *forwarder) enqueueForward(it *forwardItem) {
 // sendForwarded forwards the queue batch by batch until it is empty.
 func (n *forwarder) sendForwarded() {
 	for {
-		batch := n.fwd.next()
+		batch := n.fwd.next(n.armForwardHoldLocked)
 		if batch == nil {
 			return
 		}
@@ -185,7 +193,7 @@ func (n *forwarder) sendForwarded() {
 // holding reports whether an open group holds the queue back (q.mu
 // held).
 func (q *forwardQueue) holding() bool {
-	return q.held > 0 && q.waiting == 0 && len(q.items) < maxGroupHeld
+	return q.held > 0 && q.waiting == 0 && len(q.items) < maxGroupHeld && !q.expired
 }
 
 // next takes the queue's next batch, oldest first: at most
@@ -194,13 +202,20 @@ func (q *forwardQueue) holding() bool {
 // while a group is open (async_group.go) and fewer than maxGroupHeld
 // commands are queued, it returns nil and marks the sender stopped under
 // the same lock, so a command queued after that, or the group's end,
-// starts a new sender.
-func (q *forwardQueue) next() []*forwardItem {
+// starts a new sender; arm (q.mu held) then bounds the hold.
+func (q *forwardQueue) next(arm func()) []*forwardItem {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.holding() {
 		q.sending = false
+		if len(q.items) > 0 {
+			arm()
+		}
 		return nil
+	}
+	q.expired = false
+	if q.holdArmed && q.holdTimer.Stop() {
+		q.holdArmed = false
 	}
 	k, size := 0, 0
 	for k < len(q.items) && k < maxForwardBatch {
@@ -479,17 +494,28 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 	if err != nil {
 		return nil, err
 	}
+	// Proposing copies what it needs (an encoding): the commands go back
+	// to the pool once proposed, or at once when none will be.
+	putSlabs := func() {
+		putCommandSlab(cmds)
+		putEncodingSlab(encs)
+		putListSlab(lists)
+	}
 	l := n.lead.Load()
 	if l == nil {
+		putSlabs()
 		return []byte{stNotLeader}, nil
 	}
 	select {
 	case <-l.ready:
 	case <-l.done:
+		putSlabs()
 		return []byte{stNotLeader}, nil
 	case <-ctx.Done():
+		putSlabs()
 		return nil, ctx.Err()
 	case <-n.closed:
+		putSlabs()
 		return []byte{stNotLeader}, nil
 	}
 	// Proposed one after another from this goroutine: log order is
@@ -512,11 +538,7 @@ func (n *forwarder) handleApplyBatch(ctx context.Context, body []byte, hinted, t
 		b.futs[i] = n.proposeEncoded(l, &cmds[i], encs[i])
 	}
 	release()
-	// Proposing copied what it needs (an encoding): the commands go back
-	// to the pool.
-	putCommandSlab(cmds)
-	putEncodingSlab(encs)
-	putListSlab(lists)
+	putSlabs()
 	resp, last, refused := n.answerBatch(ctx, b)
 	if refused == len(b.futs) {
 		// Nothing was proposed: the follower may send it all again.

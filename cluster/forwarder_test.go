@@ -43,7 +43,7 @@ func TestForwardQueueNext(t *testing.T) {
 			var got []int
 			next := 0
 			for {
-				b := q.next()
+				b := q.next(func() {})
 				if b == nil {
 					break
 				}

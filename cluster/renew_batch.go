@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -69,12 +70,21 @@ type renewBatcher struct {
 	inflight int // renewal entries proposed and not answered yet
 	// held counts callers proposing a group of commands that arrived
 	// together (holdRenewals, BeginAsyncGroup): their renewals wait for
-	// the group's end instead of the first going alone, unless
-	// maxGroupHeld are queued.
-	held  int
-	queue []*renewFuture
-	bytes int         // encoded size of queue
-	l     *leadership // the term the queue was proposed in
+	// the group's end instead of the first going alone. groups counts
+	// the async groups among them: those may end later than the caller
+	// reckons (async_group.go), so their renewals leave anyway once
+	// maxGroupHeld are queued or the hold is maxGroupHold old; a
+	// forwarded batch is proposed in one go and keeps its renewals
+	// together whatever their number.
+	held   int
+	groups int
+	// holdTimer proposes what groups hold once it is maxGroupHold old;
+	// holdArmed: it is set to fire (armHoldLocked).
+	holdTimer *time.Timer
+	holdArmed bool
+	queue     []*renewFuture
+	bytes     int         // encoded size of queue
+	l         *leadership // the term the queue was proposed in
 	// group is what the queued renewals are answered through (nil when
 	// the queue is empty).
 	group *renewGroup
@@ -215,9 +225,15 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.Ap
 	b.bytes += len(f.enc)
 	b.queued.Store(int64(len(b.queue)))
 	b.l = l
-	if b.inflight < maxRenewInflight && b.held == 0 || b.held > 0 && len(b.queue) >= maxGroupHeld ||
-		len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes {
+	switch {
+	case len(b.queue) >= fsm.MaxBatchRenew || b.bytes >= maxRenewBatchBytes:
 		n.proposeRenewalsLocked()
+	case b.inflight >= maxRenewInflight:
+		// The first answer proposes the queue.
+	case b.held == 0 || b.groups > 0 && len(b.queue) >= maxGroupHeld:
+		n.proposeRenewalsLocked()
+	case b.groups > 0 && !b.holdArmed:
+		b.armHoldLocked(n.renewHoldExpired)
 	}
 	return f
 }
@@ -269,6 +285,7 @@ func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
 	q, l, g := b.queue, b.l, b.group
 	b.queue, b.bytes, b.group = nil, 0, nil
+	b.disarmHoldLocked()
 	defer func() {
 		// Raft has the entry's own copy: the arena is free again.
 		for _, f := range q {
