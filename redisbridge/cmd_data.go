@@ -81,7 +81,7 @@ func scriptArgs(w *resp.Writer, args [][]byte) (keys, argv [][]byte, ok bool) {
 // parseScriptArgs splits EVAL's arguments (copied) into KEYS and ARGV, or
 // returns the error reply's text.
 func parseScriptArgs(args [][]byte) (keys, argv [][]byte, msg string) {
-	keys, argv, msg = splitScriptArgs(args)
+	keys, _, msg = splitScriptArgs(args)
 	if msg != "" {
 		return nil, nil, msg
 	}
