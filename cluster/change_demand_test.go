@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -57,6 +58,98 @@ func batched(res []fsm.Result) map[uint64]bool {
 	return out
 }
 
+// renewRound extends k0..k<n-1> through nd, pipelined, waits until
+// every node holds the new leases and published their indexes as
+// applied, and returns the results and the indexes of batch entries.
+func renewRound(t *testing.T, tc *testCluster, nd *Node, n int, what string) ([]fsm.Result, map[uint64]bool) {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	futs := make([]fsm.Future, n)
+	for i := range n {
+		// A request id of its own per round: the same one would be
+		// answered from the exactly-once cache.
+		futs[i] = nd.ApplyAsync(ctx, &fsm.Command{Op: fsm.OpExtend, Key: fmt.Sprint("k", i), Owner: "o", TTL: 60000, ReqID: fmt.Sprint(what, "-", i)})
+	}
+	res := make([]fsm.Result, n)
+	for i, f := range futs {
+		r, err := f.Result()
+		if err != nil {
+			t.Fatalf("%s: extend k%d: %v", what, i, err)
+		}
+		res[i] = r
+	}
+	want := map[string]int64{}
+	var last uint64
+	for i, r := range res {
+		if r.Err != nil || !r.Granted {
+			t.Fatalf("%s: extend k%d: %+v", what, i, r)
+		}
+		want[fmt.Sprint("k", i)] = r.Deadline
+		last = max(last, r.Index)
+	}
+	b := batched(res)
+	if len(b) == 0 {
+		t.Fatalf("%s: no renewals were coalesced", what)
+	}
+	for _, x := range tc.nodes {
+		tc.waitState(x, 10*time.Second, x.ID()+" holding the renewed leases", func(tab *fsm.Table, now int64) bool {
+			for k, d := range want {
+				if h, ok := tab.HoldOf(k, "o", now); !ok || h.Deadline != d {
+					return false
+				}
+			}
+			return true
+		})
+		tc.eventually(10*time.Second, x.ID()+" published the renewals as applied", func() bool { return x.AppliedIndex() >= last })
+	}
+	return res, b
+}
+
+// A key watch on a node with no other demand wakes for a batched
+// renewal of its key, and its record, idle between two requests of a
+// watcher, still counts the next renewal at its exact index.
+func TestRenewalWakesKeyWatch(t *testing.T) {
+	const n = 50
+	tc := renewCluster(t, true, n)
+	l, f := tc.leader(10*time.Second), tc.follower()
+	const key, at = "k3", 3
+	wakes := make(chan uint64, 64)
+	ctx := ctxT(t, 30*time.Second)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Ends when stop is called or ctx ends with the test. A watcher may wake early (at the
+	// floor) and asks again with the index it got, as a client does.
+	go func() {
+		idx := f.KeyIndex(key)
+		for {
+			i, err := f.WaitKeyChange(wctx, key, idx)
+			if err != nil {
+				return
+			}
+			wakes <- i
+			idx = i
+		}
+	}()
+	tc.eventually(10*time.Second, "the watcher waiting", func() bool { return f.KeyWatchers() == 1 })
+	res, _ := renewRound(t, tc, l, n, "watched")
+	for woke := uint64(0); woke < res[at].Index; {
+		select {
+		case woke = <-wakes:
+		case <-ctx.Done():
+			t.Fatalf("the watch did not wake for %s's renewal at %d", key, res[at].Index)
+		}
+	}
+	stop()
+	tc.eventually(10*time.Second, "the watcher gone", func() bool { return f.KeyWatchers() == 0 })
+	if !f.wantsChanges() {
+		t.Fatal("a node keeping a watch record does not want change events")
+	}
+	res, b := renewRound(t, tc, l, n, "idle record")
+	if got := f.KeyIndex(key); got != res[at].Index || !b[got] {
+		t.Fatalf("idle record: KeyIndex(%s) = %d, want its batched renewal's %d (batch entries %v)", key, got, res[at].Index, b)
+	}
+}
+
 // A batch of renewals reports its leases' changes only on the nodes
 // where something reads them: with no demand none of the three nodes
 // emits them (and the key watches' floor still passes the renewals),
@@ -71,51 +164,7 @@ func TestRenewalChangesOnDemand(t *testing.T) {
 	for i, nd := range tc.nodes {
 		logs[i] = recordChanges(t, nd)
 	}
-	renew := func(what string) ([]fsm.Result, map[uint64]bool) {
-		t.Helper()
-		ctx := ctxT(t, 30*time.Second)
-		futs := make([]fsm.Future, n)
-		for i := range n {
-			// A request id of its own per round: the same one would be
-			// answered from the exactly-once cache.
-			futs[i] = l.ApplyAsync(ctx, &fsm.Command{Op: fsm.OpExtend, Key: fmt.Sprint("k", i), Owner: "o", TTL: 60000, ReqID: fmt.Sprint(what, "-", i)})
-		}
-		res := make([]fsm.Result, n)
-		for i, f := range futs {
-			r, err := f.Result()
-			if err != nil {
-				t.Fatalf("%s: extend k%d: %v", what, i, err)
-			}
-			res[i] = r
-		}
-		want := map[string]int64{}
-		var last uint64
-		for i, r := range res {
-			if r.Err != nil || !r.Granted {
-				t.Fatalf("%s: extend k%d: %+v", what, i, r)
-			}
-			want[fmt.Sprint("k", i)] = r.Deadline
-			last = max(last, r.Index)
-		}
-		b := batched(res)
-		if len(b) == 0 {
-			t.Fatalf("%s: no renewals were coalesced", what)
-		}
-		for _, nd := range tc.nodes {
-			tc.waitState(nd, 10*time.Second, nd.ID()+" holding the renewed leases", func(tab *fsm.Table, now int64) bool {
-				for k, d := range want {
-					if h, ok := tab.HoldOf(k, "o", now); !ok || h.Deadline != d {
-						return false
-					}
-				}
-				return true
-			})
-			tc.eventually(10*time.Second, nd.ID()+" published the renewals as applied", func() bool { return nd.AppliedIndex() >= last })
-		}
-		return res, b
-	}
-
-	res, b := renew("no demand")
+	res, b := renewRound(t, tc, l, n, "no demand")
 	for i, nd := range tc.nodes {
 		for j, r := range res {
 			key := fmt.Sprint("k", j)
@@ -132,7 +181,7 @@ func TestRenewalChangesOnDemand(t *testing.T) {
 
 	f := tc.follower()
 	remove := f.AddChangeDemand(func() bool { return true })
-	res, b = renew("a follower's demand")
+	res, b = renewRound(t, tc, l, n, "a follower's demand")
 	for i, nd := range tc.nodes {
 		for j, r := range res {
 			key := fmt.Sprint("k", j)
