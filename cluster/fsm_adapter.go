@@ -310,7 +310,9 @@ func isSetNX(args [][]byte) bool {
 // Subscribe calls fn with every applied entry's events (entries without
 // events are skipped), in log order, on the apply path: fn must not
 // block. cancel stops the calls; one already under way may still finish
-// after cancel returns.
+// after cancel returns. The renewals of a batch entry carry their change
+// events (fsm.EvChanged, fsm.EvValueChanged) only while an AddChangeDemand
+// function asks for them (change_demand.go); every other event always.
 func (n *raftReplica) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
 	return n.hub.Subscribe(fn)
 }
