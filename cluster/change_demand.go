@@ -25,12 +25,12 @@ package cluster
 // before its owner relies on them, and be cheap and never block (it runs
 // on the apply path, under the table's lock). The returned function
 // removes it.
-func (n *Node) AddChangeDemand(fn func() bool) (remove func()) {
+func (n *raftReplica) AddChangeDemand(fn func() bool) (remove func()) {
 	return n.changes.add(fn)
 }
 
 // wantsChanges reports whether the batch about to be applied must carry
 // its renewals' change events.
-func (n *Node) wantsChanges() bool {
+func (n *raftReplica) wantsChanges() bool {
 	return n.hub.WantsChanges() || n.changes.any()
 }

@@ -85,8 +85,6 @@ type Node struct {
 
 	// keyspace: WantKeyspaceEvents' callers (keyspace_demand.go).
 	keyspace lockservice.KeyspaceDemand
-	// changes: AddChangeDemand's functions (change_demand.go).
-	changes commitDemands
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
