@@ -39,7 +39,12 @@ type commitDemandFn struct{ fn func() bool }
 // AppendEntries path, so it must be cheap and never block. The returned
 // function removes it.
 func (n *leaderTerm) AddCommitDemand(fn func() bool) (remove func()) {
-	d := &n.demands
+	return n.demands.add(fn)
+}
+
+// add registers fn; the returned function removes it. The list also
+// serves AddChangeDemand's functions (change_demand.go).
+func (d *commitDemands) add(fn func() bool) (remove func()) {
 	e := &commitDemandFn{fn: fn}
 	d.update(func(cur []*commitDemandFn) []*commitDemandFn { return append(cur, e) })
 	return func() {
@@ -52,6 +57,18 @@ func (n *leaderTerm) AddCommitDemand(fn func() bool) (remove func()) {
 			return cur
 		})
 	}
+}
+
+// any reports whether one of the functions reports true.
+func (d *commitDemands) any() bool {
+	if p := d.list.Load(); p != nil {
+		for _, e := range *p {
+			if e.fn() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // update replaces the list with edit's result on a copy of it.
@@ -69,15 +86,5 @@ func (d *commitDemands) update(edit func([]*commitDemandFn) []*commitDemandFn) {
 // wantsCommits reports whether this node, as a follower, wants the leader
 // to push each commit at once.
 func (n *leaderTerm) wantsCommits() bool {
-	if n.hub.WantsApplies() {
-		return true
-	}
-	if p := n.demands.list.Load(); p != nil {
-		for _, e := range *p {
-			if e.fn() {
-				return true
-			}
-		}
-	}
-	return false
+	return n.hub.WantsApplies() || n.demands.any()
 }

@@ -53,6 +53,11 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	// that proposed the entry, while it awaits the answer; elsewhere (a
 	// follower, always) they are garbage built per renewal.
 	n.table.SkipBatchResults(n.renew.awaited.Load() == 0)
+	// A batch's renewals report their leases' changes only while
+	// something on this node reads them (change_demand.go).
+	quiet := !n.wantsChanges()
+	n.table.SkipRenewalChanges(quiet)
+	var quietAt uint64 // the last renewal batch applied without them
 	n.history.begin()
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
@@ -65,6 +70,9 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			r = n.table.ApplyBytes(l.Index, l.Data)
 		} else {
 			r = n.table.Apply(l.Index, &cmd)
+			if quiet && cmd.Op == fsm.OpBatchRenew {
+				quietAt = l.Index
+			}
 			switch {
 			case cmd.Op == fsm.OpAcquire && r.Granted && r.Err == nil:
 				counts.grants++
@@ -126,6 +134,9 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	n.metrics.applied(counts)
 	for _, ae := range evs {
 		n.hub.Dispatch(ae.index, ae.events)
+	}
+	if quietAt != 0 {
+		n.hub.ChangesSkipped(quietAt)
 	}
 	n.spanTimes.record(logs, held)
 	if lastApplied > 0 {
@@ -299,7 +310,9 @@ func isSetNX(args [][]byte) bool {
 // Subscribe calls fn with every applied entry's events (entries without
 // events are skipped), in log order, on the apply path: fn must not
 // block. cancel stops the calls; one already under way may still finish
-// after cancel returns.
+// after cancel returns. The renewals of a batch entry carry their change
+// events (fsm.EvChanged, fsm.EvValueChanged) only while an AddChangeDemand
+// function asks for them (change_demand.go); every other event always.
 func (n *raftReplica) Subscribe(fn func(index uint64, events []fsm.Event)) (cancel func()) {
 	return n.hub.Subscribe(fn)
 }

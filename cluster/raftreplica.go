@@ -35,6 +35,8 @@ type raftReplica struct {
 	mu     sync.RWMutex
 	table  *fsm.Table
 	limits fsm.Config // the table's limits, for cheap early checks
+	// changes: AddChangeDemand's functions (change_demand.go).
+	changes commitDemands
 
 	// applied is the index of the last log entry the table has seen
 	// (commands and configuration changes); appliedCh is closed and

@@ -211,6 +211,15 @@ func (t *Table) clearRenewals(subs []Command) {
 // applied, remembered and emit their events alike.
 func (t *Table) SkipBatchResults(skip bool) { t.skipBatch = skip }
 
+// SkipRenewalChanges says whether the renewals of the OpBatchRenew
+// entries applied next may leave out their EvChanged and EvValueChanged
+// events (a lease or a TTL moved): on a node where nothing reads them (no
+// client-side caching, no mirror, no key watch) they were the largest
+// allocation of holding many locks. Every other event is emitted alike,
+// and the table changes alike either way: it changes what Apply returns,
+// never what it decides. Default off (emitted).
+func (t *Table) SkipRenewalChanges(skip bool) { t.skipRenewChanges = skip }
+
 // applyRenewals applies the decoded renewals of one entry in order, each
 // with its own exactly-once answer. Their events join the entry's.
 func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
@@ -219,16 +228,23 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 	if !t.skipBatch {
 		out = make([]Result, len(subs))
 	}
-	// A Redis renewal of a key emits one event (EvChanged or
-	// EvValueChanged; an extend or a keep-alive none): room for them all
-	// at once, not a doubling per power of two.
-	redis := 0
-	for i := range subs {
-		if op := subs[i].Op; op == OpRedis || op == OpEvalSHA {
-			redis++
+	if t.skipRenewChanges {
+		// Due work and the entry's settling ran before: only the
+		// renewals' own changes are left out. No decision reads the
+		// events (the due budget counts them before the first renewal).
+		ctx.quietChanges = true
+	} else {
+		// A Redis renewal of a key emits one event (EvChanged or
+		// EvValueChanged; an extend or a keep-alive none): room for them
+		// all at once, not a doubling per power of two.
+		redis := 0
+		for i := range subs {
+			if op := subs[i].Op; op == OpRedis || op == OpEvalSHA {
+				redis++
+			}
 		}
+		ctx.events = slices.Grow(ctx.events, redis)
 	}
-	ctx.events = slices.Grow(ctx.events, redis)
 	t.warmRenewals(subs)
 	for i := range subs {
 		s := &subs[i]
@@ -270,7 +286,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 			out[i] = r
 		}
 	}
-	ctx.noForce, ctx.keysOnly = false, false
+	ctx.noForce, ctx.keysOnly, ctx.quietChanges = false, false, false
 	return Result{Batch: out}
 }
 

@@ -513,6 +513,9 @@ type applyCtx struct {
 	scriptKeys [][]byte
 	// keyspace: emit EvKeyspace (Table.SetKeyspaceEvents).
 	keyspace bool
+	// quietChanges: emit drops EvChanged and EvValueChanged (a batch's
+	// renewals while Table.SkipRenewalChanges is on).
+	quietChanges bool
 	// backlog: expireDue stopped at DueEventBudget with due items left
 	// (expiry_bound.go); the command's share is done by settleFor.
 	backlog bool
@@ -529,6 +532,9 @@ type applyCtx struct {
 const eventSlab = 32
 
 func (c *applyCtx) emit(e Event) {
+	if c.quietChanges && (e.Kind == EvChanged || e.Kind == EvValueChanged) {
+		return
+	}
 	if c.events == nil {
 		// A release emits two events (released, changed), and so does a
 		// grant: room for two, cut from a slab shared by the entries of
@@ -575,6 +581,9 @@ type Table struct {
 	// skipBatch: Apply may leave out OpBatchRenew's per-renewal results
 	// (SkipBatchResults). Output only: no decision reads it.
 	skipBatch bool
+	// skipRenewChanges: renewals emit no EvChanged/EvValueChanged
+	// (SkipRenewalChanges). Output only: no decision reads it.
+	skipRenewChanges bool
 	// warmSum keeps warmRenewals' reads from being optimised away.
 	warmSum uint64
 

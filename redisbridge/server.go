@@ -126,9 +126,24 @@ func New(b Backend, cfg Config) (*Server, error) {
 		// applies them: a follower asks for each commit at once while a
 		// client waits for them.
 		remove := d.AddCommitDemand(func() bool { return s.trk.active.Load() > 0 || s.hub.active() })
-		s.cancel = func() { remove(); cancel() }
+		prev := s.cancel
+		s.cancel = func() { remove(); prev() }
+	}
+	if d, ok := b.(changeDemander); ok {
+		// Client-side caching invalidates a key whose lease a renewal
+		// moved; a client counts in trk.active before its TRACKING ON is
+		// answered, so the entries applied after it carry those changes.
+		remove := d.AddChangeDemand(func() bool { return s.trk.active.Load() > 0 })
+		prev := s.cancel
+		s.cancel = func() { remove(); prev() }
 	}
 	return s, nil
+}
+
+// changeDemander is a Backend whose batches of renewals report their
+// keys' changes only while asked to (cluster.Node.AddChangeDemand).
+type changeDemander interface {
+	AddChangeDemand(fn func() bool) (remove func())
 }
 
 // commitDemander is a Backend that can be told when this server's clients

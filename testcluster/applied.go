@@ -51,7 +51,9 @@ type AppliedLog struct {
 func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel func()) {
 	log = &AppliedLog{keys: keys}
 	var reads readCache
-	cancel = n.Subscribe(func(index uint64, events []fsm.Event) {
+	// Every event, a renewal's lease change included, is recorded.
+	removeDemand := n.AddChangeDemand(func() bool { return true })
+	unsub := n.Subscribe(func(index uint64, events []fsm.Event) {
 		a := Applied{Index: index, Events: slices.Clone(events)}
 		want := slices.Clone(keys)
 		for _, e := range events {
@@ -79,7 +81,7 @@ func RecordApplied(n *cluster.Node, keys ...string) (log *AppliedLog, cancel fun
 		log.stream = append(log.stream, a)
 		log.mu.Unlock()
 	})
-	return log, cancel
+	return log, func() { unsub(); removeDemand() }
 }
 
 // readCache is RecordApplied's last read of the table, which the next

@@ -165,6 +165,17 @@ func (h *Hub) WantsApplies() bool {
 	return h.nwaiters.Load() > 0 || h.demand.Load() > 0 || h.watches.watchers() > 0
 }
 
+// WantsChanges reports whether the key watches need the change events
+// (fsm.EvChanged, fsm.EvValueChanged) of every entry applied from now on
+// (KeyWatches.wantsChanges). A replica that applied an entry without them
+// reports it with ChangesSkipped.
+func (h *Hub) WantsChanges() bool { return h.watches.wantsChanges() }
+
+// ChangesSkipped tells the key watches that the entry at index was applied
+// without its renewals' change events, in log order with Dispatch: call it
+// before the replica publishes index as applied.
+func (h *Hub) ChangesSkipped(index uint64) { h.watches.changesSkipped(index) }
+
 // KeyWatches is the replica's change-index registry (Replica).
 func (h *Hub) KeyWatches() *KeyWatches { return h.watches }
 

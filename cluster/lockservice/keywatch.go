@@ -49,6 +49,8 @@ type KeyWatches struct {
 	// waiting counts the callers blocked in wait (Watchers), read without
 	// the lock by WantsApplies.
 	waiting atomic.Int32
+	// nrecs is len(keys)+len(pfx), read without the lock by wantsChanges.
+	nrecs atomic.Int32
 }
 
 // watchRec is one key's (or prefix's) change index and watchers.
@@ -151,6 +153,7 @@ func (w *KeyWatches) wait(ctx context.Context, stop <-chan struct{}, key string,
 		// A change before the record existed counted only in the
 		// floor: starting from it may wake early, never late.
 		r = &watchRec{key: key, prefix: prefix, last: w.floor}
+		w.nrecs.Add(1)
 		w.recs(prefix)[key] = r
 		if prefix {
 			w.pfxLens[len(key)]++
@@ -208,11 +211,34 @@ func (w *KeyWatches) trimIdleLocked() {
 		r := w.idle.Remove(w.idle.Front()).(*watchRec)
 		r.idleAt = nil
 		delete(w.recs(r.prefix), r.key)
+		w.nrecs.Add(-1)
 		if r.prefix {
 			if w.pfxLens[len(r.key)]--; w.pfxLens[len(r.key)] == 0 {
 				delete(w.pfxLens, len(r.key))
 			}
 		}
+	}
+}
+
+// wantsChanges reports whether the registry needs every entry's change
+// events to stay exact: while it keeps a record, a record's index must
+// count every change of its key. Without records only the floor counts,
+// and changesSkipped keeps it up.
+func (w *KeyWatches) wantsChanges() bool { return w.nrecs.Load() > 0 }
+
+// changesSkipped records that the entry at index may have changed keys
+// without saying which (applied with fsm.Table.SkipRenewalChanges because
+// wantsChanges was false when it began): the floor and every record made
+// since rise to index, so a watcher may wake early, never late.
+func (w *KeyWatches) changesSkipped(index uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.floor = max(w.floor, index)
+	for _, r := range w.keys {
+		r.changed(index)
+	}
+	for _, r := range w.pfx {
+		r.changed(index)
 	}
 }
 

@@ -92,6 +92,12 @@ type Source interface {
 	IsLeader() bool
 }
 
+// changeDemander is a Source whose batches of renewals report their
+// keys' changes only while asked to (cluster.Node.AddChangeDemand).
+type changeDemander interface {
+	AddChangeDemand(fn func() bool) (remove func())
+}
+
 var (
 	errMirrorRunning    = errors.New("mirror: already running")
 	errMirrorSuperseded = errors.New("mirror: resync superseded by another writer")
@@ -147,6 +153,13 @@ func (m *Mirror) Run(ctx context.Context) error {
 	defer c.Close()
 	rd := &mirrorRedis{c: c, prefix: m.cfg.KeyPrefix, filter: m.cfg.Filter, timeout: m.cfg.OpTimeout}
 
+	if d, ok := m.src.(changeDemander); ok {
+		// A renewal moves its key's TTL, which the mirror copies: asked
+		// before Subscribe, so every entry applied after the index read
+		// below carries its changes.
+		remove := d.AddChangeDemand(func() bool { return true })
+		defer remove()
+	}
 	cancel := m.src.Subscribe(m.onApply)
 	defer cancel()
 	// Everything applied after Subscribe returned reaches onApply, so the
