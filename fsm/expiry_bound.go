@@ -91,21 +91,41 @@ func (t *Table) drainDue(ctx *applyCtx) {
 
 // runDueItems runs the due items in order until none is due or, when
 // bounded, the entry's budget is spent (then ctx.backlog is set).
+//
+// The budget counts only the events every replica emits alike: keyspace
+// notifications are per node (SetKeyspaceEvents), and counting them would
+// stop a node that emits them at an earlier due item than the others, so
+// their tables would part.
 func (t *Table) runDueItems(ctx *applyCtx, bounded bool) {
+	used := replicatedEvents(ctx.events)
 	for {
 		kind, it, ok := t.due.next()
 		if !ok || it.at > ctx.now {
 			break
 		}
-		if bounded && len(ctx.events)+ctx.dueQuiet >= DueEventBudget {
+		if bounded && used+ctx.dueQuiet >= DueEventBudget {
 			ctx.backlog = true
 			break
 		}
 		t.due[kind-1].pop()
 		ctx.at = it.at
+		n := len(ctx.events)
 		t.runDue(ctx, kind, it.id)
+		used += replicatedEvents(ctx.events[n:])
 	}
 	ctx.at = ctx.now
+}
+
+// replicatedEvents counts the events of evs that do not depend on the
+// node's own settings (all but EvKeyspace).
+func replicatedEvents(evs []Event) int {
+	n := 0
+	for i := range evs {
+		if evs[i].Kind != EvKeyspace {
+			n++
+		}
+	}
+	return n
 }
 
 // HasDueBacklog reports whether due work is left that an entry's budget

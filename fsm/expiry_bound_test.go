@@ -162,6 +162,39 @@ func TestBoundedExpiryMass(t *testing.T) {
 	}
 }
 
+// A node with keyspace notifications on emits an "expired" event per key
+// besides the others; the budget must not count it, or that node would
+// end fewer keys per entry than the rest and their tables would part.
+func TestBoundedExpiryBudgetIgnoresKeyspaceEvents(t *testing.T) {
+	const n, deadline = 10_000, 50_000
+	plain, notified := newBoundedRig(t, VersionBoundedExpiry), newBoundedRig(t, VersionBoundedExpiry)
+	notified.tab.SetKeyspaceEvents(true)
+	for i := range n {
+		c := xcmd("SET", "mass/"+strconv.Itoa(i), "tok", "NX", "PXAT", strconv.Itoa(deadline))
+		plain.apply(c, 1000)
+		notified.apply(xcmd("SET", "mass/"+strconv.Itoa(i), "tok", "NX", "PXAT", strconv.Itoa(deadline)), 1000)
+	}
+	for now := int64(deadline); ; now++ {
+		plain.apply(&Command{Op: OpTick}, now)
+		res := notified.apply(&Command{Op: OpTick}, now)
+		if len(res.Events) == 0 {
+			t.Fatalf("the notified table emitted nothing at %d", now)
+		}
+		if a, b := len(plain.tab.keys), len(notified.tab.keys); a != b {
+			t.Fatalf("after the tick at %d: %d keys left without keyspace events, %d with them", now, a, b)
+		}
+		if !bytes.Equal(snap(t, plain.tab), snap(t, notified.tab)) {
+			t.Fatalf("after the tick at %d: the snapshots differ", now)
+		}
+		if !plain.tab.HasDueBacklog() {
+			break
+		}
+		if now > deadline+n {
+			t.Fatal("the backlog does not drain")
+		}
+	}
+}
+
 // A command applied while a backlog remains decides exactly as it would
 // after every due item ran: the backlog's unbounded twin (version 1)
 // gives the same result. Each scenario puts its key's due work after a
