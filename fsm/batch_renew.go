@@ -209,7 +209,7 @@ func (t *Table) clearRenewals(subs []Command) {
 // its own awaiting an answer (a follower) has no reader for them. It
 // changes what Apply returns, never what it decides: the renewals are
 // applied, remembered and emit their events alike.
-func (t *Table) SkipBatchResults(skip bool) { t.skipBatch = skip }
+func (o *batchOutputs) SkipBatchResults(skip bool) { o.skipBatch = skip }
 
 // SkipRenewalChanges says whether the renewals of the OpBatchRenew
 // entries applied next may leave out their EvChanged and EvValueChanged
@@ -218,7 +218,7 @@ func (t *Table) SkipBatchResults(skip bool) { t.skipBatch = skip }
 // allocation of holding many locks. Every other event is emitted alike,
 // and the table changes alike either way: it changes what Apply returns,
 // never what it decides. Default off (emitted).
-func (t *Table) SkipRenewalChanges(skip bool) { t.skipRenewChanges = skip }
+func (o *batchOutputs) SkipRenewalChanges(skip bool) { o.skipRenewChanges = skip }
 
 // applyRenewals applies the decoded renewals of one entry in order, each
 // with its own exactly-once answer. Their events join the entry's.
@@ -245,7 +245,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 		}
 		ctx.events = slices.Grow(ctx.events, redis)
 	}
-	t.warmRenewals(subs)
+	t.warmSum = t.warmRenewals(subs)
 	for i := range subs {
 		s := &subs[i]
 		ctx.noForce, ctx.keysOnly = s.NoForce, s.KeysOnly
@@ -299,8 +299,7 @@ func (t *Table) applyRenewals(ctx *applyCtx, subs []Command) Result {
 // on the one before, so the processor overlaps their misses and the
 // renewals then find what they touch in cache (see BenchmarkBatchRenew100k).
 // Output only: each renewal looks its key up again.
-func (t *Table) warmRenewals(subs []Command) {
-	var sum uint64
+func (t *keySpace) warmRenewals(subs []Command) (sum uint64) {
 	for i := range subs {
 		var v *Value
 		switch s := &subs[i]; s.Op {
@@ -321,5 +320,5 @@ func (t *Table) warmRenewals(subs []Command) {
 			sum += uint64(o[0])
 		}
 	}
-	t.warmSum = sum
+	return sum
 }

@@ -552,6 +552,17 @@ func (c *applyCtx) emit(e Event) {
 	c.events = append(c.events, e)
 }
 
+// batchOutputs is what a node's Apply may leave out of an OpBatchRenew
+// entry's output because nothing on the node reads it. Output only: no
+// decision reads these switches.
+type batchOutputs struct {
+	// skipBatch: leave out the per-renewal results (SkipBatchResults).
+	skipBatch bool
+	// skipRenewChanges: renewals emit no EvChanged/EvValueChanged
+	// (SkipRenewalChanges).
+	skipRenewChanges bool
+}
+
 // Table is the replicated lock table and key space. It is not safe for
 // concurrent use: the node serialises Apply and guards queries.
 //
@@ -578,12 +589,9 @@ type Table struct {
 	// renewLists the slab of their KEYS and ARGV lists.
 	renewals   []Command
 	renewLists [][]byte
-	// skipBatch: Apply may leave out OpBatchRenew's per-renewal results
-	// (SkipBatchResults). Output only: no decision reads it.
-	skipBatch bool
-	// skipRenewChanges: renewals emit no EvChanged/EvValueChanged
-	// (SkipRenewalChanges). Output only: no decision reads it.
-	skipRenewChanges bool
+	// batchOutputs says which outputs of a batch of renewals this node
+	// leaves out.
+	batchOutputs
 	// warmSum keeps warmRenewals' reads from being optimised away.
 	warmSum uint64
 
