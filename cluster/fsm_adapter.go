@@ -48,15 +48,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 
 	n.mu.Lock()
 	held := time.Now()
-	n.table.SetKeyspaceEvents(n.keyspace.On())
-	// Each renewal's result in a batch entry is read only by the node
-	// that proposed the entry, while it awaits the answer; elsewhere (a
-	// follower, always) they are garbage built per renewal.
-	n.table.SkipBatchResults(n.renew.awaited.Load() == 0)
-	// A batch's renewals report their leases' changes only while
-	// something on this node reads them (change_demand.go).
-	quiet := !n.wantsChanges()
-	n.table.SkipRenewalChanges(quiet)
+	quiet := f.chooseOutputs()
 	var quietAt uint64 // the last renewal batch applied without them
 	n.history.begin()
 	for i, l := range logs {
@@ -83,25 +75,7 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 			}
 			n.history.observe(n.table, &cmd, &r)
 		}
-		for _, e := range r.Events {
-			if e.Kind == fsm.EvReleased && e.Granted > 0 && r.Now >= e.Granted {
-				n.metrics.lockHold.Observe(float64(r.Now-e.Granted) / 1e3)
-			}
-			switch {
-			case e.Kind == fsm.EvGranted:
-				counts.grants++
-			case e.Kind != fsm.EvReleased:
-			case e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession:
-				counts.expiries++
-			case e.Reason == fsm.ReasonForced:
-				if counts.forced++; forcedAt != l.Index {
-					forcedAt = l.Index
-					n.forced.record(l.Index, r.Events)
-				}
-			default:
-				counts.releases++
-			}
-		}
+		f.tally(&counts, &forcedAt, l.Index, &r)
 		if len(r.Events) > 0 {
 			if evs == nil {
 				// Most lock commands emit events: room for the rest of
@@ -147,6 +121,49 @@ func (f *fsmAdapter) ApplyBatch(logs []*raft.Log) []interface{} {
 	default:
 	}
 	return out
+}
+
+// chooseOutputs sets, under n.mu before a batch, which of the table's
+// outputs this node has a reader for, and reports whether renewals
+// leave out their change events (quiet).
+func (f *fsmAdapter) chooseOutputs() (quiet bool) {
+	n := (*Node)(f)
+	n.table.SetKeyspaceEvents(n.keyspace.On())
+	// Each renewal's result in a batch entry is read only by the node
+	// that proposed the entry, while it awaits the answer; elsewhere (a
+	// follower, always) they are garbage built per renewal.
+	n.table.SkipBatchResults(n.renew.awaited.Load() == 0)
+	// A batch's renewals report their leases' changes only while
+	// something on this node reads them (change_demand.go).
+	quiet = !n.wantsChanges()
+	n.table.SkipRenewalChanges(quiet)
+	return quiet
+}
+
+// tally counts entry idx's events into counts and the hold-time metric,
+// and records its forced releases once (forcedAt: the last entry whose
+// forced releases are recorded).
+func (f *fsmAdapter) tally(counts *applyCounts, forcedAt *uint64, idx uint64, r *fsm.Result) {
+	n := (*Node)(f)
+	for _, e := range r.Events {
+		if e.Kind == fsm.EvReleased && e.Granted > 0 && r.Now >= e.Granted {
+			n.metrics.lockHold.Observe(float64(r.Now-e.Granted) / 1e3)
+		}
+		switch {
+		case e.Kind == fsm.EvGranted:
+			counts.grants++
+		case e.Kind != fsm.EvReleased:
+		case e.Reason == fsm.ReasonExpired || e.Reason == fsm.ReasonSession:
+			counts.expiries++
+		case e.Reason == fsm.ReasonForced:
+			if counts.forced++; *forcedAt != idx {
+				*forcedAt = idx
+				n.forced.record(idx, r.Events)
+			}
+		default:
+			counts.releases++
+		}
+	}
 }
 
 // Apply is raft.FSM's single-entry form; raft uses ApplyBatch.
