@@ -97,18 +97,35 @@ func (n *Node) unholdRenewals() {
 	b.mu.Unlock()
 }
 
-// armHoldLocked makes sure the renewals an async group holds are
-// proposed within maxGroupHold: expired (Node.renewHoldExpired) runs
-// then unless the queue is proposed first (b.mu held, not armed yet).
-func (b *renewBatcher) armHoldLocked(expired func()) {
-	b.holdArmed = true
-	if b.holdTimer == nil {
-		// Each time it fires, its function runs on a goroutine of its
-		// own, which ends once the queue is proposed or found empty.
-		b.holdTimer = time.AfterFunc(maxGroupHold, expired)
+// groupHold bounds how long open groups hold a queue: armed, its timer
+// runs expired within maxGroupHold. The queue's mutex guards it.
+type groupHold struct {
+	timer *time.Timer
+	armed bool
+}
+
+// arm makes sure expired runs within maxGroupHold, unless it is armed
+// already. Each time the timer fires, expired runs on a goroutine of its
+// own, which ends once it has handed the held work on (proposed the
+// renewals, started the sender) or found none.
+func (h *groupHold) arm(expired func()) {
+	if h.armed {
 		return
 	}
-	b.holdTimer.Reset(maxGroupHold)
+	h.armed = true
+	if h.timer == nil {
+		h.timer = time.AfterFunc(maxGroupHold, expired)
+		return
+	}
+	h.timer.Reset(maxGroupHold)
+}
+
+// disarm stops the timer: the held work left anyway. A timer that fired
+// already finds the queue empty or fresh.
+func (h *groupHold) disarm() {
+	if h.armed && h.timer.Stop() {
+		h.armed = false
+	}
 }
 
 // renewHoldExpired proposes the renewals held by a group for
@@ -119,37 +136,17 @@ func (b *renewBatcher) armHoldLocked(expired func()) {
 func (n *Node) renewHoldExpired() {
 	b := &n.renew
 	b.mu.Lock()
-	b.holdArmed = false
+	b.hold.armed = false
 	if b.groups > 0 && b.inflight < maxRenewInflight && len(b.queue) > 0 {
 		n.proposeRenewalsLocked()
 	}
 	b.mu.Unlock()
 }
 
-// disarmHoldLocked stops the hold's timer: the queue is proposed (b.mu
-// held). A timer that fired already finds it empty or fresh.
-func (b *renewBatcher) disarmHoldLocked() {
-	if b.holdArmed && b.holdTimer.Stop() {
-		b.holdArmed = false
-	}
-}
-
 // armForwardHoldLocked makes sure the commands an async group holds in
 // the forwarding queue leave within maxGroupHold (q.mu held).
 func (n *forwarder) armForwardHoldLocked() {
-	q := &n.fwd
-	if q.holdArmed {
-		return
-	}
-	q.holdArmed = true
-	if q.holdTimer == nil {
-		// Each time it fires, its function runs on a goroutine of its
-		// own, which ends once it has started the sender (or found it
-		// running or nothing queued).
-		q.holdTimer = time.AfterFunc(maxGroupHold, n.forwardHoldExpired)
-		return
-	}
-	q.holdTimer.Reset(maxGroupHold)
+	n.fwd.hold.arm(n.forwardHoldExpired)
 }
 
 // forwardHoldExpired starts the sender on commands held by a group for
@@ -157,7 +154,7 @@ func (n *forwarder) armForwardHoldLocked() {
 func (n *forwarder) forwardHoldExpired() {
 	q := &n.fwd
 	q.mu.Lock()
-	q.holdArmed = false
+	q.hold.armed = false
 	start := !q.sending && len(q.items) > 0
 	if start {
 		q.expired = true

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 	"go.opentelemetry.io/otel/attribute"
@@ -65,11 +64,10 @@ type forwardQueue struct {
 	// maxGroupHeld commands are queued, a caller waits for one of them
 	// (waiting: queued items of Apply, whose caller may be the group's)
 	// or the hold is maxGroupHold old (expired: the next batch leaves;
-	// holdTimer sets it, and is set to fire while holdArmed).
+	// hold sets it).
 	held, waiting int
 	expired       bool
-	holdTimer     *time.Timer
-	holdArmed     bool
+	hold          groupHold
 
 	// noHint is the id of a leader that refused rpcApplyBatchHinted as
 	// unknown. Only the sender goroutine uses it (one at a time: sending).
@@ -214,9 +212,7 @@ func (q *forwardQueue) next(arm func()) []*forwardItem {
 		return nil
 	}
 	q.expired = false
-	if q.holdArmed && q.holdTimer.Stop() {
-		q.holdArmed = false
-	}
+	q.hold.disarm()
 	k, size := 0, 0
 	for k < len(q.items) && k < maxForwardBatch {
 		size += len(q.items[k].req)

@@ -3,7 +3,6 @@ package cluster
 import (
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -78,13 +77,11 @@ type renewBatcher struct {
 	// together whatever their number.
 	held   int
 	groups int
-	// holdTimer proposes what groups hold once it is maxGroupHold old;
-	// holdArmed: it is set to fire (armHoldLocked).
-	holdTimer *time.Timer
-	holdArmed bool
-	queue     []*renewFuture
-	bytes     int         // encoded size of queue
-	l         *leadership // the term the queue was proposed in
+	// hold proposes what groups hold once it is maxGroupHold old.
+	hold  groupHold
+	queue []*renewFuture
+	bytes int         // encoded size of queue
+	l     *leadership // the term the queue was proposed in
 	// group is what the queued renewals are answered through (nil when
 	// the queue is empty).
 	group *renewGroup
@@ -232,8 +229,8 @@ func (n *Node) queueRenewal(l *leadership, cmd *fsm.Command, enc []byte) raft.Ap
 		// The first answer proposes the queue.
 	case b.held == 0 || b.groups > 0 && len(b.queue) >= maxGroupHeld:
 		n.proposeRenewalsLocked()
-	case b.groups > 0 && !b.holdArmed:
-		b.armHoldLocked(n.renewHoldExpired)
+	case b.groups > 0 && !b.hold.armed:
+		b.hold.arm(n.renewHoldExpired)
 	}
 	return f
 }
@@ -285,7 +282,7 @@ func (n *Node) proposeRenewalsLocked() {
 	b := &n.renew
 	q, l, g := b.queue, b.l, b.group
 	b.queue, b.bytes, b.group = nil, 0, nil
-	b.disarmHoldLocked()
+	b.hold.disarm()
 	defer func() {
 		// Raft has the entry's own copy: the arena is free again.
 		for _, f := range q {
