@@ -29,16 +29,7 @@ func renewalCluster(t *testing.T, n int) (leader, follower *bridgeNode, renew fu
 		// Renewals are batched from fsm.VersionBatchRenew on.
 		eventually(t, 10*time.Second, "the cluster version", func() bool { return b.node.ClusterVersion() == fsm.MaxClusterVersion })
 	}
-	for _, b := range nodes {
-		if b.node.IsLeader() {
-			leader = b
-		} else {
-			follower = b
-		}
-	}
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	leader, follower = leaderAndFollower(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	w := goRedis(t, leader.srv, 2)

@@ -229,17 +229,7 @@ func TestClusterBridgeSubscriberOnFollower(t *testing.T) {
 		cfg.CommitTimeout = time.Hour
 		cfg.ClockSyncInterval = time.Hour
 	})
-	var leader, follower *bridgeNode
-	for _, b := range nodes {
-		if b.node.IsLeader() {
-			leader = b
-		} else {
-			follower = b
-		}
-	}
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	leader, follower := leaderAndFollower(t, nodes)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	pub := goRedis(t, leader.srv, 3)

@@ -247,17 +247,7 @@ func TestClusterKeyspaceSubscriberOnFollower(t *testing.T) {
 		// each commit at once, not through a heartbeat's commit index.
 		cfg.CommitTimeout = time.Hour
 	})
-	var leader, follower *bridgeNode
-	for _, b := range nodes {
-		if b.node.IsLeader() {
-			leader = b
-		} else {
-			follower = b
-		}
-	}
-	if leader == nil {
-		t.Fatal("no leader")
-	}
+	leader, follower := leaderAndFollower(t, nodes)
 	sub := dialRaw(t, follower.srv)
 	sub.do("CONFIG", "SET", "notify-keyspace-events", "Kgx$")
 	if v := sub.do("SUBSCRIBE", "__keyspace@0__:job"); v.Type == '-' {

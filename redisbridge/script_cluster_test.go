@@ -146,6 +146,23 @@ func leaderOf(nodes []*bridgeNode) int {
 	return 0
 }
 
+// leaderAndFollower returns the node that believes it leads and one that
+// does not; it fails the test when none leads.
+func leaderAndFollower(t *testing.T, nodes []*bridgeNode) (leader, follower *bridgeNode) {
+	t.Helper()
+	for _, b := range nodes {
+		if b.node.IsLeader() {
+			leader = b
+		} else {
+			follower = b
+		}
+	}
+	if leader == nil {
+		t.Fatal("no leader")
+	}
+	return leader, follower
+}
+
 // TestEvalReadOnlyBridge: EVAL_RO and EVALSHA_RO refuse a write with
 // Redis 7's text and change nothing; reads run; a pipelined EVAL_RO is
 // read-only too.
